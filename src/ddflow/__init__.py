@@ -1,0 +1,45 @@
+"""ddflow: differential dataflow for Python, vectorized with numpy.
+
+Collections change over (possibly partially ordered) time; operators keep their outputs
+exactly equal to recomputing from scratch, with work proportional to the change. See
+``docs/api.md`` for the API and ``ddflow.core``/``trace``/``operators``/``runtime`` for the
+layers. ``import ddflow`` never imports pyspark.
+"""
+
+from __future__ import annotations
+
+from ddflow.core.diff import DiffPair, MinSum, Sum
+from ddflow.core.errors import (
+    DataError,
+    DDError,
+    DiffTypeError,
+    FrontierError,
+    OperatorError,
+    SessionClosedError,
+    TimeError,
+)
+from ddflow.core.time import Product
+from ddflow.dataflow.collection import Arranged, Collection
+from ddflow.runtime.worker import Capture, InputSession, Probe, Worker
+
+__all__ = [
+    "Arranged",
+    "Capture",
+    "Collection",
+    "DDError",
+    "DataError",
+    "DiffPair",
+    "DiffTypeError",
+    "FrontierError",
+    "InputSession",
+    "MinSum",
+    "OperatorError",
+    "Probe",
+    "Product",
+    "SessionClosedError",
+    "Sum",
+    "TimeError",
+    "Worker",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Core: times and lattices, frontiers, diff algebra, columnar updates. Imports nothing else of ddflow."""

@@ -1,0 +1,312 @@
+"""Layouts: how a collection's records map to typed columns, and back.
+
+A record is any Python value. A ``Layout`` is the tree shape of a record: a ``Leaf`` holds one
+column; ``Tup`` is a tuple of sub-layouts; ``Struct`` is a frozen class rebuilt from its fields
+(``Sum``, ``DiffPair``). The columns of a record are the leaves in depth-first order.
+
+Columns are 1-d numpy arrays: ``int64``, ``float64`` and ``bool`` for numbers, ``object`` for
+everything else (strings, None, arbitrary objects): correct, just slower.
+
+Vectorized user functions see a *view* in the record's shape: a leaf is an array, a tuple is a
+tuple of views, so ``lambda e: e[0]`` means the same per record and per column.
+
+This module also holds the ordering helpers every sorted structure uses: ``lex_order`` (the
+permutation sorting rows of several columns lexicographically) and ``run_starts``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError
+
+__all__ = [
+    "Layout",
+    "Leaf",
+    "Struct",
+    "Tup",
+    "infer_layout",
+    "layout_of_view",
+    "lex_order",
+    "make_column",
+    "run_starts",
+    "take_columns",
+]
+
+Columns = tuple[np.ndarray, ...]
+
+
+class Layout:
+    """The shape of a record; ``width`` columns hold it."""
+
+    width: int
+
+    def to_columns(self, records: Sequence[Any]) -> Columns:
+        raise NotImplementedError
+
+    def to_records(self, cols: Columns, n: int | None = None) -> list[Any]:
+        """Python records of ``cols`` (``n`` rows; needed only for zero-width layouts)."""
+        raise NotImplementedError
+
+    def view(self, cols: Columns) -> Any:
+        """The record-shaped view of ``cols`` handed to vectorized user functions."""
+        raise NotImplementedError
+
+    def from_view(self, view: Any, n: int) -> Columns:
+        """Flatten a record-shaped view (arrays / tuples of arrays) back to columns."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Leaf(Layout):
+    width: int = 1
+
+    def to_columns(self, records: Sequence[Any]) -> Columns:
+        return (make_column(records),)
+
+    def to_records(self, cols: Columns, n: int | None = None) -> list[Any]:
+        return cols[0].tolist()
+
+    def view(self, cols: Columns) -> Any:
+        return cols[0]
+
+    def from_view(self, view: Any, n: int) -> Columns:
+        if isinstance(view, tuple):
+            raise DataError(f"expected one column, got a tuple of {len(view)}")
+        return (_as_column(view, n),)
+
+
+@dataclass(frozen=True)
+class Tup(Layout):
+    children: tuple[Layout, ...]
+
+    @property
+    def width(self) -> int:  # type: ignore[override]
+        return sum(c.width for c in self.children)
+
+    def to_columns(self, records: Sequence[Any]) -> Columns:
+        k = len(self.children)
+        for r in records:
+            if not isinstance(r, tuple) or len(r) != k:
+                raise DataError(
+                    f"record {r!r} does not fit the collection's shape (tuples of {k}); "
+                    "every record of a collection must have the same tuple shape"
+                )
+        if not records:
+            return tuple(np.empty(0, dtype=np.int64) for _ in range(self.width))
+        parts = list(zip(*records, strict=True))
+        out: list[np.ndarray] = []
+        for child, part in zip(self.children, parts, strict=True):
+            out.extend(child.to_columns(part))
+        return tuple(out)
+
+    def to_records(self, cols: Columns, n: int | None = None) -> list[Any]:
+        if not self.children:
+            return [()] * (n if n is not None else 0)
+        if n is None:
+            n = next((len(c) for c in cols), None)
+        subs = []
+        i = 0
+        for c in self.children:
+            subs.append(c.to_records(cols[i : i + c.width], n))
+            i += c.width
+        return list(zip(*subs, strict=True))
+
+    def view(self, cols: Columns) -> Any:
+        out = []
+        i = 0
+        for c in self.children:
+            out.append(c.view(cols[i : i + c.width]))
+            i += c.width
+        return tuple(out)
+
+    def from_view(self, view: Any, n: int) -> Columns:
+        if not isinstance(view, tuple) or len(view) != len(self.children):
+            raise DataError(f"expected a tuple of {len(self.children)} column groups")
+        out: list[np.ndarray] = []
+        for c, v in zip(self.children, view, strict=True):
+            out.extend(c.from_view(v, n))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class Struct(Layout):
+    """A frozen class whose fields (``names``) are stored as columns; rebuilt by ``cls(*fields)``."""
+
+    cls: type
+    names: tuple[str, ...]
+    children: tuple[Layout, ...]
+
+    @property
+    def width(self) -> int:  # type: ignore[override]
+        return sum(c.width for c in self.children)
+
+    def to_columns(self, records: Sequence[Any]) -> Columns:
+        for r in records:
+            if not isinstance(r, self.cls):
+                raise DataError(f"record {r!r} is not a {self.cls.__name__}")
+        out: list[np.ndarray] = []
+        for name, c in zip(self.names, self.children, strict=True):
+            out.extend(c.to_columns([getattr(r, name) for r in records]))
+        return tuple(out)
+
+    def to_records(self, cols: Columns, n: int | None = None) -> list[Any]:
+        subs = []
+        i = 0
+        for c in self.children:
+            subs.append(c.to_records(cols[i : i + c.width], n))
+            i += c.width
+        return [self.cls(*fields) for fields in zip(*subs, strict=True)]
+
+    def view(self, cols: Columns) -> Any:
+        return Tup(self.children).view(cols)
+
+    def from_view(self, view: Any, n: int) -> Columns:
+        return Tup(self.children).from_view(view, n)
+
+
+def infer_layout(record: Any) -> Layout:
+    """The layout of a sample record: tuples split into columns, anything else is a leaf."""
+    if isinstance(record, tuple) and type(record) is tuple:
+        return Tup(tuple(infer_layout(x) for x in record))
+    return Leaf()
+
+
+def layout_of_view(view: Any) -> Layout:
+    """The layout of a record-shaped view returned by a vectorized user function."""
+    if isinstance(view, tuple):
+        return Tup(tuple(layout_of_view(v) for v in view))
+    return Leaf()
+
+
+def _obj(values: Sequence[Any]) -> np.ndarray:
+    return np.fromiter(values, dtype=object, count=len(values))
+
+
+def _normalize(arr: np.ndarray, values: Sequence[Any] | None) -> np.ndarray:
+    kind = arr.dtype.kind
+    if arr.ndim != 1:
+        if values is None:
+            raise DataError(f"expected a 1-d column, got shape {arr.shape}")
+        return _obj(values)
+    if kind == "i":
+        return arr.astype(np.int64, copy=False)
+    if kind == "u":
+        if arr.size and arr.max() > np.iinfo(np.int64).max:
+            return arr.astype(object)
+        return arr.astype(np.int64)
+    if kind == "f":
+        return arr.astype(np.float64, copy=False)
+    if kind == "b":
+        return arr
+    if kind == "O":
+        return arr
+    # strings, bytes, datetimes: keep the Python objects
+    return _obj(values if values is not None else arr.tolist())
+
+
+def make_column(values: Sequence[Any]) -> np.ndarray:
+    """A typed column from Python values (numbers typed, everything else ``object``)."""
+    if isinstance(values, np.ndarray):
+        return _normalize(values, None)
+    if not values:
+        return np.empty(0, dtype=np.int64)
+    first = values[0]
+    if not isinstance(first, (int, float, bool, np.number, np.bool_)):
+        return _obj(values)
+    try:
+        arr = np.array(values)
+    except (ValueError, OverflowError, TypeError):
+        return _obj(values)
+    return _normalize(arr, values)
+
+
+def _as_column(v: Any, n: int) -> np.ndarray:
+    if isinstance(v, np.ndarray):
+        arr = _normalize(v, None)
+    elif np.isscalar(v):
+        arr = make_column([v]).repeat(n)
+    else:
+        arr = make_column(list(v))
+    if arr.shape[0] != n:
+        raise DataError(f"a vectorized function returned a column of {arr.shape[0]} rows, not {n}")
+    return arr
+
+
+def take_columns(cols: Columns, idx: np.ndarray | slice) -> Columns:
+    return tuple(c[idx] for c in cols)
+
+
+def _check_orderable(c: np.ndarray) -> None:
+    if c.dtype.kind == "f" and np.isnan(c).any():
+        raise DataError("NaN cannot be ordered; arranged data (keys and values) must not hold NaN")
+
+
+def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
+    """One int64 column ordering like ``cols`` lexicographically, if their ranges fit 62 bits."""
+    span = 1
+    packed = None
+    for c in reversed(cols):
+        if c.dtype.kind not in "ib":
+            return None
+        ci = c.astype(np.int64, copy=False)
+        lo = int(ci.min())
+        hi = int(ci.max())
+        width = hi - lo + 1
+        term = ci - lo if lo != 0 else ci
+        if packed is None:
+            packed = term.copy() if term is ci else term
+        else:
+            if span * width >= (1 << 62):
+                return None
+            packed = packed + term * span
+        span *= width
+        if span >= (1 << 62):
+            return None
+    return packed
+
+
+def lex_order(cols: Sequence[np.ndarray]) -> np.ndarray:
+    """The permutation that sorts rows of ``cols`` lexicographically (first column first).
+
+    Raises ``DataError`` when values cannot be ordered (NaN, mixed unorderable objects).
+    """
+    n = cols[0].shape[0] if cols else 0
+    if n <= 1:
+        return np.arange(n)
+    live = []
+    for c in cols:
+        _check_orderable(c)
+        if c.dtype.kind in "biuf":
+            if c[0] == c[-1] and (c == c[0]).all():
+                continue
+        live.append(c)
+    try:
+        if not live:
+            return np.arange(n)
+        if len(live) == 1:
+            return np.argsort(live[0])
+        packed = _pack(live)
+        if packed is not None:
+            return np.argsort(packed)
+        return np.lexsort(tuple(reversed(live)))
+    except TypeError as e:
+        raise DataError(
+            f"data cannot be ordered ({e}); arranged keys and values must be mutually "
+            "comparable (no None mixed with numbers, no mixed types)"
+        ) from e
+
+
+def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """Indices where a run of equal rows starts, for rows already sorted by ``cols``."""
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    change = np.zeros(n, dtype=bool)
+    change[0] = True
+    for c in cols:
+        change[1:] |= np.asarray(c[1:] != c[:-1], dtype=bool)
+    return np.flatnonzero(change)

@@ -1,0 +1,555 @@
+"""Diff algebra: the types a ``diff`` can have, and their vectorized arithmetic.
+
+An update ``(data, time, diff)`` changes the multiplicity of ``data`` by ``diff``. Diffs form
+a *semigroup* (``plus``, ``is_zero``); a *monoid* adds a zero; an *abelian group* adds
+``negate`` (needed by ``reduce``, ``negate``, ``antijoin``, ``count_total``'s retractions of
+counts are ints and need nothing of the input diff). ``join`` multiplies the diffs of matched
+updates, so diff types may also define a product.
+
+A ``DiffType`` describes one diff type and implements its arithmetic over a *diff column*:
+an ``int64`` array (``IntDiff``, ``MinSumDiff``), a tuple of component columns (``TupleDiff``:
+tuples, ``DiffPair``, ``Sum``; zero iff every component is zero), or an ``object`` array of
+user semigroup values (``ObjectDiff``: correct, per-element Python calls).
+
+Values shipped here: ``Sum(value, count)`` (seed 003: zero only when both are zero, so a sum of
+0 over a non-empty group survives) and ``MinSum(value)`` (seed 002: plus is ``min``, times is
+``+``, zero is +infinity; a monoid without subtraction).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Leaf, Struct, Tup
+from ddflow.core.errors import DiffTypeError
+
+__all__ = [
+    "DiffPair",
+    "DiffType",
+    "INT_DIFF",
+    "IntDiff",
+    "MinSum",
+    "MinSumDiff",
+    "ObjectDiff",
+    "Sum",
+    "TupleDiff",
+    "diff_type_of",
+]
+
+MINSUM_ZERO = np.iinfo(np.int64).max
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class DiffPair:
+    """A pair of diffs added, negated and zero-tested componentwise (seed 002)."""
+
+    element1: Any
+    element2: Any
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class Sum:
+    """A sum together with the number of summed records (seed 003).
+
+    Zero only when both ``value`` and ``count`` are zero, so a group whose values sum to 0
+    still has an output.
+    """
+
+    value: Any
+    count: int
+
+
+@dataclass(frozen=True, order=True, slots=True)
+class MinSum:
+    """A monoid diff where ``plus`` is ``min`` and ``times`` is ``+`` (seed 002); zero is +inf."""
+
+    value: int
+
+    def plus(self, other: MinSum) -> MinSum:
+        return MinSum(min(self.value, other.value))
+
+    def is_zero(self) -> bool:
+        return self.value >= MINSUM_ZERO
+
+
+class DiffType:
+    """Arithmetic of one diff type over diff columns. Subclasses are frozen values."""
+
+    abelian: bool = True
+    #: the Python class of values, for error messages
+    name: str = "diff"
+
+    # -- conversion --------------------------------------------------------------------------
+    def from_values(self, values: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def to_values(self, d: Any) -> list[Any]:
+        raise NotImplementedError
+
+    def from_columns(self, cols: Any, n: int) -> Any:
+        """A diff column from user-supplied numpy columns (vectorized ingestion)."""
+        raise DiffTypeError(f"diffs of type {self.name} cannot be given as columns")
+
+    def one(self, n: int) -> Any:
+        """``n`` copies of the multiplicative identity (the diff of ``insert``)."""
+        raise DiffTypeError(
+            f"collections with {self.name} diffs have no default diff; use update(x, diff)"
+        )
+
+    # -- columns -----------------------------------------------------------------------------
+    def length(self, d: Any) -> int:
+        return int(d.shape[0])
+
+    def take(self, d: Any, idx: Any) -> Any:
+        return d[idx]
+
+    def concat(self, ds: Sequence[Any]) -> Any:
+        return np.concatenate(ds)
+
+    def empty(self) -> Any:
+        return self.from_values([])
+
+    # -- algebra -----------------------------------------------------------------------------
+    def zero_mask(self, d: Any) -> np.ndarray:
+        raise NotImplementedError
+
+    def sum_segments(self, d: Any, starts: np.ndarray) -> Any:
+        """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0)."""
+        raise NotImplementedError
+
+    def negate(self, d: Any) -> Any:
+        raise DiffTypeError(f"diffs of type {self.name} cannot be negated (not an abelian group)")
+
+    def scale(self, d: Any, k: np.ndarray) -> Any:
+        """Multiply each diff by an int (the input multiplicity of ``explode``)."""
+        raise DiffTypeError(f"diffs of type {self.name} cannot be multiplied by an integer")
+
+    def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
+        """The product of two diff columns (used by ``join``)."""
+        if isinstance(other, IntDiff):
+            return self, self.scale(d, e)
+        if isinstance(self, IntDiff):
+            return other, other.scale(e, d)
+        raise DiffTypeError(f"cannot multiply {self.name} diffs by {other.name} diffs")
+
+    def running_sums(self, d: Any, starts: np.ndarray, base: Any) -> Any:
+        """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``."""
+        raise NotImplementedError
+
+    # -- single values (the per-key reference path) ------------------------------------------
+    def py_plus(self, a: Any, b: Any) -> Any:
+        """``a + b`` of two Python diff values (``None`` is "no value")."""
+        if a is None:
+            return b
+        if b is None:
+            return a
+        col = self.from_values([a, b])
+        return self.to_values(self.sum_segments(col, np.array([0])))[0]
+
+    def py_is_zero(self, a: Any) -> bool:
+        return a is None or bool(self.zero_mask(self.from_values([a]))[0])
+
+    def py_negate(self, a: Any) -> Any:
+        return self.to_values(self.negate(self.from_values([a])))[0]
+
+    # -- diffs as data (count's output value) ------------------------------------------------
+    def value_layout(self) -> Layout:
+        return Leaf()
+
+    def value_columns(self, d: Any) -> tuple[np.ndarray, ...]:
+        return (d,)
+
+
+def _segment_ids(starts: np.ndarray, n: int) -> np.ndarray:
+    ids = np.zeros(n, dtype=np.int64)
+    if len(starts) > 1:
+        ids[starts[1:]] = 1
+    return np.cumsum(ids)
+
+
+@dataclass(frozen=True)
+class IntDiff(DiffType):
+    """Signed 64-bit integer diffs (the default)."""
+
+    name: str = "int"
+
+    def from_values(self, values: Sequence[Any]) -> np.ndarray:
+        for v in values:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+                raise DiffTypeError(f"diff {v!r} is not an int; this collection has int diffs")
+        return np.asarray(values, dtype=np.int64).reshape(len(values))
+
+    def from_columns(self, cols: Any, n: int) -> np.ndarray:
+        arr = np.asarray(cols)
+        if arr.dtype.kind not in "iu" or arr.shape != (n,):
+            raise DiffTypeError(f"int diffs must be an integer array of {n} rows, got {arr.dtype}")
+        return arr.astype(np.int64, copy=False)
+
+    def to_values(self, d: np.ndarray) -> list[Any]:
+        return d.tolist()
+
+    def one(self, n: int) -> np.ndarray:
+        return np.ones(n, dtype=np.int64)
+
+    def zero_mask(self, d: np.ndarray) -> np.ndarray:
+        return d == 0
+
+    def py_plus(self, a: Any, b: Any) -> Any:
+        return b if a is None else (a if b is None else a + b)
+
+    def py_is_zero(self, a: Any) -> bool:
+        return a is None or a == 0
+
+    def py_negate(self, a: Any) -> Any:
+        return -a
+
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        if len(starts) == len(d):
+            return d
+        return np.add.reduceat(d, starts) if len(d) else d
+
+    def negate(self, d: np.ndarray) -> np.ndarray:
+        return -d
+
+    def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return d * k
+
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+        c = np.cumsum(d)
+        if len(d) == 0:
+            return c
+        seg = _segment_ids(starts, len(d))
+        before = np.concatenate(([0], c))[starts]
+        return c - before[seg] + base[seg]
+
+
+INT_DIFF = IntDiff()
+
+
+@dataclass(frozen=True)
+class FloatDiff(IntDiff):
+    """Float diffs (only as components of tuple diffs, e.g. sums of prices)."""
+
+    name: str = "float"
+
+    def from_values(self, values: Sequence[Any]) -> np.ndarray:
+        for v in values:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.number)):
+                raise DiffTypeError(f"diff component {v!r} is not a number")
+        return np.asarray(values, dtype=np.float64).reshape(len(values))
+
+    def from_columns(self, cols: Any, n: int) -> np.ndarray:
+        arr = np.asarray(cols, dtype=np.float64)
+        if arr.shape != (n,):
+            raise DiffTypeError(f"float diffs must be an array of {n} rows")
+        return arr
+
+    def one(self, n: int) -> np.ndarray:
+        return np.ones(n, dtype=np.float64)
+
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+        # Restart the cumulative sum at each segment to keep float error per segment.
+        out = np.empty_like(d)
+        ends = np.append(starts[1:], len(d))
+        for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
+            np.cumsum(d[s:e], out=out[s:e])
+            out[s:e] += base[i]
+        return out
+
+
+@dataclass(frozen=True)
+class TupleDiff(DiffType):
+    """Componentwise diffs: plain tuples, ``DiffPair`` or ``Sum``; zero iff all parts are zero."""
+
+    parts: tuple[DiffType, ...]
+    cls: type | None = None  # None: plain tuple; else DiffPair / Sum
+    name: str = "tuple"
+
+    @property
+    def abelian(self) -> bool:  # type: ignore[override]
+        return all(p.abelian for p in self.parts)
+
+    def _split(self, v: Any) -> tuple[Any, ...]:
+        if self.cls is None:
+            if type(v) is not tuple or len(v) != len(self.parts):
+                raise DiffTypeError(f"diff {v!r} is not a tuple of {len(self.parts)} numbers")
+            return v
+        if not isinstance(v, self.cls):
+            raise DiffTypeError(f"diff {v!r} is not a {self.cls.__name__}")
+        if self.cls is Sum:
+            return (v.value, v.count)
+        return (v.element1, v.element2)
+
+    def _build(self, parts: Sequence[Any]) -> Any:
+        if self.cls is None:
+            return tuple(parts)
+        return self.cls(*parts)
+
+    def from_values(self, values: Sequence[Any]) -> tuple[Any, ...]:
+        split = [self._split(v) for v in values]
+        cols = list(zip(*split, strict=True)) if split else [()] * len(self.parts)
+        return tuple(p.from_values(list(c)) for p, c in zip(self.parts, cols, strict=True))
+
+    def from_columns(self, cols: Any, n: int) -> tuple[Any, ...]:
+        if not isinstance(cols, tuple) or len(cols) != len(self.parts):
+            raise DiffTypeError(f"expected a tuple of {len(self.parts)} diff columns")
+        return tuple(p.from_columns(c, n) for p, c in zip(self.parts, cols, strict=True))
+
+    def to_values(self, d: tuple[Any, ...]) -> list[Any]:
+        cols = [p.to_values(c) for p, c in zip(self.parts, d, strict=True)]
+        return [self._build(parts) for parts in zip(*cols, strict=True)]
+
+    def one(self, n: int) -> tuple[Any, ...]:
+        return super().one(n)
+
+    def length(self, d: tuple[Any, ...]) -> int:
+        return self.parts[0].length(d[0])
+
+    def take(self, d: tuple[Any, ...], idx: Any) -> tuple[Any, ...]:
+        return tuple(p.take(c, idx) for p, c in zip(self.parts, d, strict=True))
+
+    def concat(self, ds: Sequence[Any]) -> tuple[Any, ...]:
+        return tuple(
+            p.concat([d[i] for d in ds]) for i, p in enumerate(self.parts)
+        )
+
+    def zero_mask(self, d: tuple[Any, ...]) -> np.ndarray:
+        mask = self.parts[0].zero_mask(d[0])
+        for p, c in zip(self.parts[1:], d[1:], strict=True):
+            mask = mask & p.zero_mask(c)
+        return mask
+
+    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray) -> tuple[Any, ...]:
+        return tuple(p.sum_segments(c, starts) for p, c in zip(self.parts, d, strict=True))
+
+    def negate(self, d: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(p.negate(c) for p, c in zip(self.parts, d, strict=True))
+
+    def scale(self, d: tuple[Any, ...], k: np.ndarray) -> tuple[Any, ...]:
+        return tuple(p.scale(c, k) for p, c in zip(self.parts, d, strict=True))
+
+    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any) -> tuple[Any, ...]:
+        return tuple(
+            p.running_sums(c, starts, b) for p, c, b in zip(self.parts, d, base, strict=True)
+        )
+
+    def value_layout(self) -> Layout:
+        children = tuple(p.value_layout() for p in self.parts)
+        if self.cls is Sum:
+            return Struct(Sum, ("value", "count"), children)
+        if self.cls is DiffPair:
+            return Struct(DiffPair, ("element1", "element2"), children)
+        return Tup(children)
+
+    def value_columns(self, d: tuple[Any, ...]) -> tuple[np.ndarray, ...]:
+        out: list[np.ndarray] = []
+        for p, c in zip(self.parts, d, strict=True):
+            out.extend(p.value_columns(c))
+        return tuple(out)
+
+
+@dataclass(frozen=True)
+class MinSumDiff(DiffType):
+    """``MinSum`` diffs as an int64 column: plus is ``minimum``, zero is the int64 maximum."""
+
+    name: str = "MinSum"
+    abelian: bool = False
+
+    def from_values(self, values: Sequence[Any]) -> np.ndarray:
+        for v in values:
+            if not isinstance(v, MinSum):
+                raise DiffTypeError(f"diff {v!r} is not a MinSum; this collection has MinSum diffs")
+        return np.fromiter((v.value for v in values), dtype=np.int64, count=len(values))
+
+    def from_columns(self, cols: Any, n: int) -> np.ndarray:
+        arr = np.asarray(cols)
+        if arr.dtype.kind not in "iu" or arr.shape != (n,):
+            raise DiffTypeError("MinSum diffs must be an integer array")
+        return arr.astype(np.int64)
+
+    def to_values(self, d: np.ndarray) -> list[Any]:
+        return [MinSum(v) for v in d.tolist()]
+
+    def one(self, n: int) -> np.ndarray:
+        return np.zeros(n, dtype=np.int64)  # the multiplicative identity of (min, +)
+
+    def zero_mask(self, d: np.ndarray) -> np.ndarray:
+        return d >= MINSUM_ZERO
+
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        return np.minimum.reduceat(d, starts) if len(d) else d
+
+    def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
+        if isinstance(other, MinSumDiff):
+            total = d + e
+            total[(d >= MINSUM_ZERO) | (e >= MINSUM_ZERO)] = MINSUM_ZERO
+            return self, total
+        if isinstance(other, IntDiff):
+            # Repeating a min k > 0 times is the same min; k must be a positive multiplicity.
+            if (e <= 0).any():
+                raise DiffTypeError("MinSum collections cannot be retracted (non-positive count)")
+            return self, d
+        return super().multiply(d, other, e)
+
+    def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
+        if (k <= 0).any():
+            raise DiffTypeError(
+                "MinSum is a monoid without subtraction: it cannot take a retraction "
+                "(a non-positive multiplicity)"
+            )
+        return d
+
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+        out = np.empty_like(d)
+        ends = np.append(starts[1:], len(d))
+        for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
+            np.minimum.accumulate(d[s:e], out=out[s:e])
+            np.minimum(out[s:e], base[i], out=out[s:e])
+        return out
+
+    def value_layout(self) -> Layout:
+        return Struct(MinSum, ("value",), (Leaf(),))
+
+
+@dataclass(frozen=True)
+class ObjectDiff(DiffType):
+    """User semigroup diffs: any class with ``plus(other)`` and ``is_zero()``.
+
+    Optional methods: ``negate()`` (makes it abelian), ``multiply(other)`` or ``__mul__``
+    (for ``join``). Values live in an ``object`` column; arithmetic calls Python per element.
+    """
+
+    cls: type = object
+    name: str = "object"
+
+    @property
+    def abelian(self) -> bool:  # type: ignore[override]
+        return hasattr(self.cls, "negate")
+
+    def from_values(self, values: Sequence[Any]) -> np.ndarray:
+        for v in values:
+            if not isinstance(v, self.cls):
+                raise DiffTypeError(
+                    f"diff {v!r} is not a {self.cls.__name__}; this collection has "
+                    f"{self.cls.__name__} diffs"
+                )
+        arr = np.empty(len(values), dtype=object)
+        arr[:] = list(values)
+        return arr
+
+    def to_values(self, d: np.ndarray) -> list[Any]:
+        return list(d)
+
+    def zero_mask(self, d: np.ndarray) -> np.ndarray:
+        return np.fromiter((bool(v.is_zero()) for v in d), dtype=bool, count=len(d))
+
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        out = np.empty(len(starts), dtype=object)
+        ends = np.append(starts[1:], len(d))
+        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            acc = d[s]
+            for j in range(s + 1, e):
+                acc = acc.plus(d[j])
+            out[i] = acc
+        return out
+
+    def negate(self, d: np.ndarray) -> np.ndarray:
+        if not self.abelian:
+            return super().negate(d)
+        return self.from_values([v.negate() for v in d])
+
+    def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
+        out = []
+        for v, m in zip(d, k.tolist(), strict=True):
+            if m == 0:
+                raise DiffTypeError("cannot scale a semigroup diff by 0")
+            base = v if m > 0 else self.negate(np.array([v], dtype=object))[0]
+            acc = base
+            for _ in range(abs(m) - 1):
+                acc = acc.plus(base)
+            out.append(acc)
+        return self.from_values(out)
+
+    def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
+        if isinstance(other, ObjectDiff):
+            vals = []
+            for a, b in zip(d, e, strict=True):
+                if hasattr(a, "multiply"):
+                    vals.append(a.multiply(b))
+                else:
+                    vals.append(a * b)
+            arr = np.empty(len(vals), dtype=object)
+            arr[:] = vals
+            return diff_type_of(vals[0]) if vals else self, arr
+        return super().multiply(d, other, e)
+
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+        out = np.empty(len(d), dtype=object)
+        ends = np.append(starts[1:], len(d))
+        for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+            acc = base[i]
+            for j in range(s, e):
+                acc = d[j] if acc is None else acc.plus(d[j])
+                out[j] = acc
+        return out
+
+
+def diff_type_of(spec: Any) -> DiffType:
+    """The ``DiffType`` for a sample diff value or a diff class.
+
+    ``int`` -> int64; ``Sum``/``MinSum``/``DiffPair`` classes or values; tuples (and
+    ``DiffPair`` values) of numbers -> componentwise; any class or value with ``plus`` and
+    ``is_zero`` -> user semigroup. Raises ``DiffTypeError`` otherwise.
+    """
+    if spec is int or spec is None:
+        return INT_DIFF
+    if spec is float:
+        return FloatDiff()
+    if spec is Sum:
+        return TupleDiff((INT_DIFF, INT_DIFF), Sum, "Sum")
+    if spec is MinSum or isinstance(spec, MinSum):
+        return MinSumDiff()
+    if isinstance(spec, DiffType):
+        return spec
+    if isinstance(spec, (bool, np.bool_)):
+        raise DiffTypeError("a bool is not a diff")
+    if isinstance(spec, (int, np.integer)):
+        return INT_DIFF
+    if isinstance(spec, (float, np.floating)):
+        return FloatDiff()
+    if isinstance(spec, Sum):
+        return TupleDiff((diff_type_of(spec.value), diff_type_of(spec.count)), Sum, "Sum")
+    if isinstance(spec, DiffPair):
+        return TupleDiff(
+            (diff_type_of(spec.element1), diff_type_of(spec.element2)), DiffPair, "DiffPair"
+        )
+    if type(spec) is tuple and spec:
+        return TupleDiff(tuple(diff_type_of(x) for x in spec))
+    cls = spec if isinstance(spec, type) else type(spec)
+    if hasattr(cls, "plus") and hasattr(cls, "is_zero"):
+        return ObjectDiff(cls, cls.__name__)
+    raise DiffTypeError(
+        f"{spec!r} is not a diff type: use int, a tuple of numbers, DiffPair, Sum, MinSum, "
+        "or a class with plus(other) and is_zero()"
+    )
+
+
+def diff_column_from_view(dt: DiffType | None, view: Any, n: int) -> tuple[DiffType, Any]:
+    """A diff column from a vectorized function's output: an array or a tuple of arrays."""
+    if dt is not None:
+        return dt, dt.from_columns(view, n)
+    if isinstance(view, tuple):
+        parts = tuple(diff_column_from_view(None, v, n) for v in view)
+        return TupleDiff(tuple(p[0] for p in parts)), tuple(p[1] for p in parts)
+    arr = np.asarray(view)
+    if arr.shape == () or arr.shape[0] != n:
+        arr = np.broadcast_to(arr, (n,)).copy()
+    if arr.dtype.kind in "iu":
+        return INT_DIFF, arr.astype(np.int64)
+    if arr.dtype.kind == "f":
+        return FloatDiff(), arr.astype(np.float64)
+    raise DiffTypeError(f"vectorized diffs must be numeric arrays, got dtype {arr.dtype}")

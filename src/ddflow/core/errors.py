@@ -1,0 +1,45 @@
+"""Errors a user of ddflow can cause, each naming what was wrong and what to do.
+
+All subclass ``DDError`` so callers can catch ddflow's own errors in one clause. Every error
+is raised before any state changes, so the dataflow stays usable after it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DDError",
+    "DataError",
+    "DiffTypeError",
+    "FrontierError",
+    "OperatorError",
+    "SessionClosedError",
+    "TimeError",
+]
+
+
+class DDError(Exception):
+    """Base class of every error ddflow raises on purpose."""
+
+
+class TimeError(DDError, TypeError):
+    """A time before the session's time, a time of the wrong kind, or times of mixed kinds."""
+
+
+class FrontierError(DDError, ValueError):
+    """A frontier that goes backwards."""
+
+
+class SessionClosedError(DDError, RuntimeError):
+    """An input session was used after ``close()``."""
+
+
+class DiffTypeError(DDError, TypeError):
+    """A diff of the wrong type for the collection, or an operation the diff type lacks."""
+
+
+class DataError(DDError, TypeError):
+    """Data an arrangement cannot order or hash, or that does not fit the collection's shape."""
+
+
+class OperatorError(DDError, RuntimeError):
+    """A user function raised inside an operator; the original exception is ``__cause__``."""

@@ -1,0 +1,82 @@
+"""Frontiers: antichains of times that bound from below all times still to come.
+
+A frontier ``F`` is a set of mutually incomparable times. A time ``t`` is *beyond* ``F``
+(not yet complete) when some ``f in F`` has ``f <= t``; every time not beyond ``F`` is
+complete. The empty frontier means no time will ever come again (a closed input).
+
+Frontiers are frozen values over flat times (see ``ddflow.core.time``); ``arr`` holds the
+elements as an ``int64`` array of shape ``(m, d)`` for vectorized tests over time columns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["Antichain"]
+
+
+def _le(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    return all(x <= y for x, y in zip(a, b, strict=True))
+
+
+@dataclass(frozen=True)
+class Antichain:
+    """A frozen antichain of flat times (the minimal elements of what it was built from)."""
+
+    elements: tuple[tuple[int, ...], ...]
+    dim: int
+    arr: np.ndarray = field(compare=False, repr=False, hash=False)
+
+    @staticmethod
+    def of(times: Iterable[tuple[int, ...]], dim: int) -> Antichain:
+        """The antichain of the minimal elements of ``times``."""
+        minimal: list[tuple[int, ...]] = []
+        for t in sorted(set(times)):
+            if not any(_le(m, t) for m in minimal):
+                minimal.append(t)
+        arr = np.array(minimal, dtype=np.int64).reshape(len(minimal), dim)
+        return Antichain(tuple(minimal), dim, arr)
+
+    @staticmethod
+    def empty(dim: int) -> Antichain:
+        return Antichain.of((), dim)
+
+    def is_empty(self) -> bool:
+        return not self.elements
+
+    def less_equal(self, t: tuple[int, ...]) -> bool:
+        """Whether ``t`` is beyond the frontier (some element ``<= t``)."""
+        return any(_le(f, t) for f in self.elements)
+
+    def less_than(self, t: tuple[int, ...]) -> bool:
+        """Whether some element is strictly less than ``t``."""
+        return any(_le(f, t) and f != t for f in self.elements)
+
+    def beyond_mask(self, times: np.ndarray) -> np.ndarray:
+        """Mask of rows of ``times`` (``(n, d)``) that are beyond the frontier (not complete)."""
+        n = times.shape[0]
+        if not self.elements:
+            return np.zeros(n, dtype=bool)
+        if self.dim == 1:
+            # Totally ordered: the antichain has one element.
+            return times[:, 0] >= self.arr[0, 0]
+        mask = np.zeros(n, dtype=bool)
+        for f in self.arr:
+            mask |= np.all(times >= f, axis=1)
+        return mask
+
+    def dominates(self, other: Antichain) -> bool:
+        """``other <= self``: every element of ``self`` is beyond ``other``."""
+        return all(other.less_equal(t) for t in self.elements)
+
+    def meet(self, other: Antichain) -> Antichain:
+        """The frontier of the union of both (the lower envelope)."""
+        if self is other or self.elements == other.elements:
+            return self
+        return Antichain.of(self.elements + other.elements, self.dim)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(str(e if self.dim > 1 else e[0]) for e in self.elements) + "}"

@@ -1,0 +1,78 @@
+"""Columnar update batches: many ``(data, time, diff)`` triples as columns, and consolidation.
+
+``Updates`` holds ``n`` updates: ``data`` is a tuple of 1-d columns (the record's layout),
+``times`` an ``int64`` array of shape ``(n, d)`` (flat times), ``diffs`` a diff column of its
+``DiffType``. It is a plain value; operators build new ones rather than mutate.
+
+Consolidation sorts by ``(data, time)``, adds the diffs of equal ``(data, time)`` and drops
+zero diffs. The result is the canonical form of the same collection history:
+``consolidate(consolidate(u)) == consolidate(u)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Columns, lex_order, run_starts, take_columns
+from ddflow.core.diff import DiffType
+
+__all__ = ["Updates", "consolidate", "concat_updates"]
+
+
+@dataclass(frozen=True, slots=True)
+class Updates:
+    """``n`` updates as columns: ``data`` columns, ``times`` (n, d) int64, ``diffs``."""
+
+    data: Columns
+    times: np.ndarray
+    diffs: Any
+    diff_type: DiffType
+
+    def __len__(self) -> int:
+        return int(self.times.shape[0])
+
+    def take(self, idx: Any) -> Updates:
+        return Updates(
+            take_columns(self.data, idx), self.times[idx], self.diff_type.take(self.diffs, idx),
+            self.diff_type,
+        )
+
+    def with_times(self, times: np.ndarray) -> Updates:
+        return Updates(self.data, times, self.diffs, self.diff_type)
+
+
+def concat_updates(parts: Sequence[Updates]) -> Updates:
+    """All updates of ``parts`` in one batch (same layout and diff type)."""
+    parts = [p for p in parts if len(p)] or list(parts[:1])
+    if len(parts) == 1:
+        return parts[0]
+    width = len(parts[0].data)
+    data = tuple(np.concatenate([p.data[i] for p in parts]) for i in range(width))
+    times = np.concatenate([p.times for p in parts])
+    dt = parts[0].diff_type
+    return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)
+
+
+def consolidate(u: Updates, *, key_width: int | None = None) -> Updates:
+    """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs."""
+    n = len(u)
+    if n == 0:
+        return u
+    cols = list(u.data) + [u.times[:, j] for j in range(u.times.shape[1])]
+    order = lex_order(cols)
+    scols = [c[order] for c in cols]
+    starts = run_starts(scols, n)
+    dt = u.diff_type
+    diffs = dt.sum_segments(dt.take(u.diffs, order), starts)
+    keep = ~dt.zero_mask(diffs)
+    idx = starts[keep] if not keep.all() else starts
+    width = len(u.data)
+    data = tuple(c[idx] for c in scols[:width])
+    times = np.stack([c[idx] for c in scols[width:]], axis=1) if scols[width:] else u.times[:0]
+    if not keep.all():
+        diffs = dt.take(diffs, keep)
+    return Updates(data, times.astype(np.int64, copy=False), diffs, dt)

@@ -1,0 +1,1 @@
+"""Dataflow: the user-facing Collection and Arranged API."""

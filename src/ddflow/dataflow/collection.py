@@ -1,0 +1,224 @@
+"""Collections: the user API, a growing set of updates ``(data, time, diff)`` in a dataflow.
+
+A ``Collection`` names the output of one operator; its methods add operators to the worker's
+dataflow and return new collections (DD's API, ``name=`` keywords instead of ``_named``
+variants). ``Arranged`` is a collection indexed by key in a shared trace: several operators
+may read one arrangement (``arranged.join(...)``, ``arranged.reduce(...)``, ...).
+
+Operators take per-record Python callables; ``vectorized=True`` hands them numpy columns in
+the record's shape instead (``lambda e: e[0]`` works both ways).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ddflow.core.diff import DiffType
+from ddflow.core.errors import DiffTypeError
+from ddflow.operators.arrange import Arrange
+from ddflow.operators.count_total import CountTotal
+from ddflow.operators.join import Join
+from ddflow.operators.linear import (
+    Concat,
+    Consolidate,
+    Explode,
+    Filter,
+    FlatMap,
+    Inspect,
+    Map,
+    Negate,
+)
+from ddflow.operators.reduce import Reduce
+from ddflow.runtime.worker import Capture, Probe, Stream
+
+if TYPE_CHECKING:
+    from ddflow.runtime.worker import Worker
+
+__all__ = ["Arranged", "Collection"]
+
+
+class Collection:
+    """A collection of updates flowing out of one operator of a worker's dataflow."""
+
+    def __init__(self, worker: Worker, stream: Stream, diff_type: DiffType | None = None) -> None:
+        self.worker = worker
+        self.stream = stream
+        self.diff_type = diff_type
+
+    def _wrap(self, op: Any, diff_type: DiffType | None = None) -> Collection:
+        return Collection(self.worker, op.output, diff_type)
+
+    # -- linear ----------------------------------------------------------------------------------
+    def map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
+            name: str | None = None) -> Collection:
+        """Each record ``x`` becomes ``f(x)``."""
+        return self._wrap(Map(self.worker, self.stream, f, vectorized, name), self.diff_type)
+
+    def filter(self, p: Callable[[Any], Any], *, vectorized: bool = False,
+               name: str | None = None) -> Collection:
+        """Keeps records with ``p(x)`` true."""
+        return self._wrap(Filter(self.worker, self.stream, p, vectorized, name), self.diff_type)
+
+    def flat_map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
+                 name: str | None = None) -> Collection:
+        """Each record becomes the records of the iterable ``f(x)``."""
+        return self._wrap(FlatMap(self.worker, self.stream, f, vectorized, name), self.diff_type)
+
+    def explode(self, f: Callable[[Any], Any], *, vectorized: bool = False, diff: Any = None,
+                name: str | None = None) -> Collection:
+        """Moves data into diffs: ``f(x)`` yields ``(data, diff)`` pairs (seeds 002, 003)."""
+        op = Explode(self.worker, self.stream, f, vectorized, diff, name)
+        return self._wrap(op, op.dt)
+
+    def concat(self, *others: Collection, name: str | None = None) -> Collection:
+        """The union (sum) of this collection and ``others``."""
+        return self._wrap(Concat(self.worker, [self.stream] + [o.stream for o in others], name),
+                          self.diff_type)
+
+    def negate(self, *, name: str | None = None) -> Collection:
+        """Every diff negated (needs an abelian diff type)."""
+        if self.diff_type is not None and not self.diff_type.abelian:
+            raise DiffTypeError(f"negate needs diffs with subtraction; {self.diff_type.name} has none")
+        return self._wrap(Negate(self.worker, self.stream, name), self.diff_type)
+
+    def consolidate(self, *, name: str | None = None) -> Collection:
+        """The same collection with updates at equal ``(data, time)`` added up."""
+        return self._wrap(Consolidate(self.worker, self.stream, name), self.diff_type)
+
+    def inspect(self, f: Callable[[tuple[Any, Any, Any]], Any], *,
+                name: str | None = None) -> Collection:
+        """Calls ``f((data, time, diff))`` on every update and passes it on."""
+        return self._wrap(Inspect(self.worker, self.stream, f, name), self.diff_type)
+
+    def probe(self, *, name: str | None = None) -> Probe:
+        """A handle reporting the frontier reached at this point of the dataflow."""
+        return Probe(self.worker, [self.stream], name)
+
+    def capture(self, *, name: str | None = None) -> Capture:
+        """A handle recording every output update (``updates()``, ``at(t)``)."""
+        return Capture(self.worker, [self.stream], name)
+
+    # -- arrangements -------------------------------------------------------------------------
+    def arrange_by_key(self, *, name: str | None = None) -> Arranged:
+        """Index ``(key, val)`` records by key in a shared trace."""
+        return Arranged(self, Arrange(self.worker, self.stream, False, name))
+
+    def arrange_by_self(self, *, name: str | None = None) -> Arranged:
+        """Index whole records (as keys) in a shared trace."""
+        return Arranged(self, Arrange(self.worker, self.stream, True, name))
+
+    # -- keyed operators (arrange first) ---------------------------------------------------------
+    def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:
+        """``(k, a)`` and ``(k, b)`` give ``(k, (a, b))``; diffs multiply."""
+        return self.arrange_by_key().join(other, name=name)
+
+    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
+                 vectorized: bool = False, name: str | None = None) -> Collection:
+        """``(k, a)`` and ``(k, b)`` give ``f(k, a, b)``."""
+        return self.arrange_by_key().join_map(other, f, vectorized=vectorized, name=name)
+
+    def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records whose key is in ``keys`` (diffs multiply)."""
+        return self.arrange_by_key().semijoin(keys, name=name)
+
+    def antijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records whose key is not in ``keys``: ``self - self.semijoin(keys)``."""
+        return self.concat(self.semijoin(keys).negate(), name=name)
+
+    def reduce(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
+               name: str | None = None) -> Collection:
+        """``(k, v)`` records -> ``(k, out)`` with ``logic(k, [(v, diff)...]) -> [(out, diff)]``."""
+        return self.arrange_by_key().reduce(logic, name=name)
+
+    def reduce_abelian(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
+                       diff: Any = None, name: str | None = None) -> Collection:
+        """Like ``reduce`` with output diffs of any abelian type (``diff``: type or sample)."""
+        return self.arrange_by_key().reduce_abelian(logic, diff=diff, name=name)
+
+    def count(self, *, name: str | None = None) -> Collection:
+        """``(record, count)`` for every record with a non-zero count (any lattice of times)."""
+        return self.arrange_by_self().count(name=name)
+
+    def distinct(self, *, name: str | None = None) -> Collection:
+        """Each record with a positive count, once."""
+        return self.arrange_by_self().distinct(name=name)
+
+    def threshold(self, f: Callable[[Any], int], *, name: str | None = None) -> Collection:
+        """Each record with diff ``f(count)``."""
+        return self.arrange_by_self().threshold(f, name=name)
+
+    def count_total(self, *, name: str | None = None) -> Collection:
+        """``count`` for totally ordered times (seed 000): no output trace, vectorized."""
+        return self.arrange_by_self().count_total(name=name)
+
+    def distinct_total(self, *, name: str | None = None) -> Collection:
+        """``distinct`` for totally ordered times."""
+        return self.arrange_by_self().distinct_total(name=name)
+
+    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
+                        name: str | None = None) -> Collection:
+        """``threshold`` for totally ordered times."""
+        return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
+
+
+class Arranged:
+    """A collection indexed by key in a shared trace (the output of ``arrange_by_*``)."""
+
+    def __init__(self, source: Collection, op: Arrange) -> None:
+        self.worker = source.worker
+        self.source = source
+        self.op = op
+
+    def as_collection(self) -> Collection:
+        """The arranged updates as a plain collection (the source collection)."""
+        return self.source
+
+    def _arranged(self, other: Collection | Arranged, by_self: bool) -> Arranged:
+        if isinstance(other, Arranged):
+            return other
+        return other.arrange_by_self() if by_self else other.arrange_by_key()
+
+    def _out(self, op: Any) -> Collection:
+        return Collection(self.worker, op.output)
+
+    def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:
+        return self._out(Join(self.worker, self.op, self._arranged(other, False).op, name=name))
+
+    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
+                 vectorized: bool = False, name: str | None = None) -> Collection:
+        o = self._arranged(other, False).op
+        return self._out(Join(self.worker, self.op, o, f, vectorized, name=name or "join_map"))
+
+    def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
+        o = self._arranged(keys, True).op
+        return self._out(Join(self.worker, self.op, o, semijoin=True, name=name or "semijoin"))
+
+    def reduce(self, logic: Callable[..., Any], *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "general", logic=logic, out_diff=int,
+                                name=name))
+
+    def reduce_abelian(self, logic: Callable[..., Any], *, diff: Any = None,
+                       name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "general", logic=logic, out_diff=diff,
+                                name=name or "reduce_abelian"))
+
+    def count(self, *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "count", abelian_required=False, name=name))
+
+    def distinct(self, *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "distinct", name=name))
+
+    def threshold(self, f: Callable[[Any], int], *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "threshold", f=f, abelian_required=False,
+                                name=name))
+
+    def count_total(self, *, name: str | None = None) -> Collection:
+        return self._out(CountTotal(self.worker, self.op, "count", name=name))
+
+    def distinct_total(self, *, name: str | None = None) -> Collection:
+        return self._out(CountTotal(self.worker, self.op, "distinct", name=name))
+
+    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
+                        name: str | None = None) -> Collection:
+        return self._out(CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name))

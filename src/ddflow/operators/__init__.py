@@ -1,0 +1,1 @@
+"""Operators: the incremental kernels, one module per operator family."""

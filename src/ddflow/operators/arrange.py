@@ -1,0 +1,91 @@
+"""Arrange: turns a stream of updates into a shared, indexed trace and a stream of its batches.
+
+Updates wait in the batcher until the input frontier passes their times; then all complete
+updates (however many distinct times) are consolidated into one ``TraceBatch`` with
+description ``[previous frontier, new frontier)``, appended to the spine, and handed to every
+consumer. Consumers read the trace through their own ``TraceHandle`` (see ``trace.spine``);
+several operators share one arrangement this way.
+
+``by_self`` arranges whole records as keys (no values); otherwise records are ``(key, val)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Tup
+from ddflow.core.errors import DataError
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates, concat_updates
+from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.trace.batch import Description, TraceBatch
+from ddflow.trace.spine import Spine
+
+__all__ = ["Arrange", "split_layout"]
+
+
+def split_layout(layout: Layout, by_self: bool, op_name: str) -> tuple[Layout, Layout]:
+    """``(key layout, value layout)`` of an arranged record layout."""
+    if by_self:
+        return layout, Tup(())
+    if not isinstance(layout, Tup) or len(layout.children) != 2:
+        raise DataError(
+            f"'{op_name}' needs (key, value) records, got records of shape {layout}; "
+            "use map(lambda x: (key, value)) first, or arrange_by_self"
+        )
+    return layout.children[0], layout.children[1]
+
+
+class Arrange(Operator):
+    name = "arrange"
+
+    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
+        super().__init__(worker, [s], name)
+        self.by_self = by_self
+        dim = worker.time_kind.dim
+        self.spine = Spine(0, dim)
+        self.held: list[Updates] = []
+        self.upper = Antichain.of([worker.time_kind.minimum()], dim)
+        self.key_layout: Layout | None = None
+        self.val_layout: Layout | None = None
+
+    @property
+    def key_width(self) -> int:
+        return self.key_layout.width if self.key_layout is not None else 0
+
+    def _learn_layout(self) -> None:
+        if self.key_layout is None and self.inputs[0].layout is not None:
+            self.key_layout, self.val_layout = split_layout(
+                self.inputs[0].layout, self.by_self, self.name
+            )
+            self.spine.key_width = self.key_layout.width
+
+    def run(self, frontier: Antichain) -> None:
+        new = self.take()
+        self._learn_layout()
+        if frontier == self.upper:
+            self.held.extend(new)
+            return
+        parts = self.held + new
+        ready = None
+        rest: list[Updates] = []
+        if parts:
+            u = concat_updates(parts)
+            beyond = frontier.beyond_mask(u.times)
+            if beyond.any():
+                rest = [u.take(np.flatnonzero(beyond))]
+                u = u.take(np.flatnonzero(~beyond))
+            ready = u
+        desc = Description(self.upper, frontier, self.spine.logical)
+        batch = None
+        if ready is not None and len(ready):
+            batch = TraceBatch.build(self.key_width, ready, desc)
+        # commit: nothing above can have changed state
+        self.held = rest
+        self.upper = frontier
+        if batch is not None and len(batch):
+            self.spine.insert(batch)
+            self.output.push(batch)
+        else:
+            self.spine.upper = frontier
+            self.spine._introduce()

@@ -1,0 +1,137 @@
+"""``join`` / ``join_map`` / ``semijoin`` / ``antijoin``: matching two arrangements by key.
+
+For new batches ``dA`` and ``dB`` of the two inputs the output changes by
+``dA x B_old + (A_old + dA) x dB``: batches of the first input are matched against the second
+trace through what this operator has already acknowledged of it, then batches of the second
+input against the first trace including ``dA``. A matched pair of updates
+``(k, a, s, x)``, ``(k, b, t, y)`` gives ``(k, (a, b))`` at ``join(s, t)`` with diff ``x * y``
+(diff types with a product: ints, tuple diffs times ints, ``MinSum`` times ``MinSum`` is ``+``).
+
+Each trace may be compacted up to the *other* input's frontier: only times beyond it are ever
+joined with it again, and ``advance_by`` keeps ``join(s, t)`` for those.
+
+Vectorized: each batch's distinct keys are searched in every trace batch at once and the
+matched rows are expanded into pairs with ``repeat``/``arange`` arithmetic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
+from ddflow.core.errors import DataError
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates
+from ddflow.operators.arrange import Arrange
+from ddflow.operators.linear import user_error
+from ddflow.runtime.worker import Operator, Worker
+from ddflow.trace.batch import TraceBatch, ranges_to_indices
+
+__all__ = ["Join"]
+
+
+class Join(Operator):
+    """Joins arrangements ``a`` and ``b``; ``f(k, va, vb)`` (or vectorized over columns)
+    makes each output record, default ``(k, (va, vb))``; ``f=None, keep='a'`` gives
+    ``(k, va)`` (semijoin)."""
+
+    name = "join"
+
+    def __init__(self, worker: Worker, a: Arrange, b: Arrange,
+                 f: Callable[..., Any] | None = None, vectorized: bool = False,
+                 semijoin: bool = False, name: str | None = None) -> None:
+        super().__init__(worker, [a.output, b.output], name)
+        self.a, self.b = a, b
+        self.f, self.vectorized, self.semijoin = f, vectorized, semijoin
+        self.ha = a.spine.handle()
+        self.hb = b.spine.handle()
+        self.a_ack = a.upper
+        self.b_ack = b.upper
+
+    def run(self, frontier: Antichain) -> None:
+        da = self.take(0)
+        db = self.take(1)
+        outs = []
+        if da:
+            b_hist = self.b.spine.batches_through(self.b_ack)
+            for batch in da:
+                outs.extend(self._match(batch, b_hist, batch_is_a=True))
+        a_now = self.a.frontier
+        if db:
+            a_hist = self.a.spine.batches_through(a_now)
+            for batch in db:
+                outs.extend(self._match(batch, a_hist, batch_is_a=False))
+        for u, layout in outs:
+            self.output.push(u, layout)
+        self.a_ack = a_now
+        self.b_ack = self.b.frontier
+        self.ha.set_compaction(self.b.frontier, self.a_ack)
+        self.hb.set_compaction(self.a.frontier, self.b_ack)
+
+    def _match(self, batch: TraceBatch, others: list[TraceBatch],
+               batch_is_a: bool) -> list[tuple[Updates, Layout]]:
+        out = []
+        for other in others:
+            rows, owner = other.rows_for(batch.keys)
+            if not len(rows):
+                continue
+            nk = batch.num_keys
+            ct = np.bincount(owner, minlength=nk)
+            cb = np.diff(batch.bounds)
+            npairs = cb * ct
+            with_pairs = np.flatnonzero(npairs)
+            p, grp = ranges_to_indices(np.zeros(len(with_pairs), np.int64), npairs[with_pairs])
+            k = with_pairs[grp]
+            ctk = ct[k]
+            first_other = (np.cumsum(ct) - ct)[k]
+            b_rows = batch.bounds[k] + p // ctk
+            o_rows = rows[first_other + p % ctk]
+            if batch_is_a:
+                out.append(self._emit(batch, b_rows, other, o_rows))
+            else:
+                out.append(self._emit(other, o_rows, batch, b_rows))
+        return out
+
+    def _emit(self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch,
+              rb: np.ndarray) -> tuple[Updates, Layout]:
+        kw = self.a.key_width
+        if self.b.key_width != kw:
+            raise DataError(
+                f"'{self.name}': keys of the two inputs have different shapes "
+                f"({self.a.key_layout} vs {self.b.key_layout})"
+            )
+        kcols = tuple(c[ra] for c in ta.data[:kw])
+        va = tuple(c[ra] for c in ta.data[kw:])
+        vb = tuple(c[rb] for c in tb.data[kw:])
+        times = np.maximum(ta.times[ra], tb.times[rb])
+        dt, diffs = ta.diff_type.multiply(
+            ta.diff_type.take(ta.diffs, ra), tb.diff_type, tb.diff_type.take(tb.diffs, rb)
+        )
+        kl, val, vbl = self.a.key_layout, self.a.val_layout, self.b.val_layout
+        assert kl is not None and val is not None and vbl is not None
+        n = len(times)
+        if self.semijoin:
+            return Updates(kcols + va, times, diffs, dt), Tup((kl, val))
+        if self.f is None:
+            return Updates(kcols + va + vb, times, diffs, dt), Tup((kl, Tup((val, vbl))))
+        try:
+            if self.vectorized:
+                res = self.f(kl.view(kcols), val.view(va), vbl.view(vb))
+            else:
+                recs = [
+                    self.f(k, x, y)
+                    for k, x, y in zip(kl.to_records(kcols), val.to_records(va),
+                                       vbl.to_records(vb), strict=True)
+                ]
+        except Exception as e:
+            raise user_error(self, e) from e
+        if self.vectorized:
+            layout = self.output.layout or layout_of_view(res)
+            cols = layout.from_view(res, n)
+        else:
+            layout = self.output.layout or infer_layout(recs[0])
+            cols = layout.to_columns(recs)
+        return Updates(cols, times, diffs, dt), layout

@@ -1,0 +1,330 @@
+"""``reduce`` / ``reduce_abelian`` / ``count`` / ``distinct`` / ``threshold``: per-key logic
+over the accumulated input, correct for any lattice of times.
+
+The output at time ``t`` must be ``logic(key, input accumulated at t)`` for every ``t``. Input
+accumulations change only at joins of input update times, so for each key touched by a batch
+``[lower, upper)`` the operator evaluates the logic at its *interesting times*: the new update
+times of the key, closed under ``join`` with every time in the key's input and output history,
+that lie in ``[lower, upper)``. Times of that closure beyond ``upper`` are kept (``pending``)
+and evaluated when the frontier reaches them. At each interesting time (in a linear extension
+of the partial order) the output is corrected by ``desired - current``, where ``current`` is
+the output trace accumulated at that time plus corrections already made in this batch.
+Correctness: every output update sits at a closure time, and for any time ``t`` the join of
+the closure times ``<= t`` is itself a closure time with the same input and output.
+
+With totally ordered times the interesting times of a key are just its new update times, and
+``count``/``distinct``/``threshold`` run vectorized over all keys at once (running sums from
+the input trace, retractions from the output trace). Everything else uses the per-key
+reference path, with the user's Python ``logic``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
+from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, diff_type_of
+from ddflow.core.errors import DataError, DiffTypeError
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.operators.arrange import Arrange
+from ddflow.operators.count_total import _empty_mask, prior_sums
+from ddflow.operators.linear import user_error
+from ddflow.runtime.worker import Operator, Worker
+from ddflow.trace.batch import Description, TraceBatch, key_index
+from ddflow.trace.spine import Spine
+
+__all__ = ["Reduce"]
+
+Flat = tuple[int, ...]
+
+
+def _join(a: Flat, b: Flat) -> Flat:
+    return tuple(max(x, y) for x, y in zip(a, b, strict=True))
+
+
+def _le(a: Flat, b: Flat) -> bool:
+    return all(x <= y for x, y in zip(a, b, strict=True))
+
+
+class Reduce(Operator):
+    """``mode`` is ``"count"``, ``"distinct"``, ``"threshold"`` (with ``f``) or ``"general"``
+    (with ``logic(key, [(val, diff)]) -> [(out, diff)]`` and output diff type ``out_diff``)."""
+
+    def __init__(self, worker: Worker, arr: Arrange, mode: str, *,
+                 logic: Callable[..., Any] | None = None, f: Callable[..., Any] | None = None,
+                 out_diff: Any = int, abelian_required: bool = True,
+                 name: str | None = None) -> None:
+        super().__init__(worker, [arr.output], name or (mode if mode != "general" else "reduce"))
+        self.arr = arr
+        self.mode, self.logic, self.f = mode, logic, f
+        self.out_dt: DiffType | None = diff_type_of(out_diff) if out_diff is not None else None
+        self.abelian_required = abelian_required
+        dim = worker.time_kind.dim
+        self.in_h = arr.spine.handle()
+        self.out_spine = Spine(0, dim)
+        self.out_h = self.out_spine.handle()
+        self.spine = self.out_spine  # statistics
+        self.lower = Antichain.of([worker.time_kind.minimum()], dim)
+        self.pending: dict[Any, set[Flat]] = {}
+        self.out_val_layout: Layout | None = None
+        if mode in ("distinct", "threshold"):
+            self.out_val_layout = Tup(())
+
+    # -- driver --------------------------------------------------------------------------------
+    def run(self, frontier: Antichain) -> None:
+        batches = self.take()
+        lower, upper = self.lower, frontier
+        if lower == upper and not batches:
+            return
+        due = [k for k, ts in self.pending.items() if any(not upper.less_equal(t) for t in ts)]
+        out: Updates | None = None
+        new_pending = None
+        if self.arr.key_layout is not None and (batches or due):
+            in_dt = batches[0].diff_type if batches else self.arr.spine.batches()[0].diff_type
+            if self.abelian_required and not in_dt.abelian:
+                raise DiffTypeError(
+                    f"'{self.name}' needs diffs with subtraction (an abelian group); "
+                    f"{in_dt.name} is a monoid: use reduce_solve or *_total operators"
+                )
+            if self.worker.time_kind.total and self.mode != "general":
+                out = self._total_vectorized(batches, lower, in_dt)
+            else:
+                out, new_pending = self._general(batches, due, lower, upper, in_dt)
+        # commit
+        if new_pending is not None:
+            self.pending = new_pending
+        self.lower = upper
+        kw = self.arr.key_width
+        if out is not None and len(out):
+            out_batch = TraceBatch.build(kw, out, Description(lower, upper, self.out_spine.logical))
+            self.out_spine.insert(out_batch)
+        else:
+            self.out_spine.upper = upper
+        self.out_h.set_compaction(upper, upper)
+        self.in_h.set_compaction(upper, upper)
+        if out is not None and len(out):
+            self.output.push(*self._as_output(out))
+
+    def _as_output(self, out: Updates) -> tuple[Updates, Layout]:
+        kl = self.arr.key_layout
+        assert kl is not None and self.out_val_layout is not None
+        if self.mode in ("distinct", "threshold"):
+            return Updates(out.data[: kl.width], out.times, out.diffs, out.diff_type), kl
+        return out, Tup((kl, self.out_val_layout))
+
+    # -- totally ordered times, vectorized ---------------------------------------------------------
+    def _total_vectorized(self, batches: list[TraceBatch], lower: Antichain,
+                          dt: DiffType) -> Updates | None:
+        kw = self.arr.key_width
+        if self.arr.val_layout is not None and self.arr.val_layout.width:
+            raise DataError(f"'{self.name}' needs an arrangement by self")
+        if len(batches) == 1:
+            nb = batches[0]
+        else:
+            u = concat_updates([b.updates() for b in batches])
+            nb = TraceBatch.build(kw, u, batches[0].desc)
+        spine = self.arr.spine
+        history = [b for b in spine.batches_through(lower)]
+        prior = prior_sums(spine, history, nb.keys, dt)
+        starts = nb.bounds[:-1]
+        new = dt.running_sums(nb.diffs, starts, prior)
+        n = len(nb)
+        not_first = np.ones(n, dtype=bool)
+        not_first[starts] = False
+        prev_rows = np.flatnonzero(not_first)
+        key_cols = nb.data[:kw]
+        times = nb.times
+        parts: list[Updates] = []
+        # current output of each key, retracted at the key's first new time
+        cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
+        if cur is not None:
+            cur_t = times[starts][owner]
+            parts.append(Updates(cur.data, cur_t, -cur.diffs, cur.diff_type))
+        old = dt.take(new, prev_rows - 1)
+        if self.mode == "count":
+            if self.out_val_layout is None:
+                self.out_val_layout = dt.value_layout()
+            for rows, vals, sign in ((np.arange(n), new, 1), (prev_rows, old, -1)):
+                ok = np.flatnonzero(~_empty_mask(dt, vals))
+                r = rows[ok]
+                parts.append(Updates(
+                    tuple(c[r] for c in key_cols) + dt.value_columns(dt.take(vals, ok)),
+                    times[r], np.full(len(r), sign, dtype=np.int64), INT_DIFF,
+                ))
+        else:
+            g_new = self._thresholds(dt, new)
+            g_old = self._thresholds(dt, old)
+            parts.append(Updates(tuple(key_cols), times, g_new, INT_DIFF))
+            parts.append(Updates(tuple(c[prev_rows] for c in key_cols), times[prev_rows],
+                                 -g_old, INT_DIFF))
+        return consolidate(concat_updates(parts))
+
+    def _thresholds(self, dt: DiffType, counts: Any) -> np.ndarray:
+        nz = np.flatnonzero(~_empty_mask(dt, counts))
+        out = np.zeros(dt.length(counts), dtype=np.int64)
+        sub = dt.take(counts, nz)
+        if self.mode == "distinct":
+            if not isinstance(dt, IntDiff):
+                raise DiffTypeError("distinct needs int diffs; use threshold(f)")
+            out[nz] = sub > 0
+            return out
+        assert self.f is not None
+        try:
+            vals = dt.to_values(sub)
+            out[nz] = np.fromiter((int(self.f(v)) for v in vals), np.int64, count=len(vals))
+        except Exception as e:
+            raise user_error(self, e) from e
+        return out
+
+    # -- any lattice: the per-key reference path -------------------------------------------------
+    def _mode_logic(self, in_dt: DiffType) -> Callable[[Any, list[tuple[Any, Any]]], list]:
+        if self.mode == "general":
+            assert self.logic is not None
+            return self.logic
+        if self.mode == "count":
+            def count(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+                total = None
+                for _v, d in inp:
+                    total = in_dt.py_plus(total, d)
+                return [] if in_dt.py_is_zero(total) else [(total, 1)]
+            return count
+        if self.mode == "distinct":
+            def distinct(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+                total = sum(d for _v, d in inp)
+                return [((), 1)] if total > 0 else []
+            return distinct
+        f = self.f
+        assert f is not None
+
+        def threshold(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+            total = None
+            for _v, d in inp:
+                total = in_dt.py_plus(total, d)
+            if in_dt.py_is_zero(total):
+                return []
+            r = int(f(total))
+            return [((), r)] if r else []
+        return threshold
+
+    def _general(self, batches: list[TraceBatch], due: list[Any], lower: Antichain,
+                 upper: Antichain, in_dt: DiffType) -> tuple[Updates | None, dict[Any, set[Flat]]]:
+        kl, vl = self.arr.key_layout, self.arr.val_layout
+        assert kl is not None and vl is not None
+        kw = kl.width
+        logic = self._mode_logic(in_dt)
+        if self.mode == "count" and self.out_val_layout is None:
+            self.out_val_layout = in_dt.value_layout()
+        if self.out_dt is None and self.mode != "general":
+            self.out_dt = INT_DIFF
+        new_u = concat_updates([b.updates() for b in batches]) if batches else None
+        # distinct probe keys: keys of new updates and keys with due pending times
+        key_parts = []
+        if new_u is not None:
+            key_parts.append(tuple(new_u.data[:kw]))
+        if due:
+            key_parts.append(kl.to_columns(due))
+        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        order = lex_order(kcols) if kw else np.arange(0)
+        kcols = tuple(c[order] for c in kcols)
+        starts = run_starts(kcols, len(order))
+        kcols = tuple(c[starts] for c in kcols)
+        probe = key_index(kcols)
+        keys = kl.to_records(kcols, len(starts))
+        nk = len(keys)
+
+        def grouped(u: Updates | None, owner: np.ndarray, vlayout: Layout) -> list[list[tuple]]:
+            groups: list[list[tuple]] = [[] for _ in range(nk)]
+            if u is None or not len(u):
+                return groups
+            vals = vlayout.to_records(u.data[kw:], len(u))
+            times = [tuple(t) for t in u.times.tolist()]
+            diffs = u.diff_type.to_values(u.diffs)
+            for o, v, t, d in zip(owner.tolist(), vals, times, diffs, strict=True):
+                groups[o].append((v, t, d))
+            return groups
+
+        in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        inputs = grouped(in_u, in_owner, vl)
+        out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
+        out_vl = self.out_val_layout or Tup(())
+        outputs = grouped(out_u, out_owner, out_vl) if out_u is not None else [[] for _ in keys]
+        new_times: list[set[Flat]] = [set() for _ in range(nk)]
+        if new_u is not None:
+            pos = np.searchsorted(probe, key_index(tuple(new_u.data[:kw])))
+            for p, t in zip(pos.tolist(), new_u.times.tolist(), strict=True):
+                new_times[p].add(tuple(t))
+        pending = {k: set(ts) for k, ts in self.pending.items()}
+        total = self.worker.time_kind.total
+        emitted: list[tuple[Any, Any, Flat, Any]] = []
+        for i, key in enumerate(keys):
+            ts = new_times[i] | pending.pop(key, set())
+            if total:
+                now = sorted(ts)
+                later: list[Flat] = []
+            else:
+                hist = {t for _v, t, _d in inputs[i]} | {t for _v, t, _d in outputs[i]}
+                closure = set(ts)
+                work = list(closure)
+                while work:
+                    c = work.pop()
+                    for h in list(hist | closure):
+                        j = _join(c, h)
+                        if j not in closure:
+                            closure.add(j)
+                            work.append(j)
+                now = sorted(t for t in closure if not upper.less_equal(t))
+                later = [t for t in closure if upper.less_equal(t)]
+            if later:
+                pending[key] = set(later)
+            produced: list[tuple[Any, Flat, Any]] = []
+            for t in now:
+                acc: dict[Any, Any] = {}
+                for v, s, d in inputs[i]:
+                    if _le(s, t):
+                        acc[v] = in_dt.py_plus(acc.get(v), d)
+                inp = [(v, d) for v, d in acc.items() if not in_dt.py_is_zero(d)]
+                try:
+                    inp.sort(key=lambda vd: vd[0])
+                except TypeError as e:
+                    raise DataError(f"values of key {key!r} cannot be ordered: {e}") from e
+                try:
+                    desired_list = list(logic(key, inp)) if inp else []
+                except Exception as e:
+                    raise user_error(self, e) from e
+                if self.out_dt is None and desired_list:
+                    self.out_dt = diff_type_of(desired_list[0][1])
+                odt = self.out_dt or INT_DIFF
+                desired: dict[Any, Any] = {}
+                for v, d in desired_list:
+                    desired[v] = odt.py_plus(desired.get(v), d)
+                current: dict[Any, Any] = {}
+                for v, s, d in outputs[i]:
+                    if _le(s, t):
+                        current[v] = odt.py_plus(current.get(v), d)
+                for v, s, d in produced:
+                    if _le(s, t):
+                        current[v] = odt.py_plus(current.get(v), d)
+                for v in set(desired) | set(current):
+                    want, have = desired.get(v), current.get(v)
+                    delta = want if have is None else odt.py_plus(want, odt.py_negate(have))
+                    if not odt.py_is_zero(delta):
+                        produced.append((v, t, delta))
+            for v, t, d in produced:
+                emitted.append((key, v, t, d))
+        if not emitted:
+            return None, pending
+        if self.out_val_layout is None:
+            self.out_val_layout = infer_layout(emitted[0][1])
+        odt = self.out_dt or INT_DIFF
+        try:
+            kcols_out = kl.to_columns([e[0] for e in emitted])
+            vcols = self.out_val_layout.to_columns([e[1] for e in emitted])
+        except DataError as e:
+            raise DataError(f"'{self.name}': output values must keep one shape: {e}") from e
+        times_arr = np.array([e[2] for e in emitted], dtype=np.int64)
+        diffs = odt.from_values([e[3] for e in emitted])
+        return consolidate(Updates(kcols_out + vcols, times_arr, diffs, odt)), pending

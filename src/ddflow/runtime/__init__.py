@@ -1,0 +1,1 @@
+"""Runtime: workers, stepping and progress."""

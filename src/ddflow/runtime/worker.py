@@ -1,0 +1,498 @@
+"""The in-process worker: it hosts a dataflow graph and steps its operators in order.
+
+Progress ("when is a time complete") and compute ("what each operator does") meet only here.
+The graph is acyclic and operators are created in topological order, so one ``step`` runs
+each operator once, in creation order: an operator's input frontier is the meet of its
+upstream operators' output frontiers, and an input session's frontier is ``{its time}``
+(empty once closed). Operators act on all updates whose times the frontier has passed, in
+one vectorized batch however many distinct times it holds.
+
+A step is transactional per operator: an operator that raises leaves its inbox as it was and
+has pushed nothing, so the error reaches the caller and the dataflow stays usable.
+
+Left out here: several workers and data exchange (see ``ddflow.runtime`` for the
+communication layer), and loops (``iterate``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Leaf, infer_layout, lex_order
+from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
+from ddflow.core.errors import DataError, DiffTypeError, SessionClosedError, TimeError
+from ddflow.core.frontier import Antichain
+from ddflow.core.time import INT_TIME, TimeKind, time_kind_of
+from ddflow.core.updates import Updates, concat_updates, consolidate
+
+__all__ = ["Capture", "InputSession", "Operator", "Probe", "Stream", "Worker"]
+
+
+class Stream:
+    """The output edge of an operator: its consumers and the layout of its records."""
+
+    def __init__(self, worker: Worker, producer: Operator) -> None:
+        self.worker = worker
+        self.producer = producer
+        self.layout: Layout | None = None
+        self.consumers: list[tuple[Operator, int]] = []
+
+    def set_layout(self, layout: Layout) -> None:
+        if self.layout is None:
+            self.layout = layout
+        elif self.layout.width != layout.width:
+            raise DataError(
+                f"operator '{self.producer.name}' produced records of shape {layout} after "
+                f"records of shape {self.layout}; a collection's records must keep one shape"
+            )
+
+    def push(self, u: Updates | Any, layout: Layout | None = None) -> None:
+        if layout is not None:
+            self.set_layout(layout)
+        if isinstance(u, Updates) and len(u) == 0:
+            return
+        for op, port in self.consumers:
+            op.inbox[port].append(u)
+
+
+class Operator:
+    """A dataflow node: reads its inboxes when its input frontier allows, pushes downstream."""
+
+    name = "operator"
+
+    def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:
+        self.worker = worker
+        if name is not None:
+            self.name = name
+        self.inputs = list(inputs)
+        self.inbox: list[list[Any]] = [[] for _ in inputs]
+        self.output = Stream(worker, self)
+        self.frontier = Antichain.of([worker.time_kind.minimum()], worker.time_kind.dim)
+        for port, s in enumerate(inputs):
+            s.consumers.append((self, port))
+        worker._add(self)
+
+    def input_frontier(self) -> Antichain:
+        f = self.inputs[0].producer.frontier
+        for s in self.inputs[1:]:
+            f = f.meet(s.producer.frontier)
+        return f
+
+    def take(self, port: int = 0) -> list[Any]:
+        items = self.inbox[port]
+        self.inbox[port] = []
+        return items
+
+    def run(self, frontier: Antichain) -> None:
+        raise NotImplementedError
+
+
+class InputOp(Operator):
+    name = "input"
+
+    def __init__(self, worker: Worker) -> None:
+        super().__init__(worker, [])
+        self.inbox = [[]]
+        self.session_frontier = self.frontier
+
+    def input_frontier(self) -> Antichain:
+        return self.session_frontier
+
+    def run(self, frontier: Antichain) -> None:
+        for u, layout in self.take():
+            self.output.push(u, layout)
+
+
+class InputSession:
+    """Feeds updates into one input collection.
+
+    Rules: times only move forward (``advance_to`` or ``update_at`` with a time before the
+    session's time raises ``TimeError``); every diff has the collection's diff type
+    (``DiffTypeError``); records keep one shape (``DataError``); a closed session raises
+    ``SessionClosedError``. A call that raises changes nothing.
+    """
+
+    def __init__(self, worker: Worker, op: InputOp, kind: TimeKind, t0: Any, dt: DiffType) -> None:
+        self.worker = worker
+        self.op = op
+        self.kind = kind
+        self._time = kind.flatten(t0)
+        self._user_time = t0
+        self.diff_type = dt
+        self.closed = False
+        self._records: list[Any] = []
+        self._times: list[tuple[int, ...]] = []
+        self._diffs: list[Any] = []
+        self._chunks: list[Updates] = []
+        self._layout: Layout | None = None
+        self._leaf_kinds: list[str] | None = None
+        self._int = isinstance(dt, type(INT_DIFF)) and dt == INT_DIFF
+
+    # -- validation ----------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SessionClosedError("this input session is closed; create a new collection")
+
+    def _check_diff(self, diff: Any) -> None:
+        if self._int:
+            if type(diff) is not int:
+                if isinstance(diff, (bool, np.bool_)) or not isinstance(diff, (int, np.integer)):
+                    raise DiffTypeError(f"diff {diff!r} is not an int; this collection has int diffs")
+        else:
+            self.diff_type.from_values([diff])
+
+    def _check_record(self, x: Any) -> None:
+        if self._layout is None:
+            layout = infer_layout(x)
+            kinds: list[str] = []
+            _leaf_kinds(x, layout, kinds)
+            self._layout, self._leaf_kinds = layout, kinds
+            return
+        kinds = []
+        if not _fits(x, self._layout):
+            raise DataError(
+                f"record {x!r} does not fit the collection's shape {self._layout}; records "
+                "of one collection must have the same tuple shape"
+            )
+        _leaf_kinds(x, self._layout, kinds)
+        if kinds != self._leaf_kinds:
+            raise DataError(
+                f"record {x!r} has field types {kinds} but the collection holds {self._leaf_kinds}; "
+                "fields must keep one type so the data can be ordered"
+            )
+
+    # -- updates -------------------------------------------------------------------------------
+    def update(self, x: Any, diff: Any) -> None:
+        """Change the multiplicity of ``x`` by ``diff`` at the session's current time."""
+        self._check_open()
+        self._check_diff(diff)
+        self._check_record(x)
+        self._records.append(x)
+        self._times.append(self._time)
+        self._diffs.append(diff)
+
+    def insert(self, x: Any) -> None:
+        """Add one copy of ``x`` (diff one) at the session's current time."""
+        self.update(x, 1 if self._int else self.diff_type.to_values(self.diff_type.one(1))[0])
+
+    def remove(self, x: Any) -> None:
+        """Remove one copy of ``x`` (diff minus one) at the session's current time."""
+        if not self._int:
+            raise DiffTypeError(f"remove() needs int diffs; use update(x, diff) for {self.diff_type.name}")
+        self.update(x, -1)
+
+    def update_at(self, x: Any, t: Any, diff: Any) -> None:
+        """Change ``x`` by ``diff`` at time ``t``, which must not be before the session's time."""
+        self._check_open()
+        ft = self.kind.flatten(t)
+        if not all(a <= b for a, b in zip(self._time, ft, strict=True)):
+            raise TimeError(
+                f"time {t!r} is before this session's time {self._user_time!r}; updates may only "
+                "be at or after the session's time"
+            )
+        self._check_diff(diff)
+        self._check_record(x)
+        self._records.append(x)
+        self._times.append(ft)
+        self._diffs.append(diff)
+
+    def insert_columns(self, data: Any, diffs: Any = None, times: Any = None) -> None:
+        """Vectorized ingestion: ``data`` is a column (1-d array) or a tuple of columns in the
+        record's shape, ``diffs`` a diff column (default: ones), ``times`` an int array
+        (flat time per row, ``(n,)`` or ``(n, d)``; default: the session's time)."""
+        self._check_open()
+        from ddflow.core.columns import layout_of_view
+
+        layout = layout_of_view(data)
+        first = data
+        while isinstance(first, tuple):
+            first = first[0]
+        n = int(np.asarray(first).shape[0])
+        cols = layout.from_view(data, n)
+        if self._layout is not None and self._layout.width != layout.width:
+            raise DataError(f"columns of shape {layout} do not fit the collection's shape {self._layout}")
+        for c in cols:
+            if c.dtype.kind == "f" and np.isnan(c).any():
+                raise DataError("NaN cannot be ordered; data columns must not hold NaN")
+        if diffs is None:
+            d = self.diff_type.one(n)
+        else:
+            d = self.diff_type.from_columns(diffs, n)
+        dim = self.kind.dim
+        if times is None:
+            tarr = np.empty((n, dim), dtype=np.int64)
+            tarr[:] = self._time
+        else:
+            tarr = np.asarray(times, dtype=np.int64).reshape(n, dim)
+            if n and not np.all(tarr >= np.array(self._time, dtype=np.int64)):
+                raise TimeError("some times are before this session's time")
+        if self._layout is None:
+            self._layout = layout
+            self._leaf_kinds = ["num" if c.dtype.kind in "biuf" else "object" for c in cols]
+        self._chunks.append(Updates(cols, tarr, d, self.diff_type))
+
+    def flush(self) -> None:
+        """Hand buffered updates to the dataflow (they take effect at the next step)."""
+        self._check_open()
+        self._flush()
+
+    def _flush(self) -> None:
+        parts = list(self._chunks)
+        if self._records:
+            assert self._layout is not None
+            cols = self._layout.to_columns(self._records)
+            times = np.array(self._times, dtype=np.int64).reshape(len(self._records), self.kind.dim)
+            diffs = self.diff_type.from_values(self._diffs)
+            parts.append(Updates(cols, times, diffs, self.diff_type))
+        if parts:
+            self.op.inbox[0].append((concat_updates(parts), self._layout))
+        self._records, self._times, self._diffs, self._chunks = [], [], [], []
+
+    def advance_to(self, t: Any) -> None:
+        """Move the session's time to ``t`` (not before the current time), flushing first."""
+        self._check_open()
+        ft = self.kind.flatten(t)
+        if not all(a <= b for a, b in zip(self._time, ft, strict=True)):
+            raise TimeError(
+                f"cannot advance to {t!r}: it is before this session's time {self._user_time!r}"
+            )
+        self._flush()
+        self._time = ft
+        self._user_time = t
+        self.op.session_frontier = Antichain.of([ft], self.kind.dim)
+
+    def time(self) -> Any:
+        """The session's current time."""
+        return self._user_time
+
+    def close(self) -> None:
+        """Flush and close: the input will never change again (its frontier becomes empty)."""
+        if self.closed:
+            return
+        self._flush()
+        self.closed = True
+        self.op.session_frontier = Antichain.empty(self.kind.dim)
+
+
+def _fits(x: Any, layout: Layout) -> bool:
+    from ddflow.core.columns import Tup
+
+    if isinstance(layout, Tup):
+        return (
+            type(x) is tuple
+            and len(x) == len(layout.children)
+            and all(_fits(v, c) for v, c in zip(x, layout.children, strict=True))
+        )
+    return type(x) is not tuple or isinstance(layout, Leaf)
+
+
+def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
+    from ddflow.core.columns import Tup
+
+    if isinstance(layout, Tup):
+        for v, c in zip(x, layout.children, strict=True):
+            _leaf_kinds(v, c, out)
+        return
+    if isinstance(x, (bool, int, float, np.number, np.bool_)):
+        if isinstance(x, (float, np.floating)) and x != x:
+            raise DataError("NaN cannot be ordered; records must not hold NaN")
+        out.append("num")
+        return
+    try:
+        hash(x)
+    except TypeError as e:
+        raise DataError(
+            f"{x!r} cannot be hashed; records must be hashable (use tuples, not lists)"
+        ) from e
+    out.append(type(x).__name__)
+
+
+class Probe(Operator):
+    """Reports the frontier reached at a point of the dataflow."""
+
+    name = "probe"
+
+    def run(self, frontier: Antichain) -> None:
+        self.take()
+
+    def less_than(self, t: Any) -> bool:
+        """Whether some time before ``t`` may still change at this point."""
+        return self.frontier.less_than(self.worker.time_kind.flatten(t))
+
+    def less_equal(self, t: Any) -> bool:
+        """Whether ``t`` or a time before it may still change at this point."""
+        return self.frontier.less_equal(self.worker.time_kind.flatten(t))
+
+    def done(self) -> bool:
+        return self.frontier.is_empty()
+
+
+class Capture(Operator):
+    """Records every output update; reads back updates and the collection at a time."""
+
+    name = "capture"
+
+    def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:
+        super().__init__(worker, inputs, name)
+        self.parts: list[Updates] = []
+
+    def run(self, frontier: Antichain) -> None:
+        self.parts.extend(self.take())
+        if len(self.parts) > 64:
+            self.parts = [concat_updates(self.parts)]
+
+    def _consolidated(self) -> Updates | None:
+        if not self.parts:
+            return None
+        u = consolidate(concat_updates(self.parts))
+        self.parts = [u]
+        return u
+
+    def updates(self) -> list[tuple[Any, Any, Any]]:
+        """Every output update so far, consolidated, sorted by time then data."""
+        u = self._consolidated()
+        layout = self.inputs[0].layout
+        if u is None or layout is None or len(u) == 0:
+            return []
+        order = lex_order([u.times[:, j] for j in range(u.times.shape[1])])
+        u = u.take(order)
+        records = layout.to_records(u.data)
+        kind = self.worker.time_kind
+        times = [kind.unflatten(t) for t in u.times.tolist()]
+        diffs = u.diff_type.to_values(u.diffs)
+        return list(zip(records, times, diffs, strict=True))
+
+    def at(self, t: Any) -> dict[Any, Any]:
+        """The output collection at time ``t``: data -> accumulated diff (zeros dropped)."""
+        u = self._consolidated()
+        layout = self.inputs[0].layout
+        if u is None or layout is None or len(u) == 0:
+            return {}
+        ft = np.array(self.worker.time_kind.flatten(t), dtype=np.int64)
+        sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
+        if len(sel) == 0:
+            return {}
+        sel = consolidate(sel.with_times(np.zeros_like(sel.times)))
+        records = layout.to_records(sel.data)
+        return dict(zip(records, sel.diff_type.to_values(sel.diffs), strict=True))
+
+    def frontier_reached(self) -> Antichain:
+        return self.frontier
+
+
+class Worker:
+    """One in-process worker hosting a dataflow; use as a context manager or directly."""
+
+    def __init__(self) -> None:
+        self.operators: list[Operator] = []
+        self.sessions: list[InputSession] = []
+        self._kind: TimeKind | None = None
+        self.started = False
+
+    @property
+    def time_kind(self) -> TimeKind:
+        return self._kind if self._kind is not None else INT_TIME
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if exc[0] is None:
+            for s in self.sessions:
+                if not s.closed:
+                    s.close()
+            self.run()
+
+    def _add(self, op: Operator) -> None:
+        if self.started and not isinstance(op, InputOp):
+            raise RuntimeError(
+                "the dataflow is already running: build every operator before the first step"
+            )
+        self.operators.append(op)
+
+    def new_collection(self, *, time: Any = 0, diff: Any = int) -> tuple[InputSession, Any]:
+        """A new input: returns ``(InputSession, Collection)``.
+
+        ``time`` is the initial time (an int, or a ``Product`` for partially ordered times);
+        every input of a worker has the same time kind. ``diff`` is the diff type: ``int``,
+        ``Sum``, ``MinSum``, a sample value (a tuple of numbers, a ``DiffPair``) or a class
+        with ``plus``/``is_zero``.
+        """
+        from ddflow.dataflow.collection import Collection
+
+        kind = time_kind_of(time)
+        if self._kind is None:
+            if self.operators:
+                # operators built before the first input assumed int times
+                if kind != INT_TIME:
+                    raise TimeError("create inputs before operators when using Product times")
+            self._kind = kind
+        elif kind != self._kind:
+            raise TimeError(
+                f"this worker's times are {self._kind.describe()}; an input with "
+                f"{kind.describe()} times cannot join it (one time type per scope)"
+            )
+        dt = diff_type_of(diff)
+        op = InputOp(self)
+        op.session_frontier = Antichain.of([kind.flatten(time)], kind.dim)
+        op.frontier = op.session_frontier
+        session = InputSession(self, op, kind, time, dt)
+        self.sessions.append(session)
+        return session, Collection(self, op.output, dt)
+
+    def step(self) -> bool:
+        """Run every operator once; return whether anything changed."""
+        self.started = True
+        changed = False
+        for op in self.operators:
+            f = op.input_frontier()
+            busy = any(op.inbox)
+            if not busy and f == op.frontier:
+                continue
+            saved = [list(q) for q in op.inbox]
+            try:
+                op.run(f)
+            except BaseException:
+                op.inbox = saved
+                raise
+            op.frontier = f
+            changed = True
+        return changed
+
+    def step_while(self, condition: Callable[[], bool], max_steps: int | None = None) -> None:
+        """Step while ``condition()`` holds (at most ``max_steps`` steps if given)."""
+        steps = 0
+        while condition():
+            if not self.step() and condition():
+                # Nothing can change until some input advances: stop instead of spinning.
+                return
+            steps += 1
+            if max_steps is not None and steps >= max_steps:
+                return
+
+    def run(self) -> None:
+        """Step until no operator has work for the current input frontiers."""
+        while self.step():
+            pass
+
+    def stats(self) -> list[dict[str, Any]]:
+        """Per-arrangement statistics: batches, updates held, merge work outstanding."""
+        out = []
+        for op in self.operators:
+            spine = getattr(op, "spine", None)
+            if spine is not None:
+                out.append({"operator": op.name, **spine.stats()})
+        return out
+
+
+def records_to_updates(
+    layout: Layout, records: Sequence[Any], times: np.ndarray, diffs: Any, dt: DiffType
+) -> Updates:
+    return Updates(layout.to_columns(records), times, diffs, dt)
+
+
+def _unused(x: Iterable[Any]) -> None:  # pragma: no cover
+    return None

@@ -1,0 +1,1 @@
+"""Testing support: a from-scratch oracle and hypothesis strategies."""

@@ -1,0 +1,1 @@
+"""Traces: immutable sorted batches with descriptions, kept in a progressively merged spine."""

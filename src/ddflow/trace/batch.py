@@ -1,0 +1,127 @@
+"""Trace batches: immutable sets of updates indexed by key, then value, then time.
+
+A ``TraceBatch`` holds every update of an arrangement whose time lies in its description::
+
+    { (key, val, time, diff) : lower <= time, not upper <= time }
+
+(``lower <= time`` means some element of the frontier ``lower`` is ``<= time``), with times
+possibly advanced by ``since``: such times are only meaningful when compared with times
+beyond ``since``.
+
+Rows are sorted by ``(key, val, time)`` and consolidated. ``keys`` is a searchable 1-d array
+of the distinct keys (the key column itself for one numeric column, a structured array for
+several numeric columns, an object array of tuples otherwise) and ``bounds[i]:bounds[i+1]``
+are the rows of key ``i``. Lookups search sorted probe keys in ``keys`` in one vectorized call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Columns, run_starts
+from ddflow.core.diff import DiffType
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates, consolidate
+
+__all__ = ["Description", "TraceBatch", "key_index", "ranges_to_indices"]
+
+
+@dataclass(frozen=True)
+class Description:
+    """The interval of times ``[lower, upper)`` a batch covers, and the frontier its times
+    were advanced by (``since``)."""
+
+    lower: Antichain
+    upper: Antichain
+    since: Antichain
+
+
+def key_index(cols: Sequence[np.ndarray]) -> np.ndarray:
+    """One searchable 1-d array ordering like the key columns ``cols`` lexicographically."""
+    if len(cols) == 1:
+        return cols[0]
+    n = cols[0].shape[0] if cols else 0
+    if not cols:
+        return np.zeros(n, dtype=np.int8)
+    if all(c.dtype.kind in "biuf" for c in cols):
+        dt = np.dtype([(f"f{i}", c.dtype) for i, c in enumerate(cols)])
+        out = np.empty(n, dtype=dt)
+        for i, c in enumerate(cols):
+            out[f"f{i}"] = c
+        return out
+    out = np.empty(n, dtype=object)
+    out[:] = list(zip(*[c.tolist() for c in cols], strict=True))
+    return out
+
+
+def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Concatenated ``arange(s, e)`` for each range, and the range number of each index."""
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    owner = np.repeat(np.arange(len(starts)), lens)
+    offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
+    return np.repeat(starts, lens) + offsets, owner
+
+
+class TraceBatch:
+    """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
+
+    __slots__ = ("key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds")
+
+    def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
+        self.key_width = key_width
+        self.data: Columns = u.data
+        self.times = u.times
+        self.diffs = u.diffs
+        self.diff_type: DiffType = u.diff_type
+        self.desc = desc
+        n = len(u)
+        kcols = u.data[:key_width]
+        starts = run_starts(kcols, n)
+        self.keys = key_index([c[starts] for c in kcols])
+        self.bounds = np.append(starts, n).astype(np.int64)
+
+    @staticmethod
+    def build(key_width: int, u: Updates, desc: Description, *, sorted_: bool = False) -> TraceBatch:
+        """A batch from any updates (consolidated here unless ``sorted_``)."""
+        return TraceBatch(key_width, u if sorted_ else consolidate(u), desc)
+
+    def __len__(self) -> int:
+        return int(self.times.shape[0])
+
+    @property
+    def num_keys(self) -> int:
+        return int(self.keys.shape[0])
+
+    def updates(self) -> Updates:
+        return Updates(self.data, self.times, self.diffs, self.diff_type)
+
+    def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
+        nk = self.keys.shape[0]
+        if nk == 0 or probe.shape[0] == 0:
+            e = np.empty(0, dtype=np.int64)
+            return e, e
+        pos = np.searchsorted(self.keys, probe)
+        clipped = np.minimum(pos, nk - 1)
+        found = (pos < nk) & (self.keys[clipped] == probe)
+        hit = np.flatnonzero(found)
+        kpos = pos[hit]
+        rows, owner = ranges_to_indices(self.bounds[kpos], self.bounds[kpos + 1])
+        return rows, hit[owner]
+
+    def take_rows(self, rows: np.ndarray) -> Updates:
+        return Updates(
+            tuple(c[rows] for c in self.data), self.times[rows],
+            self.diff_type.take(self.diffs, rows), self.diff_type,
+        )
+
+    def __repr__(self) -> str:
+        d = self.desc
+        return f"TraceBatch(len={len(self)}, keys={self.num_keys}, [{d.lower}, {d.upper}))"

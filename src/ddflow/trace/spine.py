@@ -1,0 +1,287 @@
+"""The spine: a trace kept as a few immutable batches of geometrically decreasing size.
+
+New batches are appended; whenever the youngest batch is at least half the size of the one
+before it, the two are merged, so at most a logarithmic number of batches exist and a lookup
+searches each once. Merges are *progressive*: a large merge advances by a bounded amount of
+work ("fuel", proportional to the updates inserted) each time a batch is inserted, and its
+two source batches stay readable until it completes, so no single insert pays for a large
+merge. Small merges (below ``eager_rows``) finish at once, where their fixed cost is lowest.
+
+Compaction: each merge advances its times by the *logical* compaction frontier (the meet of
+every reader's ``since``), so times no reader can tell apart collapse and cancelling updates
+vanish. *Physical* compaction: a batch enters the merge structure only once every reader's
+physical frontier has passed its upper; until then it waits in ``pending``, so each reader can
+still see the trace "through" the batches it has processed (``batches_through``).
+
+Readers hold ``TraceHandle``s; a closed handle releases its hold on both frontiers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import take_columns
+from ddflow.core.frontier import Antichain
+from ddflow.core.time import columns_advance_by
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.trace.batch import Description, TraceBatch
+
+__all__ = ["Spine", "TraceHandle"]
+
+
+class _Merge:
+    """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
+
+    def __init__(self, a: TraceBatch, b: TraceBatch, since: Antichain) -> None:
+        self.a, self.b, self.since = a, b, since
+        self.ka = 0  # next key index of a
+        self.kb = 0
+        self.chunks: list[Updates] = []
+        self.result: TraceBatch | None = None
+        self.size = len(a) + len(b)
+        self.credit = 0
+
+    def _chunk(self, ka_end: int, kb_end: int) -> None:
+        a, b = self.a, self.b
+        ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
+        rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
+        u = concat_updates([_slice(a, ra), _slice(b, rb)])
+        if len(u):
+            u = u.with_times(columns_advance_by(u.times, self.since.arr))
+            u = consolidate(u)
+            if len(u):
+                self.chunks.append(u)
+        self.ka, self.kb = ka_end, kb_end
+
+    def work(self, fuel: int) -> bool:
+        """Merge about ``fuel`` more rows; return whether the merge is complete."""
+        a, b = self.a, self.b
+        na, nb = a.num_keys, b.num_keys
+        while self.result is None:
+            if fuel <= 0:
+                return False
+            if self.ka >= na or self.kb >= nb or fuel >= self.size:
+                self._chunk(na, nb)
+                fuel = 0
+                self._finish()
+                break
+            half = max(fuel // 2, 1)
+            ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
+            ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
+            ia = min(max(ia, self.ka + 1), na)
+            ib = min(max(ib, self.kb + 1), nb)
+            if ia >= na and ib >= nb:
+                self._chunk(na, nb)
+                self._finish()
+                break
+            # the smaller of the two boundary keys bounds this chunk in both batches
+            if ib >= nb or (ia < na and a.keys[ia] <= b.keys[ib]):
+                bound = a.keys[ia]
+            else:
+                bound = b.keys[ib]
+            ka_end = int(np.searchsorted(a.keys, bound, side="left"))
+            kb_end = int(np.searchsorted(b.keys, bound, side="left"))
+            before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
+            self._chunk(ka_end, kb_end)
+            fuel -= int(a.bounds[self.ka]) - before[0] + int(b.bounds[self.kb]) - before[1]
+        return True
+
+    def _finish(self) -> None:
+        a, b = self.a, self.b
+        desc = Description(a.desc.lower, b.desc.upper, self.since)
+        if self.chunks:
+            u = concat_updates(self.chunks)
+        else:
+            u = Updates(
+                take_columns(a.data, slice(0, 0)), a.times[:0], a.diff_type.take(a.diffs, slice(0, 0)),
+                a.diff_type,
+            )
+        self.result = TraceBatch(a.key_width, u, desc)
+        self.chunks = []
+
+
+def _slice(batch: TraceBatch, rows: slice) -> Updates:
+    return Updates(
+        take_columns(batch.data, rows), batch.times[rows], batch.diff_type.take(batch.diffs, rows),
+        batch.diff_type,
+    )
+
+
+class Spine:
+    """A trace: batches of geometrically decreasing size, merged progressively and compacted.
+
+    ``effort`` scales merge fuel per inserted update (2 suffices to finish each merge before
+    it is needed again; more work up front lowers the number of batches readers search).
+    """
+
+    def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15):
+        self.key_width = key_width
+        self.dim = dim
+        self.effort = effort
+        self.eager_rows = eager_rows
+        self.stack: list[TraceBatch | _Merge] = []
+        self.pending: list[TraceBatch] = []
+        self.handles: list[TraceHandle] = []
+        self.logical = Antichain.of([(0,) * dim], dim)
+        self.physical = self.logical
+        self.upper = self.logical
+        self.merges_done = 0
+
+    # -- readers -------------------------------------------------------------------------------
+    def handle(self) -> TraceHandle:
+        """A new reader holding both compaction frontiers at the trace's current ones."""
+        h = TraceHandle(self, self.logical, self.physical)
+        self.handles.append(h)
+        return h
+
+    def _refresh_frontiers(self) -> None:
+        live = [h for h in self.handles if not h.closed]
+        self.handles = live
+        if live:
+            logical = live[0].logical
+            physical = live[0].physical
+            for h in live[1:]:
+                logical = logical.meet(h.logical)
+                physical = physical.meet(h.physical)
+        else:
+            logical = physical = self.upper
+        self.logical = logical
+        self.physical = physical
+        self._introduce()
+
+    # -- writing -------------------------------------------------------------------------------
+    def insert(self, batch: TraceBatch) -> None:
+        """Append a batch whose lower is the trace's upper (it waits in ``pending`` first)."""
+        self.upper = batch.desc.upper
+        if len(batch):
+            self.pending.append(batch)
+        self._introduce()
+
+    def _introduce(self) -> None:
+        while self.pending and self.physical.dominates(self.pending[0].desc.upper):
+            batch = self.pending.pop(0)
+            self._apply_fuel(len(batch))
+            self.stack.append(batch)
+            self._tidy()
+
+    def _apply_fuel(self, n: int) -> None:
+        fuel = self.effort * max(n, 1)
+        for i, entry in enumerate(self.stack):
+            if isinstance(entry, _Merge):
+                # Small amounts of fuel are banked so Python overhead is paid per large chunk.
+                entry.credit += fuel
+                if entry.credit >= 4096 or entry.credit >= entry.size:
+                    done = entry.work(entry.credit)
+                    entry.credit = 0
+                    if done:
+                        assert entry.result is not None
+                        self.stack[i] = entry.result
+                        self.merges_done += 1
+
+    @staticmethod
+    def _size(entry: TraceBatch | _Merge) -> int:
+        return entry.size if isinstance(entry, _Merge) else len(entry)
+
+    def _complete(self, i: int) -> TraceBatch:
+        entry = self.stack[i]
+        if isinstance(entry, _Merge):
+            entry.work(1 << 62)
+            assert entry.result is not None
+            self.stack[i] = entry.result
+            self.merges_done += 1
+            return entry.result
+        return entry
+
+    def _tidy(self) -> None:
+        while len(self.stack) >= 2 and 2 * self._size(self.stack[-1]) >= self._size(self.stack[-2]):
+            b = self._complete(len(self.stack) - 1)
+            a = self._complete(len(self.stack) - 2)
+            merge = _Merge(a, b, self.logical)
+            self.stack[-2:] = [merge]
+            if merge.size <= self.eager_rows:
+                self._complete(len(self.stack) - 1)
+            # drop empty results so they do not anchor the geometric sequence
+            if not isinstance(self.stack[-1], _Merge) and len(self.stack[-1]) == 0:
+                self.stack.pop()
+
+    # -- reading -------------------------------------------------------------------------------
+    def batches(self) -> list[TraceBatch]:
+        """Every readable batch, oldest first (sources of merges in progress included)."""
+        out: list[TraceBatch] = []
+        for entry in self.stack:
+            if isinstance(entry, _Merge):
+                out.append(entry.a)
+                out.append(entry.b)
+            else:
+                out.append(entry)
+        out.extend(self.pending)
+        return out
+
+    def batches_through(self, frontier: Antichain) -> list[TraceBatch]:
+        """The batches holding exactly the updates at times not beyond ``frontier``.
+
+        It is an error to ask for a frontier the physical compaction has passed.
+        """
+        out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
+        return out
+
+    def gather(self, probe: np.ndarray, batches: list[TraceBatch]) -> tuple[Updates | None, np.ndarray]:
+        """All rows of the probe keys (sorted, distinct) in ``batches``, and each row's probe index."""
+        parts: list[Updates] = []
+        owners: list[np.ndarray] = []
+        for b in batches:
+            rows, owner = b.rows_for(probe)
+            if len(rows):
+                parts.append(b.take_rows(rows))
+                owners.append(owner)
+        if not parts:
+            return None, np.empty(0, dtype=np.int64)
+        return concat_updates(parts), np.concatenate(owners)
+
+    # -- statistics ----------------------------------------------------------------------------
+    def stats(self) -> dict[str, Any]:
+        bs = self.batches()
+        return {
+            "batches": len(bs),
+            "updates": int(sum(len(b) for b in bs)),
+            "merges_in_progress": sum(isinstance(e, _Merge) for e in self.stack),
+            "merge_work_outstanding": int(
+                sum(e.size for e in self.stack if isinstance(e, _Merge))
+            ),
+            "pending": len(self.pending),
+            "merges_done": self.merges_done,
+        }
+
+
+class TraceHandle:
+    """A reader's hold on a spine: logical (``since``) and physical compaction frontiers.
+
+    It is an error to move a frontier backwards; the trace compacts to the meet of all open
+    handles' frontiers. ``close()`` releases the hold.
+    """
+
+    def __init__(self, spine: Spine, logical: Antichain, physical: Antichain) -> None:
+        self.spine = spine
+        self.logical = logical
+        self.physical = physical
+        self.closed = False
+
+    def set_logical_compaction(self, frontier: Antichain) -> None:
+        self.logical = frontier
+        self.spine._refresh_frontiers()
+
+    def set_physical_compaction(self, frontier: Antichain) -> None:
+        self.physical = frontier
+        self.spine._refresh_frontiers()
+
+    def set_compaction(self, logical: Antichain, physical: Antichain) -> None:
+        self.logical = logical
+        self.physical = physical
+        self.spine._refresh_frontiers()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.spine._refresh_frontiers()

@@ -1,0 +1,538 @@
+"""Every operator's output, accumulated at every time that matters, equals a recomputation.
+
+The model is DD's ``tests/reduce_reference.rs``: random inputs with diffs +1/-1 (so updates
+cancel), fed through ``InputSession``s in random rounds, with int times and with
+``Product(outer, inner)`` times; the captured output accumulated at every input time, every
+output time and all their joins must equal ``ddflow.testing.oracle`` applied to the inputs
+accumulated at that time. A second test per operator checks split invariance: one batch, one
+update per flush and a random split give the same output collection at every time.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ddflow as dd
+from ddflow.testing import oracle as O
+from ddflow.testing.strategies import Schedule, schedules
+
+S, KV = "scalar", "kv"
+EXAMPLES = int(os.environ.get("DDFLOW_ORACLE_EXAMPLES", "40"))
+SPLIT_EXAMPLES = int(os.environ.get("DDFLOW_SPLIT_EXAMPLES", "15"))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+SPLIT_SETTINGS = settings(
+    max_examples=SPLIT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One operator (or chain) under test: its dataflow and its oracle."""
+
+    name: str
+    kinds: tuple[str, ...]  # data kind of each input
+    build: Callable[..., Any]  # Collections -> Collection
+    oracle: Callable[..., dict[Any, Any]]  # accumulated dicts -> accumulated dict
+    total: bool = False  # uses a *_total operator: int times only
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# ---- user functions, shared by the dataflow and the oracle ---------------------------------
+
+
+def mod3(x: Any) -> Any:
+    return x % 3
+
+
+def affine(x: Any) -> Any:
+    return (x * 3 + 1) % 5
+
+
+def swap_mod(kv: Any) -> Any:
+    return (kv[1], kv[0] % 2)
+
+
+def is_even(x: Any) -> Any:
+    return x % 2 == 0
+
+
+def key_le_val(kv: Any) -> Any:
+    return kv[0] <= kv[1]
+
+
+def upto(x: int) -> list[int]:
+    return list(range(x % 3))
+
+
+def explode_int(x: int) -> list[tuple[int, int]]:
+    # Diff x - 1 is zero for x == 1: such an output must vanish.
+    return [(x % 2, x - 1), (x, 1)]
+
+
+def explode_pair(kv: tuple[int, int]) -> list[tuple[int, tuple[int, int]]]:
+    return [(kv[0], (kv[1], 1))]
+
+
+def explode_value(kv: tuple[int, int]) -> list[tuple[int, int]]:
+    return [(kv[0], kv[1])]
+
+
+def r_min(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(vals[0][0], 1)]
+
+
+def r_sum(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(sum(v * r for v, r in vals), 1)]
+
+
+def r_top2(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(v, r) for v, r in vals[:2]]
+
+
+def r_nvals(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(len(vals), 1)]
+
+
+def r_cancelling(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    # Outputs that cancel inside one call, plus the largest value with its diff.
+    return [(0, 1), (0, -1), (vals[-1][0], vals[-1][1])]
+
+
+def ra_parity(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(v % 2, r) for v, r in vals]
+
+
+def ra_pair(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    return [(0, (sum(r for _, r in vals), sum(v * r for v, r in vals)))]
+
+
+def sq_minus_one(c: Any) -> Any:
+    return c * c - 1
+
+
+def more_than_one(c: Any) -> Any:
+    return 1 if c > 1 else 0
+
+
+def jm(k: Any, v1: Any, v2: Any) -> Any:
+    return (k, v1 + v2)
+
+
+def edge_src(e: Any) -> Any:
+    return e[0]
+
+
+def second(kc: Any) -> Any:
+    return kc[1]
+
+
+def pair_sum(r: Any) -> Any:
+    return (r[0], r[1][0] + r[1][1])
+
+
+# ---- the cases --------------------------------------------------------------------------------
+
+CASES = [
+    # linear operators
+    Case("map", (S,), lambda a: a.map(mod3), lambda a: O.map(a, mod3)),
+    Case("map_kv", (KV,), lambda a: a.map(swap_mod), lambda a: O.map(a, swap_mod)),
+    Case(
+        "map_vectorized",
+        (S,),
+        lambda a: a.map(affine, vectorized=True),
+        lambda a: O.map(a, affine),
+    ),
+    Case(
+        "map_vectorized_kv",
+        (KV,),
+        lambda a: a.map(swap_mod, vectorized=True),
+        lambda a: O.map(a, swap_mod),
+    ),
+    Case("filter", (S,), lambda a: a.filter(is_even), lambda a: O.filter(a, is_even)),
+    Case(
+        "filter_vectorized",
+        (S,),
+        lambda a: a.filter(is_even, vectorized=True),
+        lambda a: O.filter(a, is_even),
+    ),
+    Case(
+        "filter_vectorized_kv",
+        (KV,),
+        lambda a: a.filter(key_le_val, vectorized=True),
+        lambda a: O.filter(a, key_le_val),
+    ),
+    Case("flat_map", (S,), lambda a: a.flat_map(upto), lambda a: O.flat_map(a, upto)),
+    Case("explode", (S,), lambda a: a.explode(explode_int), lambda a: O.explode(a, explode_int)),
+    Case(
+        "explode_pair_diff",
+        (KV,),
+        lambda a: a.explode(explode_pair),
+        lambda a: O.explode(a, explode_pair),
+    ),
+    Case(
+        "explode_pair_count",
+        (KV,),
+        lambda a: a.explode(explode_pair).count(),
+        lambda a: O.count(O.explode(a, explode_pair)),
+    ),
+    Case("concat", (S, S), lambda a, b: a.concat(b), lambda a, b: O.concat(a, b)),
+    Case("concat_many", (S, S), lambda a, b: a.concat(b, a), lambda a, b: O.concat(a, b, a)),
+    Case("negate", (S,), lambda a: a.negate(), lambda a: O.negate(a)),
+    Case("concat_negate", (S,), lambda a: a.concat(a.negate()), lambda a: {}),
+    Case(
+        "consolidate",
+        (S,),
+        lambda a: a.map(mod3).consolidate(),
+        lambda a: O.consolidate(O.map(a, mod3)),
+    ),
+    # arrangements followed by something
+    Case(
+        "arrange_by_key_join",
+        (KV, KV),
+        lambda a, b: a.arrange_by_key().join(b.arrange_by_key()),
+        lambda a, b: O.join(a, b),
+    ),
+    Case(
+        "arrange_by_key_reduce",
+        (KV,),
+        lambda a: a.arrange_by_key().reduce(r_min),
+        lambda a: O.reduce(a, r_min),
+    ),
+    Case(
+        "arrange_by_key_shared",
+        (KV,),
+        lambda a: _shared(a.arrange_by_key()),
+        lambda a: O.concat(O.map(O.join(a, a), pair_sum), O.reduce(a, r_sum)),
+    ),
+    Case(
+        "arrange_by_self_semijoin",
+        (KV, S),
+        lambda a, b: a.semijoin(b.arrange_by_self()),
+        lambda a, b: O.semijoin(a, b),
+    ),
+    Case(
+        "arrange_by_self_count",
+        (S,),
+        lambda a: a.arrange_by_self().count(),
+        lambda a: O.count(a),
+    ),
+    # joins
+    Case("join", (KV, KV), lambda a, b: a.join(b), lambda a, b: O.join(a, b)),
+    Case("join_self", (KV,), lambda a: a.join(a), lambda a: O.join(a, a)),
+    Case(
+        "join_map", (KV, KV), lambda a, b: a.join_map(b, jm), lambda a, b: O.join_map(a, b, jm)
+    ),
+    Case("semijoin", (KV, S), lambda a, b: a.semijoin(b), lambda a, b: O.semijoin(a, b)),
+    Case("antijoin", (KV, S), lambda a, b: a.antijoin(b), lambda a, b: O.antijoin(a, b)),
+    # reductions
+    Case("reduce_min", (KV,), lambda a: a.reduce(r_min), lambda a: O.reduce(a, r_min)),
+    Case("reduce_sum", (KV,), lambda a: a.reduce(r_sum), lambda a: O.reduce(a, r_sum)),
+    Case("reduce_top2", (KV,), lambda a: a.reduce(r_top2), lambda a: O.reduce(a, r_top2)),
+    Case("reduce_nvals", (KV,), lambda a: a.reduce(r_nvals), lambda a: O.reduce(a, r_nvals)),
+    Case(
+        "reduce_cancelling",
+        (KV,),
+        lambda a: a.reduce(r_cancelling),
+        lambda a: O.reduce(a, r_cancelling),
+    ),
+    Case(
+        "reduce_abelian",
+        (KV,),
+        lambda a: a.reduce_abelian(ra_parity),
+        lambda a: O.reduce_abelian(a, ra_parity),
+    ),
+    Case(
+        "reduce_abelian_pair_diff",
+        (KV,),
+        lambda a: a.reduce_abelian(ra_pair),
+        lambda a: O.reduce_abelian(a, ra_pair),
+    ),
+    Case("count", (S,), lambda a: a.count(), lambda a: O.count(a)),
+    Case("count_kv_records", (KV,), lambda a: a.count(), lambda a: O.count(a)),
+    Case("distinct", (S,), lambda a: a.distinct(), lambda a: O.distinct(a)),
+    Case(
+        "threshold",
+        (S,),
+        lambda a: a.threshold(sq_minus_one),
+        lambda a: O.threshold(a, sq_minus_one),
+    ),
+    Case(
+        "threshold_01",
+        (S,),
+        lambda a: a.threshold(more_than_one),
+        lambda a: O.threshold(a, more_than_one),
+    ),
+    # total-order operators
+    Case("count_total", (S,), lambda a: a.count_total(), lambda a: O.count_total(a), True),
+    Case(
+        "count_total_kv_records",
+        (KV,),
+        lambda a: a.count_total(),
+        lambda a: O.count_total(a),
+        True,
+    ),
+    Case(
+        "distinct_total", (S,), lambda a: a.distinct_total(), lambda a: O.distinct_total(a), True
+    ),
+    Case(
+        "threshold_total",
+        (S,),
+        lambda a: a.threshold_total(sq_minus_one),
+        lambda a: O.threshold_total(a, sq_minus_one),
+        True,
+    ),
+    Case(
+        "explode_count_total",
+        (KV,),
+        lambda a: a.explode(explode_pair).count_total(),
+        lambda a: O.count_total(O.explode(a, explode_pair)),
+        True,
+    ),
+    Case(
+        "explode_int_count_total",
+        (KV,),
+        lambda a: a.explode(explode_value).count_total(),
+        lambda a: O.count_total(O.explode(a, explode_value)),
+        True,
+    ),
+    # chains
+    Case(
+        "degrees_total",
+        (KV,),
+        lambda a: a.map(edge_src).count_total().map(second).count_total(),
+        lambda a: O.count_total(O.map(O.count_total(O.map(a, edge_src)), second)),
+        True,
+    ),
+    Case(
+        "degrees",
+        (KV,),
+        lambda a: a.map(edge_src).count().map(second).count(),
+        lambda a: O.count(O.map(O.count(O.map(a, edge_src)), second)),
+    ),
+    Case(
+        "count_join",
+        (KV, KV),
+        lambda a, b: a.map(edge_src).count().join(b),
+        lambda a, b: O.join(O.count(O.map(a, edge_src)), b),
+    ),
+    Case(
+        "join_reduce",
+        (KV, KV),
+        lambda a, b: a.join(b).map(pair_sum).reduce(r_min),
+        lambda a, b: O.reduce(O.map(O.join(a, b), pair_sum), r_min),
+    ),
+    Case(
+        "distinct_antijoin",
+        (KV, KV),
+        lambda a, b: a.antijoin(b.map(edge_src).distinct()),
+        lambda a, b: O.antijoin(a, O.distinct(O.map(b, edge_src))),
+    ),
+]
+
+
+def _shared(arr: Any) -> Any:
+    """One arrangement read by a self-join and by a reduce."""
+    return arr.join(arr).map(pair_sum).concat(arr.reduce(r_sum))
+
+
+CASES_ANY_TIME = [c for c in CASES if not c.total]
+CASES_TOTAL = [c for c in CASES if c.total]
+
+
+# ---- running a dataflow on a schedule -----------------------------------------------------
+
+
+@dataclass
+class Run:
+    """What a dataflow produced: its consolidated updates and its accumulation at each time."""
+
+    updates: list[tuple[Any, Any, Any]]
+    at: dict[Any, dict[Any, Any]]
+
+
+def _plain(x: Any) -> Any:
+    """Python scalars for numpy scalars, recursively through tuples (for readable diffs)."""
+    if isinstance(x, tuple):
+        return tuple(_plain(y) for y in x)
+    if isinstance(x, np.generic):
+        return x.item()
+    return x
+
+
+def _plain_coll(c: dict[Any, Any]) -> dict[Any, Any]:
+    return {_plain(k): _plain(v) for k, v in c.items()}
+
+
+def run_schedule(case: Case, schedule: Schedule, product: bool) -> Run:
+    """Build ``case`` in a fresh worker, feed ``schedule``, close inputs, run to completion."""
+    with dd.Worker() as worker:
+        sessions, colls = [], []
+        for _ in case.kinds:
+            if product:
+                inp, coll = worker.new_collection(time=dd.Product(0, 0))
+            else:
+                inp, coll = worker.new_collection()
+            sessions.append(inp)
+            colls.append(coll)
+        cap = case.build(*colls).capture()
+        closed = [False] * len(sessions)
+        for j, rnd in enumerate(schedule.rounds):
+            for n, (i, (data, time, diff)) in enumerate(rnd):
+                s = sessions[i]
+                if schedule.use_plain[j][n] and s.time() == time:
+                    s.update(data, diff)
+                else:
+                    s.update_at(data, time, diff)
+            for i, target in enumerate(schedule.advance_targets(j)):
+                if closed[i]:
+                    continue
+                if target is None:
+                    sessions[i].close()
+                    closed[i] = True
+                else:
+                    if target != sessions[i].time():
+                        sessions[i].advance_to(target)
+                    sessions[i].flush()
+            action = schedule.actions[j]
+            if action == "step":
+                worker.step()
+            elif action == "run":
+                worker.run()
+        for i, s in enumerate(sessions):
+            if not closed[i]:
+                s.close()
+        worker.run()
+        updates = [(_plain(d), t, _plain(r)) for d, t, r in cap.updates()]
+        times = O.interesting_times(*schedule.inputs, updates)
+        at = {t: _plain_coll(cap.at(t)) for t in times}
+    return Run(updates, at)
+
+
+def expected_at(case: Case, schedule: Schedule, t: Any) -> dict[Any, Any]:
+    """The oracle's output collection at ``t``."""
+    return case.oracle(*[O.accumulate(ups, t) for ups in schedule.inputs])
+
+
+def assert_consolidated(updates: list[tuple[Any, Any, Any]]) -> None:
+    """No zero diffs and at most one update per ``(data, time)``."""
+    seen = set()
+    for d, t, r in updates:
+        assert not O.is_zero(r), f"zero diff in captured updates: {(d, t, r)}"
+        key = (repr(d), O.flatten_time(t))
+        assert key not in seen, f"two updates for {(d, t)} in {updates}"
+        seen.add(key)
+
+
+def check_against_oracle(case: Case, schedule: Schedule, product: bool) -> None:
+    """The captured output equals the oracle at every interesting time."""
+    run = run_schedule(case, schedule, product)
+    assert_consolidated(run.updates)
+    for t, got in run.at.items():
+        want = expected_at(case, schedule, t)
+        assert got == want, (
+            f"{case.name} at time {t}: expected {want}, got {got}\n"
+            f"inputs={schedule.inputs}\noutput updates={run.updates}"
+        )
+
+
+# ---- the tests ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@SETTINGS
+@given(data=st.data())
+def test_matches_oracle_int_times(case: Case, data: st.DataObject) -> None:
+    """With int times, output at every interesting time equals the oracle's recomputation."""
+    schedule = data.draw(schedules(case.kinds, product=False))
+    check_against_oracle(case, schedule, product=False)
+
+
+@pytest.mark.parametrize("case", CASES_ANY_TIME, ids=lambda c: c.name)
+@SETTINGS
+@given(data=st.data())
+def test_matches_oracle_product_times(case: Case, data: st.DataObject) -> None:
+    """With Product times, output at every interesting time equals the oracle's recomputation."""
+    schedule = data.draw(schedules(case.kinds, product=True))
+    check_against_oracle(case, schedule, product=True)
+
+
+@pytest.mark.parametrize("case", CASES_TOTAL, ids=lambda c: c.name)
+def test_total_operators_reject_product_times(case: Case) -> None:
+    """A *_total operator in a Product-time worker raises dd.TimeError."""
+    with dd.Worker() as worker, pytest.raises(dd.TimeError):
+        inputs = [worker.new_collection(time=dd.Product(0, 0)) for _ in case.kinds]
+        cap = case.build(*[c for _, c in inputs]).capture()
+        for (inp, _), kind in zip(inputs, case.kinds, strict=True):
+            inp.insert(1 if kind == S else (1, 2))
+            inp.close()
+        worker.run()
+        cap.updates()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+@SPLIT_SETTINGS
+@given(data=st.data())
+def test_split_invariance(case: Case, data: st.DataObject) -> None:
+    """One batch, one update per flush and a random split give the same output at every time."""
+    product = False if case.total else data.draw(st.booleans(), label="product")
+    schedule = data.draw(schedules(case.kinds, product=product))
+    variants = {
+        "random rounds": schedule,
+        "one batch": Schedule.single_batch(schedule.inputs),
+        "one update per flush": Schedule.one_per_round(schedule.inputs, action="step"),
+        "one update per flush, run each": Schedule.one_per_round(schedule.inputs, action="run"),
+    }
+    runs = {name: run_schedule(case, s, product) for name, s in variants.items()}
+    # Consolidated updates determine the accumulation everywhere; compare at the union of all
+    # variants' interesting times (each run's own `at` is checked by the oracle tests).
+    times = O.interesting_times(*schedule.inputs, *(r.updates for r in runs.values()))
+    base_name, base = next(iter(runs.items()))
+    for name, run in runs.items():
+        assert_consolidated(run.updates)
+        for t in times:
+            want, got = O.accumulate(base.updates, t), O.accumulate(run.updates, t)
+            assert got == want, (
+                f"{case.name} at time {t}: {base_name!r} gives {want}, {name!r} gives {got}\n"
+                f"inputs={schedule.inputs}\n{base_name}: {base.updates}\n{name}: {run.updates}"
+            )
+
+
+@SETTINGS
+@given(data=st.data())
+def test_inspect_sees_the_output_updates(data: st.DataObject) -> None:
+    """inspect(f) is called with updates that accumulate to the captured output."""
+    product = data.draw(st.booleans(), label="product")
+    schedule = data.draw(schedules((KV,), product=product))
+    seen: list[tuple[Any, Any, Any]] = []
+    case = Case(
+        "inspect",
+        (KV,),
+        lambda a: a.reduce(r_sum).inspect(lambda u: seen.append(u)),
+        lambda a: O.reduce(a, r_sum),
+    )
+    run = run_schedule(case, schedule, product)
+    seen_plain = [(_plain(d), t, _plain(r)) for d, t, r in seen]
+    for t, got in run.at.items():
+        assert O.accumulate(seen_plain, t) == got == expected_at(case, schedule, t)
+
+
+def test_oracle_interesting_times_closed_under_join() -> None:
+    """The oracle's interesting times include every pairwise (and repeated) join."""
+    P = dd.Product
+    ups = [(0, P(2, 0), 1), (0, P(0, 2), 1), (0, P(1, 1), -1)]
+    times = O.interesting_times(ups)
+    assert set(times) == {P(2, 0), P(0, 2), P(1, 1), P(2, 2), P(2, 1), P(1, 2)}
+    assert O.accumulate(ups, P(2, 2)) == {0: 1}
+    assert O.accumulate(ups, P(1, 1)) == {0: -1}
