@@ -49,6 +49,8 @@ class Antichain:
 
     def less_equal(self, t: tuple[int, ...]) -> bool:
         """Whether ``t`` is beyond the frontier (some element ``<= t``)."""
+        if self.dim == 1:
+            return bool(self.elements) and self.elements[0][0] <= t[0]
         return any(_le(f, t) for f in self.elements)
 
     def less_than(self, t: tuple[int, ...]) -> bool:
@@ -70,6 +72,10 @@ class Antichain:
 
     def dominates(self, other: Antichain) -> bool:
         """``other <= self``: every element of ``self`` is beyond ``other``."""
+        if self.dim == 1:
+            if not self.elements:
+                return True
+            return bool(other.elements) and other.elements[0][0] <= self.elements[0][0]
         return all(other.less_equal(t) for t in self.elements)
 
     def meet(self, other: Antichain) -> Antichain:

@@ -57,22 +57,36 @@ def concat_updates(parts: Sequence[Updates]) -> Updates:
     return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)
 
 
-def consolidate(u: Updates, *, key_width: int | None = None) -> Updates:
-    """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs."""
+def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> Updates:
+    """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
+
+    ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
+    ``split`` where the second of two runs starts.
+    """
     n = len(u)
     if n == 0:
         return u
-    cols = list(u.data) + [u.times[:, j] for j in range(u.times.shape[1])]
-    order = lex_order(cols)
+    d = u.times.shape[1]
+    tcols = [u.times[:, j] for j in range(d)]
+    const_time = n > 0 and bool((u.times == u.times[0]).all())
+    cols = list(u.data) + ([] if const_time else tcols)
+    order = lex_order(cols, runs=runs, split=split)
     scols = [c[order] for c in cols]
     starts = run_starts(scols, n)
     dt = u.diff_type
     diffs = dt.sum_segments(dt.take(u.diffs, order), starts)
     keep = ~dt.zero_mask(diffs)
-    idx = starts[keep] if not keep.all() else starts
+    all_kept = bool(keep.all())
+    idx = starts if all_kept else starts[keep]
     width = len(u.data)
-    data = tuple(c[idx] for c in scols[:width])
-    times = np.stack([c[idx] for c in scols[width:]], axis=1) if scols[width:] else u.times[:0]
-    if not keep.all():
+    if len(idx) == n:
+        data = tuple(scols[:width])
+    else:
+        data = tuple(c[idx] for c in scols[:width])
+    if const_time:
+        times = u.times[:1].repeat(len(idx), axis=0)
+    else:
+        times = np.stack([c[idx] for c in scols[width:]], axis=1)
+    if not all_kept:
         diffs = dt.take(diffs, keep)
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)

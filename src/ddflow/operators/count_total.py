@@ -57,8 +57,12 @@ def _scatter(dt: DiffType, target: Any, idx: np.ndarray, values: Any) -> None:
 
 def _combine(dt: DiffType, a: Any, b: Any) -> Any:
     """Elementwise ``a + b`` of two diff columns of equal length (``None`` is no value)."""
-    from ddflow.core.diff import ObjectDiff
+    from ddflow.core.diff import MinSumDiff, ObjectDiff
 
+    if isinstance(dt, IntDiff):
+        return a + b
+    if isinstance(dt, MinSumDiff):
+        return np.minimum(a, b)
     if isinstance(dt, ObjectDiff):
         out = np.empty(len(a), dtype=object)
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
@@ -77,7 +81,13 @@ def prior_sums(spine: Spine, batches: list[TraceBatch], probe: np.ndarray, dt: D
         rows, owner = b.rows_for(probe)
         if not len(rows):
             continue
-        starts = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]])
+        if len(owner) == 1:
+            starts = np.zeros(1, dtype=np.int64)
+        else:
+            flags = np.empty(len(owner), dtype=bool)
+            flags[0] = True
+            np.not_equal(owner[1:], owner[:-1], out=flags[1:])
+            starts = np.flatnonzero(flags)
         sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
         keys = owner[starts]
         cur = dt.take(acc, keys)

@@ -72,7 +72,9 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
-    __slots__ = ("key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds")
+    __slots__ = (
+        "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
+    )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
         self.key_width = key_width
@@ -86,6 +88,24 @@ class TraceBatch:
         starts = run_starts(kcols, n)
         self.keys = key_index([c[starts] for c in kcols])
         self.bounds = np.append(starts, n).astype(np.int64)
+        self._table: tuple[int, np.ndarray] | None | bool = None
+
+    def _dense_table(self) -> tuple[int, np.ndarray] | None:
+        """For integer keys spanning a range not much larger than their number: a table from
+        ``key - min`` to key position (-1 if absent), built once (seed 000's ``count_total_u``
+        idea: dense unsigned keys index an array instead of being searched)."""
+        if self._table is None:
+            self._table = False
+            keys = self.keys
+            nk = keys.shape[0]
+            if keys.dtype.kind in "iu" and nk >= 64:
+                lo, hi = int(keys[0]), int(keys[-1])
+                span = hi - lo + 1
+                if span <= 8 * nk + 4096:
+                    table = np.full(span, -1, dtype=np.int32 if nk < 2**31 else np.int64)
+                    table[keys - lo] = np.arange(nk, dtype=table.dtype)
+                    self._table = (lo, table)
+        return self._table or None
 
     @staticmethod
     def build(key_width: int, u: Updates, desc: Description, *, sorted_: bool = False) -> TraceBatch:
@@ -108,11 +128,23 @@ class TraceBatch:
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
-        pos = np.searchsorted(self.keys, probe)
-        clipped = np.minimum(pos, nk - 1)
-        found = (pos < nk) & (self.keys[clipped] == probe)
-        hit = np.flatnonzero(found)
-        kpos = pos[hit]
+        table = self._dense_table() if probe.dtype.kind in "iu" else None
+        if table is not None:
+            lo, tab = table
+            rel = probe - lo
+            inside = np.flatnonzero((rel >= 0) & (rel < tab.shape[0]))
+            kp = tab[rel[inside]]
+            ok = kp >= 0
+            hit = inside[ok]
+            kpos = kp[ok].astype(np.int64)
+        else:
+            pos = np.searchsorted(self.keys, probe)
+            clipped = np.minimum(pos, nk - 1)
+            found = (pos < nk) & (self.keys[clipped] == probe)
+            hit = np.flatnonzero(found)
+            kpos = pos[hit]
+        if self.bounds.shape[0] - 1 == self.times.shape[0]:  # one row per key
+            return kpos, hit
         rows, owner = ranges_to_indices(self.bounds[kpos], self.bounds[kpos + 1])
         return rows, hit[owner]
 

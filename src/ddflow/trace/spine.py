@@ -47,10 +47,12 @@ class _Merge:
         a, b = self.a, self.b
         ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
         rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
-        u = concat_updates([_slice(a, ra), _slice(b, rb)])
+        ua, ub = _slice(a, ra), _slice(b, rb)
+        u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
-            u = consolidate(u)
+            split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
+            u = consolidate(u, runs=True, split=split)
             if len(u):
                 self.chunks.append(u)
         self.ka, self.kb = ka_end, kb_end
@@ -109,6 +111,15 @@ def _slice(batch: TraceBatch, rows: slice) -> Updates:
     )
 
 
+def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
+    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
+    u = concat_updates([b.updates() for b in batches])
+    u = u.with_times(columns_advance_by(u.times, since.arr))
+    u = consolidate(u, runs=True)
+    desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
+    return TraceBatch(batches[0].key_width, u, desc)
+
+
 class Spine:
     """A trace: batches of geometrically decreasing size, merged progressively and compacted.
 
@@ -116,11 +127,14 @@ class Spine:
     it is needed again; more work up front lowers the number of batches readers search).
     """
 
-    def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15):
+    def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15,
+                 small_rows: int = 256, max_small: int = 6):
         self.key_width = key_width
         self.dim = dim
         self.effort = effort
         self.eager_rows = eager_rows
+        self.small_rows = small_rows
+        self.max_small = max_small
         self.stack: list[TraceBatch | _Merge] = []
         self.pending: list[TraceBatch] = []
         self.handles: list[TraceHandle] = []
@@ -195,6 +209,21 @@ class Spine:
         return entry
 
     def _tidy(self) -> None:
+        # Tiny batches (one-update rounds) accumulate up to ``max_small`` before one merge of
+        # them all: merging each on arrival costs more in fixed overhead than reading a few
+        # more small batches costs readers.
+        tail = 0
+        for entry in reversed(self.stack):
+            if isinstance(entry, TraceBatch) and len(entry) < self.small_rows:
+                tail += 1
+            else:
+                break
+        if 0 < tail <= self.max_small:
+            return
+        if tail > 1:
+            small = [e for e in self.stack[-tail:] if isinstance(e, TraceBatch)]
+            self.stack[-tail:] = [_merge_all(small, self.logical)]
+            self.merges_done += 1
         while len(self.stack) >= 2 and 2 * self._size(self.stack[-1]) >= self._size(self.stack[-2]):
             b = self._complete(len(self.stack) - 1)
             a = self._complete(len(self.stack) - 2)
@@ -202,9 +231,9 @@ class Spine:
             self.stack[-2:] = [merge]
             if merge.size <= self.eager_rows:
                 self._complete(len(self.stack) - 1)
-            # drop empty results so they do not anchor the geometric sequence
-            if not isinstance(self.stack[-1], _Merge) and len(self.stack[-1]) == 0:
-                self.stack.pop()
+        # drop empty results so they do not anchor the geometric sequence
+        while self.stack and isinstance(self.stack[-1], TraceBatch) and len(self.stack[-1]) == 0:
+            self.stack.pop()
 
     # -- reading -------------------------------------------------------------------------------
     def batches(self) -> list[TraceBatch]:
