@@ -161,8 +161,13 @@ def machine_info(extra_modules: Iterable[str] = ("ddflow", "matplotlib")) -> dic
                     break
     except OSError:
         pass
+    try:
+        load_avg = [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        load_avg = None
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
+        "load_average_1_5_15m": load_avg,  # other work on the machine skews timings
         "cpu_affinity": affinity,
         "cpu_model": _cpu_model(),
         "mem_total_mb": mem_total_mb,

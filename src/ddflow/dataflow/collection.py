@@ -141,7 +141,7 @@ class Collection:
         return self.arrange_by_self().count(name=name)
 
     def distinct(self, *, name: str | None = None) -> Collection:
-        """Each record with a positive count, once."""
+        """Each record with a non-zero count, once (as in DD)."""
         return self.arrange_by_self().distinct(name=name)
 
     def threshold(self, f: Callable[[Any], int], *, name: str | None = None) -> Collection:

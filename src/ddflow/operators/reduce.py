@@ -168,9 +168,7 @@ class Reduce(Operator):
         out = np.zeros(dt.length(counts), dtype=np.int64)
         sub = dt.take(counts, nz)
         if self.mode == "distinct":
-            if not isinstance(dt, IntDiff):
-                raise DiffTypeError("distinct needs int diffs; use threshold(f)")
-            out[nz] = sub > 0
+            out[nz] = 1  # DD: every record with a non-zero count, once
             return out
         assert self.f is not None
         try:
@@ -194,8 +192,7 @@ class Reduce(Operator):
             return count
         if self.mode == "distinct":
             def distinct(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-                total = sum(d for _v, d in inp)
-                return [((), 1)] if total > 0 else []
+                return [((), 1)] if inp else []
             return distinct
         f = self.f
         assert f is not None
