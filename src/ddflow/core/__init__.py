@@ -1,1 +1,4 @@
-"""Core: times and lattices, frontiers, diff algebra, columnar updates. Imports nothing else of ddflow."""
+"""Core: times and lattices, frontiers, diff algebra, columnar updates.
+
+Imports nothing else of ddflow.
+"""

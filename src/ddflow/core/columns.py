@@ -135,7 +135,7 @@ class Tup(Layout):
 
 @dataclass(frozen=True)
 class Struct(Layout):
-    """A frozen class whose fields (``names``) are stored as columns; rebuilt by ``cls(*fields)``."""
+    """A frozen class whose fields (``names``) are stored as columns, rebuilt by ``cls``."""
 
     cls: type
     names: tuple[str, ...]
@@ -291,9 +291,10 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False, split: int | No
 
     ``runs=True`` says the rows are a few concatenated sorted runs (a merge): a stable sort
     then merges them in about linear time; with ``split`` (where the second of two runs
-    starts) a linear merge is used when the rows pack into one integer key. Integer columns whose ranges fit are packed into
-    one int64 key; when the row number fits beside it, the packed keys are sorted by value
-    (much faster than ``argsort``) and the permutation read from the low bits.
+    starts) a linear merge is used when the rows pack into one integer key. Integer columns
+    whose ranges fit are packed into one int64 key; when the row number fits beside it, the
+    packed keys are sorted by value (much faster than ``argsort``) and the permutation read
+    from the low bits.
 
     Raises ``DataError`` when values cannot be ordered (NaN, mixed unorderable objects).
     """

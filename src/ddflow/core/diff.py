@@ -273,16 +273,17 @@ class TupleDiff(DiffType):
     def abelian(self) -> bool:  # type: ignore[override]
         return all(p.abelian for p in self.parts)
 
-    def _split(self, v: Any) -> tuple[Any, ...]:
+    def _split(self, v: Any) -> tuple[Any, ...]:  # v: Any, its class is checked below
         if self.cls is None:
             if type(v) is not tuple or len(v) != len(self.parts):
                 raise DiffTypeError(f"diff {v!r} is not a tuple of {len(self.parts)} numbers")
             return v
         if not isinstance(v, self.cls):
             raise DiffTypeError(f"diff {v!r} is not a {self.cls.__name__}")
+        w: Any = v
         if self.cls is Sum:
-            return (v.value, v.count)
-        return (v.element1, v.element2)
+            return (w.value, w.count)
+        return (w.element1, w.element2)
 
     def _build(self, parts: Sequence[Any]) -> Any:
         if self.cls is None:

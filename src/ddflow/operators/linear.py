@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, infer_layout, layout_of_view
-from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, diff_column_from_view, diff_type_of
+from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
 from ddflow.core.errors import DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
@@ -279,5 +279,3 @@ class Consolidate(Operator):
         self.held = [u.take(np.flatnonzero(beyond))] if beyond.any() else []
         self.output.push(ready, self.inputs[0].layout)
 
-
-_ = INT_DIFF

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
-from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, diff_type_of
+from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate

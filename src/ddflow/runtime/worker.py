@@ -16,7 +16,7 @@ communication layer), and loops (``iterate``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -486,13 +486,3 @@ class Worker:
             if spine is not None:
                 out.append({"operator": op.name, **spine.stats()})
         return out
-
-
-def records_to_updates(
-    layout: Layout, records: Sequence[Any], times: np.ndarray, diffs: Any, dt: DiffType
-) -> Updates:
-    return Updates(layout.to_columns(records), times, diffs, dt)
-
-
-def _unused(x: Iterable[Any]) -> None:  # pragma: no cover
-    return None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -105,7 +104,7 @@ class TraceBatch:
                     table = np.full(span, -1, dtype=np.int32 if nk < 2**31 else np.int64)
                     table[keys - lo] = np.arange(nk, dtype=table.dtype)
                     self._table = (lo, table)
-        return self._table or None
+        return self._table if isinstance(self._table, tuple) else None
 
     @staticmethod
     def build(key_width: int, u: Updates, desc: Description, *, sorted_: bool = False) -> TraceBatch:
