@@ -106,3 +106,16 @@ def test_progressive_merge_bounded_work():
     assert seen_in_progress_after_insert  # one insert did not pay for the whole merge
     assert spine.stats()["merges_done"] >= 3
     assert len(spine.batches()) <= 8
+
+
+def test_shared_readers_compaction_follows_meet_and_close_releases():
+    """Compaction follows the meet of all open readers; closing one releases its hold."""
+    spine = Spine(1, 1)
+    fast, slow = spine.handle(), spine.handle()
+    f = lambda t: Antichain.of([(t,)], 1)  # noqa: E731
+    fast.set_compaction(f(5), f(5))
+    assert spine.logical == f(0) and spine.physical == f(0)  # slow still holds time 0
+    slow.set_compaction(f(3), f(2))
+    assert spine.logical == f(3) and spine.physical == f(2)
+    slow.close()
+    assert spine.logical == f(5) and spine.physical == f(5)
