@@ -30,6 +30,7 @@ __all__ = [
     "data_for",
     "int_times",
     "key_vals",
+    "nested_product_times",
     "product_times",
     "rounds",
     "schedules",
@@ -74,8 +75,17 @@ def product_times(max_outer: int = 2, max_inner: int = 2) -> st.SearchStrategy[P
     return st.builds(Product, st.integers(0, max_outer), st.integers(0, max_inner))
 
 
-def times_for(product: bool) -> st.SearchStrategy[Any]:
-    """``product_times()`` if ``product`` else ``int_times()``."""
+def nested_product_times(max_component: int = 2) -> st.SearchStrategy[Product]:
+    """Partially ordered times ``Product(Product(a, b), c)`` (three nested components)."""
+    c = st.integers(0, max_component)
+    return st.builds(Product, st.builds(Product, c, c), c)
+
+
+def times_for(product: bool | str) -> st.SearchStrategy[Any]:
+    """``int_times()``; ``product_times()`` if ``product``; ``nested_product_times()`` if
+    ``product == "nested"``."""
+    if product == "nested":
+        return nested_product_times()
     return product_times() if product else int_times()
 
 
@@ -182,7 +192,7 @@ class Schedule:
 def schedules(
     draw: st.DrawFn,
     kinds: tuple[str, ...],
-    product: bool,
+    product: bool | str,
     max_size: int = 10,
 ) -> Schedule:
     """Random update lists, one per data kind in ``kinds``, and a random split into rounds."""
