@@ -242,9 +242,7 @@ CASES = [
     # joins
     Case("join", (KV, KV), lambda a, b: a.join(b), lambda a, b: O.join(a, b)),
     Case("join_self", (KV,), lambda a: a.join(a), lambda a: O.join(a, a)),
-    Case(
-        "join_map", (KV, KV), lambda a, b: a.join_map(b, jm), lambda a, b: O.join_map(a, b, jm)
-    ),
+    Case("join_map", (KV, KV), lambda a, b: a.join_map(b, jm), lambda a, b: O.join_map(a, b, jm)),
     Case("semijoin", (KV, S), lambda a, b: a.semijoin(b), lambda a, b: O.semijoin(a, b)),
     Case("antijoin", (KV, S), lambda a, b: a.antijoin(b), lambda a, b: O.antijoin(a, b)),
     # reductions
@@ -294,9 +292,7 @@ CASES = [
         lambda a: O.count_total(a),
         True,
     ),
-    Case(
-        "distinct_total", (S,), lambda a: a.distinct_total(), lambda a: O.distinct_total(a), True
-    ),
+    Case("distinct_total", (S,), lambda a: a.distinct_total(), lambda a: O.distinct_total(a), True),
     Case(
         "threshold_total",
         (S,),
@@ -450,8 +446,10 @@ def _check_final_times(
     case: Case, schedule: Schedule, cap: Any, frontier: list[Any], round_index: int
 ) -> None:
     """Output at times not in advance of ``frontier`` already equals the oracle's."""
-    sent = [[u for r in schedule.rounds[: round_index + 1] for (i, u) in r if i == k]
-            for k in range(len(schedule.inputs))]
+    sent = [
+        [u for r in schedule.rounds[: round_index + 1] for (i, u) in r if i == k]
+        for k in range(len(schedule.inputs))
+    ]
     updates = [(_plain(d), t, _plain(r)) for d, t, r in cap.updates()]
     for t in O.interesting_times(*sent, updates):
         if any(O.le(f, t) for f in frontier):
@@ -511,8 +509,18 @@ def test_matches_oracle_product_times(case: Case, data: st.DataObject) -> None:
     check_against_oracle(case, schedule, product=True)
 
 
-NESTED = {"join", "reduce_min", "reduce_top2", "reduce_cancelling", "count", "distinct",
-          "threshold", "degrees", "join_reduce", "antijoin"}
+NESTED = {
+    "join",
+    "reduce_min",
+    "reduce_top2",
+    "reduce_cancelling",
+    "count",
+    "distinct",
+    "threshold",
+    "degrees",
+    "join_reduce",
+    "antijoin",
+}
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.name in NESTED], ids=lambda c: c.name)

@@ -112,9 +112,8 @@ def test_sum_diff_keeps_zero_sum_groups(op: str) -> None:
     """explode to dd.Sum(v, 1), count, map to (k, sum) gives exactly seed 003's two updates."""
     with dd.Worker() as worker:
         inp, coll = worker.new_collection()
-        out = (
-            getattr(coll.explode(lambda kv: [(kv[0], dd.Sum(kv[1], 1))]), op)()
-            .map(lambda kv: (kv[0], kv[1].value))
+        out = getattr(coll.explode(lambda kv: [(kv[0], dd.Sum(kv[1], 1))]), op)().map(
+            lambda kv: (kv[0], kv[1].value)
         )
         cap = out.capture()
         inp.update(("a", 1), 1)

@@ -317,7 +317,7 @@ def _relational_join(
     left: Mapping[Any, Any], right: Mapping[Any, Any], f: Callable[[Any, Any, Any], Any]
 ) -> Coll:
     rgroups = _by_key(right)
-    pairs = []
+    pairs: list[tuple[Any, Any]] = []
     for (k, v1), r1 in left.items():
         for v2, r2 in rgroups.get(k, ()):
             pairs.append((f(k, v1, v2), multiply_diffs(r1, r2)))
@@ -362,7 +362,7 @@ def reduce(
     ``group`` is the key's ``[(val, diff)]`` sorted by value, diffs non-zero; ``logic`` is
     never called for a key with no values.
     """
-    pairs = []
+    pairs: list[tuple[Any, Any]] = []
     for k, group in _by_key(coll).items():
         vals = sorted(group, key=lambda vr: vr[0])
         if vals:
