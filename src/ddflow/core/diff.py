@@ -2,9 +2,9 @@
 
 An update ``(data, time, diff)`` changes the multiplicity of ``data`` by ``diff``. Diffs form
 a *semigroup* (``plus``, ``is_zero``); a *monoid* adds a zero; an *abelian group* adds
-``negate`` (needed by ``reduce``, ``negate``, ``antijoin``, ``count_total``'s retractions of
-counts are ints and need nothing of the input diff). ``join`` multiplies the diffs of matched
-updates, so diff types may also define a product.
+``negate`` (needed by ``reduce``, ``negate`` and ``antijoin``; ``count`` and ``count_total``
+retract with int output diffs and need nothing of the input diff). ``join`` multiplies the
+diffs of matched updates, so diff types may also define a product.
 
 A ``DiffType`` describes one diff type and implements its arithmetic over a *diff column*:
 an ``int64`` array (``IntDiff``, ``MinSumDiff``), a tuple of component columns (``TupleDiff``:
@@ -113,6 +113,18 @@ class DiffType:
     def empty(self) -> Any:
         return self.from_values([])
 
+    def zeros(self, n: int) -> Any:
+        """``n`` zero diffs (``None`` entries for user semigroups, which have no zero)."""
+        raise NotImplementedError
+
+    def add(self, a: Any, b: Any) -> Any:
+        """Elementwise ``a + b`` of two diff columns of equal length."""
+        raise NotImplementedError
+
+    def put(self, target: Any, idx: np.ndarray, values: Any) -> None:
+        """``target[idx] = values`` for a diff column."""
+        target[idx] = values
+
     # -- algebra -----------------------------------------------------------------------------
     def zero_mask(self, d: Any) -> np.ndarray:
         raise NotImplementedError
@@ -198,6 +210,12 @@ class IntDiff(DiffType):
     def zero_mask(self, d: np.ndarray) -> np.ndarray:
         return d == 0
 
+    def zeros(self, n: int) -> np.ndarray:
+        return np.zeros(n, dtype=self.one(0).dtype)
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return a + b
+
     def py_plus(self, a: Any, b: Any) -> Any:
         return b if a is None else (a if b is None else a + b)
 
@@ -251,15 +269,6 @@ class FloatDiff(IntDiff):
     def one(self, n: int) -> np.ndarray:
         return np.ones(n, dtype=np.float64)
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
-        # Restart the cumulative sum at each segment to keep float error per segment.
-        out = np.empty_like(d)
-        ends = np.append(starts[1:], len(d))
-        for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
-            np.cumsum(d[s:e], out=out[s:e])
-            out[s:e] += base[i]
-        return out
-
 
 @dataclass(frozen=True)
 class TupleDiff(DiffType):
@@ -304,8 +313,15 @@ class TupleDiff(DiffType):
         cols = [p.to_values(c) for p, c in zip(self.parts, d, strict=True)]
         return [self._build(parts) for parts in zip(*cols, strict=True)]
 
-    def one(self, n: int) -> tuple[Any, ...]:
-        return super().one(n)
+    def zeros(self, n: int) -> tuple[Any, ...]:
+        return tuple(p.zeros(n) for p in self.parts)
+
+    def add(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(p.add(x, y) for p, x, y in zip(self.parts, a, b, strict=True))
+
+    def put(self, target: tuple[Any, ...], idx: np.ndarray, values: tuple[Any, ...]) -> None:
+        for p, t, v in zip(self.parts, target, values, strict=True):
+            p.put(t, idx, v)
 
     def length(self, d: tuple[Any, ...]) -> int:
         return self.parts[0].length(d[0])
@@ -381,6 +397,12 @@ class MinSumDiff(DiffType):
     def zero_mask(self, d: np.ndarray) -> np.ndarray:
         return d >= MINSUM_ZERO
 
+    def zeros(self, n: int) -> np.ndarray:
+        return np.full(n, MINSUM_ZERO, dtype=np.int64)
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return np.minimum(a, b)
+
     def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
         return np.minimum.reduceat(d, starts) if len(d) else d
 
@@ -446,7 +468,17 @@ class ObjectDiff(DiffType):
         return list(d)
 
     def zero_mask(self, d: np.ndarray) -> np.ndarray:
-        return np.fromiter((bool(v.is_zero()) for v in d), dtype=bool, count=len(d))
+        """``None`` (no value, from ``zeros``) counts as zero."""
+        return np.fromiter((v is None or bool(v.is_zero()) for v in d), dtype=bool, count=len(d))
+
+    def zeros(self, n: int) -> np.ndarray:
+        return np.full(n, None, dtype=object)
+
+    def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        out = np.empty(len(a), dtype=object)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            out[i] = y if x is None else (x if y is None else x.plus(y))
+        return out
 
     def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
         out = np.empty(len(starts), dtype=object)

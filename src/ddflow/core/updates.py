@@ -19,8 +19,9 @@ import numpy as np
 
 from ddflow.core.columns import Columns, lex_order, run_starts, take_columns
 from ddflow.core.diff import DiffType
+from ddflow.core.frontier import Antichain
 
-__all__ = ["Updates", "consolidate", "concat_updates"]
+__all__ = ["Updates", "consolidate", "concat_updates", "split_complete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,3 +91,16 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
     if not all_kept:
         diffs = dt.take(diffs, keep)
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
+
+
+def split_complete(parts: Sequence[Updates], frontier: Antichain) -> tuple[Updates | None, list[Updates]]:
+    """Split held updates into those the frontier has passed (complete) and the rest."""
+    if not parts:
+        return None, []
+    u = concat_updates(parts)
+    beyond = frontier.beyond_mask(u.times)
+    if not beyond.any():
+        return u, []
+    if beyond.all():
+        return None, [u]
+    return u.take(np.flatnonzero(~beyond)), [u.take(np.flatnonzero(beyond))]

@@ -11,12 +11,10 @@ several operators share one arrangement this way.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ddflow.core.columns import Layout, Tup
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates
+from ddflow.core.updates import Updates, split_complete
 from ddflow.runtime.worker import Operator, Stream, Worker
 from ddflow.trace.batch import Description, TraceBatch
 from ddflow.trace.spine import Spine
@@ -66,16 +64,7 @@ class Arrange(Operator):
         if frontier == self.upper:
             self.held.extend(new)
             return
-        parts = self.held + new
-        ready = None
-        rest: list[Updates] = []
-        if parts:
-            u = concat_updates(parts)
-            beyond = frontier.beyond_mask(u.times)
-            if beyond.any():
-                rest = [u.take(np.flatnonzero(beyond))]
-                u = u.take(np.flatnonzero(~beyond))
-            ready = u
+        ready, rest = split_complete(self.held + new, frontier)
         desc = Description(self.upper, frontier, self.spine.logical)
         batch = None
         if ready is not None and len(ready):
@@ -87,5 +76,4 @@ class Arrange(Operator):
             self.spine.insert(batch)
             self.output.push(batch)
         else:
-            self.spine.upper = frontier
-            self.spine._introduce()
+            self.spine.advance_upper(frontier)

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup
-from ddflow.core.diff import DiffType, IntDiff
+from ddflow.core.diff import INT_DIFF, DiffType
 from ddflow.core.errors import TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
@@ -27,72 +27,31 @@ from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch
-from ddflow.trace.spine import Spine
+from ddflow.trace.spine import key_sums
 
-__all__ = ["CountTotal", "prior_sums", "zeros_of"]
-
-
-def zeros_of(dt: DiffType, n: int) -> Any:
-    """``n`` zero diffs (None entries for user semigroups, which have no zero)."""
-    from ddflow.core.diff import MINSUM_ZERO, MinSumDiff, ObjectDiff, TupleDiff
-
-    if isinstance(dt, TupleDiff):
-        return tuple(zeros_of(p, n) for p in dt.parts)
-    if isinstance(dt, MinSumDiff):
-        return np.full(n, MINSUM_ZERO, dtype=np.int64)
-    if isinstance(dt, ObjectDiff):
-        return np.full(n, None, dtype=object)
-    if isinstance(dt, IntDiff):
-        return np.zeros(n, dtype=np.float64 if dt.name == "float" else np.int64)
-    raise TypeError(dt)
+__all__ = ["CountTotal", "threshold_values"]
 
 
-def _scatter(dt: DiffType, target: Any, idx: np.ndarray, values: Any) -> None:
-    if isinstance(target, tuple):
-        for p, t, v in zip(dt.parts, target, values, strict=True):  # type: ignore[attr-defined]
-            _scatter(p, t, idx, v)
-    else:
-        target[idx] = values
-
-
-def _combine(dt: DiffType, a: Any, b: Any) -> Any:
-    """Elementwise ``a + b`` of two diff columns of equal length (``None`` is no value)."""
-    from ddflow.core.diff import MinSumDiff, ObjectDiff
-
-    if isinstance(dt, IntDiff):
-        return a + b
-    if isinstance(dt, MinSumDiff):
-        return np.minimum(a, b)
-    if isinstance(dt, ObjectDiff):
-        out = np.empty(len(a), dtype=object)
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            out[i] = y if x is None else (x if y is None else x.plus(y))
+def threshold_values(op: Operator, dt: DiffType, counts: Any, mode: str,
+                     f: Callable[..., Any] | None, vectorized: bool = False) -> np.ndarray:
+    """The int output diff of a key for each count: 0 where the count is zero, else 1 for
+    ``distinct`` (DD: every record with a non-zero count, once) or ``f(count)``."""
+    nz = np.flatnonzero(~dt.zero_mask(counts))
+    out = np.zeros(dt.length(counts), dtype=np.int64)
+    if mode == "distinct":
+        out[nz] = 1
         return out
-    both = dt.concat([a, b])
-    n = dt.length(a)
-    order = np.concatenate([np.arange(n), np.arange(n)]).argsort(kind="stable")
-    return dt.sum_segments(dt.take(both, order), np.arange(0, 2 * n, 2))
-
-
-def prior_sums(spine: Spine, batches: list[TraceBatch], probe: np.ndarray, dt: DiffType) -> Any:
-    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``."""
-    acc = zeros_of(dt, probe.shape[0])
-    for b in batches:
-        rows, owner = b.rows_for(probe)
-        if not len(rows):
-            continue
-        if len(owner) == 1:
-            starts = np.zeros(1, dtype=np.int64)
+    assert f is not None
+    sub = dt.take(counts, nz)
+    try:
+        if vectorized:
+            out[nz] = np.asarray(f(sub), dtype=np.int64)
         else:
-            flags = np.empty(len(owner), dtype=bool)
-            flags[0] = True
-            np.not_equal(owner[1:], owner[:-1], out=flags[1:])
-            starts = np.flatnonzero(flags)
-        sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
-        keys = owner[starts]
-        cur = dt.take(acc, keys)
-        _scatter(dt, acc, keys, _combine(dt, cur, sums))
-    return acc
+            vals = dt.to_values(sub)
+            out[nz] = np.fromiter((int(f(v)) for v in vals), np.int64, count=len(vals))
+    except Exception as e:
+        raise user_error(op, e) from e
+    return out
 
 
 class CountTotal(Operator):
@@ -120,46 +79,24 @@ class CountTotal(Operator):
                 self.output.push(*out)
         self.handle.set_compaction(frontier, frontier)
 
-    def _values(self, dt: DiffType, counts: Any) -> np.ndarray:
-        """The output diff of a key whose count is ``counts`` (0 where the count is zero)."""
-        nz = np.flatnonzero(~_empty_mask(dt, counts))
-        out = np.zeros(dt.length(counts), dtype=np.int64)
-        sub = dt.take(counts, nz)
-        if self.mode == "distinct":
-            out[nz] = 1  # DD: every record with a non-zero count, once
-            return out
-        assert self.f is not None
-        try:
-            if self.vectorized:
-                out[nz] = np.asarray(self.f(sub), dtype=np.int64)
-            else:
-                vals = dt.to_values(sub)
-                out[nz] = np.fromiter((int(self.f(v)) for v in vals), np.int64, count=len(vals))
-        except Exception as e:
-            raise user_error(self, e) from e
-        return out
-
     def _batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
         dt = batch.diff_type
-        spine = self.arr.spine
-        history = spine.batches_through(batch.desc.lower)
-        prior = prior_sums(spine, history, batch.keys, dt)
+        history = self.arr.spine.batches_through(batch.desc.lower)
+        prior = key_sums(history, batch.keys, dt)
         starts = batch.bounds[:-1]
         new = dt.running_sums(batch.diffs, starts, prior)
         n = len(batch)
         # value before each row: the previous row's running value, or the prior at a key start
         prev_idx = np.arange(-1, n - 1)
         old = dt.take(new, np.maximum(prev_idx, 0))
-        _scatter(dt, old, starts, prior)
+        dt.put(old, starts, prior)
         key_cols = batch.data[: self.arr.key_width]
         key_layout = self.arr.key_layout
         assert key_layout is not None
         times = batch.times
         if self.mode == "count":
-            old_ok = ~_empty_mask(dt, old)
-            new_ok = ~_empty_mask(dt, new)
-            ro = np.flatnonzero(old_ok)
-            rn = np.flatnonzero(new_ok)
+            ro = np.flatnonzero(~dt.zero_mask(old))
+            rn = np.flatnonzero(~dt.zero_mask(new))
             vals = dt.value_columns(dt.concat([dt.take(old, ro), dt.take(new, rn)]))
             cols = tuple(np.concatenate([c[ro], c[rn]]) for c in key_cols) + vals
             out_t = np.concatenate([times[ro], times[rn]])
@@ -167,22 +104,14 @@ class CountTotal(Operator):
             layout: Layout = Tup((key_layout, dt.value_layout()))
             if not len(out_d):
                 return None
-            return Updates(cols, out_t, out_d, IntDiff()), layout
+            return Updates(cols, out_t, out_d, INT_DIFF), layout
         # distinct / threshold: output diff f(new) - f(old) on the key
-        d = self._values(dt, new) - self._values(dt, old)
+        d = (threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
+             - threshold_values(self, dt, old, self.mode, self.f, self.vectorized))
         keep = np.flatnonzero(d != 0)
         if not len(keep):
             return None
         return (
-            Updates(tuple(c[keep] for c in key_cols), times[keep], d[keep], IntDiff()),
+            Updates(tuple(c[keep] for c in key_cols), times[keep], d[keep], INT_DIFF),
             key_layout,
         )
-
-
-def _empty_mask(dt: DiffType, d: Any) -> np.ndarray:
-    """Zero (or absent) counts: no output record for them."""
-    from ddflow.core.diff import ObjectDiff
-
-    if isinstance(dt, ObjectDiff):
-        return np.fromiter((v is None or bool(v.is_zero()) for v in d), dtype=bool, count=len(d))
-    return dt.zero_mask(d)

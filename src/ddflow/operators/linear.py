@@ -20,7 +20,7 @@ from ddflow.core.columns import Layout, infer_layout, layout_of_view
 from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
 from ddflow.core.errors import DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import Updates, consolidate, split_complete
 from ddflow.runtime.worker import Operator, Stream, Worker
 
 __all__ = [
@@ -267,15 +267,8 @@ class Consolidate(Operator):
         self.held: list[Updates] = []
 
     def run(self, frontier: Antichain) -> None:
-        self.held.extend(self.take())
-        if not self.held:
-            return
-        u = concat_updates(self.held)
-        beyond = frontier.beyond_mask(u.times)
-        if beyond.all():
-            self.held = [u]
-            return
-        ready = consolidate(u.take(np.flatnonzero(~beyond)))
-        self.held = [u.take(np.flatnonzero(beyond))] if beyond.any() else []
-        self.output.push(ready, self.inputs[0].layout)
+        ready, rest = split_complete(self.held + self.take(), frontier)
+        self.held = rest
+        if ready is not None:
+            self.output.push(consolidate(ready), self.inputs[0].layout)
 

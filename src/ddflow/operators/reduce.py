@@ -31,11 +31,11 @@ from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.operators.arrange import Arrange
-from ddflow.operators.count_total import _empty_mask, prior_sums
+from ddflow.operators.count_total import threshold_values
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index
-from ddflow.trace.spine import Spine
+from ddflow.trace.spine import Spine, key_sums
 
 __all__ = ["Reduce"]
 
@@ -103,7 +103,7 @@ class Reduce(Operator):
             out_batch = TraceBatch.build(kw, out, Description(lower, upper, self.out_spine.logical))
             self.out_spine.insert(out_batch)
         else:
-            self.out_spine.upper = upper
+            self.out_spine.advance_upper(upper)
         self.out_h.set_compaction(upper, upper)
         self.in_h.set_compaction(upper, upper)
         if out is not None and len(out):
@@ -129,7 +129,7 @@ class Reduce(Operator):
             nb = TraceBatch.build(kw, u, batches[0].desc)
         spine = self.arr.spine
         history = [b for b in spine.batches_through(lower)]
-        prior = prior_sums(spine, history, nb.keys, dt)
+        prior = key_sums(history, nb.keys, dt)
         starts = nb.bounds[:-1]
         new = dt.running_sums(nb.diffs, starts, prior)
         n = len(nb)
@@ -149,34 +149,19 @@ class Reduce(Operator):
             if self.out_val_layout is None:
                 self.out_val_layout = dt.value_layout()
             for rows, vals, sign in ((np.arange(n), new, 1), (prev_rows, old, -1)):
-                ok = np.flatnonzero(~_empty_mask(dt, vals))
+                ok = np.flatnonzero(~dt.zero_mask(vals))
                 r = rows[ok]
                 parts.append(Updates(
                     tuple(c[r] for c in key_cols) + dt.value_columns(dt.take(vals, ok)),
                     times[r], np.full(len(r), sign, dtype=np.int64), INT_DIFF,
                 ))
         else:
-            g_new = self._thresholds(dt, new)
-            g_old = self._thresholds(dt, old)
+            g_new = threshold_values(self, dt, new, self.mode, self.f)
+            g_old = threshold_values(self, dt, old, self.mode, self.f)
             parts.append(Updates(tuple(key_cols), times, g_new, INT_DIFF))
             parts.append(Updates(tuple(c[prev_rows] for c in key_cols), times[prev_rows],
                                  -g_old, INT_DIFF))
         return consolidate(concat_updates(parts))
-
-    def _thresholds(self, dt: DiffType, counts: Any) -> np.ndarray:
-        nz = np.flatnonzero(~_empty_mask(dt, counts))
-        out = np.zeros(dt.length(counts), dtype=np.int64)
-        sub = dt.take(counts, nz)
-        if self.mode == "distinct":
-            out[nz] = 1  # DD: every record with a non-zero count, once
-            return out
-        assert self.f is not None
-        try:
-            vals = dt.to_values(sub)
-            out[nz] = np.fromiter((int(self.f(v)) for v in vals), np.int64, count=len(vals))
-        except Exception as e:
-            raise user_error(self, e) from e
-        return out
 
     # -- any lattice: the per-key reference path -------------------------------------------------
     def _mode_logic(self, in_dt: DiffType) -> Callable[[Any, list[tuple[Any, Any]]], list]:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Leaf, infer_layout, lex_order
+from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view, lex_order
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError, SessionClosedError, TimeError
 from ddflow.core.frontier import Antichain
@@ -204,8 +204,6 @@ class InputSession:
         record's shape, ``diffs`` a diff column (default: ones), ``times`` an int array
         (flat time per row, ``(n,)`` or ``(n, d)``; default: the session's time)."""
         self._check_open()
-        from ddflow.core.columns import layout_of_view
-
         layout = layout_of_view(data)
         first = data
         while isinstance(first, tuple):
@@ -278,8 +276,6 @@ class InputSession:
 
 
 def _fits(x: Any, layout: Layout) -> bool:
-    from ddflow.core.columns import Tup
-
     if isinstance(layout, Tup):
         return (
             type(x) is tuple
@@ -290,8 +286,6 @@ def _fits(x: Any, layout: Layout) -> bool:
 
 
 def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
-    from ddflow.core.columns import Tup
-
     if isinstance(layout, Tup):
         for v, c in zip(x, layout.children, strict=True):
             _leaf_kinds(v, c, out)

@@ -28,7 +28,7 @@ from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch
 
-__all__ = ["Spine", "TraceHandle"]
+__all__ = ["Spine", "TraceHandle", "key_sums"]
 
 
 class _Merge:
@@ -173,6 +173,11 @@ class Spine:
             self.pending.append(batch)
         self._introduce()
 
+    def advance_upper(self, frontier: Antichain) -> None:
+        """Record that no updates at times before ``frontier`` remain to be inserted."""
+        self.upper = frontier
+        self._introduce()
+
     def _introduce(self) -> None:
         while self.pending and self.physical.dominates(self.pending[0].desc.upper):
             batch = self.pending.pop(0)
@@ -282,6 +287,23 @@ class Spine:
             "pending": len(self.pending),
             "merges_done": self.merges_done,
         }
+
+
+def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any) -> Any:
+    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``."""
+    acc = dt.zeros(probe.shape[0])
+    for b in batches:
+        rows, owner = b.rows_for(probe)
+        if not len(rows):
+            continue
+        flags = np.empty(len(owner), dtype=bool)
+        flags[0] = True
+        np.not_equal(owner[1:], owner[:-1], out=flags[1:])
+        starts = np.flatnonzero(flags)
+        keys = owner[starts]
+        sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
+        dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
+    return acc
 
 
 class TraceHandle:
