@@ -30,6 +30,7 @@ from ddflow.operators.linear import (
     Negate,
 )
 from ddflow.operators.reduce import Reduce
+from ddflow.runtime.exchange import Exchange
 from ddflow.runtime.worker import Capture, Probe, Stream
 
 if TYPE_CHECKING:
@@ -48,6 +49,12 @@ class Collection:
 
     def _wrap(self, op: Any, diff_type: DiffType | None = None) -> Collection:
         return Collection(self.worker, op.output, diff_type)
+
+    def _routed(self, by_self: bool) -> Stream:
+        """This collection's stream, routed by key to its owners when there are several workers."""
+        if self.worker.peers == 1:
+            return self.stream
+        return Exchange(self.worker, self.stream, by_self).output
 
     # -- linear ----------------------------------------------------------------------------------
     def map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
@@ -84,7 +91,7 @@ class Collection:
 
     def consolidate(self, *, name: str | None = None) -> Collection:
         """The same collection with updates at equal ``(data, time)`` added up."""
-        return self._wrap(Consolidate(self.worker, self.stream, name), self.diff_type)
+        return self._wrap(Consolidate(self.worker, self._routed(True), name), self.diff_type)
 
     def inspect(self, f: Callable[[tuple[Any, Any, Any]], Any], *,
                 name: str | None = None) -> Collection:
@@ -102,11 +109,11 @@ class Collection:
     # -- arrangements -------------------------------------------------------------------------
     def arrange_by_key(self, *, name: str | None = None) -> Arranged:
         """Index ``(key, val)`` records by key in a shared trace."""
-        return Arranged(self, Arrange(self.worker, self.stream, False, name))
+        return Arranged(self, Arrange(self.worker, self._routed(False), False, name))
 
     def arrange_by_self(self, *, name: str | None = None) -> Arranged:
         """Index whole records (as keys) in a shared trace."""
-        return Arranged(self, Arrange(self.worker, self.stream, True, name))
+        return Arranged(self, Arrange(self.worker, self._routed(True), True, name))
 
     # -- keyed operators (arrange first) ---------------------------------------------------------
     def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:

@@ -10,8 +10,16 @@ one vectorized batch however many distinct times it holds.
 A step is transactional per operator: an operator that raises leaves its inbox as it was and
 has pushed nothing, so the error reaches the caller and the dataflow stays usable.
 
-Left out here: several workers and data exchange (see ``ddflow.runtime`` for the
-communication layer), and loops (``iterate``).
+Several workers: a worker built with a communicator (``ddflow.runtime.comm``) is one of
+``peers`` workers that each host the same dataflow for a share of the keys. Keyed operators
+are preceded by an ``Exchange`` (``ddflow.runtime.exchange``) that routes updates by key and
+takes the meet of all workers' frontiers, so a time is complete downstream only when it is
+complete everywhere. All workers step in lockstep: exchanges run at every step, and ``step``,
+``step_while`` and ``run`` decide together (any worker busy or wanting to continue keeps
+everyone going). An error in one worker fails the whole job (the communicator tells the
+peers); only a single worker can carry on after an operator raised.
+
+Left out here: loops (``iterate``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from ddflow.core.errors import DataError, DiffTypeError, SessionClosedError, Tim
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import INT_TIME, TimeKind, time_kind_of
 from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.runtime.comm import Communicator, LocalComm
 
 __all__ = ["Capture", "InputSession", "Operator", "Probe", "Stream", "Worker"]
 
@@ -62,6 +71,7 @@ class Operator:
     """A dataflow node: reads its inboxes when its input frontier allows, pushes downstream."""
 
     name = "operator"
+    always_run = False  # run at every step even without input (exchanges)
 
     def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:
         self.worker = worker
@@ -88,6 +98,10 @@ class Operator:
 
     def run(self, frontier: Antichain) -> None:
         raise NotImplementedError
+
+    def output_frontier(self, frontier: Antichain) -> Antichain:
+        """The frontier of this operator's output once ``run(frontier)`` returned."""
+        return frontier
 
 
 class InputOp(Operator):
@@ -378,13 +392,29 @@ class Capture(Operator):
 
 
 class Worker:
-    """One in-process worker hosting a dataflow; use as a context manager or directly."""
+    """One worker hosting a dataflow; use as a context manager or directly.
 
-    def __init__(self) -> None:
+    ``Worker()`` is a single in-process worker. Runtimes create workers with a communicator
+    (``comm``) when a job runs on several (``ddflow.run_job``, ``ddflow.execute``,
+    ``ddflow.spark.run_on_spark``); ``index`` and ``peers`` say which one this is.
+    """
+
+    def __init__(self, comm: Communicator | None = None) -> None:
+        self.comm: Communicator = comm if comm is not None else LocalComm()
         self.operators: list[Operator] = []
         self.sessions: list[InputSession] = []
         self._kind: TimeKind | None = None
         self.started = False
+
+    @property
+    def index(self) -> int:
+        """This worker's index among its peers (0 for a single worker)."""
+        return self.comm.index
+
+    @property
+    def peers(self) -> int:
+        """How many workers host this dataflow."""
+        return self.comm.peers
 
     @property
     def time_kind(self) -> TimeKind:
@@ -438,13 +468,14 @@ class Worker:
         return session, Collection(self, op.output, dt)
 
     def step(self) -> bool:
-        """Run every operator once; return whether anything changed."""
+        """Run every operator once; return whether anything changed (on any worker)."""
         self.started = True
         changed = False
+        multi = self.comm.peers > 1
         for op in self.operators:
             f = op.input_frontier()
             busy = any(op.inbox)
-            if not busy and f == op.frontier:
+            if not busy and f == op.frontier and not (multi and op.always_run):
                 continue
             saved = [list(q) for q in op.inbox]
             try:
@@ -452,15 +483,28 @@ class Worker:
             except BaseException:
                 op.inbox = saved
                 raise
-            op.frontier = f
-            changed = True
+            new = op.output_frontier(f)
+            if busy or new != op.frontier:
+                changed = True
+            op.frontier = new
+        if multi:
+            changed = any(self.comm.all_gather(changed))
         return changed
 
+    def _agree(self, flag: bool) -> bool:
+        """Whether ``flag`` holds on any worker (every worker gets the same answer)."""
+        if self.comm.peers == 1:
+            return flag
+        return any(self.comm.all_gather(flag))
+
     def step_while(self, condition: Callable[[], bool], max_steps: int | None = None) -> None:
-        """Step while ``condition()`` holds (at most ``max_steps`` steps if given)."""
+        """Step while ``condition()`` holds on some worker (at most ``max_steps`` steps).
+
+        With several workers, every worker must call this with the same ``max_steps``.
+        """
         steps = 0
-        while condition():
-            if not self.step() and condition():
+        while self._agree(condition()):
+            if not self.step() and self._agree(condition()):
                 # Nothing can change until some input advances: stop instead of spinning.
                 return
             steps += 1
@@ -468,7 +512,7 @@ class Worker:
                 return
 
     def run(self) -> None:
-        """Step until no operator has work for the current input frontiers."""
+        """Step until no operator has work for the current input frontiers (on any worker)."""
         while self.step():
             pass
 

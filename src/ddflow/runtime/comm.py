@@ -1,0 +1,88 @@
+"""Communicators: how the workers of one dataflow exchange data and agree on frontiers.
+
+Every worker hosts the same dataflow for its share of the keys. The only collective a worker
+needs is ``exchange``, an all-to-all: worker ``i`` hands one message per peer and receives
+the message each peer addressed to ``i``; every worker calls it the same number of times, in
+the same order (the dataflow is stepped in lockstep). ``all_gather`` is an exchange of the
+same message to everyone.
+
+Implementations:
+
+* ``LocalComm``: one worker in this process (nothing to exchange);
+* ``ddflow.runtime.mesh.Mesh``: a TCP mesh between processes, used both by local processes
+  (``workers=N``) and by Spark barrier tasks; only launching and address discovery differ.
+
+``abort`` tells the peers that this worker failed, so they stop instead of waiting for
+messages that will never come; they raise ``PeerAborted``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ddflow.core.errors import DDError
+
+__all__ = ["Communicator", "LocalComm", "MeshError", "PeerAborted", "WorkerError"]
+
+
+class MeshError(DDError, ConnectionError):
+    """The mesh between workers failed: a peer closed its connection or went silent."""
+
+
+class PeerAborted(DDError, RuntimeError):
+    """Another worker of the job failed and told this one to stop."""
+
+    def __init__(self, peer: int, message: str) -> None:
+        super().__init__(f"worker {peer} failed: {message}")
+        self.peer = peer
+        self.message = message
+
+
+class WorkerError(DDError, RuntimeError):
+    """A worker of a multi-worker job raised; the message holds the worker's traceback."""
+
+    def __init__(self, worker: int, traceback_text: str) -> None:
+        super().__init__(f"worker {worker} raised:\n{traceback_text.rstrip()}")
+        self.worker = worker
+        self.traceback_text = traceback_text
+
+
+class Communicator(Protocol):
+    """What a worker needs from its peers (see the module docstring)."""
+
+    index: int
+    peers: int
+
+    def exchange(self, parts: list[Any]) -> list[Any]:
+        """All-to-all: ``parts[j]`` goes to worker ``j``; returns what each worker sent here."""
+        ...
+
+    def all_gather(self, obj: Any) -> list[Any]:
+        """Every worker's ``obj``, indexed by worker."""
+        ...
+
+    def abort(self, message: str) -> None:
+        """Tell the peers this worker failed (best effort, never raises)."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class LocalComm:
+    """The communicator of a single worker: exchanges are identities."""
+
+    index = 0
+    peers = 1
+
+    def exchange(self, parts: list[Any]) -> list[Any]:
+        return list(parts)
+
+    def all_gather(self, obj: Any) -> list[Any]:
+        return [obj]
+
+    def abort(self, message: str) -> None:
+        return None
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,176 @@
+"""Exchange: routes each update to the worker that owns its key, and agrees on frontiers.
+
+A keyed operator (arrange, and through it join, reduce, count, ...) must see every update of
+a key on one worker; the owner of a key is ``stable_hash(key) % peers``. The hash must be the
+same in every process (Python's ``hash`` of a string is salted per process), so it is
+computed here from the values: int, bool and integral float columns by a 64-bit mix of the
+value (so ``1`` and ``1.0``, equal as data, have one owner), other floats by their bits,
+strings by BLAKE2b of their UTF-8 bytes, tuples by combining their parts. Only objects of
+other types fall back to ``hash()``, which is stable across processes only with a fixed
+``PYTHONHASHSEED``.
+
+Progress: every step, every worker's exchange sends each peer its share of the updates
+together with its own input frontier; the exchange's output frontier is the meet of the
+frontiers received. Workers step in lockstep, so after the exchange of a step every update
+sent at a time not beyond that meet has arrived: downstream, a time is complete only once it
+is complete on every worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Tup
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates, concat_updates
+from ddflow.runtime.worker import Operator, Stream, Worker
+
+__all__ = ["Exchange", "hash_columns", "stable_hash"]
+
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_MASK = (1 << 64) - 1
+_NONE_CODE = 0x6E6F6E65  # an arbitrary fixed code for None
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, vectorized over uint64 (wrapping arithmetic)."""
+    z = z ^ (z >> np.uint64(30))
+    z = z * _M1
+    z = z ^ (z >> np.uint64(27))
+    z = z * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def _mix1(z: int) -> int:
+    z &= _MASK
+    z ^= z >> 30
+    z = (z * 0xBF58476D1CE4E5B9) & _MASK
+    z ^= z >> 27
+    z = (z * 0x94D049BB133111EB) & _MASK
+    return z ^ (z >> 31)
+
+
+def _float_code(x: float) -> int:
+    if x.is_integer() and -(2**63) <= x < 2**63:
+        return int(x) & _MASK
+    return int(struct.unpack("<Q", struct.pack("<d", x + 0.0))[0])
+
+
+def stable_hash(x: Any) -> int:
+    """The value code of one field; equal to what ``hash_columns`` computes per element."""
+    if x is None:
+        return _NONE_CODE
+    if isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x) & _MASK
+    if isinstance(x, (float, np.floating)):
+        return _float_code(float(x))
+    if isinstance(x, str):
+        return int.from_bytes(
+            hashlib.blake2b(x.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
+        )
+    if isinstance(x, (bytes, bytearray)):
+        return int.from_bytes(hashlib.blake2b(bytes(x), digest_size=8, person=b"b").digest(),
+                              "little")
+    if isinstance(x, tuple):
+        h = 0x7475706C65 + len(x)
+        for v in x:
+            h = _mix1(h ^ stable_hash(v)) + 0x9E3779B97F4A7C15
+        return h & _MASK
+    if isinstance(x, frozenset):
+        return _mix1(sum(_mix1(stable_hash(v)) for v in x) + 0x736574)
+    fields = getattr(x, "__dataclass_fields__", None)
+    if fields is not None:  # e.g. Product: hash its fields in order
+        return stable_hash(tuple(getattr(x, f) for f in fields))
+    return hash(x) & _MASK
+
+
+def _column_codes(c: np.ndarray) -> np.ndarray:
+    kind = c.dtype.kind
+    if kind == "b":
+        return c.astype(np.uint64)
+    if kind in "iu":
+        return c.astype(np.int64, copy=False).view(np.uint64) if kind == "i" else c.astype(np.uint64)
+    if kind == "f":
+        f = c.astype(np.float64) + 0.0  # -0.0 becomes 0.0
+        integral = (np.floor(f) == f) & (np.abs(f) < 2.0**63)
+        codes = f.view(np.uint64).copy()
+        if integral.any():
+            codes[integral] = f[integral].astype(np.int64).view(np.uint64)
+        return codes
+    vals = c.tolist()  # strings, tuples, None, ...: one code per element
+    return np.fromiter((stable_hash(v) for v in vals), dtype=np.uint64, count=len(vals))
+
+
+def hash_columns(cols: list[np.ndarray] | tuple[np.ndarray, ...], n: int) -> np.ndarray:
+    """A uint64 hash per row of the given key columns, the same in every process."""
+    h = np.full(n, 0x6464666C6F77, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for c in cols:
+            h = _mix((h ^ _column_codes(c)) + _GOLD)
+    return h
+
+
+class Exchange(Operator):
+    """Routes updates to the owners of their keys (see the module docstring).
+
+    ``by_self``: the whole record is the key; otherwise records are ``(key, value)``.
+    """
+
+    name = "exchange"
+    always_run = True
+
+    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
+        super().__init__(worker, [s], name)
+        self.by_self = by_self
+        self.peers = worker.peers
+        self._out_frontier = self.frontier
+        self.sent = 0
+        self.received = 0
+
+    def _key_width(self, layout: Layout) -> int:
+        if self.by_self or not isinstance(layout, Tup) or len(layout.children) != 2:
+            # A record that is not (key, value) is left for the arrangement to reject.
+            return layout.width
+        return layout.children[0].width
+
+    def run(self, frontier: Antichain) -> None:
+        items = self.take()
+        layout = self.inputs[0].layout
+        peers = self.peers
+        parts: list[Updates | None] = [None] * peers
+        if items and layout is not None:
+            u = concat_updates(items) if len(items) > 1 else items[0]
+            n = len(u)
+            kw = self._key_width(layout)
+            owner = (hash_columns(u.data[:kw], n) % np.uint64(peers)).astype(np.int64)
+            order = np.argsort(owner, kind="stable")
+            bounds = np.searchsorted(owner[order], np.arange(peers + 1))
+            for j in range(peers):
+                lo, hi = int(bounds[j]), int(bounds[j + 1])
+                if hi > lo:
+                    parts[j] = u.take(order[lo:hi]) if hi - lo < n else u
+            self.sent += n - (len(parts[self.worker.index] or ()))
+        msgs = [(parts[j], layout, frontier.elements) for j in range(peers)]
+        received = self.worker.comm.exchange(msgs)
+        dim = frontier.dim
+        elements: list[tuple[int, ...]] = []
+        for j, (part, lay, fr) in enumerate(received):
+            elements.extend(fr)
+            if part is not None and len(part):
+                if j != self.worker.index:
+                    self.received += len(part)
+                self.output.push(part, lay)
+            elif lay is not None and self.output.layout is None:
+                self.output.set_layout(lay)
+        self._out_frontier = Antichain.of(elements, dim)
+
+    def output_frontier(self, frontier: Antichain) -> Antichain:
+        return self._out_frontier

@@ -1,0 +1,286 @@
+"""Jobs: a dataflow run over a finite log of input changes, on one worker or several.
+
+A job is ``build`` (a function from input collections to output collections) plus, per
+input, a log of updates ``(data, time, diff)``. Every worker builds the same dataflow and
+feeds its share of each log (any split gives the same output: that is the point). The
+workers agree on the distinct times of all logs and go through them in order, one *round*
+per time: a round feeds the updates at that time, advances every input to the meet of the
+times still to come (closing the inputs after the last round) and steps the dataflow until
+the outputs have caught up. Output updates are captured per worker and merged by the caller.
+
+The same driver (``drive``) runs in-process, in local processes and in Spark barrier tasks;
+only the communicator differs. ``run_job`` runs a job in-process or in local processes;
+``ddflow.spark.run_on_spark`` runs one on Spark.
+
+An input log is either a list of ``(record, time, diff)`` triples or a ``Changes`` value:
+columns in the record's shape (one array, or a tuple of arrays), an int time array
+(``(n,)``, or ``(n, d)`` for flattened ``Product`` times) and a diff column.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, lex_order
+from ddflow.core.errors import DataError
+from ddflow.core.time import TimeKind, time_kind_of
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.runtime.worker import Worker
+
+__all__ = ["Changes", "JobResult", "Output", "WorkerResult", "drive", "run_job", "share_of"]
+
+Build = Callable[[dict[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class Changes:
+    """A columnar input log: ``data`` (a column or tuple of columns), ``times``, ``diffs``."""
+
+    data: Any
+    times: np.ndarray
+    diffs: Any = None
+
+    def __len__(self) -> int:
+        return int(np.asarray(self.times).shape[0])
+
+    def take(self, idx: Any) -> Changes:
+        return Changes(_take_view(self.data, idx), np.asarray(self.times)[idx],
+                       None if self.diffs is None else _take_view(self.diffs, idx))
+
+
+def _take_view(view: Any, idx: Any) -> Any:
+    if isinstance(view, tuple):
+        return tuple(_take_view(v, idx) for v in view)
+    return np.asarray(view)[idx]
+
+
+def share_of(log: Any, index: int, peers: int) -> Any:
+    """Worker ``index``'s share of an input log (every ``peers``-th update)."""
+    if peers == 1:
+        return log
+    if isinstance(log, Changes):
+        return log.take(slice(index, None, peers))
+    return list(log)[index::peers]
+
+
+@dataclass
+class WorkerResult:
+    """What one worker returns: its captured output updates and its timings."""
+
+    outputs: dict[str, tuple[Updates | None, Layout | None]]
+    round_seconds: list[float]
+    round_times: list[tuple[int, ...]]
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+class Output:
+    """One output collection of a job: its consolidated updates from every worker."""
+
+    def __init__(self, updates: Updates | None, layout: Layout | None, kind: TimeKind) -> None:
+        self._u = updates
+        self.layout = layout
+        self.kind = kind
+
+    def __len__(self) -> int:
+        return 0 if self._u is None else len(self._u)
+
+    def columns(self) -> Updates | None:
+        """The updates as columns (``data``, ``times``, ``diffs``)."""
+        return self._u
+
+    def updates(self) -> list[tuple[Any, Any, Any]]:
+        """Every output update, consolidated, sorted by time then data."""
+        u = self._u
+        if u is None or self.layout is None or len(u) == 0:
+            return []
+        u = u.take(lex_order([u.times[:, j] for j in range(u.times.shape[1])] + list(u.data)))
+        recs = self.layout.to_records(u.data)
+        times = [self.kind.unflatten(t) for t in u.times.tolist()]
+        return list(zip(recs, times, u.diff_type.to_values(u.diffs), strict=True))
+
+    def at(self, t: Any) -> dict[Any, Any]:
+        """The output collection accumulated at time ``t``."""
+        u = self._u
+        if u is None or self.layout is None or len(u) == 0:
+            return {}
+        ft = np.array(self.kind.flatten(t), dtype=np.int64)
+        sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
+        if len(sel) == 0:
+            return {}
+        sel = consolidate(sel.with_times(np.zeros_like(sel.times)))
+        recs = self.layout.to_records(sel.data)
+        return dict(zip(recs, sel.diff_type.to_values(sel.diffs), strict=True))
+
+
+class JobResult(dict):  # type: ignore[type-arg]
+    """``{output name: Output}`` plus ``round_seconds`` (per round, the slowest worker's)."""
+
+    round_seconds: list[float]
+    worker_stats: list[dict[str, Any]]
+
+
+def merge_results(results: list[WorkerResult], kind: TimeKind) -> JobResult:
+    """One ``JobResult`` from every worker's ``WorkerResult``."""
+    out = JobResult()
+    names = list(results[0].outputs) if results else []
+    for name in names:
+        parts = [r.outputs[name][0] for r in results]
+        layouts = [r.outputs[name][1] for r in results if r.outputs[name][1] is not None]
+        nonempty = [p for p in parts if p is not None and len(p)]
+        u = consolidate(concat_updates(nonempty)) if nonempty else None
+        out[name] = Output(u, layouts[0] if layouts else None, kind)
+    rounds = [r.round_seconds for r in results]
+    out.round_seconds = [max(xs) for xs in zip(*rounds, strict=False)] if rounds else []
+    out.worker_stats = [r.stats for r in results]
+    return out
+
+
+def _times_of(log: Any, kind: TimeKind) -> np.ndarray:
+    if isinstance(log, Changes):
+        t = np.asarray(log.times, dtype=np.int64)
+        return t.reshape(len(t), kind.dim)
+    return np.array([kind.flatten(t) for _, t, _ in log], dtype=np.int64).reshape(-1, kind.dim)
+
+
+def _suffix_meets(times: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
+    """``meets[r]``: the meet of ``times[r:]`` (None past the end)."""
+    meets: list[tuple[int, ...] | None] = [None] * (len(times) + 1)
+    acc: tuple[int, ...] | None = None
+    for r in range(len(times) - 1, -1, -1):
+        t = times[r]
+        acc = t if acc is None else tuple(min(a, b) for a, b in zip(acc, t, strict=True))
+        meets[r] = acc
+    return meets
+
+
+def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 0,
+          diffs: Mapping[str, Any] | None = None,
+          on_round: Callable[[int, int, float], None] | None = None) -> WorkerResult:
+    """Run ``build`` on ``worker`` over its share of ``logs`` (see the module docstring).
+
+    Every worker of the job must call this with the same ``build``, input names and ``time``.
+    ``on_round(round, rounds, seconds)`` is called after each round.
+    """
+    kind = time_kind_of(time)
+    t0 = kind.unflatten(kind.minimum())
+    names = sorted(logs)
+    sessions = {}
+    colls = {}
+    for name in names:
+        s, c = worker.new_collection(time=t0, diff=(diffs or {}).get(name, int))
+        sessions[name], colls[name] = s, c
+    outs = build(colls)
+    if not isinstance(outs, Mapping):
+        outs = {"output": outs}
+    from ddflow.dataflow.collection import Collection
+
+    for name, c in outs.items():
+        if not isinstance(c, Collection):
+            raise TypeError(f"build returned {type(c).__name__} for output {name!r}; "
+                            "outputs must be Collections")
+    captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
+    probes = [c.probe() for c in outs.values()]
+
+    # Agree on the rounds: the distinct times of every worker's logs.
+    local_times = {name: _times_of(logs[name], kind) for name in names}
+    mine: set[tuple[int, ...]] = set()
+    for t in local_times.values():
+        if len(t):
+            mine.update(map(tuple, np.unique(t, axis=0).tolist()))
+    union: set[tuple[int, ...]] = set()
+    for ts in worker.comm.all_gather(sorted(mine)):
+        union.update(tuple(x) for x in ts)
+    rounds = sorted(union)
+    meets = _suffix_meets(rounds)
+
+    # Per input: rows grouped by round.
+    plan: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
+    for name in names:
+        t = local_times[name]
+        if kind.dim == 1:
+            arr = np.array([r[0] for r in rounds], dtype=np.int64)
+            rix = np.searchsorted(arr, t[:, 0]) if len(t) else np.zeros(0, np.int64)
+        else:
+            index = {r: i for i, r in enumerate(rounds)}
+            uniq, inv = (np.unique(t, axis=0, return_inverse=True) if len(t)
+                         else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64)))
+            rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[inv.ravel()]
+        order = np.argsort(rix, kind="stable")
+        bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
+        plan[name] = (logs[name], order, bounds)
+
+    seconds: list[float] = []
+    for r, t in enumerate(rounds):
+        start = _time.perf_counter()
+        for name in names:
+            log, order, bounds = plan[name]
+            lo, hi = int(bounds[r]), int(bounds[r + 1])
+            if hi > lo:
+                _feed(sessions[name], log, order[lo:hi], kind)
+        nxt = meets[r + 1]
+        for s in sessions.values():
+            if nxt is None:
+                s.close()
+            else:
+                s.advance_to(kind.unflatten(nxt))
+        if kind.dim == 1 and nxt is not None:
+            worker.step_while(lambda t=t: any(p.frontier.less_equal(t) for p in probes))
+        else:
+            worker.run()
+        dt = _time.perf_counter() - start
+        seconds.append(dt)
+        if on_round is not None:
+            on_round(r, len(rounds), dt)
+    for s in sessions.values():
+        s.close()
+    worker.run()
+    outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
+    for name, cap in captures.items():
+        outputs[name] = (cap._consolidated(), cap.inputs[0].layout)
+    stats = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
+    return WorkerResult(outputs, seconds, rounds, stats)
+
+
+def _exchanged(worker: Worker) -> dict[str, int]:
+    sent = sum(getattr(op, "sent", 0) for op in worker.operators if op.name == "exchange")
+    got = sum(getattr(op, "received", 0) for op in worker.operators if op.name == "exchange")
+    return {"sent": int(sent), "received": int(got)}
+
+
+def _feed(session: Any, log: Any, rows: np.ndarray, kind: TimeKind) -> None:
+    if isinstance(log, Changes):
+        part = log.take(rows)
+        session.insert_columns(part.data, part.diffs, np.asarray(part.times).reshape(len(rows), -1))
+        return
+    for i in rows.tolist():
+        x, t, d = log[i]
+        session.update_at(x, t, d)
+
+
+def run_job(build: Build, inputs: Mapping[str, Any], *, workers: int = 1, time: Any = 0,
+            diffs: Mapping[str, Any] | None = None, timeout: float = 600.0) -> JobResult:
+    """Run ``build`` over ``inputs`` on ``workers`` workers (local processes when more than one).
+
+    Returns ``{output name: Output}`` (a single returned collection is named ``"output"``);
+    the result is the same for any number of workers.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    for name, log in inputs.items():
+        if not isinstance(log, (Changes, list, tuple)):
+            raise DataError(f"input {name!r} must be a list of (data, time, diff) or Changes")
+    kind = time_kind_of(time)
+    if workers == 1:
+        return merge_results([drive(Worker(), build, inputs, time=time, diffs=diffs)], kind)
+    from ddflow.runtime.processes import execute
+
+    def one(worker: Worker) -> WorkerResult:
+        logs = {n: share_of(v, worker.index, workers) for n, v in inputs.items()}
+        return drive(worker, build, logs, time=time, diffs=diffs)
+
+    return merge_results(execute(one, workers, timeout=timeout), kind)

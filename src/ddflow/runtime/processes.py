@@ -1,0 +1,136 @@
+"""Local processes: ``workers=N`` on one machine, one forked process per worker.
+
+``execute(fn, N)`` forks N processes; each opens a ``Listener`` on 127.0.0.1, the parent
+gathers the addresses (its only role in the mesh: it is the trusted launcher, like Spark's
+``allGather``) and hands them back, the workers build the authenticated ``Mesh`` and each
+calls ``fn(worker)`` with a ``Worker`` over it. Results come back to the parent through
+pipes. Forking means ``fn`` need not be picklable (its result must be).
+
+A worker that raises tells its peers (they stop with ``PeerAborted``) and the parent raises
+``WorkerError`` carrying that worker's traceback; a worker that dies without a word is
+reported with its exit code and the others are stopped. Nothing hangs: the mesh has a
+timeout, and the parent stops every worker once one has failed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from ddflow.runtime.comm import PeerAborted, WorkerError
+from ddflow.runtime.mesh import Listener, Mesh, new_secret
+from ddflow.runtime.worker import Worker
+
+__all__ = ["execute"]
+
+
+def _child(index: int, peers: int, secret: bytes, conn: Connection,
+           fn: Callable[[Worker], Any], timeout: float) -> None:
+    code = 0
+    mesh = None
+    try:
+        listener = Listener("127.0.0.1")
+        conn.send(listener.address)
+        addresses = conn.recv()
+        mesh = Mesh.connect(index, addresses, listener, secret, timeout=timeout)
+        worker = Worker(comm=mesh)
+        result = fn(worker)
+        conn.send(("ok", result))
+    except PeerAborted as e:
+        conn.send(("aborted", str(e)))
+    except BaseException as e:  # noqa: BLE001 - everything a worker raises goes to the parent
+        text = traceback.format_exc()
+        if mesh is not None:
+            mesh.abort(f"{type(e).__name__}: {e}")
+        try:
+            conn.send(("error", text))
+        except Exception:  # noqa: BLE001 - the parent may be gone; exit anyway
+            code = 1
+    finally:
+        if mesh is not None:
+            mesh.close()
+        conn.close()
+        os._exit(code)  # skip the parent's atexit handlers (pytest, Spark, ...)
+
+
+def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0,
+            _on_addresses: Callable[[list[tuple[str, int]]], None] | None = None) -> list[Any]:
+    """Run ``fn(worker)`` on ``workers`` local worker processes; their results, by index.
+
+    ``timeout`` bounds how long a worker waits for its peers at any step.
+    """
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    ctx = mp.get_context("fork")
+    secret = new_secret()
+    procs = []
+    conns: list[Connection] = []
+    for i in range(workers):
+        parent_end, child_end = ctx.Pipe()
+        p = ctx.Process(target=_child, args=(i, workers, secret, child_end, fn, timeout),
+                        daemon=True, name=f"ddflow-worker-{i}")
+        p.start()
+        child_end.close()
+        procs.append(p)
+        conns.append(parent_end)
+    try:
+        addresses = []
+        for i, c in enumerate(conns):
+            if not c.poll(60):
+                raise WorkerError(i, "the worker process did not start within 60 s")
+            addresses.append(c.recv())
+        if _on_addresses is not None:
+            _on_addresses(addresses)
+        for c in conns:
+            c.send(addresses)
+        results: list[Any] = [None] * workers
+        errors: dict[int, str] = {}
+        aborted: dict[int, str] = {}
+        pending = {c: i for i, c in enumerate(conns)}
+        sentinels = {p.sentinel: i for i, p in enumerate(procs)}
+        while pending:
+            ready = wait(list(pending) + list(sentinels), timeout=timeout + 30)
+            if not ready:
+                raise WorkerError(-1, f"no worker finished within {timeout + 30:.0f} s")
+            for r in ready:
+                if r in pending:
+                    i = pending.pop(r)  # type: ignore[index]
+                    try:
+                        status, value = r.recv()  # type: ignore[union-attr]
+                    except EOFError:
+                        procs[i].join(5)
+                        errors[i] = f"worker process exited with code {procs[i].exitcode}"
+                        continue
+                    if status == "ok":
+                        results[i] = value
+                    elif status == "error":
+                        errors[i] = value
+                    else:
+                        aborted[i] = value
+                elif r in sentinels:
+                    i = sentinels.pop(r)  # type: ignore[index]
+                    c = conns[i]
+                    if c in pending and not c.poll(0):
+                        pending.pop(c)
+                        errors[i] = f"worker process exited with code {procs[i].exitcode}"
+            if errors:
+                break
+        if errors:
+            i = min(errors)
+            raise WorkerError(i, errors[i])
+        if aborted:
+            i = min(aborted)
+            raise WorkerError(i, aborted[i])
+        return results
+    finally:
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
+        for c in conns:
+            c.close()

@@ -1,0 +1,543 @@
+"""ddflow on Spark: a dataflow run by long-lived Spark barrier tasks, one worker per task.
+
+``run_on_spark(spark, build, inputs={name: DataFrame}, workers=P)`` launches one barrier
+stage of ``P`` tasks with ``mapInArrow(..., barrier=True)``. Each task is a ddflow worker:
+it reads its partition of the inputs (rows of every input DataFrame, tagged with the input's
+name), swaps its socket address with the others through one ``BarrierTaskContext.allGather``
+and from then on talks to them over the authenticated TCP mesh (``ddflow.runtime.mesh``),
+running the job driver of ``ddflow.runtime.job``: one round per distinct input time. What a
+task returns (its captured output updates) comes back as rows; the driver merges them and
+returns one DataFrame per output with the data columns, ``time`` and ``diff``.
+
+Failures: the barrier stage is followed by a shuffle (``repartition(1)``), so when a task
+dies Spark reruns the whole stage, and since the dataflow is deterministic the result is the
+same: nothing lost, nothing duplicated. An exception raised by the dataflow itself (a user
+function, bad data) is not retried: the task reports it with its traceback, tells its peers
+to stop, and ``run_on_spark`` raises ``WorkerError``.
+
+Checks made before any work starts: the workers fit the free task slots (Spark would
+otherwise wait ten minutes before failing), dynamic allocation is off (barrier mode cannot
+run with it), every input has the columns asked for and integral ``time``/``diff`` columns,
+``build`` can be pickled, and ``build`` runs in-process on a sample of each input.
+
+This module imports pyspark; ``import ddflow`` does not.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import time as _time
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ddflow.core.columns import Layout, Leaf, Struct, Tup
+from ddflow.core.diff import IntDiff, TupleDiff
+from ddflow.core.errors import DataError, DDError
+from ddflow.core.time import TimeKind, time_kind_of
+from ddflow.runtime.comm import MeshError, PeerAborted, WorkerError
+from ddflow.runtime.job import Changes, JobResult, Output, drive, merge_results, run_job
+from ddflow.runtime.mesh import Listener, Mesh, new_secret
+from ddflow.runtime.worker import Worker
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "SparkJobError",
+    "changes_between",
+    "local_session",
+    "output_table",
+    "run_on_spark",
+    "spark_job",
+    "write_changes",
+]
+
+_OUT_SCHEMA = "part int, seq int, payload binary"
+_CHUNK = 32 << 20
+_ERROR_PART = -1
+
+
+class SparkJobError(DDError, ValueError):
+    """A Spark job that cannot start: bad inputs, too few slots, a build that cannot ship."""
+
+
+def local_session(cores: int = 2, *, app: str = "ddflow", memory: str = "4g",
+                  extra: Mapping[str, str] | None = None) -> SparkSession:
+    """A local-mode SparkSession set up for ddflow (UI and console progress off, few shuffle
+    partitions, Spark's Python workers on this interpreter, barrier checks that fail fast)."""
+    import sys
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    b = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(max(1, cores)))
+        .config("spark.default.parallelism", str(max(1, cores)))
+        .config("spark.driver.memory", memory)
+        .config("spark.scheduler.barrier.maxConcurrentTasksCheck.interval", "1s")
+        .config("spark.scheduler.barrier.maxConcurrentTasksCheck.maxFailures", "2")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "65536")
+    )
+    for k, v in (extra or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("FATAL")
+    return spark
+
+
+# -- checks -------------------------------------------------------------------------------------
+
+
+def task_slots(spark: SparkSession) -> int:
+    """How many tasks the cluster can run at once (what a barrier stage needs one each of)."""
+    sc = spark.sparkContext
+    try:
+        jsc = sc._jsc.sc()  # type: ignore[union-attr]
+        return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
+    except Exception:  # noqa: BLE001 - internal API; fall back to the public estimate
+        m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", sc.master)
+        if m:
+            n = m.group(1)
+            cores = os.cpu_count() or 1 if n in (None, "*") else int(n)
+            if m.group(1) is None:
+                cores = 1
+            cpus = int(spark.conf.get("spark.task.cpus", "1") or 1)
+            return max(0, cores // cpus)
+        return int(sc.defaultParallelism)
+
+
+def _check_session(spark: SparkSession, workers: int) -> None:
+    if workers < 1:
+        raise SparkJobError(f"workers must be at least 1, got {workers}")
+    if (spark.conf.get("spark.dynamicAllocation.enabled", "false") or "").lower() == "true":
+        raise SparkJobError(
+            "Spark dynamic allocation is on (spark.dynamicAllocation.enabled=true); ddflow's "
+            "workers run as one barrier stage, which Spark cannot schedule with dynamic "
+            "allocation. Start the session with spark.dynamicAllocation.enabled=false."
+        )
+    slots = task_slots(spark)
+    if workers > slots:
+        raise SparkJobError(
+            f"asked for {workers} workers but this Spark cluster has {slots} task slot(s) "
+            f"(master {spark.sparkContext.master!r}); a barrier stage needs a free slot per "
+            f"worker: use workers<={slots} or give the cluster more cores"
+        )
+
+
+_DATA_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
+               "BooleanType", "StringType", "DateType")
+_INT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
+def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str]] | None,
+             kind: TimeKind) -> tuple[DataFrame, dict[str, list[str]]]:
+    """Validate every input and union them into one DataFrame of tagged rows."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
+
+    if not inputs:
+        raise SparkJobError("run_on_spark needs at least one input DataFrame")
+    parts = []
+    data_cols: dict[str, list[str]] = {}
+    for i, name in enumerate(sorted(inputs)):
+        df = inputs[name]
+        fields = {f.name: f.dataType for f in df.schema.fields}
+        wanted = list(columns[name]) if columns and name in columns else [
+            c for c in fields if c not in ("time", "diff")]
+        missing = [c for c in wanted if c not in fields]
+        if missing:
+            raise SparkJobError(
+                f"input {name!r} has no column(s) {missing}; it has {sorted(fields)}"
+            )
+        if not wanted:
+            raise SparkJobError(f"input {name!r} has no data columns besides time and diff")
+        for c in wanted:
+            tname = type(fields[c]).__name__
+            if tname not in _DATA_TYPES:
+                raise SparkJobError(
+                    f"input {name!r} column {c!r} has type {fields[c].simpleString()}, which "
+                    f"ddflow does not ingest; cast it to one of long, double, boolean, string, "
+                    f"date (decimals: to a scaled long)"
+                )
+        if "time" in fields:
+            t = fields["time"]
+            ok = (type(t).__name__ in _INT_TYPES if kind.dim == 1 else
+                  isinstance(t, ArrayType) and type(t.elementType).__name__ in _INT_TYPES)
+            if not ok:
+                want = "an integral type" if kind.dim == 1 else f"array<bigint> of {kind.dim}"
+                raise SparkJobError(
+                    f"input {name!r} column 'time' has type {t.simpleString()}; it must be "
+                    f"{want} (times are {kind.describe()})"
+                )
+            tcol = F.col("time").cast("bigint" if kind.dim == 1 else "array<bigint>")
+        else:
+            tcol = F.lit(0).cast("bigint") if kind.dim == 1 else F.array(
+                *[F.lit(0).cast("bigint")] * kind.dim)
+        if "diff" in fields:
+            if type(fields["diff"]).__name__ not in _INT_TYPES:
+                raise SparkJobError(
+                    f"input {name!r} column 'diff' has type {fields['diff'].simpleString()}; "
+                    "it must be an integral type (+1 inserts, -1 deletes)"
+                )
+            dcol = F.col("diff").cast("bigint")
+        else:
+            dcol = F.lit(1).cast("bigint")
+        data_cols[name] = wanted
+        parts.append(df.select(
+            F.lit(i).cast("int").alias("__input"), tcol.alias("__time"), dcol.alias("__diff"),
+            F.struct(*[F.col(c) for c in wanted]).alias(f"__d{i}"),
+        ))
+    union = parts[0]
+    for p in parts[1:]:
+        union = union.unionByName(p, allowMissingColumns=True)
+    return union, data_cols
+
+
+def _check_build(build: Callable[..., Any]) -> None:
+    from pyspark import cloudpickle
+
+    try:
+        cloudpickle.dumps(build)
+    except Exception as e:  # noqa: BLE001 - any pickling failure means the same thing
+        raise SparkJobError(
+            f"build cannot be pickled to ship it to Spark's workers: {type(e).__name__}: {e}. "
+            "Do not capture open files, sockets, locks or the SparkSession in build"
+        ) from e
+
+
+# -- Arrow <-> ddflow ----------------------------------------------------------------------------
+
+
+def _column_to_numpy(arr: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    if arr.null_count:
+        raise DataError("input rows hold nulls; ddflow records cannot hold null (fill or drop them)")
+    t = arr.type
+    if pa.types.is_date32(t):
+        return arr.cast(pa.int32()).to_numpy().astype(np.int64)
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return np.asarray(arr.to_numpy(zero_copy_only=False), dtype=object)
+    if pa.types.is_boolean(t):
+        return arr.to_numpy(zero_copy_only=False).astype(bool)
+    out = arr.to_numpy(zero_copy_only=False)
+    if out.dtype.kind in "iu":
+        return out.astype(np.int64, copy=False)
+    return out
+
+
+def logs_from_arrow(table: pa.Table | None, names: list[str], kind: TimeKind,
+                    widths: Sequence[int]) -> dict[str, Changes]:
+    """A task's input rows (the union of ``_prepare``) as one ``Changes`` per input;
+    ``widths[i]`` is the number of data columns of input ``i``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    logs: dict[str, Changes] = {}
+    if table is None or table.num_rows == 0:
+        for i, name in enumerate(names):
+            cols = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
+            logs[name] = Changes(cols[0] if len(cols) == 1 else cols,
+                                 np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+        return logs
+    tag = table.column("__input").to_numpy()
+    for i, name in enumerate(names):
+        idx = np.flatnonzero(tag == i)
+        sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
+        n = len(idx)
+        if kind.dim == 1:
+            times = sub.column("__time").to_numpy().astype(np.int64).reshape(n, 1) if n else \
+                np.zeros((0, 1), np.int64)
+        else:
+            col = sub.column("__time").combine_chunks() if n else None
+            flat = pc.list_flatten(col).to_numpy() if n else np.zeros(0, np.int64)
+            if n and len(flat) != n * kind.dim:
+                raise DataError(f"input {name!r}: every time must have {kind.dim} components")
+            times = np.asarray(flat, dtype=np.int64).reshape(n, kind.dim)
+        diffs = sub.column("__diff").to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)
+        struct = sub.column(f"__d{i}").combine_chunks() if n else None
+        if struct is not None:
+            cols = tuple(_column_to_numpy(struct.field(j)) for j in range(struct.type.num_fields))
+        else:
+            cols = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
+        data = cols[0] if len(cols) == 1 else cols
+        logs[name] = Changes(data, times, diffs)
+    return logs
+
+
+def _column_names(layout: Layout | None, prefix: str = "") -> list[str]:
+    if layout is None:
+        return []
+    if isinstance(layout, Leaf):
+        return [prefix or "value"]
+    if isinstance(layout, Tup):
+        out: list[str] = []
+        for j, c in enumerate(layout.children):
+            out.extend(_column_names(c, f"{prefix}_{j}"))
+        return out
+    if isinstance(layout, Struct):
+        return [f"{prefix}_{j}" for j in range(layout.width)]
+    return [f"{prefix}_{j}" for j in range(layout.width)]
+
+
+def output_table(out: Output, names: Sequence[str] | None = None) -> pa.Table:
+    """One output's updates as an Arrow table: data columns, ``time``, ``diff``.
+
+    Data columns are named ``value`` for scalar records and by position for tuples
+    (``_0``, ``_1``, ``_1_0`` for the first field of the second field, ...), unless ``names``
+    gives them. Int diffs are a ``diff`` column; tuple diffs a struct ``diff`` of ``_0..``.
+    """
+    import pyarrow as pa
+
+    u = out.columns()
+    cols = _column_names(out.layout)
+    if names is not None:
+        if len(names) != len(cols):
+            raise ValueError(f"{len(names)} column names given for {len(cols)} data columns")
+        cols = list(names)
+    arrays: dict[str, Any] = {}
+    if u is None or len(u) == 0:
+        for c in cols:
+            arrays[c] = pa.array([], pa.int64())
+        arrays["time"] = pa.array([], pa.int64() if out.kind.dim == 1 else pa.list_(pa.int64()))
+        arrays["diff"] = pa.array([], pa.int64())
+        return pa.table(arrays)
+    for c, a in zip(cols, u.data, strict=True):
+        arrays[c] = pa.array(a.tolist() if a.dtype == object else a)
+    if out.kind.dim == 1:
+        arrays["time"] = pa.array(u.times[:, 0])
+    else:
+        arrays["time"] = pa.FixedSizeListArray.from_arrays(pa.array(u.times.ravel()),
+                                                           out.kind.dim).cast(pa.list_(pa.int64()))
+    if isinstance(u.diff_type, IntDiff):
+        arrays["diff"] = pa.array(u.diffs)
+    elif isinstance(u.diff_type, TupleDiff):
+        parts = [pa.array(np.asarray(p)) for p in u.diffs]
+        arrays["diff"] = pa.StructArray.from_arrays(parts, [f"_{j}" for j in range(len(parts))])
+    else:
+        arrays["diff"] = pa.array([repr(v) for v in u.diff_type.to_values(u.diffs)])
+    return pa.table(arrays)
+
+
+# -- the barrier task -------------------------------------------------------------------------
+
+
+def _own_host(ctx: Any) -> str:
+    import socket
+
+    info = ctx.getTaskInfos()[ctx.partitionId()]
+    host = str(info.address).rsplit(":", 1)[0]
+    try:
+        addr = socket.gethostbyname(host)
+        with socket.socket() as s:
+            s.bind((addr, 0))
+        return addr
+    except OSError:
+        return "127.0.0.1"
+
+
+def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: Any,
+          secret: bytes, workers: int, timeout: float,
+          fault: Mapping[str, Any] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import json
+
+        import pyarrow as pa
+        from pyspark import BarrierTaskContext
+
+        ctx = BarrierTaskContext.get()
+        index = ctx.partitionId()
+        kind = time_kind_of(time)
+        batches = list(batches)
+        listener = Listener(_own_host(ctx))
+        addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps(list(listener.address)))]
+        mesh = Mesh.connect(index, addresses, listener, secret, timeout=timeout)  # type: ignore[arg-type]
+        payload: bytes
+        part = index
+        try:
+            table = pa.Table.from_batches(batches) if batches else None
+            logs = logs_from_arrow(table, names, kind, widths)
+            worker = Worker(comm=mesh)
+            on_round = _fault_hook(fault, index)
+            result = drive(worker, build, logs, time=time, on_round=on_round)
+            result.stats["mesh_bytes_sent"] = mesh.bytes_sent
+            payload = pickle.dumps(result, protocol=5)
+        except (MeshError, ConnectionError):
+            raise  # the mesh broke (a peer died): let Spark rerun the stage
+        except PeerAborted:
+            payload, part = b"", -2
+        except BaseException as e:  # noqa: BLE001 - reported to the caller, not retried
+            mesh.abort(f"{type(e).__name__}: {e}")
+            payload, part = traceback.format_exc().encode(), _ERROR_PART
+        finally:
+            mesh.close()
+        chunks = [payload[k:k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
+        for seq, c in enumerate(chunks):
+            yield pa.RecordBatch.from_pydict(
+                {"part": pa.array([part if part < 0 else index], pa.int32()),
+                 "seq": pa.array([seq], pa.int32()),
+                 "payload": pa.array([c], pa.binary())}
+            )
+        if part == _ERROR_PART:
+            yield pa.RecordBatch.from_pydict(
+                {"part": pa.array([-3], pa.int32()), "seq": pa.array([index], pa.int32()),
+                 "payload": pa.array([b""], pa.binary())})
+
+    return run
+
+
+def _fault_hook(fault: Mapping[str, Any] | None, index: int) -> Callable[[int, int, float], None] | None:
+    """Test-only: kill this worker's process at a given round, once (a marker file says so)."""
+    if not fault or int(fault["worker"]) != index:
+        return None
+    marker = str(fault["marker"])
+
+    def hook(r: int, _rounds: int, _dt: float) -> None:
+        if r == int(fault["round"]) and not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write(f"worker {index} killed at round {r}\n")
+            os._exit(17)
+
+    return hook
+
+
+# -- driver side ------------------------------------------------------------------------------
+
+
+def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
+              inputs: Mapping[str, DataFrame], *, workers: int = 2, time: Any = 0,
+              columns: Mapping[str, Sequence[str]] | None = None, timeout: float = 600.0,
+              check: bool = True, _fault: Mapping[str, Any] | None = None) -> JobResult:
+    """Run the job on Spark and return its outputs merged on the driver (``JobResult``)."""
+    kind = time_kind_of(time)
+    _check_session(spark, workers)
+    union, data_cols = _prepare(inputs, columns, kind)
+    _check_build(build)
+    names = sorted(inputs)
+    widths = [len(data_cols[n]) for n in names]
+    if check:
+        _dry_run(build, union, names, kind, time, widths)
+    secret = new_secret()
+    fn = _task(build, names, widths, time, secret, workers, timeout, _fault)
+    started = _time.perf_counter()
+    rows = (union.repartition(workers)
+            .mapInArrow(fn, _OUT_SCHEMA, barrier=True)
+            .repartition(1)
+            .toArrow())
+    elapsed = _time.perf_counter() - started
+    parts = rows.column("part").to_pylist()
+    seqs = rows.column("seq").to_pylist()
+    payloads = rows.column("payload").to_pylist()
+    errors = [(s, p) for part, s, p in zip(parts, seqs, payloads, strict=True) if part == _ERROR_PART]
+    if errors:
+        who = [s for part, s, _ in zip(parts, seqs, payloads, strict=True) if part == -3]
+        text = b"".join(p for _, p in sorted(errors, key=lambda x: x[0])).decode("utf-8", "replace")
+        raise WorkerError(who[0] if who else -1, text)
+    by_part: dict[int, list[tuple[int, bytes]]] = {}
+    for part, s, p in zip(parts, seqs, payloads, strict=True):
+        if part >= 0:
+            by_part.setdefault(part, []).append((s, p))
+    if sorted(by_part) != list(range(workers)):
+        raise WorkerError(-1, f"only workers {sorted(by_part)} of {workers} returned results")
+    results = []
+    for part in range(workers):
+        blob = b"".join(p for _, p in sorted(by_part[part]))
+        results.append(pickle.loads(blob))
+    res = merge_results(results, kind)
+    res.worker_stats.append({"job_seconds": elapsed})
+    return res
+
+
+def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind: TimeKind,
+             time: Any, widths: list[int], rows: int = 16) -> None:
+    """Run ``build`` in-process on a few rows of each input: errors surface before the job."""
+    from pyspark.sql import functions as F
+
+    sample = None
+    for i in range(len(names)):
+        part = union.where(F.col("__input") == i).limit(rows)
+        sample = part if sample is None else sample.unionByName(part)
+    assert sample is not None
+    table = sample.toArrow()
+    logs = logs_from_arrow(table, names, kind, widths)
+    try:
+        run_job(build, logs, time=time)
+    except DDError as e:
+        raise SparkJobError(
+            f"build failed on a sample of the inputs (nothing was started on Spark): {e}"
+        ) from e
+    except Exception as e:
+        raise SparkJobError(
+            "build failed on a sample of the inputs (nothing was started on Spark):\n"
+            + traceback.format_exc()
+        ) from e
+
+
+class SparkResult(dict):  # type: ignore[type-arg]
+    """``{output name: DataFrame}`` plus ``round_seconds`` and ``worker_stats``."""
+
+    round_seconds: list[float]
+    worker_stats: list[dict[str, Any]]
+    job: JobResult
+
+
+def run_on_spark(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
+                 inputs: Mapping[str, DataFrame], *, workers: int = 2, time: Any = 0,
+                 columns: Mapping[str, Sequence[str]] | None = None,
+                 output_columns: Mapping[str, Sequence[str]] | None = None,
+                 timeout: float = 600.0, check: bool = True,
+                 _fault: Mapping[str, Any] | None = None) -> SparkResult:
+    """Run ``build`` over ``inputs`` on ``workers`` Spark barrier tasks.
+
+    ``inputs``: ``{name: DataFrame}`` with data columns (``columns[name]`` picks and orders
+    them; default: all but ``time`` and ``diff``) and optional ``time`` (int, default 0) and
+    ``diff`` (int, default +1) columns; a record is the tuple of its data columns (or the
+    value, for one column). ``build({name: Collection})`` returns a Collection or
+    ``{name: Collection}``. Returns ``{name: DataFrame}`` of output updates: data columns
+    (see ``output_table``; ``output_columns[name]`` renames them), ``time`` and ``diff``.
+    """
+    job = spark_job(spark, build, inputs, workers=workers, time=time, columns=columns,
+                    timeout=timeout, check=check, _fault=_fault)
+    out = SparkResult()
+    for name, o in job.items():
+        table = output_table(o, (output_columns or {}).get(name))
+        out[name] = spark.createDataFrame(table)
+    out.round_seconds = job.round_seconds
+    out.worker_stats = job.worker_stats
+    out.job = job
+    return out
+
+
+def changes_between(old: DataFrame, new: DataFrame, *, time: int = 0) -> DataFrame:
+    """The updates that turn snapshot ``old`` into snapshot ``new`` (same columns): rows only
+    in ``new`` with ``diff`` +1, rows only in ``old`` with ``diff`` -1 (as multisets), all at
+    ``time``."""
+    from pyspark.sql import functions as F
+
+    if [f.name for f in old.schema.fields] != [f.name for f in new.schema.fields]:
+        raise SparkJobError(
+            f"snapshots have different columns: {old.columns} and {new.columns}"
+        )
+    added = new.exceptAll(old).withColumn("diff", F.lit(1).cast("bigint"))
+    removed = old.exceptAll(new).withColumn("diff", F.lit(-1).cast("bigint"))
+    return added.unionByName(removed).withColumn("time", F.lit(time).cast("bigint"))
+
+
+def write_changes(changes: DataFrame, path: str, *, mode: str = "append") -> None:
+    """Write a change DataFrame (data columns, ``time``, ``diff``) to Parquet under ``path``,
+    partitioned by ``time`` so each round's changes land in their own directory."""
+    for c in ("time", "diff"):
+        if c not in changes.columns:
+            raise SparkJobError(f"a change DataFrame needs a {c!r} column; it has {changes.columns}")
+    changes.write.mode(mode).partitionBy("time").parquet(path)
