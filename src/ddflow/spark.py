@@ -198,10 +198,15 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
             F.lit(i).cast("int").alias("__input"), tcol.alias("__time"), dcol.alias("__diff"),
             F.struct(*[F.col(c) for c in wanted]).alias(f"__d{i}"),
         ))
-    union = parts[0]
-    for p in parts[1:]:
-        union = union.unionByName(p, allowMissingColumns=True)
-    return union, data_cols
+    # One untagged row, so the union is never empty: Spark's adaptive execution would
+    # otherwise drop the barrier stage of an empty input and no worker would run.
+    spark = parts[0].sparkSession
+    marker = spark.range(1).select(F.lit(-1).cast("int").alias("__input"))
+    parts.append(marker)
+    while len(parts) > 1:  # a balanced union: a left-deep one is analyzed in quadratic time
+        parts = [parts[k].unionByName(parts[k + 1], allowMissingColumns=True)
+                 if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+    return parts[0], data_cols
 
 
 def _check_build(build: Callable[..., Any]) -> None:
@@ -460,16 +465,10 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
 
 
 def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind: TimeKind,
-             time: Any, widths: list[int], rows: int = 16) -> None:
-    """Run ``build`` in-process on a few rows of each input: errors surface before the job."""
-    from pyspark.sql import functions as F
-
-    sample = None
-    for i in range(len(names)):
-        part = union.where(F.col("__input") == i).limit(rows)
-        sample = part if sample is None else sample.unionByName(part)
-    assert sample is not None
-    table = sample.toArrow()
+             time: Any, widths: list[int], rows: int = 64) -> None:
+    """Run ``build`` in-process on the first rows of the inputs: errors surface before the
+    job starts (one small Spark query; some inputs may get no rows)."""
+    table = union.limit(rows).toArrow()
     logs = logs_from_arrow(table, names, kind, widths)
     try:
         run_job(build, logs, time=time)

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
+from ddflow.runtime.job import run_job
 from ddflow.testing import oracle as O
 from ddflow.testing.strategies import Schedule, schedules
 
@@ -600,3 +601,76 @@ def test_oracle_interesting_times_closed_under_join() -> None:
     assert set(times) == {P(2, 0), P(0, 2), P(1, 1), P(2, 2), P(2, 1), P(1, 2)}
     assert O.accumulate(ups, P(2, 2)) == {0: 1}
     assert O.accumulate(ups, P(1, 1)) == {0: -1}
+
+
+# ---- the same cases on every runtime ------------------------------------------------------
+
+
+def _changes(kind: str, ups: list[tuple[Any, Any, Any]], product: bool | str) -> Any:
+    """One input's update list as a columnar log."""
+    from ddflow.core.time import time_kind_of
+    from ddflow.runtime.job import Changes
+
+    tk = time_kind_of(time_sample(product))
+    n = len(ups)
+    times = np.array([tk.flatten(t) for _, t, _ in ups], dtype=np.int64).reshape(n, tk.dim)
+    diffs = np.array([d for _, _, d in ups], dtype=np.int64)
+    if kind == KV:
+        data: Any = (np.array([r[0] for r, _, _ in ups], dtype=np.int64),
+                     np.array([r[1] for r, _, _ in ups], dtype=np.int64))
+    else:
+        data = np.array([r for r, _, _ in ups], dtype=np.int64)
+    return Changes(data, times, diffs)
+
+
+def _check_runtime(runtime: Any, cases: list[Case], data: st.DataObject,
+                   product: bool | str) -> None:
+    """One job runs every case; cases with the same input kinds share their inputs."""
+    kinds = sorted({c.kinds for c in cases})
+    drawn = {k: data.draw(schedules(k, product=product), label=str(k)) for k in kinds}
+    inputs = {
+        f"{'-'.join(k)}/{i}": _changes(kind, drawn[k].inputs[i], product)
+        for k in kinds
+        for i, kind in enumerate(k)
+    }
+
+    def build(colls: dict[str, Any]) -> dict[str, Any]:
+        return {c.name: c.build(*[colls[f"{'-'.join(c.kinds)}/{i}"] for i in range(len(c.kinds))])
+                for c in cases}
+
+    got = runtime.run(build, inputs, time=time_sample(product))
+    ref = run_job(build, inputs, time=time_sample(product)) if runtime.name != "inprocess" else got
+    for c in cases:
+        updates = [(_plain(d), t, _plain(r)) for d, t, r in got[c.name].updates()]
+        if runtime.name != "inprocess":
+            assert updates == [(_plain(d), t, _plain(r)) for d, t, r in ref[c.name].updates()], (
+                f"{c.name} on {runtime.name}: output differs from the in-process run"
+            )
+        schedule = drawn[c.kinds]
+        for t in O.interesting_times(*schedule.inputs, updates):
+            want = expected_at(c, schedule, t)
+            assert _plain_coll(got[c.name].at(t)) == want, (
+                f"{c.name} on {runtime.name} at {t}: expected {want}, got "
+                f"{_plain_coll(got[c.name].at(t))}\ninputs={schedule.inputs}"
+            )
+
+
+def _runtime_settings(runtime: Any) -> settings:
+    return settings(max_examples=runtime.examples, deadline=None, database=None,
+                    suppress_health_check=list(HealthCheck))
+
+
+@pytest.mark.parametrize("product", [False, True, "nested"], ids=["int", "product", "nested"])
+def test_every_runtime_matches_oracle(runtime: Any, product: bool | str) -> None:
+    """Every case, all in one job per example, on each runtime: equal to the in-process run
+    and to the oracle at every interesting time (int, Product and nested Product times)."""
+    cases = CASES if product is False else CASES_ANY_TIME
+    if product == "nested":
+        cases = [c for c in cases if c.name in NESTED]
+
+    @_runtime_settings(runtime)
+    @given(data=st.data())
+    def check(data: st.DataObject) -> None:
+        _check_runtime(runtime, cases, data, product)
+
+    check()

@@ -113,6 +113,7 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
                         aborted[i] = value
                 elif r in sentinels:
                     i = sentinels.pop(r)  # type: ignore[index]
+                    procs[i].join(5)
                     c = conns[i]
                     if c in pending and not c.poll(0):
                         pending.pop(c)
