@@ -60,12 +60,8 @@ class OnSpark(Runtime):
         self.session = session
 
     def run(self, build: Any, inputs: Mapping[str, Changes], time: Any = 0) -> JobResult:
-        from pyspark import cloudpickle
-
         from ddflow.spark import spark_job
 
-        # Test modules are not importable in Spark's Python workers: ship them by value.
-        cloudpickle.register_pickle_by_value(sys.modules[build.__module__])
         dfs = {n: self.session.createDataFrame(changes_table(c, time)) for n, c in inputs.items()}
         return spark_job(self.session, build, dfs, workers=2, time=time, timeout=120)
 

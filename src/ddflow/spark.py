@@ -209,9 +209,31 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
     return parts[0], data_cols
 
 
+def _ship_module(build: Callable[..., Any]) -> None:
+    """Pickle ``build``'s module by value unless it is an installed package: Spark's Python
+    workers can import installed packages, but not a script's or a test's own module."""
+    import sys
+    import sysconfig
+
+    from pyspark import cloudpickle
+
+    mod = sys.modules.get(getattr(build, "__module__", None) or "")
+    if mod is None or mod.__name__ == "__main__":
+        return  # __main__ is pickled by value anyway
+    top = sys.modules.get(mod.__name__.split(".")[0])
+    f = getattr(top, "__file__", None)
+    if top is None or f is None or top.__name__ in ("ddflow", "pyspark"):
+        return
+    lib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("purelib", "platlib", "stdlib")}
+    if any(os.path.abspath(f).startswith(p + os.sep) for p in lib):
+        return
+    cloudpickle.register_pickle_by_value(mod)
+
+
 def _check_build(build: Callable[..., Any]) -> None:
     from pyspark import cloudpickle
 
+    _ship_module(build)
     try:
         cloudpickle.dumps(build)
     except Exception as e:  # noqa: BLE001 - any pickling failure means the same thing
@@ -353,8 +375,8 @@ def _own_host(ctx: Any) -> str:
 
 
 def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: Any,
-          secret: bytes, workers: int, timeout: float,
-          fault: Mapping[str, Any] | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+          secret: bytes, workers: int, timeout: float, fault: Mapping[str, Any] | None,
+          progress: float | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
 
@@ -374,7 +396,8 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
             table = pa.Table.from_batches(batches) if batches else None
             logs = logs_from_arrow(table, names, kind, widths)
             worker = Worker(comm=mesh)
-            on_round = _fault_hook(fault, index)
+            on_round = _combine(_fault_hook(fault, index),
+                                _progress_hook(progress) if index == 0 else None)
             result = drive(worker, build, logs, time=time, on_round=on_round)
             result.stats["mesh_bytes_sent"] = mesh.bytes_sent
             payload = pickle.dumps(result, protocol=5)
@@ -402,6 +425,39 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
     return run
 
 
+def _combine(*hooks: Callable[[int, int, float], None] | None
+             ) -> Callable[[int, int, float], None] | None:
+    live = [h for h in hooks if h is not None]
+    if not live:
+        return None
+
+    def hook(r: int, rounds: int, dt: float) -> None:
+        for h in live:
+            h(r, rounds, dt)
+
+    return hook
+
+
+def _progress_hook(every: float | None) -> Callable[[int, int, float], None] | None:
+    """Worker 0 prints a progress line to its stderr at most every ``every`` seconds (in
+    local mode it reaches the console; on a cluster, the executor's log)."""
+    if not every:
+        return None
+    import sys
+
+    state = {"last": _time.monotonic(), "busy": 0.0}
+
+    def hook(r: int, rounds: int, dt: float) -> None:
+        state["busy"] += dt
+        now = _time.monotonic()
+        if now - state["last"] >= every or r == rounds - 1:
+            state["last"] = now
+            print(f"[ddflow] round {r + 1}/{rounds}: {state['busy']:.2f} s of rounds so far, "
+                  f"last {dt * 1e3:.1f} ms", file=sys.stderr, flush=True)
+
+    return hook
+
+
 def _fault_hook(fault: Mapping[str, Any] | None, index: int) -> Callable[[int, int, float], None] | None:
     """Test-only: kill this worker's process at a given round, once (a marker file says so)."""
     if not fault or int(fault["worker"]) != index:
@@ -423,8 +479,11 @@ def _fault_hook(fault: Mapping[str, Any] | None, index: int) -> Callable[[int, i
 def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
               inputs: Mapping[str, DataFrame], *, workers: int = 2, time: Any = 0,
               columns: Mapping[str, Sequence[str]] | None = None, timeout: float = 600.0,
-              check: bool = True, _fault: Mapping[str, Any] | None = None) -> JobResult:
-    """Run the job on Spark and return its outputs merged on the driver (``JobResult``)."""
+              check: bool = True, progress: float | None = None,
+              _fault: Mapping[str, Any] | None = None) -> JobResult:
+    """Run the job on Spark and return its outputs merged on the driver (``JobResult``).
+
+    ``progress``: seconds between progress lines printed by worker 0 (None: quiet)."""
     kind = time_kind_of(time)
     _check_session(spark, workers)
     union, data_cols = _prepare(inputs, columns, kind)
@@ -434,7 +493,7 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
     if check:
         _dry_run(build, union, names, kind, time, widths)
     secret = new_secret()
-    fn = _task(build, names, widths, time, secret, workers, timeout, _fault)
+    fn = _task(build, names, widths, time, secret, workers, timeout, _fault, progress)
     started = _time.perf_counter()
     rows = (union.repartition(workers)
             .mapInArrow(fn, _OUT_SCHEMA, barrier=True)
@@ -495,7 +554,7 @@ def run_on_spark(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
                  inputs: Mapping[str, DataFrame], *, workers: int = 2, time: Any = 0,
                  columns: Mapping[str, Sequence[str]] | None = None,
                  output_columns: Mapping[str, Sequence[str]] | None = None,
-                 timeout: float = 600.0, check: bool = True,
+                 timeout: float = 600.0, check: bool = True, progress: float | None = None,
                  _fault: Mapping[str, Any] | None = None) -> SparkResult:
     """Run ``build`` over ``inputs`` on ``workers`` Spark barrier tasks.
 
@@ -507,7 +566,7 @@ def run_on_spark(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
     (see ``output_table``; ``output_columns[name]`` renames them), ``time`` and ``diff``.
     """
     job = spark_job(spark, build, inputs, workers=workers, time=time, columns=columns,
-                    timeout=timeout, check=check, _fault=_fault)
+                    timeout=timeout, check=check, progress=progress, _fault=_fault)
     out = SparkResult()
     for name, o in job.items():
         table = output_table(o, (output_columns or {}).get(name))
