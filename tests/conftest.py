@@ -72,7 +72,9 @@ def changes_table(c: Changes, time: Any) -> Any:
 
     cols = c.data if isinstance(c.data, tuple) else (c.data,)
     dim = time_kind_of(time).dim
-    table: dict[str, Any] = {f"_{j}": pa.array(np.asarray(a), pa.int64()) for j, a in enumerate(cols)}
+    table: dict[str, Any] = {
+        f"_{j}": pa.array(np.asarray(a), pa.int64()) for j, a in enumerate(cols)
+    }
     t = np.asarray(c.times, dtype=np.int64).reshape(len(c), dim)
     if dim == 1:
         table["time"] = pa.array(t[:, 0], pa.int64())

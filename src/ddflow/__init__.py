@@ -20,11 +20,15 @@ from ddflow.core.errors import (
 )
 from ddflow.core.time import Product
 from ddflow.dataflow.collection import Arranged, Collection
+from ddflow.runtime.comm import MeshError, PeerAborted, WorkerError
+from ddflow.runtime.job import Changes, JobResult, Output, run_job
+from ddflow.runtime.processes import execute
 from ddflow.runtime.worker import Capture, InputSession, Probe, Worker
 
 __all__ = [
     "Arranged",
     "Capture",
+    "Changes",
     "Collection",
     "DDError",
     "DataError",
@@ -32,14 +36,21 @@ __all__ = [
     "DiffTypeError",
     "FrontierError",
     "InputSession",
+    "JobResult",
+    "MeshError",
     "MinSum",
     "OperatorError",
+    "Output",
+    "PeerAborted",
     "Probe",
     "Product",
     "SessionClosedError",
     "Sum",
     "TimeError",
     "Worker",
+    "WorkerError",
+    "execute",
+    "run_job",
 ]
 
 __version__ = "0.1.0"

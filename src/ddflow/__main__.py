@@ -75,8 +75,14 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
 
     from ddflow.spark import local_session, run_on_spark
     from ddflow.tpch.data import generate, lineitem_path, lineitem_q1
-    from ddflow.tpch.q1 import Q1_COLUMNS, format_q1, q1, q1_answer, q1_mismatches
-    from ddflow.tpch.q1 import q1_reference_spark
+    from ddflow.tpch.q1 import (
+        Q1_COLUMNS,
+        format_q1,
+        q1,
+        q1_answer,
+        q1_mismatches,
+        q1_reference_spark,
+    )
 
     t0 = time.perf_counter()
     generate(sf)

@@ -103,10 +103,10 @@ def task_slots(spark: SparkSession) -> int:
     """How many tasks the cluster can run at once (what a barrier stage needs one each of)."""
     sc = spark.sparkContext
     try:
-        jsc = sc._jsc.sc()  # type: ignore[union-attr]
+        jsc = sc._jsc.sc()
         return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
     except Exception:  # noqa: BLE001 - internal API; fall back to the public estimate
-        m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", sc.master)
+        m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", sc.master or "")
         if m:
             n = m.group(1)
             cores = os.cpu_count() or 1 if n in (None, "*") else int(n)
@@ -250,7 +250,9 @@ def _column_to_numpy(arr: Any) -> np.ndarray:
     import pyarrow as pa
 
     if arr.null_count:
-        raise DataError("input rows hold nulls; ddflow records cannot hold null (fill or drop them)")
+        raise DataError(
+            "input rows hold nulls; ddflow records cannot hold null (fill or drop them)"
+        )
     t = arr.type
     if pa.types.is_date32(t):
         return arr.cast(pa.int32()).to_numpy().astype(np.int64)
@@ -386,14 +388,15 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
         ctx = BarrierTaskContext.get()
         index = ctx.partitionId()
         kind = time_kind_of(time)
-        batches = list(batches)
+        got = list(batches)
         listener = Listener(_own_host(ctx))
-        addresses = [tuple(json.loads(a)) for a in ctx.allGather(json.dumps(list(listener.address)))]
-        mesh = Mesh.connect(index, addresses, listener, secret, timeout=timeout)  # type: ignore[arg-type]
+        gathered = ctx.allGather(json.dumps(list(listener.address)))
+        addresses = [tuple(json.loads(a)) for a in gathered]
+        mesh = Mesh.connect(index, addresses, listener, secret, timeout=timeout)
         payload: bytes
         part = index
         try:
-            table = pa.Table.from_batches(batches) if batches else None
+            table = pa.Table.from_batches(got) if got else None
             logs = logs_from_arrow(table, names, kind, widths)
             worker = Worker(comm=mesh)
             on_round = _combine(_fault_hook(fault, index),
@@ -458,7 +461,8 @@ def _progress_hook(every: float | None) -> Callable[[int, int, float], None] | N
     return hook
 
 
-def _fault_hook(fault: Mapping[str, Any] | None, index: int) -> Callable[[int, int, float], None] | None:
+def _fault_hook(fault: Mapping[str, Any] | None,
+                index: int) -> Callable[[int, int, float], None] | None:
     """Test-only: kill this worker's process at a given round, once (a marker file says so)."""
     if not fault or int(fault["worker"]) != index:
         return None
@@ -503,7 +507,8 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
     parts = rows.column("part").to_pylist()
     seqs = rows.column("seq").to_pylist()
     payloads = rows.column("payload").to_pylist()
-    errors = [(s, p) for part, s, p in zip(parts, seqs, payloads, strict=True) if part == _ERROR_PART]
+    errors = [(s, p) for part, s, p in zip(parts, seqs, payloads, strict=True)
+              if part == _ERROR_PART]
     if errors:
         who = [s for part, s, _ in zip(parts, seqs, payloads, strict=True) if part == -3]
         text = b"".join(p for _, p in sorted(errors, key=lambda x: x[0])).decode("utf-8", "replace")
@@ -542,7 +547,7 @@ def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind
         ) from e
 
 
-class SparkResult(dict):  # type: ignore[type-arg]
+class SparkResult(dict):
     """``{output name: DataFrame}`` plus ``round_seconds`` and ``worker_stats``."""
 
     round_seconds: list[float]
@@ -597,5 +602,7 @@ def write_changes(changes: DataFrame, path: str, *, mode: str = "append") -> Non
     partitioned by ``time`` so each round's changes land in their own directory."""
     for c in ("time", "diff"):
         if c not in changes.columns:
-            raise SparkJobError(f"a change DataFrame needs a {c!r} column; it has {changes.columns}")
+            raise SparkJobError(
+                f"a change DataFrame needs a {c!r} column; it has {changes.columns}"
+            )
     changes.write.mode(mode).partitionBy("time").parquet(path)

@@ -97,7 +97,9 @@ def _column_codes(c: np.ndarray) -> np.ndarray:
     if kind == "b":
         return c.astype(np.uint64)
     if kind in "iu":
-        return c.astype(np.int64, copy=False).view(np.uint64) if kind == "i" else c.astype(np.uint64)
+        if kind == "i":
+            return c.astype(np.int64, copy=False).view(np.uint64)
+        return c.astype(np.uint64)
     if kind == "f":
         f = c.astype(np.float64) + 0.0  # -0.0 becomes 0.0
         integral = (np.floor(f) == f) & (np.abs(f) < 2.0**63)

@@ -117,7 +117,7 @@ class Output:
         return dict(zip(recs, sel.diff_type.to_values(sel.diffs), strict=True))
 
 
-class JobResult(dict):  # type: ignore[type-arg]
+class JobResult(dict):
     """``{output name: Output}`` plus ``round_seconds`` (per round, the slowest worker's)."""
 
     round_seconds: list[float]
@@ -215,7 +215,10 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
         plan[name] = (logs[name], order, bounds)
 
     seconds: list[float] = []
-    for r, t in enumerate(rounds):
+    def behind(t: tuple[int, ...]) -> bool:
+        return any(p.frontier.less_equal(t) for p in probes)
+
+    for r, rt in enumerate(rounds):
         start = _time.perf_counter()
         for name in names:
             log, order, bounds = plan[name]
@@ -229,7 +232,7 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             else:
                 s.advance_to(kind.unflatten(nxt))
         if kind.dim == 1 and nxt is not None:
-            worker.step_while(lambda t=t: any(p.frontier.less_equal(t) for p in probes))
+            worker.step_while(lambda: behind(rt))
         else:
             worker.run()
         dt = _time.perf_counter() - start

@@ -91,7 +91,8 @@ class Listener:
 class Mesh:
     """The connections of worker ``index`` to its peers; see the module docstring."""
 
-    def __init__(self, index: int, socks: list[socket.socket | None], timeout: float | None) -> None:
+    def __init__(self, index: int, socks: list[socket.socket | None],
+                 timeout: float | None) -> None:
         self.index = index
         self.peers = len(socks)
         self.socks = socks
@@ -229,7 +230,7 @@ class Mesh:
                         self._send_some(j, sending)
                     if mask & selectors.EVENT_READ and j in receiving:
                         inc = receiving[j]
-                        if inc.feed(self.socks[j], j):  # type: ignore[arg-type]
+                        if inc.feed(self.socks[j], j):
                             self.bytes_received += inc.size
                             out[j] = inc.message(j)
                             del receiving[j]

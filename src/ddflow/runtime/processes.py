@@ -98,9 +98,9 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
                 raise WorkerError(-1, f"no worker finished within {timeout + 30:.0f} s")
             for r in ready:
                 if r in pending:
-                    i = pending.pop(r)  # type: ignore[index]
+                    i = pending.pop(r)
                     try:
-                        status, value = r.recv()  # type: ignore[union-attr]
+                        status, value = r.recv()
                     except EOFError:
                         procs[i].join(5)
                         errors[i] = f"worker process exited with code {procs[i].exitcode}"
@@ -112,7 +112,7 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
                     else:
                         aborted[i] = value
                 elif r in sentinels:
-                    i = sentinels.pop(r)  # type: ignore[index]
+                    i = sentinels.pop(r)
                     procs[i].join(5)
                     c = conns[i]
                     if c in pending and not c.poll(0):
