@@ -9,6 +9,12 @@ strings by BLAKE2b of their UTF-8 bytes, tuples by combining their parts. Only o
 other types fall back to ``hash()``, which is stable across processes only with a fixed
 ``PYTHONHASHSEED``.
 
+Combining: before sending, an exchange consolidates its updates when that pays (DD leaves
+this to the operator; here it is adaptive): updates at equal ``(data, time)`` are added up,
+so a keyed aggregate over few keys (TPC-H Q1's four groups, ``explode`` + ``count_total``)
+sends a handful of updates instead of every row. An exchange keeps combining while it at
+least halves the updates, and otherwise probes again every ``PROBE_EVERY`` batches.
+
 Progress: every step, every worker's exchange sends each peer its share of the updates
 together with its own input frontier; the exchange's output frontier is the meet of the
 frontiers received. Workers step in lockstep, so after the exchange of a step every update
@@ -26,7 +32,7 @@ import numpy as np
 
 from ddflow.core.columns import Layout, Tup
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates
+from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.runtime.worker import Operator, Stream, Worker
 
 __all__ = ["Exchange", "hash_columns", "stable_hash"]
@@ -128,6 +134,8 @@ class Exchange(Operator):
 
     name = "exchange"
     always_run = True
+    PROBE_EVERY = 32
+    MIN_COMBINE = 256  # smaller batches are sent as they are
 
     def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
         super().__init__(worker, [s], name)
@@ -136,6 +144,8 @@ class Exchange(Operator):
         self._out_frontier = self.frontier
         self.sent = 0
         self.received = 0
+        self.combine = True
+        self._since_probe = 0
 
     def _key_width(self, layout: Layout) -> int:
         if self.by_self or not isinstance(layout, Tup) or len(layout.children) != 2:
@@ -150,6 +160,7 @@ class Exchange(Operator):
         parts: list[Updates | None] = [None] * peers
         if items and layout is not None:
             u = concat_updates(items) if len(items) > 1 else items[0]
+            u = self._combine(u)
             n = len(u)
             kw = self._key_width(layout)
             owner = (hash_columns(u.data[:kw], n) % np.uint64(peers)).astype(np.int64)
@@ -173,6 +184,19 @@ class Exchange(Operator):
             elif lay is not None and self.output.layout is None:
                 self.output.set_layout(lay)
         self._out_frontier = Antichain.of(elements, dim)
+
+    def _combine(self, u: Updates) -> Updates:
+        n = len(u)
+        if n < self.MIN_COMBINE:
+            return u
+        if not self.combine:
+            self._since_probe += 1
+            if self._since_probe < self.PROBE_EVERY:
+                return u
+            self._since_probe = 0
+        c = consolidate(u)
+        self.combine = 2 * len(c) <= n
+        return c
 
     def output_frontier(self, frontier: Antichain) -> Antichain:
         return self._out_frontier

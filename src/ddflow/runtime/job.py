@@ -190,7 +190,9 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
     local_times = {name: _times_of(logs[name], kind) for name in names}
     mine: set[tuple[int, ...]] = set()
     for t in local_times.values():
-        if len(t):
+        if len(t) and kind.dim == 1:
+            mine.update((x,) for x in np.unique(t[:, 0]).tolist())
+        elif len(t):
             mine.update(map(tuple, np.unique(t, axis=0).tolist()))
     union: set[tuple[int, ...]] = set()
     for ts in worker.comm.all_gather(sorted(mine)):
@@ -232,7 +234,7 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             else:
                 s.advance_to(kind.unflatten(nxt))
         if kind.dim == 1 and nxt is not None:
-            worker.step_while(lambda: behind(rt))
+            worker.step_while(lambda: behind(rt), at_least_once=True)
         else:
             worker.run()
         dt = _time.perf_counter() - start

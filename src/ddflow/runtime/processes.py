@@ -22,6 +22,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ddflow.runtime.comm import PeerAborted, WorkerError
+from ddflow.runtime.memory import tune_malloc
 from ddflow.runtime.mesh import Listener, Mesh, new_secret
 from ddflow.runtime.worker import Worker
 
@@ -33,6 +34,7 @@ def _child(index: int, peers: int, secret: bytes, conn: Connection,
     code = 0
     mesh = None
     try:
+        tune_malloc()
         listener = Listener("127.0.0.1")
         conn.send(listener.address)
         addresses = conn.recv()

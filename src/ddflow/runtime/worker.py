@@ -469,6 +469,13 @@ class Worker:
 
     def step(self) -> bool:
         """Run every operator once; return whether anything changed (on any worker)."""
+        changed = self._step_local()
+        if self.comm.peers > 1:
+            changed = any(self.comm.all_gather(changed))
+        return changed
+
+    def _step_local(self) -> bool:
+        """Run every operator once; whether anything changed on this worker."""
         self.started = True
         changed = False
         multi = self.comm.peers > 1
@@ -487,8 +494,6 @@ class Worker:
             if busy or new != op.frontier:
                 changed = True
             op.frontier = new
-        if multi:
-            changed = any(self.comm.all_gather(changed))
         return changed
 
     def _agree(self, flag: bool) -> bool:
@@ -497,14 +502,33 @@ class Worker:
             return flag
         return any(self.comm.all_gather(flag))
 
-    def step_while(self, condition: Callable[[], bool], max_steps: int | None = None) -> None:
-        """Step while ``condition()`` holds on some worker (at most ``max_steps`` steps).
+    def step_while(self, condition: Callable[[], bool], max_steps: int | None = None, *,
+                   at_least_once: bool = False) -> None:
+        """Step while ``condition()`` holds on some worker (at most ``max_steps`` steps);
+        ``at_least_once`` steps once before the first check (saves a collective when the
+        caller knows there is work, e.g. right after an input advanced).
 
-        With several workers, every worker must call this with the same ``max_steps``.
+        With several workers, every worker must call this with the same arguments.
         """
         steps = 0
-        while self._agree(condition()):
-            if not self.step() and self._agree(condition()):
+        if self.comm.peers > 1:
+            # One collective per step: (anything changed, still wanted) from every worker.
+            if not at_least_once and not self._agree(condition()):
+                return
+            while True:
+                flags = self.comm.all_gather((self._step_local(), condition()))
+                steps += 1
+                if not any(w for _, w in flags) or not any(c for c, _ in flags):
+                    return  # done, or nothing can change until some input advances
+                if max_steps is not None and steps >= max_steps:
+                    return
+        if at_least_once:
+            self.step()
+            steps += 1
+            if max_steps is not None and steps >= max_steps:
+                return
+        while condition():
+            if not self.step() and condition():
                 # Nothing can change until some input advances: stop instead of spinning.
                 return
             steps += 1
