@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,9 @@ def _show(dist: dict) -> None:
 
 
 def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
-           check: bool) -> int:
+           check: bool, spark: Any = None) -> dict[str, Any]:
+    """Run the Q1 job; returns its figures (``ok`` is False if the check found differences).
+    Uses ``spark`` if given (and leaves it running), else starts and stops a local one."""
     from pyspark.sql import functions as F
 
     from ddflow.spark import local_session, run_on_spark
@@ -90,7 +93,9 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
     print(f"lineitem at scale factor {sf}: {path} ({time.perf_counter() - t0:.1f} s, cached)",
           flush=True)
     t0 = time.perf_counter()
-    spark = local_session(max(2, workers))
+    own = spark is None
+    if own:
+        spark = local_session(max(2, workers))
     print(f"Spark {spark.version} in local mode ({time.perf_counter() - t0:.1f} s to start)",
           flush=True)
     rows_df = spark.read.parquet(str(path))
@@ -125,8 +130,17 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
           f"({(n + deleted) / incremental:,.0f} changes/s; median round "
           f"{1e3 * sorted(result.round_seconds)[len(result.round_seconds) // 2]:.2f} ms); "
           f"whole Spark job {wall:.1f} s", flush=True)
+    figures: dict[str, Any] = {
+        "sf": sf, "batch": batch, "rows": n, "deleted": deleted, "rounds": rounds,
+        "workers": workers, "incremental_s": round(incremental, 3),
+        "round_ms_median": round(1e3 * sorted(result.round_seconds)[rounds // 2], 3),
+        "changes_per_s": round((n + deleted) / incremental), "spark_job_s": round(wall, 2),
+        "ok": True,
+    }
     if not check:
-        return 0
+        if own:
+            spark.stop()
+        return figures
     t0 = time.perf_counter()
     want = q1_reference_spark(spark, lineitem_path(sf), deleted_row_ranges=deleted)
     bad = q1_mismatches(final, want)
@@ -134,8 +148,11 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
           + ("equal" if not bad else "DIFFERENT"))
     for line in bad:
         print("  " + line)
-    spark.stop()
-    return 0 if not bad else 1
+    if own:
+        spark.stop()
+    figures["checked_against_spark_sql"] = not bad
+    figures["ok"] = not bad
+    return figures
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,7 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.job is None:
         args = parser.parse_args(["q1"])
-    return q1_job(args.sf, args.batch, args.delete_fraction, args.workers, not args.no_check)
+    figures = q1_job(args.sf, args.batch, args.delete_fraction, args.workers,
+                     not args.no_check)
+    return 0 if figures["ok"] else 1
 
 
 if __name__ == "__main__":

@@ -49,14 +49,15 @@ class Changes:
         return int(np.asarray(self.times).shape[0])
 
     def take(self, idx: Any) -> Changes:
-        return Changes(_take_view(self.data, idx), np.asarray(self.times)[idx],
+        """The rows ``idx`` (an index array or a slice), as contiguous copies."""
+        return Changes(_take_view(self.data, idx), _take_view(self.times, idx),
                        None if self.diffs is None else _take_view(self.diffs, idx))
 
 
 def _take_view(view: Any, idx: Any) -> Any:
     if isinstance(view, tuple):
         return tuple(_take_view(v, idx) for v in view)
-    return np.asarray(view)[idx]
+    return np.ascontiguousarray(np.asarray(view)[idx])
 
 
 def share_of(log: Any, index: int, peers: int) -> Any:
