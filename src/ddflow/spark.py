@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Leaf, Struct, Tup
+from ddflow.core.columns import Layout, Leaf, Tup
 from ddflow.core.diff import IntDiff, TupleDiff
 from ddflow.core.errors import DataError, DDError
 from ddflow.core.time import TimeKind, time_kind_of
@@ -58,9 +58,9 @@ __all__ = [
     "write_changes",
 ]
 
-_OUT_SCHEMA = "part int, seq int, payload binary"
+_OUT_SCHEMA = "worker int, kind int, seq int, payload binary"
 _CHUNK = 32 << 20
-_ERROR_PART = -1
+_RESULT, _ERROR, _ABORTED = 0, 1, 2  # what a task's rows hold
 
 
 class SparkJobError(DDError, ValueError):
@@ -112,14 +112,11 @@ def task_slots(spark: SparkSession) -> int:
         return int(jsc.maxNumConcurrentTasks(jsc.resourceProfileManager().defaultResourceProfile()))
     except Exception:  # noqa: BLE001 - internal API; fall back to the public estimate
         m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", sc.master or "")
-        if m:
-            n = m.group(1)
-            cores = os.cpu_count() or 1 if n in (None, "*") else int(n)
-            if m.group(1) is None:
-                cores = 1
-            cpus = int(spark.conf.get("spark.task.cpus", "1") or 1)
-            return max(0, cores // cpus)
-        return int(sc.defaultParallelism)
+        if not m:
+            return int(sc.defaultParallelism)
+        n = m.group(1)  # "local" alone is one core
+        cores = 1 if n is None else (os.cpu_count() or 1) if n == "*" else int(n)
+        return cores // int(spark.conf.get("spark.task.cpus", "1") or 1)
 
 
 def _check_session(spark: SparkSession, workers: int) -> None:
@@ -320,9 +317,7 @@ def _column_names(layout: Layout | None, prefix: str = "") -> list[str]:
         for j, c in enumerate(layout.children):
             out.extend(_column_names(c, f"{prefix}_{j}"))
         return out
-    if isinstance(layout, Struct):
-        return [f"{prefix}_{j}" for j in range(layout.width)]
-    return [f"{prefix}_{j}" for j in range(layout.width)]
+    return [f"{prefix}_{j}" for j in range(layout.width)]  # a Struct's fields
 
 
 def output_table(out: Output, names: Sequence[str] | None = None) -> pa.Table:
@@ -402,7 +397,7 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
         addresses = [tuple(json.loads(a)) for a in gathered]
         mesh = Mesh.connect(index, addresses, listener, secret, timeout=timeout)
         payload: bytes
-        part = index
+        kind_out = _RESULT
         try:
             table = pa.Table.from_batches(got) if got else None
             logs = logs_from_arrow(table, names, kind, widths)
@@ -415,23 +410,20 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
         except (MeshError, ConnectionError):
             raise  # the mesh broke (a peer died): let Spark rerun the stage
         except PeerAborted:
-            payload, part = b"", -2
+            payload, kind_out = b"", _ABORTED
         except BaseException as e:  # noqa: BLE001 - reported to the caller, not retried
             mesh.abort(f"{type(e).__name__}: {e}")
-            payload, part = traceback.format_exc().encode(), _ERROR_PART
+            payload, kind_out = traceback.format_exc().encode(), _ERROR
         finally:
             mesh.close()
         chunks = [payload[k:k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
         for seq, c in enumerate(chunks):
             yield pa.RecordBatch.from_pydict(
-                {"part": pa.array([part if part < 0 else index], pa.int32()),
+                {"worker": pa.array([index], pa.int32()),
+                 "kind": pa.array([kind_out], pa.int32()),
                  "seq": pa.array([seq], pa.int32()),
                  "payload": pa.array([c], pa.binary())}
             )
-        if part == _ERROR_PART:
-            yield pa.RecordBatch.from_pydict(
-                {"part": pa.array([-3], pa.int32()), "seq": pa.array([index], pa.int32()),
-                 "payload": pa.array([b""], pa.binary())})
 
     return run
 
@@ -512,25 +504,21 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
             .repartition(1)
             .toArrow())
     elapsed = _time.perf_counter() - started
-    parts = rows.column("part").to_pylist()
-    seqs = rows.column("seq").to_pylist()
-    payloads = rows.column("payload").to_pylist()
-    errors = [(s, p) for part, s, p in zip(parts, seqs, payloads, strict=True)
-              if part == _ERROR_PART]
-    if errors:
-        who = [s for part, s, _ in zip(parts, seqs, payloads, strict=True) if part == -3]
-        text = b"".join(p for _, p in sorted(errors, key=lambda x: x[0])).decode("utf-8", "replace")
-        raise WorkerError(who[0] if who else -1, text)
-    by_part: dict[int, list[tuple[int, bytes]]] = {}
-    for part, s, p in zip(parts, seqs, payloads, strict=True):
-        if part >= 0:
-            by_part.setdefault(part, []).append((s, p))
-    if sorted(by_part) != list(range(workers)):
-        raise WorkerError(-1, f"only workers {sorted(by_part)} of {workers} returned results")
-    results = []
-    for part in range(workers):
-        blob = b"".join(p for _, p in sorted(by_part[part]))
-        results.append(pickle.loads(blob))
+    chunks: dict[tuple[int, int], list[tuple[int, bytes]]] = {}
+    for w, k, seq, p in zip(*(rows.column(c).to_pylist()
+                              for c in ("worker", "kind", "seq", "payload")), strict=True):
+        chunks.setdefault((k, w), []).append((seq, p))
+
+    def blob(key: tuple[int, int]) -> bytes:
+        return b"".join(p for _, p in sorted(chunks[key]))
+
+    failed = sorted(w for k, w in chunks if k == _ERROR)
+    if failed:
+        raise WorkerError(failed[0], blob((_ERROR, failed[0])).decode("utf-8", "replace"))
+    done = sorted(w for k, w in chunks if k == _RESULT)
+    if done != list(range(workers)):
+        raise WorkerError(-1, f"only workers {done} of {workers} returned results")
+    results = [pickle.loads(blob((_RESULT, w))) for w in range(workers)]
     res = merge_results(results, kind)
     res.worker_stats.append({"job_seconds": elapsed})
     return res

@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ddflow.core.errors import OperatorError
 from ddflow.runtime.comm import MeshError, WorkerError
 from ddflow.runtime.job import Changes, run_job
 from ddflow.runtime.mesh import Listener, Mesh, new_secret
@@ -158,8 +157,6 @@ def test_listener_is_closed_once_the_mesh_is_built() -> None:
     """After set-up, new connections to a worker's address are refused by the system."""
     meshes = _meshes(2, new_secret())
     try:
-        addr = meshes[0].socks[1].getsockname()  # type: ignore[union-attr]
-        del addr
         with pytest.raises(OSError):
             # The listener's port: the mesh sockets are accepted ones, the listener is gone.
             socket.create_connection(("127.0.0.1", _listener_port(meshes)), timeout=2)
@@ -267,7 +264,6 @@ def test_worker_exception_reaches_caller_with_traceback() -> None:
     assert "explode_on_big" in str(info.value)
     assert "OperatorError" in str(info.value)
     assert time.monotonic() - start < 30
-    assert issubclass(OperatorError, Exception)
 
 
 def test_worker_process_death_is_reported() -> None:

@@ -17,11 +17,19 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, lex_order, run_starts, take_columns
+from ddflow.core.columns import Columns, Layout, lex_order, run_starts, take_columns
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
+from ddflow.core.time import TimeKind
 
-__all__ = ["Updates", "consolidate", "concat_updates", "split_complete"]
+__all__ = [
+    "Updates",
+    "accumulated_at",
+    "concat_updates",
+    "consolidate",
+    "split_complete",
+    "update_records",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,3 +112,28 @@ def split_complete(parts: Sequence[Updates], frontier: Antichain) -> tuple[Updat
     if beyond.all():
         return None, [u]
     return u.take(np.flatnonzero(~beyond)), [u.take(np.flatnonzero(beyond))]
+
+
+def update_records(u: Updates | None, layout: Layout | None,
+                   kind: TimeKind) -> list[tuple[Any, Any, Any]]:
+    """``u``'s updates as ``(record, time, diff)`` values, sorted by time then data."""
+    if u is None or layout is None or len(u) == 0:
+        return []
+    u = u.take(lex_order([u.times[:, j] for j in range(u.times.shape[1])] + list(u.data)))
+    recs = layout.to_records(u.data)
+    times = [kind.unflatten(t) for t in u.times.tolist()]
+    return list(zip(recs, times, u.diff_type.to_values(u.diffs), strict=True))
+
+
+def accumulated_at(u: Updates | None, layout: Layout | None, kind: TimeKind,
+                   t: Any) -> dict[Any, Any]:
+    """The collection ``u`` describes at time ``t``: record -> accumulated diff (no zeros)."""
+    if u is None or layout is None or len(u) == 0:
+        return {}
+    ft = np.array(kind.flatten(t), dtype=np.int64)
+    sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
+    if len(sel) == 0:
+        return {}
+    sel = consolidate(sel.with_times(np.zeros_like(sel.times)))
+    recs = layout.to_records(sel.data)
+    return dict(zip(recs, sel.diff_type.to_values(sel.diffs), strict=True))

@@ -26,10 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, lex_order
+from ddflow.core.columns import Layout
 from ddflow.core.errors import DataError
 from ddflow.core.time import TimeKind, time_kind_of
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import (
+    Updates,
+    accumulated_at,
+    concat_updates,
+    consolidate,
+    update_records,
+)
 from ddflow.runtime.worker import Worker
 
 __all__ = ["Changes", "JobResult", "Output", "WorkerResult", "drive", "run_job", "share_of"]
@@ -96,26 +102,11 @@ class Output:
 
     def updates(self) -> list[tuple[Any, Any, Any]]:
         """Every output update, consolidated, sorted by time then data."""
-        u = self._u
-        if u is None or self.layout is None or len(u) == 0:
-            return []
-        u = u.take(lex_order([u.times[:, j] for j in range(u.times.shape[1])] + list(u.data)))
-        recs = self.layout.to_records(u.data)
-        times = [self.kind.unflatten(t) for t in u.times.tolist()]
-        return list(zip(recs, times, u.diff_type.to_values(u.diffs), strict=True))
+        return update_records(self._u, self.layout, self.kind)
 
     def at(self, t: Any) -> dict[Any, Any]:
         """The output collection accumulated at time ``t``."""
-        u = self._u
-        if u is None or self.layout is None or len(u) == 0:
-            return {}
-        ft = np.array(self.kind.flatten(t), dtype=np.int64)
-        sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
-        if len(sel) == 0:
-            return {}
-        sel = consolidate(sel.with_times(np.zeros_like(sel.times)))
-        recs = self.layout.to_records(sel.data)
-        return dict(zip(recs, sel.diff_type.to_values(sel.diffs), strict=True))
+        return accumulated_at(self._u, self.layout, self.kind, t)
 
 
 class JobResult(dict):
@@ -253,9 +244,10 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
 
 
 def _exchanged(worker: Worker) -> dict[str, int]:
-    sent = sum(getattr(op, "sent", 0) for op in worker.operators if op.name == "exchange")
-    got = sum(getattr(op, "received", 0) for op in worker.operators if op.name == "exchange")
-    return {"sent": int(sent), "received": int(got)}
+    from ddflow.runtime.exchange import Exchange
+
+    ex = [op for op in worker.operators if isinstance(op, Exchange)]
+    return {"sent": sum(op.sent for op in ex), "received": sum(op.received for op in ex)}
 
 
 def _feed(session: Any, log: Any, rows: np.ndarray, kind: TimeKind) -> None:

@@ -29,12 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view, lex_order
+from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError, SessionClosedError, TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import INT_TIME, TimeKind, time_kind_of
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import (
+    Updates,
+    accumulated_at,
+    concat_updates,
+    consolidate,
+    update_records,
+)
 from ddflow.runtime.comm import Communicator, LocalComm
 
 __all__ = ["Capture", "InputSession", "Operator", "Probe", "Stream", "Worker"]
@@ -361,31 +367,13 @@ class Capture(Operator):
 
     def updates(self) -> list[tuple[Any, Any, Any]]:
         """Every output update so far, consolidated, sorted by time then data."""
-        u = self._consolidated()
-        layout = self.inputs[0].layout
-        if u is None or layout is None or len(u) == 0:
-            return []
-        order = lex_order([u.times[:, j] for j in range(u.times.shape[1])])
-        u = u.take(order)
-        records = layout.to_records(u.data)
-        kind = self.worker.time_kind
-        times = [kind.unflatten(t) for t in u.times.tolist()]
-        diffs = u.diff_type.to_values(u.diffs)
-        return list(zip(records, times, diffs, strict=True))
+        return update_records(self._consolidated(), self.inputs[0].layout,
+                              self.worker.time_kind)
 
     def at(self, t: Any) -> dict[Any, Any]:
         """The output collection at time ``t``: data -> accumulated diff (zeros dropped)."""
-        u = self._consolidated()
-        layout = self.inputs[0].layout
-        if u is None or layout is None or len(u) == 0:
-            return {}
-        ft = np.array(self.worker.time_kind.flatten(t), dtype=np.int64)
-        sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
-        if len(sel) == 0:
-            return {}
-        sel = consolidate(sel.with_times(np.zeros_like(sel.times)))
-        records = layout.to_records(sel.data)
-        return dict(zip(records, sel.diff_type.to_values(sel.diffs), strict=True))
+        return accumulated_at(self._consolidated(), self.inputs[0].layout,
+                              self.worker.time_kind, t)
 
     def frontier_reached(self) -> Antichain:
         return self.frontier
