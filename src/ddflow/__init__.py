@@ -11,18 +11,22 @@ from __future__ import annotations
 from ddflow.core.diff import DiffPair, MinSum, Sum
 from ddflow.core.errors import (
     DataError,
+    DataflowClosedError,
     DDError,
     DiffTypeError,
     FrontierError,
     OperatorError,
+    ScopeError,
     SessionClosedError,
     TimeError,
 )
 from ddflow.core.time import Product
 from ddflow.dataflow.collection import Arranged, Collection
+from ddflow.dataflow.iterate import Variable
 from ddflow.runtime.comm import MeshError, PeerAborted, WorkerError
 from ddflow.runtime.job import Changes, JobResult, Output, run_job
 from ddflow.runtime.processes import execute
+from ddflow.runtime.scope import IterationLimitError, Scope
 from ddflow.runtime.worker import Capture, InputSession, Probe, Worker
 
 __all__ = [
@@ -32,10 +36,12 @@ __all__ = [
     "Collection",
     "DDError",
     "DataError",
+    "DataflowClosedError",
     "DiffPair",
     "DiffTypeError",
     "FrontierError",
     "InputSession",
+    "IterationLimitError",
     "JobResult",
     "MeshError",
     "MinSum",
@@ -44,9 +50,12 @@ __all__ = [
     "PeerAborted",
     "Probe",
     "Product",
+    "Scope",
+    "ScopeError",
     "SessionClosedError",
     "Sum",
     "TimeError",
+    "Variable",
     "Worker",
     "WorkerError",
     "execute",

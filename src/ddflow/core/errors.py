@@ -11,7 +11,9 @@ __all__ = [
     "DataError",
     "DiffTypeError",
     "FrontierError",
+    "DataflowClosedError",
     "OperatorError",
+    "ScopeError",
     "SessionClosedError",
     "TimeError",
 ]
@@ -43,3 +45,13 @@ class DataError(DDError, TypeError):
 
 class OperatorError(DDError, RuntimeError):
     """A user function raised inside an operator; the original exception is ``__cause__``."""
+
+
+class ScopeError(DDError, ValueError):
+    """Collections of different scopes used together, ``leave`` outside a loop, a loop
+    ``Variable`` that was never set, or set twice."""
+
+
+class DataflowClosedError(DDError, RuntimeError):
+    """The worker stopped after an error it cannot recover from (for example a loop that
+    reached its iteration limit mid-way); build the dataflow again."""

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ddflow.core.diff import DiffType
-from ddflow.core.errors import DiffTypeError
+from ddflow.core.errors import DiffTypeError, ScopeError
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.count_total import CountTotal
 from ddflow.operators.join import Join
@@ -31,6 +31,7 @@ from ddflow.operators.linear import (
 )
 from ddflow.operators.reduce import Reduce
 from ddflow.runtime.exchange import Exchange
+from ddflow.runtime.scope import Scope
 from ddflow.runtime.worker import Capture, Probe, Stream
 
 if TYPE_CHECKING:
@@ -55,6 +56,49 @@ class Collection:
         if self.worker.peers == 1:
             return self.stream
         return Exchange(self.worker, self.stream, by_self).output
+
+    # -- scopes and loops ----------------------------------------------------------------------
+    @property
+    def scope(self) -> Scope:
+        """The scope this collection lives in (the worker's root, or a loop)."""
+        return self.stream.producer_scope
+
+    def enter(self, scope: Scope, *, name: str | None = None) -> Collection:
+        """This collection inside the loop ``scope`` (a child of this collection's scope), at
+        iteration 0 of every outer time."""
+        from ddflow.operators.iterate import Enter
+
+        if not isinstance(scope, Scope) or scope.parent is not self.scope:
+            raise ScopeError(
+                f"enter({scope!r}) needs a loop scope directly inside this collection's scope "
+                f"({self.scope!r})"
+            )
+        return self._wrap(Enter(self.worker, self.stream, scope, name), self.diff_type)
+
+    def leave(self, *, name: str | None = None) -> Collection:
+        """This loop collection in the enclosing scope (iteration counters dropped)."""
+        from ddflow.operators.iterate import Leave
+
+        if self.scope.parent is None:
+            raise ScopeError(
+                "leave() needs a collection inside a loop; this one is in the root scope "
+                "(it never entered one)"
+            )
+        return self._wrap(Leave(self.worker, self.stream, name), self.diff_type)
+
+    def iterate(self, body: Callable[[Collection], Collection], *, limit: int | None = None,
+                fold_initial: bool = False, name: str | None = None) -> Collection:
+        """The fixed point of ``body`` from this collection: ``x_0 = self``,
+        ``x_{i+1} = body(x_i)``, until nothing changes (DD's ``iterate``).
+
+        ``body`` gets the loop variable (a collection of the loop's scope, ``x.scope``);
+        outer collections it uses must be entered (``edges.enter(x.scope)``). With
+        ``fold_initial=True`` the loop is ``x_{i+1} = body(x_i) + self`` from an empty
+        ``x_0``, which needs no subtraction (monoid diffs, seed 002). ``limit`` bounds the
+        iterations (``IterationLimitError``)."""
+        from ddflow.dataflow.iterate import iterate
+
+        return iterate(self, body, limit=limit, fold_initial=fold_initial, name=name)
 
     # -- linear ----------------------------------------------------------------------------------
     def map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
@@ -168,6 +212,24 @@ class Collection:
         """``threshold`` for totally ordered times."""
         return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
 
+    def min_total(self, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> ``(k, least v)`` for totally ordered times (seed 003): the work
+        per batch grows with the batch, not with the key's history."""
+        return self.arrange_by_key().min_total(name=name)
+
+    def max_total(self, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> ``(k, greatest v)`` for totally ordered times."""
+        return self.arrange_by_key().max_total(name=name)
+
+    def reduce_hierarchical(self, how: str, *, buckets: int = 256,
+                            name: str | None = None) -> Collection:
+        """``reduce`` for skewed keys (seed 003) with an associative ``how`` (``"min"``,
+        ``"max"``, ``"sum"``, ``"count"``): each key's values are split into ``buckets``
+        sub-groups by a hash of the value, reduced, and the partial results reduced again."""
+        from ddflow.operators.hierarchical import reduce_hierarchical
+
+        return reduce_hierarchical(self, how, buckets=buckets, name=name)
+
 
 class Arranged:
     """A collection indexed by key in a shared trace (the output of ``arrange_by_*``)."""
@@ -229,3 +291,13 @@ class Arranged:
     def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
                         name: str | None = None) -> Collection:
         return self._out(CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name))
+
+    def min_total(self, *, name: str | None = None) -> Collection:
+        from ddflow.operators.min_total import MinMaxTotal
+
+        return self._out(MinMaxTotal(self.worker, self.op, "min", name=name))
+
+    def max_total(self, *, name: str | None = None) -> Collection:
+        from ddflow.operators.min_total import MinMaxTotal
+
+        return self._out(MinMaxTotal(self.worker, self.op, "max", name=name))

@@ -11,6 +11,8 @@ several operators share one arrangement this way.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ddflow.core.columns import Layout, Tup
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
@@ -40,10 +42,10 @@ class Arrange(Operator):
     def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
         super().__init__(worker, [s], name)
         self.by_self = by_self
-        dim = worker.time_kind.dim
+        dim = self.kind.dim
         self.spine = Spine(0, dim)
         self.held: list[Updates] = []
-        self.upper = Antichain.of([worker.time_kind.minimum()], dim)
+        self.upper = Antichain.of([self.kind.minimum()], dim)
         self.key_layout: Layout | None = None
         self.val_layout: Layout | None = None
 
@@ -57,6 +59,11 @@ class Arrange(Operator):
                 self.inputs[0].layout, self.by_self, self.name
             )
             self.spine.key_width = self.key_layout.width
+
+    def held_times(self) -> np.ndarray | None:
+        if not self.held:
+            return None
+        return np.concatenate([u.times for u in self.held])
 
     def run(self, frontier: Antichain) -> None:
         new = self.take()

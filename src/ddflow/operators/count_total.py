@@ -61,10 +61,10 @@ class CountTotal(Operator):
     def __init__(self, worker: Worker, arr: Arrange, mode: str,
                  f: Callable[..., Any] | None = None, vectorized: bool = False,
                  name: str | None = None) -> None:
-        if not worker.time_kind.total:
+        if not arr.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{worker.time_kind.describe()} times: use {mode}() instead"
+                f"{arr.kind.describe()} times: use {mode}() instead"
             )
         super().__init__(worker, [arr.output], name or f"{mode}_total")
         self.arr = arr

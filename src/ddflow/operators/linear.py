@@ -246,7 +246,7 @@ class Inspect(_PerBatch):
         self.f = f
 
     def apply(self, u: Updates) -> tuple[Updates, Layout]:
-        kind = self.worker.time_kind
+        kind = self.kind
         recs = self.in_layout.to_records(u.data)
         diffs = u.diff_type.to_values(u.diffs)
         try:
@@ -265,6 +265,11 @@ class Consolidate(Operator):
     def __init__(self, worker: Worker, s: Stream, name: str | None = None) -> None:
         super().__init__(worker, [s], name)
         self.held: list[Updates] = []
+
+    def held_times(self) -> np.ndarray | None:
+        if not self.held:
+            return None
+        return np.concatenate([u.times for u in self.held])
 
     def run(self, frontier: Antichain) -> None:
         ready, rest = split_complete(self.held + self.take(), frontier)

@@ -63,12 +63,12 @@ class Reduce(Operator):
         self.mode, self.logic, self.f = mode, logic, f
         self.out_dt: DiffType | None = diff_type_of(out_diff) if out_diff is not None else None
         self.abelian_required = abelian_required
-        dim = worker.time_kind.dim
+        dim = self.kind.dim
         self.in_h = arr.spine.handle()
         self.out_spine = Spine(0, dim)
         self.out_h = self.out_spine.handle()
         self.spine = self.out_spine  # statistics
-        self.lower = Antichain.of([worker.time_kind.minimum()], dim)
+        self.lower = Antichain.of([self.kind.minimum()], dim)
         self.pending: dict[Any, set[Flat]] = {}
         self.out_val_layout: Layout | None = None
         if mode in ("distinct", "threshold"):
@@ -90,7 +90,7 @@ class Reduce(Operator):
                     f"'{self.name}' needs diffs with subtraction (an abelian group); "
                     f"{in_dt.name} is a monoid: use reduce_solve or *_total operators"
                 )
-            if self.worker.time_kind.total and self.mode != "general":
+            if self.kind.total and self.mode != "general":
                 out = self._total_vectorized(batches, lower, in_dt)
             else:
                 out, new_pending = self._general(batches, due, lower, upper, in_dt)
@@ -240,7 +240,7 @@ class Reduce(Operator):
             for p, t in zip(pos.tolist(), new_u.times.tolist(), strict=True):
                 new_times[p].add(tuple(t))
         pending = {k: set(ts) for k, ts in self.pending.items()}
-        total = self.worker.time_kind.total
+        total = self.kind.total
         emitted: list[tuple[Any, Any, Flat, Any]] = []
         for i, key in enumerate(keys):
             ts = new_times[i] | pending.pop(key, set())

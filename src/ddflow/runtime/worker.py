@@ -19,7 +19,9 @@ complete everywhere. All workers step in lockstep: exchanges run at every step, 
 everyone going). An error in one worker fails the whole job (the communicator tells the
 peers); only a single worker can carry on after an operator raised.
 
-Left out here: loops (``iterate``).
+Loops: operators live in scopes (``ddflow.runtime.scope``). The root scope's nodes run in
+a topological order; an iterative scope runs as one node, in rounds until its loop has no
+work left at complete outer times.
 """
 
 from __future__ import annotations
@@ -31,7 +33,14 @@ import numpy as np
 
 from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
-from ddflow.core.errors import DataError, DiffTypeError, SessionClosedError, TimeError
+from ddflow.core.errors import (
+    DataError,
+    DataflowClosedError,
+    DiffTypeError,
+    ScopeError,
+    SessionClosedError,
+    TimeError,
+)
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import INT_TIME, TimeKind, time_kind_of
 from ddflow.core.updates import (
@@ -42,6 +51,7 @@ from ddflow.core.updates import (
     update_records,
 )
 from ddflow.runtime.comm import Communicator, LocalComm
+from ddflow.runtime.scope import IterationLimitError, Scope
 
 __all__ = ["Capture", "InputSession", "Operator", "Probe", "Stream", "Worker"]
 
@@ -54,6 +64,16 @@ class Stream:
         self.producer = producer
         self.layout: Layout | None = None
         self.consumers: list[tuple[Operator, int]] = []
+
+    @property
+    def producer_scope(self) -> Scope:
+        """The scope whose times this stream carries (a ``leave`` produces the parent's)."""
+        p = self.producer
+        if getattr(p, "leaves_scope", False):
+            parent = p.scope.parent
+            assert parent is not None
+            return parent
+        return p.scope
 
     def set_layout(self, layout: Layout) -> None:
         if self.layout is None:
@@ -79,17 +99,23 @@ class Operator:
     name = "operator"
     always_run = False  # run at every step even without input (exchanges)
 
-    def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:
+    def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None, *,
+                 scope: Scope | None = None) -> None:
         self.worker = worker
         if name is not None:
             self.name = name
         self.inputs = list(inputs)
+        if scope is None:
+            scope = _common_scope(worker, self.inputs, self.name)
+        self.scope = scope
+        self.kind = scope.kind
         self.inbox: list[list[Any]] = [[] for _ in inputs]
         self.output = Stream(worker, self)
-        self.frontier = Antichain.of([worker.time_kind.minimum()], worker.time_kind.dim)
+        self.frontier = Antichain.of([self.kind.minimum()], self.kind.dim)
+        self.seen: Antichain | None = None  # the input frontier of the last run
+        worker._add(self)
         for port, s in enumerate(inputs):
             s.consumers.append((self, port))
-        worker._add(self)
 
     def input_frontier(self) -> Antichain:
         f = self.inputs[0].producer.frontier
@@ -108,6 +134,25 @@ class Operator:
     def output_frontier(self, frontier: Antichain) -> Antichain:
         """The frontier of this operator's output once ``run(frontier)`` returned."""
         return frontier
+
+    def held_times(self) -> np.ndarray | None:
+        """Times of updates or work this operator holds for later (loops ask, to know
+        whether another round is needed)."""
+        return None
+
+
+def _common_scope(worker: Worker, inputs: Sequence[Stream], name: str) -> Scope:
+    if not inputs:
+        return worker.root
+    scope = inputs[0].producer_scope
+    for s in inputs[1:]:
+        if s.producer_scope is not scope:
+            raise ScopeError(
+                f"'{name}' combines collections of different scopes ({scope!r} and "
+                f"{s.producer_scope!r}); bring outer collections into a loop with "
+                "collection.enter(scope) and results out with leave()"
+            )
+    return scope
 
 
 class InputOp(Operator):
@@ -334,11 +379,11 @@ class Probe(Operator):
 
     def less_than(self, t: Any) -> bool:
         """Whether some time before ``t`` may still change at this point."""
-        return self.frontier.less_than(self.worker.time_kind.flatten(t))
+        return self.frontier.less_than(self.kind.flatten(t))
 
     def less_equal(self, t: Any) -> bool:
         """Whether ``t`` or a time before it may still change at this point."""
-        return self.frontier.less_equal(self.worker.time_kind.flatten(t))
+        return self.frontier.less_equal(self.kind.flatten(t))
 
     def done(self) -> bool:
         return self.frontier.is_empty()
@@ -367,13 +412,11 @@ class Capture(Operator):
 
     def updates(self) -> list[tuple[Any, Any, Any]]:
         """Every output update so far, consolidated, sorted by time then data."""
-        return update_records(self._consolidated(), self.inputs[0].layout,
-                              self.worker.time_kind)
+        return update_records(self._consolidated(), self.inputs[0].layout, self.kind)
 
     def at(self, t: Any) -> dict[Any, Any]:
         """The output collection at time ``t``: data -> accumulated diff (zeros dropped)."""
-        return accumulated_at(self._consolidated(), self.inputs[0].layout,
-                              self.worker.time_kind, t)
+        return accumulated_at(self._consolidated(), self.inputs[0].layout, self.kind, t)
 
     def frontier_reached(self) -> Antichain:
         return self.frontier
@@ -393,6 +436,8 @@ class Worker:
         self.sessions: list[InputSession] = []
         self._kind: TimeKind | None = None
         self.started = False
+        self.root = Scope(self, None)
+        self.failed: BaseException | None = None
 
     @property
     def index(self) -> int:
@@ -424,6 +469,20 @@ class Worker:
                 "the dataflow is already running: build every operator before the first step"
             )
         self.operators.append(op)
+        op.scope.nodes.append(op)
+        if self.started:
+            self.root.order = None  # an input added while running: schedule again
+
+    def iterative(self, *, limit: int | None = None, name: str | None = None,
+                  parent: Scope | None = None) -> Scope:
+        """A new loop scope (inside ``parent``, default the root) for ``Variable``s; bring
+        collections in with ``enter(scope)`` and out with ``leave()``. ``limit`` bounds the
+        iterations per round of input (``IterationLimitError`` beyond it)."""
+        if self.started:
+            raise RuntimeError(
+                "the dataflow is already running: build every operator before the first step"
+            )
+        return Scope(self, parent if parent is not None else self.root, limit=limit, name=name)
 
     def new_collection(self, *, time: Any = 0, diff: Any = int) -> tuple[InputSession, Any]:
         """A new input: returns ``(InputSession, Collection)``.
@@ -463,25 +522,38 @@ class Worker:
         return changed
 
     def _step_local(self) -> bool:
-        """Run every operator once; whether anything changed on this worker."""
+        """Run every operator once (loops until they settle); whether anything changed on
+        this worker."""
+        if self.failed is not None:
+            raise DataflowClosedError(
+                f"this dataflow stopped after an error ({self.failed}); build it again"
+            ) from self.failed
+        if self.root.order is None:
+            self.root.check()
+            self.root.schedule()
         self.started = True
-        changed = False
-        multi = self.comm.peers > 1
-        for op in self.operators:
-            f = op.input_frontier()
-            busy = any(op.inbox)
-            if not busy and f == op.frontier and not (multi and op.always_run):
-                continue
-            saved = [list(q) for q in op.inbox]
-            try:
-                op.run(f)
-            except BaseException:
-                op.inbox = saved
-                raise
-            new = op.output_frontier(f)
-            if busy or new != op.frontier:
-                changed = True
-            op.frontier = new
+        try:
+            return self.root.run_nodes(self.comm.peers > 1)
+        except IterationLimitError as e:
+            self.failed = e
+            raise
+
+    def _run_op(self, op: Operator, multi: bool) -> bool:
+        """Run one operator if it has input or its input frontier moved; whether it changed."""
+        f = op.input_frontier()
+        busy = any(op.inbox)
+        if not busy and f == op.seen and not (multi and op.always_run):
+            return False
+        saved = [list(q) for q in op.inbox]
+        try:
+            op.run(f)
+        except BaseException:
+            op.inbox = saved
+            raise
+        new = op.output_frontier(f)
+        changed = busy or new != op.frontier
+        op.frontier = new
+        op.seen = f
         return changed
 
     def _agree(self, flag: bool) -> bool:
