@@ -187,6 +187,28 @@ class Collection:
         """Like ``reduce`` with output diffs of any abelian type (``diff``: type or sample)."""
         return self.arrange_by_key().reduce_abelian(logic, diff=diff, name=name)
 
+    def min(self, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> ``(k, least v)`` among values with a non-zero count, for any
+        lattice of times (vectorized; ``min_total`` is the totally ordered special case)."""
+        return self.arrange_by_key().min(name=name)
+
+    def max(self, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> ``(k, greatest v)`` (see ``min``)."""
+        return self.arrange_by_key().max(name=name)
+
+    def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
+        """Seed 002's ``group_solve``, for monoid diffs that cannot be subtracted: the output
+        only ever receives additions.
+
+        ``logic="min"`` (the default, vectorized): records are keys with ``MinSum`` diffs, and
+        the output adds a key's input minimum whenever it is below the output's (shortest
+        paths). A function ``logic(key, input, output) -> [(val, diff), ...]`` on ``(k, v)``
+        records sees the accumulated input and current output (lists of ``(val, diff)``) and
+        returns updates to add."""
+        if logic == "min":
+            return self.arrange_by_self().reduce_solve("min", name=name)
+        return self.arrange_by_key().reduce_solve(logic, name=name)
+
     def count(self, *, name: str | None = None) -> Collection:
         """``(record, count)`` for every record with a non-zero count (any lattice of times)."""
         return self.arrange_by_self().count(name=name)
@@ -271,6 +293,21 @@ class Arranged:
                        name: str | None = None) -> Collection:
         return self._out(Reduce(self.worker, self.op, "general", logic=logic, out_diff=diff,
                                 name=name or "reduce_abelian"))
+
+    def min(self, *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "min", name=name))
+
+    def max(self, *, name: str | None = None) -> Collection:
+        return self._out(Reduce(self.worker, self.op, "max", name=name))
+
+    def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
+        if logic == "min":
+            op = Reduce(self.worker, self.op, "solve_min", abelian_required=False,
+                        out_diff=None, name=name or "reduce_solve")
+            return Collection(self.worker, op.output, self.source.diff_type)
+        return self._out(Reduce(self.worker, self.op, "solve", logic=logic,
+                                abelian_required=False, out_diff=None,
+                                name=name or "reduce_solve"))
 
     def count(self, *, name: str | None = None) -> Collection:
         return self._out(Reduce(self.worker, self.op, "count", abelian_required=False, name=name))

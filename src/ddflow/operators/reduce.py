@@ -12,6 +12,10 @@ the output trace accumulated at that time plus corrections already made in this 
 Correctness: every output update sits at a closure time, and for any time ``t`` the join of
 the closure times ``<= t`` is itself a closure time with the same input and output.
 
+The built-in reducers (``min``, ``max``, ``count``, ``distinct``, ``threshold`` and
+``solve_min`` for ``MinSum``) run this over columns for all keys at once
+(``ddflow.operators.lattice``); user ``logic`` runs per key in Python.
+
 With totally ordered times the interesting times of a key are just its new update times, and
 ``count``/``distinct``/``threshold`` run vectorized over all keys at once (running sums from
 the input trace, retractions from the output trace). Everything else uses the per-key
@@ -26,12 +30,13 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
-from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
+from ddflow.core.diff import INT_DIFF, DiffType, MinSumDiff, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.count_total import threshold_values
+from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index
@@ -50,9 +55,15 @@ def _le(a: Flat, b: Flat) -> bool:
     return all(x <= y for x, y in zip(a, b, strict=True))
 
 
+LATTICE_MODES = ("min", "max", "count", "distinct", "threshold", "solve_min")
+
+
 class Reduce(Operator):
-    """``mode`` is ``"count"``, ``"distinct"``, ``"threshold"`` (with ``f``) or ``"general"``
-    (with ``logic(key, [(val, diff)]) -> [(out, diff)]`` and output diff type ``out_diff``)."""
+    """``mode`` is ``"count"``, ``"distinct"``, ``"threshold"`` (with ``f``), ``"min"``,
+    ``"max"``, ``"solve_min"`` (``MinSum`` diffs), ``"general"`` (with
+    ``logic(key, [(val, diff)]) -> [(out, diff)]`` and output diff type ``out_diff``) or
+    ``"solve"`` (with ``logic(key, input, output) -> [(out, diff)]`` updates that are only
+    added, seed 002's ``group_solve``)."""
 
     def __init__(self, worker: Worker, arr: Arrange, mode: str, *,
                  logic: Callable[..., Any] | None = None, f: Callable[..., Any] | None = None,
@@ -70,9 +81,21 @@ class Reduce(Operator):
         self.spine = self.out_spine  # statistics
         self.lower = Antichain.of([self.kind.minimum()], dim)
         self.pending: dict[Any, set[Flat]] = {}
+        # pending work of the vectorized path: key columns and times, one row each
+        self.pend_keys: tuple[np.ndarray, ...] | None = None
+        self.pend_times = np.zeros((0, dim), dtype=np.int64)
         self.out_val_layout: Layout | None = None
-        if mode in ("distinct", "threshold"):
+        if mode in ("distinct", "threshold", "solve_min", "solve"):
             self.out_val_layout = Tup(())
+        if mode in ("min", "max"):
+            self.out_val_layout = arr.val_layout
+
+    def held_times(self) -> np.ndarray | None:
+        parts = [self.pend_times] if len(self.pend_times) else []
+        if self.pending:
+            parts.append(np.array([t for ts in self.pending.values() for t in ts],
+                                  dtype=np.int64).reshape(-1, self.kind.dim))
+        return np.concatenate(parts) if parts else None
 
     # -- driver --------------------------------------------------------------------------------
     def run(self, frontier: Antichain) -> None:
@@ -80,23 +103,44 @@ class Reduce(Operator):
         lower, upper = self.lower, frontier
         if lower == upper and not batches:
             return
-        due = [k for k, ts in self.pending.items() if any(not upper.less_equal(t) for t in ts)]
+        lattice = self.mode in LATTICE_MODES and not (
+            self.kind.total and self.mode in ("count", "distinct", "threshold")
+            and self._in_abelian())
+        if lattice:
+            due_rows = (np.flatnonzero(~upper.beyond_mask(self.pend_times))
+                        if len(self.pend_times) else np.empty(0, dtype=np.int64))
+            has_due = len(due_rows) > 0
+            due: list[Any] = []
+        else:
+            due = [k for k, ts in self.pending.items()
+                   if any(not upper.less_equal(t) for t in ts)]
+            has_due = bool(due)
         out: Updates | None = None
         new_pending = None
-        if self.arr.key_layout is not None and (batches or due):
+        new_pend_arrays = None
+        if self.arr.key_layout is not None and (batches or has_due):
             in_dt = batches[0].diff_type if batches else self.arr.spine.batches()[0].diff_type
             if self.abelian_required and not in_dt.abelian:
                 raise DiffTypeError(
                     f"'{self.name}' needs diffs with subtraction (an abelian group); "
                     f"{in_dt.name} is a monoid: use reduce_solve or *_total operators"
                 )
-            if self.kind.total and self.mode != "general":
+            if self.mode == "solve_min" and not isinstance(in_dt, MinSumDiff):
+                raise DiffTypeError(
+                    f"'{self.name}' (reduce_solve of the least value) needs MinSum diffs, "
+                    f"got {in_dt.name}"
+                )
+            if not lattice and self.kind.total and self.mode not in ("general", "solve"):
                 out = self._total_vectorized(batches, lower, in_dt)
+            elif lattice:
+                out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
             else:
                 out, new_pending = self._general(batches, due, lower, upper, in_dt)
         # commit
         if new_pending is not None:
             self.pending = new_pending
+        if new_pend_arrays is not None:
+            self.pend_keys, self.pend_times = new_pend_arrays
         self.lower = upper
         kw = self.arr.key_width
         if out is not None and len(out):
@@ -109,10 +153,16 @@ class Reduce(Operator):
         if out is not None and len(out):
             self.output.push(*self._as_output(out))
 
+    def _in_abelian(self) -> bool:
+        """Whether the input diffs subtract (monoid counts take the lattice path, whose
+        sums need no running prefix)."""
+        bs = self.arr.spine.batches()
+        return bool(bs) and bs[0].diff_type.abelian
+
     def _as_output(self, out: Updates) -> tuple[Updates, Layout]:
         kl = self.arr.key_layout
         assert kl is not None and self.out_val_layout is not None
-        if self.mode in ("distinct", "threshold"):
+        if self.mode in ("distinct", "threshold", "solve_min"):
             return Updates(out.data[: kl.width], out.times, out.diffs, out.diff_type), kl
         return out, Tup((kl, self.out_val_layout))
 
@@ -163,9 +213,97 @@ class Reduce(Operator):
                                  -g_old, INT_DIFF))
         return consolidate(concat_updates(parts))
 
+    # -- any lattice, built-in reducers: over columns ---------------------------------------------
+    def _lattice(self, batches: list[TraceBatch], due_rows: np.ndarray, lower: Antichain,
+                 upper: Antichain, in_dt: DiffType
+                 ) -> tuple[Updates | None, tuple[tuple[np.ndarray, ...] | None, np.ndarray]]:
+        kl = self.arr.key_layout
+        assert kl is not None
+        kw = kl.width
+        dim = self.kind.dim
+        if self.mode == "count" and self.out_val_layout is None:
+            self.out_val_layout = in_dt.value_layout()
+        if self.out_val_layout is None:
+            self.out_val_layout = self.arr.val_layout
+        out_dt = in_dt if self.mode == "solve_min" else INT_DIFF
+        self.out_dt = out_dt
+        key_parts: list[tuple[np.ndarray, ...]] = []
+        time_parts: list[np.ndarray] = []
+        for b in batches:
+            key_parts.append(tuple(b.data[:kw]))
+            time_parts.append(b.times)
+        pk = self.pend_keys
+        if pk is not None and len(due_rows):
+            key_parts.append(tuple(c[due_rows] for c in pk))
+        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        order = lex_order(kcols)
+        kcols = tuple(c[order] for c in kcols)
+        starts = run_starts(kcols, len(order))
+        probe_cols = tuple(c[starts] for c in kcols)
+        probe = key_index(probe_cols)
+        c_owner = [np.searchsorted(probe, key_index(p)) for p in key_parts[: len(batches)]]
+        c_times = list(time_parts)
+        keep_pending = np.ones(len(self.pend_times), dtype=bool)
+        if pk is not None and len(self.pend_times):
+            pidx = key_index(pk)
+            pos = np.searchsorted(probe, pidx)
+            posc = np.minimum(pos, len(probe) - 1)
+            hit = probe[posc] == pidx
+            c_owner.append(pos[hit])
+            c_times.append(self.pend_times[hit])
+            keep_pending = ~hit
+        co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
+        ct = (np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64))
+        in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
+        f = self.f
+        out, pend_o, pend_t = lattice_reduce(
+            self.mode, probe_cols, len(probe), co.astype(np.int64), ct, in_owner, in_u,
+            out_owner, out_u, kw, in_dt, out_dt, lower, upper, dim, f=f,
+            threshold_of=lambda totals: threshold_values(self, in_dt, totals, self.mode, f),
+            count_columns=in_dt.value_columns,
+        )
+        new_keys: list[tuple[np.ndarray, ...]] = []
+        new_times: list[np.ndarray] = []
+        if pk is not None and keep_pending.any():
+            kp = np.flatnonzero(keep_pending)
+            new_keys.append(tuple(c[kp] for c in pk))
+            new_times.append(self.pend_times[kp])
+        if len(pend_o):
+            new_keys.append(tuple(c[pend_o] for c in probe_cols))
+            new_times.append(pend_t)
+        if new_keys:
+            nk = tuple(np.concatenate([p[i] for p in new_keys]) for i in range(kw))
+            return out, (nk, np.concatenate(new_times))
+        return out, (None, np.zeros((0, dim), dtype=np.int64))
+
     # -- any lattice: the per-key reference path -------------------------------------------------
+    def _solve_at(self, key: Any, t: Flat, inp: list[tuple[Any, Any]],
+                  outputs: list[tuple[Any, Flat, Any]],
+                  produced: list[tuple[Any, Flat, Any]]) -> None:
+        """``group_solve`` at one time: the logic sees input and current output and proposes
+        updates that are added (never a difference: no subtraction needed)."""
+        odt = self.out_dt
+        current: dict[Any, Any] = {}
+        for v, s, d in list(outputs) + produced:
+            if _le(s, t):
+                current[v] = d if v not in current else (odt or diff_type_of(d)).py_plus(
+                    current[v], d)
+        cur = sorted(((v, d) for v, d in current.items()
+                      if not (odt or diff_type_of(d)).py_is_zero(d)), key=lambda vd: vd[0])
+        assert self.logic is not None
+        try:
+            ups = list(self.logic(key, inp, cur))
+        except Exception as e:
+            raise user_error(self, e) from e
+        for v, d in ups:
+            if self.out_dt is None:
+                self.out_dt = diff_type_of(d)
+            if not self.out_dt.py_is_zero(d):
+                produced.append((v, t, d))
+
     def _mode_logic(self, in_dt: DiffType) -> Callable[[Any, list[tuple[Any, Any]]], list]:
-        if self.mode == "general":
+        if self.mode in ("general", "solve"):
             assert self.logic is not None
             return self.logic
         if self.mode == "count":
@@ -273,6 +411,9 @@ class Reduce(Operator):
                     inp.sort(key=lambda vd: vd[0])
                 except TypeError as e:
                     raise DataError(f"values of key {key!r} cannot be ordered: {e}") from e
+                if self.mode == "solve":
+                    self._solve_at(key, t, inp, outputs[i], produced)
+                    continue
                 try:
                     desired_list = list(logic(key, inp)) if inp else []
                 except Exception as e:

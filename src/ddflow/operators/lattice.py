@@ -1,0 +1,353 @@
+"""Reduce under partially ordered times, over columns: DD's interesting times, vectorized.
+
+For the keys a batch touches (and keys with pending work that became due), the output must
+be corrected at every time where the key's input or output accumulation can differ from
+the ones already settled. Those are the *interesting times*: the key's new update times
+(and due pending times), closed under ``join`` with each other and with the times of the
+key's input and output history. History times are first advanced by the batch's ``lower``
+frontier (``advance_by``): for times beyond ``lower`` they compare exactly like the
+originals, and after compaction most of them coincide, which keeps the closure small.
+
+Closure (semi-naive, all keys at once): rows ``(key, time)`` are joined with every history
+or closure row of the same key (a per-key cross product built with ``searchsorted`` and
+``repeat``), new rows kept, until none is new. Rows not beyond ``upper`` are evaluated now;
+the rest are kept as pending work for a later frontier.
+
+Evaluation: the times of one key are taken in a linear extension of the partial order
+(lexicographic order of flat times), in *ranks*: rank ``r`` is every key's ``r``-th time,
+evaluated for all keys together. At a time ``t`` the input accumulated at ``t`` is a
+per-key cross product of the time with the key's input rows filtered by ``s <= t`` and
+summed per value; the reducer gives the desired output; the current output is the same sum
+over the output history plus the corrections made at earlier ranks; the difference is
+emitted at ``t``. Every time of the closure that is ``<= t`` was handled at an earlier
+rank, so after rank ``r`` the output accumulated at each of its times is the desired one.
+
+Reducers (``mode``): ``min`` / ``max`` (the least / greatest value with a non-zero count),
+``count``, ``distinct``, ``threshold`` (with ``f``), and ``solve_min`` for ``MinSum`` diffs
+(seed 002's ``group_solve``: add the input's minimum when it is below the output's,
+never subtract).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.columns import lex_order
+from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType
+from ddflow.core.frontier import Antichain
+from ddflow.core.time import columns_advance_by
+from ddflow.core.updates import Updates, consolidate
+from ddflow.trace.batch import ranges_to_indices
+
+__all__ = ["expand", "interesting_times", "lattice_reduce", "unique_rows"]
+
+
+def expand(a_owner: np.ndarray, b_owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every pair ``(i, j)`` with ``a_owner[i] == b_owner[j]`` (``b_owner`` sorted), grouped
+    by ``i`` and, within ``i``, in ``b``'s order."""
+    lo = np.searchsorted(b_owner, a_owner, "left")
+    hi = np.searchsorted(b_owner, a_owner, "right")
+    j, i = ranges_to_indices(lo, hi)
+    return i, j
+
+
+def _pack(owner: np.ndarray, times: np.ndarray) -> np.ndarray | None:
+    """One int64 per row ordering like ``(owner, *times)``, when the ranges fit in 63 bits."""
+    cols = [owner] + [times[:, k] for k in range(times.shape[1])]
+    shifts = []
+    bits = 0
+    mins = []
+    for c in cols:
+        lo = int(c.min()) if len(c) else 0
+        hi = int(c.max()) if len(c) else 0
+        w = max(1, (hi - lo).bit_length())
+        mins.append(lo)
+        shifts.append(w)
+        bits += w
+    if bits > 63:
+        return None
+    out = np.zeros(len(owner), dtype=np.int64)
+    for c, lo, w in zip(cols, mins, shifts, strict=True):
+        out <<= w
+        out |= c.astype(np.int64) - lo
+    return out
+
+
+def unique_rows(owner: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct ``(owner, time)`` rows, sorted by owner then time (lexicographically)."""
+    if len(owner) == 0:
+        return owner, times
+    packed = _pack(owner, times)
+    if packed is not None:
+        _, idx = np.unique(packed, return_index=True)
+    else:
+        both = np.column_stack([owner, times])
+        _, idx = np.unique(both, axis=0, return_index=True)
+    return owner[idx], times[idx]
+
+
+def _new_rows(have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray,
+              cand_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of ``cand`` (distinct) not among ``have`` (distinct)."""
+    if len(cand_o) == 0 or len(have_o) == 0:
+        return cand_o, cand_t
+    o = np.concatenate([have_o, cand_o])
+    t = np.concatenate([have_t, cand_t])
+    packed = _pack(o, t)
+    if packed is not None:
+        _, idx = np.unique(packed, return_index=True)
+    else:
+        _, idx = np.unique(np.column_stack([o, t]), axis=0, return_index=True)
+    idx = idx[idx >= len(have_o)]
+    return o[idx], t[idx]
+
+
+def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
+                      h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The closure of the rows ``c`` under join with history ``h`` and with itself, per owner.
+
+    Returns distinct rows sorted by owner, then time."""
+    c_owner, c_times = unique_rows(c_owner, c_times)
+    if len(h_owner):
+        h_owner, h_times = unique_rows(h_owner, h_times)
+    all_o = np.concatenate([h_owner, c_owner])
+    all_t = np.concatenate([h_times, c_times]) if len(h_owner) else c_times
+    all_o, all_t = unique_rows(all_o, all_t)
+    new_o, new_t = c_owner, c_times
+    while len(new_o):
+        i, j = expand(new_o, all_o)
+        if not len(i):
+            break
+        jo = new_o[i]
+        jt = np.maximum(new_t[i], all_t[j])
+        jo, jt = unique_rows(jo, jt)
+        add_o, add_t = _new_rows(c_owner, c_times, jo, jt)
+        if not len(add_o):
+            break
+        c_owner, c_times = unique_rows(np.concatenate([c_owner, add_o]),
+                                       np.concatenate([c_times, add_t]))
+        all_o, all_t = unique_rows(np.concatenate([all_o, add_o]),
+                                   np.concatenate([all_t, add_t]))
+        new_o, new_t = add_o, add_t
+    return c_owner, c_times
+
+
+def _sorted_rows(owner: np.ndarray, u: Updates, kw: int) -> tuple[np.ndarray, Updates]:
+    """Rows sorted by owner, then value columns."""
+    order = lex_order((owner,) + tuple(u.data[kw:]))
+    return owner[order], u.take(order)
+
+
+def _group_flags(q: np.ndarray, vals: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Starts of runs of equal ``(q, vals)`` in rows sorted by them."""
+    n = len(q)
+    flags = np.empty(n, dtype=bool)
+    if n == 0:
+        return flags
+    flags[0] = True
+    np.not_equal(q[1:], q[:-1], out=flags[1:])
+    for c in vals:
+        flags[1:] |= c[1:] != c[:-1]
+    return flags
+
+
+def _accumulate(q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates,
+                kw: int) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
+    """For each query ``(owner, time)`` (one per owner), the rows' diffs at times ``<= time``
+    summed per value: ``(query index, value columns, sums)``, zero sums dropped, sorted by
+    query then value."""
+    dt = r.diff_type
+    qi, rj = expand(q_owner, r_owner)
+    if len(qi):
+        ok = np.all(r.times[rj] <= q_times[qi], axis=1)
+        qi, rj = qi[ok], rj[ok]
+    vals = tuple(c[rj] for c in r.data[kw:])
+    flags = _group_flags(qi, vals)
+    starts = np.flatnonzero(flags)
+    if not len(starts):
+        return qi[:0], tuple(v[:0] for v in vals), dt.take(r.diffs, rj[:0])
+    sums = dt.sum_segments(dt.take(r.diffs, rj), starts)
+    nz = np.flatnonzero(~dt.zero_mask(sums))
+    keep = starts[nz]
+    return qi[keep], tuple(v[keep] for v in vals), dt.take(sums, nz)
+
+
+def lattice_reduce(
+    mode: str,
+    probe_cols: tuple[np.ndarray, ...],
+    n_probe: int,
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    in_owner: np.ndarray,
+    in_u: Updates | None,
+    out_owner: np.ndarray,
+    out_u: Updates | None,
+    kw: int,
+    in_dt: DiffType,
+    out_dt: DiffType,
+    lower: Antichain,
+    upper: Antichain,
+    dim: int,
+    f: Callable[..., Any] | None = None,
+    threshold_of: Callable[[Any], np.ndarray] | None = None,
+    count_columns: Callable[[Any], tuple[np.ndarray, ...]] | None = None,
+) -> tuple[Updates | None, np.ndarray, np.ndarray]:
+    """Output corrections for the probe keys, and the pending ``(owner, time)`` rows beyond
+    ``upper``.
+
+    ``c`` are the starting times (new update times and pending times) per probe index;
+    ``in_*``/``out_*`` the probe keys' input and output history rows (keys and values as
+    columns, ``kw`` key columns). Output records are ``key columns + output value columns``
+    with ``out_dt`` diffs."""
+    la = lower.arr
+    h_parts_o, h_parts_t = [], []
+    if in_u is not None and len(in_u):
+        in_u = in_u.with_times(columns_advance_by(in_u.times, la))
+        in_owner, in_u = _sorted_rows(in_owner, in_u, kw)
+        h_parts_o.append(in_owner)
+        h_parts_t.append(in_u.times)
+    if out_u is not None and len(out_u):
+        out_u = out_u.with_times(columns_advance_by(out_u.times, la))
+        h_parts_o.append(out_owner)
+        h_parts_t.append(out_u.times)
+    if h_parts_o:
+        h_o = np.concatenate(h_parts_o)
+        h_t = np.concatenate(h_parts_t)
+    else:
+        h_o = np.empty(0, dtype=np.int64)
+        h_t = np.empty((0, dim), dtype=np.int64)
+    t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t)
+    later = upper.beyond_mask(t_times)
+    pend_o, pend_t = t_owner[later], t_times[later]
+    now_o, now_t = t_owner[~later], t_times[~later]
+    if not len(now_o):
+        return None, pend_o, pend_t
+    # ranks: position of each time among its owner's times (rows sorted by owner, time)
+    n = len(now_o)
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(now_o[1:], now_o[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    # output rows, sorted by owner then value; corrections join them rank by rank
+    if out_u is not None and len(out_u):
+        cur_o, cur_u = _sorted_rows(out_owner, out_u, kw)
+    else:
+        cur_o, cur_u = None, None
+    emitted: list[Updates] = []
+    emitted_o: list[np.ndarray] = []
+    empty_in = in_u is None or not len(in_u)
+    for r in range(int(rank.max()) + 1):
+        sel = np.flatnonzero(rank == r)
+        q_o, q_t = now_o[sel], now_t[sel]
+        nq = len(q_o)
+        # the input at each query time
+        if empty_in:
+            iq = np.empty(0, dtype=np.int64)
+            iv: tuple[np.ndarray, ...] = ()
+            isum = in_dt.empty()
+        else:
+            assert in_u is not None
+            iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw)
+        # the current output at each query time
+        if cur_u is not None:
+            assert cur_o is not None
+            oq, ov, osum = _accumulate(q_o, q_t, cur_o, cur_u, kw)
+        else:
+            oq, ov, osum = np.empty(0, dtype=np.int64), (), out_dt.empty()
+        d_q, d_v, d_d = _desired(mode, nq, iq, iv, isum, in_dt, f, threshold_of, count_columns)
+        if mode == "solve_min":
+            # add the input's minimum where it is below the output's (no subtraction)
+            cur = np.full(nq, MINSUM_ZERO, dtype=np.int64)
+            if len(oq):
+                np.minimum.at(cur, oq, osum)
+            want = np.full(nq, MINSUM_ZERO, dtype=np.int64)
+            if len(d_q):
+                np.minimum.at(want, d_q, d_d)
+            go = np.flatnonzero(want < cur)
+            fix_q, fix_v, fix_d = go, (), want[go]
+        else:
+            # desired minus current, consolidated per (query, value)
+            if not len(d_q) and not len(oq):
+                continue
+            all_q = np.concatenate([d_q, oq])
+            nv = len(d_v) if len(d_q) else len(ov)
+            all_v = tuple(
+                np.concatenate([d_v[k] if len(d_q) else ov[k][:0],
+                                ov[k] if len(oq) else d_v[k][:0]])
+                for k in range(nv)
+            )
+            all_d = out_dt.concat([d_d, out_dt.negate(osum)])
+            order = lex_order((all_q,) + all_v)
+            all_q = all_q[order]
+            all_v = tuple(c[order] for c in all_v)
+            all_d = out_dt.take(all_d, order)
+            flags = _group_flags(all_q, all_v)
+            gs = np.flatnonzero(flags)
+            if not len(gs):
+                continue
+            sums = out_dt.sum_segments(all_d, gs)
+            nz = np.flatnonzero(~out_dt.zero_mask(sums))
+            fix_q = all_q[gs[nz]]
+            fix_v = tuple(c[gs[nz]] for c in all_v)
+            fix_d = out_dt.take(sums, nz)
+        if not len(fix_q):
+            continue
+        owners = q_o[fix_q]
+        keys = tuple(c[owners] for c in probe_cols)
+        u = Updates(keys + tuple(fix_v), q_t[fix_q], fix_d, out_dt)
+        emitted.append(u)
+        emitted_o.append(owners)
+        if r < rank.max():
+            # later ranks see these corrections as part of the current output
+            if cur_u is None:
+                cur_o, cur_u = _sorted_rows(owners, u, kw)
+            else:
+                from ddflow.core.updates import concat_updates
+
+                assert cur_o is not None
+                cur_o, cur_u = _sorted_rows(np.concatenate([cur_o, owners]),
+                                            concat_updates([cur_u, u]), kw)
+    if not emitted:
+        return None, pend_o, pend_t
+    from ddflow.core.updates import concat_updates
+
+    return consolidate(concat_updates(emitted)), pend_o, pend_t
+
+
+def _desired(mode: str, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...], isum: Any,
+             in_dt: DiffType, f: Callable[..., Any] | None,
+             threshold_of: Callable[[Any], np.ndarray] | None,
+             count_columns: Callable[[Any], tuple[np.ndarray, ...]] | None,
+             ) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
+    """The desired output rows ``(query, value columns, diff)`` from the accumulated input."""
+    if not len(iq):
+        return iq, (), (INT_DIFF.empty() if mode != "solve_min" else np.empty(0, np.int64))
+    first = np.empty(len(iq), dtype=bool)
+    first[0] = True
+    np.not_equal(iq[1:], iq[:-1], out=first[1:])
+    if mode in ("min", "max"):
+        if mode == "min":
+            pick = np.flatnonzero(first)
+        else:
+            last = np.empty(len(iq), dtype=bool)
+            last[-1] = True
+            np.not_equal(iq[1:], iq[:-1], out=last[:-1])
+            pick = np.flatnonzero(last)
+        return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
+    starts = np.flatnonzero(first)
+    totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
+    qs = iq[starts]
+    if mode == "solve_min":
+        return qs, (), totals
+    if mode == "count":
+        ok = np.flatnonzero(~in_dt.zero_mask(totals))
+        assert count_columns is not None
+        return qs[ok], count_columns(in_dt.take(totals, ok)), np.ones(len(ok), dtype=np.int64)
+    assert threshold_of is not None
+    d = threshold_of(totals)
+    ok = np.flatnonzero(d != 0)
+    return qs[ok], (), d[ok]
