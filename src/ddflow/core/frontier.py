@@ -33,8 +33,12 @@ class Antichain:
     @staticmethod
     def of(times: Iterable[tuple[int, ...]], dim: int) -> Antichain:
         """The antichain of the minimal elements of ``times``."""
+        ts = times if isinstance(times, (list, tuple)) else list(times)
+        if len(ts) <= 1:
+            one = tuple(tuple(t) for t in ts)
+            return Antichain(one, dim, np.array(one, dtype=np.int64).reshape(len(one), dim))
         minimal: list[tuple[int, ...]] = []
-        for t in sorted(set(times)):
+        for t in sorted(set(ts)):
             if not any(_le(m, t) for m in minimal):
                 minimal.append(t)
         arr = np.array(minimal, dtype=np.int64).reshape(len(minimal), dim)
@@ -65,10 +69,9 @@ class Antichain:
         if self.dim == 1:
             # Totally ordered: the antichain has one element.
             return times[:, 0] >= self.arr[0, 0]
-        mask = np.zeros(n, dtype=bool)
-        for f in self.arr:
-            mask |= np.all(times >= f, axis=1)
-        return mask
+        if len(self.elements) == 1:
+            return (times >= self.arr[0]).all(axis=1)
+        return (times[:, None, :] >= self.arr[None, :, :]).all(axis=2).any(axis=1)
 
     def dominates(self, other: Antichain) -> bool:
         """``other <= self``: every element of ``self`` is beyond ``other``."""

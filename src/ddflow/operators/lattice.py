@@ -105,11 +105,103 @@ def _new_rows(have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray,
     return o[idx], t[idx]
 
 
+class _Packer:
+    """Rows ``(owner, time)`` as one int64 each, ordered like the rows (lexicographically),
+    for fixed ranges: joins of times stay inside the componentwise range of their inputs,
+    so one packer serves a whole closure."""
+
+    def __init__(self, n_owner: int, times: np.ndarray) -> None:
+        d = times.shape[1]
+        self.lo = times.min(axis=0) if len(times) else np.zeros(d, dtype=np.int64)
+        hi = times.max(axis=0) if len(times) else np.zeros(d, dtype=np.int64)
+        self.widths = [max(1, int(h - lo).bit_length()) for h, lo in zip(hi, self.lo, strict=True)]
+        self.tbits = sum(self.widths)
+        self.ok = self.tbits + max(1, int(n_owner).bit_length()) <= 63
+
+    def pack(self, owner: np.ndarray, times: np.ndarray) -> np.ndarray:
+        out = owner.astype(np.int64)
+        rel = times - self.lo
+        for k, w in enumerate(self.widths):
+            out = (out << w) | rel[:, k]
+        return out
+
+    def unpack(self, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        d = len(self.widths)
+        times = np.empty((len(codes), d), dtype=np.int64)
+        c = codes
+        for k in range(d - 1, -1, -1):
+            w = self.widths[k]
+            times[:, k] = (c & ((1 << w) - 1)) + self.lo[k]
+            c = c >> w
+        return c, times
+
+
 def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                      h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                      h_times: np.ndarray, n_owner: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
     """The closure of the rows ``c`` under join with history ``h`` and with itself, per owner.
 
     Returns distinct rows sorted by owner, then time."""
+    if len(c_owner) == 0:
+        return c_owner, c_times
+    if len(c_owner) + len(h_owner) <= 48:
+        return _interesting_small(c_owner, c_times, h_owner, h_times)
+    both_t = np.concatenate([h_times, c_times]) if len(h_owner) else c_times
+    nmax = int(n_owner if n_owner is not None else max(int(c_owner.max()),
+                                                        int(h_owner.max()) if len(h_owner) else 0) + 1)
+    pk = _Packer(nmax, both_t)
+    if not pk.ok:
+        return _interesting_rows(c_owner, c_times, h_owner, h_times)
+    closure = np.unique(pk.pack(c_owner, c_times))
+    every = np.union1d(pk.pack(h_owner, h_times), closure) if len(h_owner) else closure
+    new = closure
+    while len(new):
+        new_o, new_t = pk.unpack(new)
+        all_o, all_t = pk.unpack(every)
+        i, j = expand(new_o, all_o)
+        if not len(i):
+            break
+        joined = np.unique(pk.pack(new_o[i], np.maximum(new_t[i], all_t[j])))
+        add = np.setdiff1d(joined, closure, assume_unique=True)
+        if not len(add):
+            break
+        closure = np.union1d(closure, add)
+        every = np.union1d(every, add)
+        new = add
+    return pk.unpack(closure)
+
+
+def _interesting_small(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
+                       h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``interesting_times`` for a few rows, with Python sets (numpy's per-call cost
+    dominates at this size)."""
+    hist: dict[int, set[tuple[int, ...]]] = {}
+    for o, t in zip(h_owner.tolist(), h_times.tolist(), strict=True):
+        hist.setdefault(o, set()).add(tuple(t))
+    closure: dict[int, set[tuple[int, ...]]] = {}
+    for o, t in zip(c_owner.tolist(), c_times.tolist(), strict=True):
+        closure.setdefault(o, set()).add(tuple(t))
+    rows: list[tuple[int, ...]] = []
+    for o, cs in closure.items():
+        partners = hist.get(o, set()) | cs
+        work = list(cs)
+        while work:
+            c = work.pop()
+            for h in list(partners):
+                j = tuple(max(x, y) for x, y in zip(c, h, strict=True))
+                if j not in cs:
+                    cs.add(j)
+                    partners.add(j)
+                    work.append(j)
+        rows.extend((o, *t) for t in cs)
+    rows.sort()
+    arr = np.array(rows, dtype=np.int64).reshape(len(rows), 1 + c_times.shape[1])
+    return arr[:, 0].copy(), arr[:, 1:].copy()
+
+
+def _interesting_rows(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
+                      h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``interesting_times`` for rows too wide to pack into an int64."""
     c_owner, c_times = unique_rows(c_owner, c_times)
     if len(h_owner):
         h_owner, h_times = unique_rows(h_owner, h_times)
@@ -219,7 +311,7 @@ def lattice_reduce(
     else:
         h_o = np.empty(0, dtype=np.int64)
         h_t = np.empty((0, dim), dtype=np.int64)
-    t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t)
+    t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
     later = upper.beyond_mask(t_times)
     pend_o, pend_t = t_owner[later], t_times[later]
     now_o, now_t = t_owner[~later], t_times[~later]

@@ -127,7 +127,8 @@ class TraceBatch:
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
-        table = self._dense_table() if probe.dtype.kind in "iu" else None
+        table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
+                 else None)
         if table is not None:
             lo, tab = table
             rel = probe - lo
