@@ -19,6 +19,8 @@ __all__ = ["Antichain"]
 
 
 def _le(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    if len(a) == 2:
+        return a[0] <= b[0] and a[1] <= b[1]
     return all(x <= y for x, y in zip(a, b, strict=True))
 
 
@@ -85,6 +87,14 @@ class Antichain:
         """The frontier of the union of both (the lower envelope)."""
         if self is other or self.elements == other.elements:
             return self
+        if not other.elements:
+            return self
+        if not self.elements:
+            return other
+        if all(any(_le(f, g) for f in self.elements) for g in other.elements):
+            return self  # every element of other is beyond self
+        if all(any(_le(g, f) for g in other.elements) for f in self.elements):
+            return other
         return Antichain.of(self.elements + other.elements, self.dim)
 
     def __repr__(self) -> str:

@@ -73,6 +73,7 @@ class TraceBatch:
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
+        "_index",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -88,6 +89,7 @@ class TraceBatch:
         self.keys = key_index([c[starts] for c in kcols])
         self.bounds = np.append(starts, n).astype(np.int64)
         self._table: tuple[int, np.ndarray] | None | bool = None
+        self._index: dict[int, int] | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -127,6 +129,8 @@ class TraceBatch:
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
+        if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
+            return self._rows_small(probe)
         table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
                  else None)
         if table is not None:
@@ -147,6 +151,23 @@ class TraceBatch:
             return kpos, hit
         rows, owner = ranges_to_indices(self.bounds[kpos], self.bounds[kpos + 1])
         return rows, hit[owner]
+
+    def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rows_for`` with a dict, for a batch and a probe of a few keys each (numpy's
+        per-call cost dominates there: one-update rounds leave many such batches)."""
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}
+        bounds = self.bounds
+        rows: list[int] = []
+        owner: list[int] = []
+        for j, k in enumerate(probe.tolist()):
+            i = index.get(k)
+            if i is not None:
+                lo, hi = int(bounds[i]), int(bounds[i + 1])
+                rows.extend(range(lo, hi))
+                owner.extend([j] * (hi - lo))
+        return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
 
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(

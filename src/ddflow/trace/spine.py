@@ -328,6 +328,8 @@ class TraceHandle:
         self.spine._refresh_frontiers()
 
     def set_compaction(self, logical: Antichain, physical: Antichain) -> None:
+        if logical == self.logical and physical == self.physical:
+            return
         self.logical = logical
         self.physical = physical
         self.spine._refresh_frontiers()
