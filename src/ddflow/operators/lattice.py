@@ -286,6 +286,7 @@ def lattice_reduce(
     f: Callable[..., Any] | None = None,
     threshold_of: Callable[[Any], np.ndarray] | None = None,
     count_columns: Callable[[Any], tuple[np.ndarray, ...]] | None = None,
+    closure: bool = True,
 ) -> tuple[Updates | None, np.ndarray, np.ndarray]:
     """Output corrections for the probe keys, and the pending ``(owner, time)`` rows beyond
     ``upper``.
@@ -293,7 +294,8 @@ def lattice_reduce(
     ``c`` are the starting times (new update times and pending times) per probe index;
     ``in_*``/``out_*`` the probe keys' input and output history rows (keys and values as
     columns, ``kw`` key columns). Output records are ``key columns + output value columns``
-    with ``out_dt`` diffs."""
+    with ``out_dt`` diffs. ``closure=False`` evaluates at the starting times only (see
+    ``solve_min`` in ``Reduce``)."""
     la = lower.arr
     h_parts_o, h_parts_t = [], []
     if in_u is not None and len(in_u):
@@ -311,7 +313,10 @@ def lattice_reduce(
     else:
         h_o = np.empty(0, dtype=np.int64)
         h_t = np.empty((0, dim), dtype=np.int64)
-    t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
+    if closure:
+        t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
+    else:
+        t_owner, t_times = unique_rows(c_owner, c_times)
     later = upper.beyond_mask(t_times)
     pend_o, pend_t = t_owner[later], t_times[later]
     now_o, now_t = t_owner[~later], t_times[~later]

@@ -254,14 +254,26 @@ class Reduce(Operator):
             keep_pending = ~hit
         co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
         ct = (np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64))
-        in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        closure = self.mode != "solve_min"
+        if closure:
+            in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        else:
+            # The least value, added whenever the input's minimum drops below the output's,
+            # keeps the output's accumulation equal to the input's at every time once each
+            # new input time has been evaluated: every input update at s <= t was evaluated
+            # at s, so out(t) <= in(t), and every output is some in(s) with s <= t, so
+            # out(t) >= in(t). Hence only the new times need evaluating (no interesting
+            # times), against the new updates and the output: O(batch), seed 002's gain.
+            in_u = concat_updates([b.updates() for b in batches]) if batches else None
+            in_owner = (np.concatenate(c_owner[: len(batches)]) if batches
+                        else np.empty(0, dtype=np.int64))
         out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
         f = self.f
         out, pend_o, pend_t = lattice_reduce(
             self.mode, probe_cols, len(probe), co.astype(np.int64), ct, in_owner, in_u,
             out_owner, out_u, kw, in_dt, out_dt, lower, upper, dim, f=f,
             threshold_of=lambda totals: threshold_values(self, in_dt, totals, self.mode, f),
-            count_columns=in_dt.value_columns,
+            count_columns=in_dt.value_columns, closure=closure,
         )
         new_keys: list[tuple[np.ndarray, ...]] = []
         new_times: list[np.ndarray] = []
