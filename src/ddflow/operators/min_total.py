@@ -64,10 +64,10 @@ class MinMaxTotal(Operator):
         self.spine = self.out_spine  # statistics
         self.lower = Antichain.of([(0,)], 1)
         self.rows_read = 0
-        self._index: dict[int, tuple[TraceBatch, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
+        self._index: dict[int, tuple[TraceBatch, tuple[Any, ...]]] = {}
 
     # -- per-batch indexes ----------------------------------------------------------------------
-    def _kv(self, b: TraceBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _kv(self, b: TraceBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
         """A history batch's ``(key, val)`` search index (values in sort order), the prefix
         sums of its diffs and its values in that order (cached per batch)."""
         hit = self._index.get(id(b))
@@ -85,8 +85,37 @@ class MinMaxTotal(Operator):
         else:
             idx, d = key_index(cols), b.diffs
         cs = np.concatenate([np.zeros(1, np.int64), np.cumsum(d)])
-        self._index[id(b)] = (b, (idx, cs, vals))
-        return idx, cs, vals
+        packer = None
+        if kw == 1 and len(vals) and cols[0].dtype.kind in "iu" and vals.dtype.kind in "iu":
+            kmin, kmax = int(b.keys[0]), int(b.keys[-1])
+            vmin, vmax = int(vals.min()), int(vals.max())
+            vbits = (vmax - vmin + 1).bit_length()
+            if (kmax - kmin + 1).bit_length() + vbits <= 62:
+                packer = (kmin, kmax, vmin, vmax, vbits)
+                # one int64 per row ordering like (key, val): searches compare ints, not
+                # structured records
+                idx = ((cols[0][order] if self.mode == "max" else cols[0]).astype(np.int64)
+                       - kmin) << vbits | (vals.astype(np.int64) - vmin)
+        self._index[id(b)] = (b, (idx, cs, vals, packer))
+        return idx, cs, vals, packer
+
+    @staticmethod
+    def _query(kv: tuple[Any, ...], kcols: list[np.ndarray], v: np.ndarray,
+               exact: bool) -> np.ndarray:
+        """Queries ``(key, val)`` in a batch's index space: exact lookups never match a
+        value outside the batch's range; positions clamp it."""
+        packer = kv[3]
+        if packer is None:
+            return key_index(list(kcols) + [v])
+        kmin, kmax, vmin, vmax, vbits = packer
+        k = kcols[0].astype(np.int64)
+        vv = v.astype(np.int64)
+        out = ((np.clip(k, kmin, kmax) - kmin) << vbits) | (np.clip(vv, vmin, vmax + 1) - vmin)
+        bad = (k < kmin) | (k > kmax)
+        if exact:
+            bad |= (vv < vmin) | (vv > vmax)
+        out[bad] = -1
+        return out
 
     def _vals(self, col: np.ndarray) -> np.ndarray:
         if self.mode == "min":
@@ -149,7 +178,7 @@ class MinMaxTotal(Operator):
         row_pair = np.empty(len(nb), dtype=np.int64)
         row_pair[order] = np.repeat(np.arange(npairs), np.diff(np.append(pstarts, len(nb))))
         # counts before the batch of the touched pairs
-        hist = self._counts(history, pidx)
+        hist = self._counts(history, pairs[:kw], pvals)
         # the previous minimum of each touched key, and the least untouched present value
         old, has_old = self._old_min(kidx, nk, vals.dtype)
         unt, has_unt = self._untouched_min(history, keys, kidx, pidx, old, has_old, nk)
@@ -197,11 +226,14 @@ class MinMaxTotal(Operator):
             return None
         return consolidate(concat_updates(parts))
 
-    def _counts(self, history: list[TraceBatch], idx_q: np.ndarray) -> np.ndarray:
-        """Accumulated count before the batch of each (key, val) in ``idx_q``."""
-        total = np.zeros(len(idx_q), dtype=np.int64)
+    def _counts(self, history: list[TraceBatch], kcols: list[np.ndarray],
+                v: np.ndarray) -> np.ndarray:
+        """Accumulated count before the batch of each ``(key, val)`` (values in sort order)."""
+        total = np.zeros(len(v), dtype=np.int64)
         for b in history:
-            idx, cs, _ = self._kv(b)
+            kv = self._kv(b)
+            idx, cs = kv[0], kv[1]
+            idx_q = self._query(kv, kcols, v, exact=True)
             lo = np.searchsorted(idx, idx_q, "left")
             hi = np.searchsorted(idx, idx_q, "right")
             total += cs[hi] - cs[lo]
@@ -250,13 +282,14 @@ class MinMaxTotal(Operator):
         todo = ko[touched_old]
         window = 8
         while len(todo):
-            start = key_index([c[todo] for c in keys] + [old[todo]])
+            tk = [c[todo] for c in keys]
             ck_parts, cv_parts = [], []
             bound = np.empty(len(todo), dtype=old.dtype)
             bounded = np.zeros(len(todo), dtype=bool)
             for b in history:
-                idx, _, bvals = self._kv(b)
-                st = np.searchsorted(idx, start, "left")
+                kv = self._kv(b)
+                idx, bvals = kv[0], kv[2]
+                st = np.searchsorted(idx, self._query(kv, tk, old[todo], exact=False), "left")
                 kpos = np.searchsorted(b.keys, kidx[todo])
                 kposc = np.minimum(kpos, len(b.keys) - 1)
                 present = b.keys[kposc] == kidx[todo]
@@ -282,8 +315,9 @@ class MinMaxTotal(Operator):
                 cv_parts.append(bvals[rows])
             ck = np.concatenate(ck_parts)
             cv = np.concatenate(cv_parts)
-            cidx = key_index([c[todo][ck] for c in keys] + [cv])
-            total = self._counts(history, cidx)
+            ckeys = [c[todo][ck] for c in keys]
+            cidx = key_index(ckeys + [cv])
+            total = self._counts(history, ckeys, cv)
             ok = np.flatnonzero((total != 0) & ~_member(pidx, cidx))
             found = np.zeros(len(todo), dtype=bool)
             best = np.empty(len(todo), dtype=old.dtype)

@@ -79,12 +79,16 @@ class _Merge:
                 self._finish()
                 break
             # the smaller of the two boundary keys bounds this chunk in both batches
-            if ib >= nb or (ia < na and a.keys[ia] <= b.keys[ib]):
-                bound = a.keys[ia]
+            # (compared through a sort: composite keys are structured or object arrays,
+            # whose scalars do not order with ``<=``)
+            if ib >= nb:
+                bound = a.keys[ia:ia + 1]
+            elif ia >= na:
+                bound = b.keys[ib:ib + 1]
             else:
-                bound = b.keys[ib]
-            ka_end = int(np.searchsorted(a.keys, bound, side="left"))
-            kb_end = int(np.searchsorted(b.keys, bound, side="left"))
+                bound = np.sort(np.concatenate([a.keys[ia:ia + 1], b.keys[ib:ib + 1]]))[:1]
+            ka_end = int(np.searchsorted(a.keys, bound, side="left")[0])
+            kb_end = int(np.searchsorted(b.keys, bound, side="left")[0])
             before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
             self._chunk(ka_end, kb_end)
             fuel -= int(a.bounds[self.ka]) - before[0] + int(b.bounds[self.kb]) - before[1]
