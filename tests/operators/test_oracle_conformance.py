@@ -156,6 +156,176 @@ def pair_sum(r: Any) -> Any:
 
 # ---- the cases --------------------------------------------------------------------------------
 
+# ---- loops: small graphs whose edges are the KV records (k -> v) and roots the scalars --------
+
+
+def node_zero(n: Any) -> Any:
+    return (n, 0)
+
+
+def hop(k: Any, d: Any, dst: Any) -> Any:
+    return (dst, d + 1)
+
+
+def to_dst(k: Any, z: Any, dst: Any) -> Any:
+    return dst
+
+
+def capped_succ(v: Any) -> Any:
+    return min(v + 1, 6)
+
+
+def first_of(kc: Any) -> Any:
+    return kc[0]
+
+
+def weighted_edge(kv: Any) -> list[tuple[Any, Any]]:
+    return [((kv[0], kv[1]), dd.MinSum(kv[1] % 3 + 1))]
+
+
+def root_at_zero(n: Any) -> list[tuple[Any, Any]]:
+    return [(n, dd.MinSum(0))]
+
+
+def edge_dst(e: Any) -> Any:
+    return e[1]
+
+
+def minsum_value(r: Any) -> Any:
+    return (r[0], r[1].value)
+
+
+def tagged(tag: int) -> Callable[[Any], Any]:
+    def f(n: Any) -> Any:
+        return (tag, n)
+    return f
+
+
+def reach_build(e: Any, r: Any) -> Any:
+    edges, roots = e.distinct(), r.distinct()
+
+    def body(x: Any) -> Any:
+        return (x.map(node_zero).join_map(edges.enter(x.scope), to_dst)
+                .concat(roots.enter(x.scope)).distinct())
+    return roots.iterate(body)
+
+
+def reach_oracle(e: Any, r: Any) -> Any:
+    edges, roots = O.distinct(e), O.distinct(r)
+    return O.iterate(roots, lambda x: O.distinct(O.concat(
+        O.join_map(O.map(x, node_zero), edges, to_dst), roots)))
+
+
+def bfs_build(e: Any, r: Any, python_reduce: bool = False) -> Any:
+    edges, nodes = e.distinct(), r.distinct().map(node_zero)
+
+    def body(x: Any) -> Any:
+        y = x.join_map(edges.enter(x.scope), hop).concat(nodes.enter(x.scope))
+        return y.reduce(r_min) if python_reduce else y.min()
+    return nodes.iterate(body)
+
+
+def bfs_oracle(e: Any, r: Any) -> Any:
+    edges, nodes = O.distinct(e), O.map(O.distinct(r), node_zero)
+    return O.iterate(nodes, lambda x: O.min_by_key(O.concat(O.join_map(x, edges, hop), nodes)))
+
+
+def count_loop_build(a: Any) -> Any:
+    return a.distinct().iterate(
+        lambda x: x.concat(x.map(capped_succ)).count().map(first_of))
+
+
+def count_loop_oracle(a: Any) -> Any:
+    return O.iterate(O.distinct(a), lambda x: O.map(O.count(O.concat(x, O.map(x, capped_succ))),
+                                                   first_of))
+
+
+def parity_build(e: Any, r: Any) -> Any:
+    """Mutual recursion: nodes at even and at odd distance (walks) from the roots."""
+    scope = e.worker.iterative(parent=e.scope, limit=200)
+    edges = e.distinct().enter(scope)
+    roots = r.distinct().enter(scope)
+    even = dd.Variable(scope, roots)
+    odd = dd.Variable(scope)
+
+    def step(x: Any) -> Any:
+        return x.map(node_zero).join_map(edges, to_dst)
+    odd_next = step(even).distinct()
+    even_next = step(odd).concat(roots).distinct()
+    even.set(even_next)
+    odd.set(odd_next)
+    return even_next.leave().map(tagged(0)).concat(odd_next.leave().map(tagged(1)))
+
+
+def parity_oracle(e: Any, r: Any) -> Any:
+    edges, roots = O.distinct(e), O.distinct(r)
+
+    def step(x: Any) -> Any:
+        return O.join_map(O.map(x, node_zero), edges, to_dst)
+    even, odd = roots, {}
+    while True:
+        ne = O.distinct(O.concat(step(odd), roots))
+        no = O.distinct(step(even))
+        if ne == even and no == odd:
+            break
+        even, odd = ne, no
+    return O.concat(O.map(even, tagged(0)), O.map(odd, tagged(1)))
+
+
+def nested_build(e: Any, r: Any) -> Any:
+    """Reachability as a loop whose body is itself a loop (nested Product times)."""
+    edges = e.distinct()
+
+    def outer(x: Any) -> Any:
+        ex = edges.enter(x.scope)
+
+        def inner(y: Any) -> Any:
+            return (y.map(node_zero).join_map(ex.enter(y.scope), to_dst)
+                    .concat(y).distinct())
+        return x.iterate(inner).concat(x).distinct()
+    return r.distinct().iterate(outer)
+
+
+def monoid_build(e: Any, r: Any) -> Any:
+    start = r.distinct().explode(root_at_zero)
+
+    def body(x: Any) -> Any:
+        w = e.distinct().explode(weighted_edge).enter(x.scope)
+        return w.semijoin(x).map(edge_dst).reduce_solve("min")
+    return start.iterate(body, fold_initial=True).count().map(minsum_value)
+
+
+def monoid_oracle(e: Any, r: Any) -> Any:
+    edges = [(k, v, v % 3 + 1) for (k, v) in O.distinct(e)]
+    dist = {n: 0 for n in O.distinct(r)}
+    changed = True
+    while changed:
+        changed = False
+        for k, v, w in edges:
+            if k in dist and dist[k] + w < dist.get(v, 1 << 60):
+                dist[v] = dist[k] + w
+                changed = True
+    return {(n, d): 1 for n, d in dist.items()}
+
+
+def hier_sum_oracle(a: Any) -> Any:
+    out = {}
+    for k, group in O._by_key(O.consolidate(a)).items():
+        s, n = sum(v * r for v, r in group), sum(r for _, r in group)
+        if (s, n) != (0, 0):
+            out[(k, s)] = 1
+    return out
+
+
+def hier_count_oracle(a: Any) -> Any:
+    out = {}
+    for k, group in O._by_key(O.consolidate(a)).items():
+        n = sum(r for _, r in group)
+        if n:
+            out[(k, n)] = 1
+    return out
+
+
 CASES = [
     # linear operators
     Case("map", (S,), lambda a: a.map(mod3), lambda a: O.map(a, mod3)),
@@ -329,6 +499,26 @@ CASES = [
         lambda a: a.map(edge_src).count().map(second).count(),
         lambda a: O.count(O.map(O.count(O.map(a, edge_src)), second)),
     ),
+    # min / max, any lattice and totally ordered; the two-stage reduce for skewed keys
+    Case("min", (KV,), lambda a: a.min(), lambda a: O.min_by_key(a)),
+    Case("max", (KV,), lambda a: a.max(), lambda a: O.max_by_key(a)),
+    Case("min_total", (KV,), lambda a: a.min_total(), lambda a: O.min_by_key(a), True),
+    Case("max_total", (KV,), lambda a: a.max_total(), lambda a: O.max_by_key(a), True),
+    Case("hierarchical_min", (KV,), lambda a: a.reduce_hierarchical("min", buckets=2),
+         lambda a: O.min_by_key(a)),
+    Case("hierarchical_max", (KV,), lambda a: a.reduce_hierarchical("max", buckets=2),
+         lambda a: O.max_by_key(a)),
+    Case("hierarchical_sum", (KV,), lambda a: a.reduce_hierarchical("sum", buckets=2),
+         hier_sum_oracle),
+    Case("hierarchical_count", (KV,), lambda a: a.reduce_hierarchical("count", buckets=2),
+         hier_count_oracle),
+    # loops (seeds 002 and 004): fixed points checked against a from-scratch iteration
+    Case("iterate_reach", (KV, S), reach_build, reach_oracle),
+    Case("iterate_bfs", (KV, S), bfs_build, bfs_oracle),
+    Case("iterate_bfs_python_reduce", (KV, S), lambda e, r: bfs_build(e, r, True), bfs_oracle),
+    Case("iterate_count", (S,), count_loop_build, count_loop_oracle),
+    Case("iterate_mutual_variables", (KV, S), parity_build, parity_oracle),
+    Case("iterate_nested", (KV, S), nested_build, reach_oracle),
     Case(
         "count_join",
         (KV, KV),

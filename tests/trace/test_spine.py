@@ -119,3 +119,37 @@ def test_shared_readers_compaction_follows_meet_and_close_releases():
     assert spine.logical == f(3) and spine.physical == f(2)
     slow.close()
     assert spine.logical == f(5) and spine.physical == f(5)
+
+
+def test_progressive_merge_of_composite_keys() -> None:
+    """Chunked merges pick a boundary key by comparing keys of both batches; composite
+    (structured) keys must work there too (regression: scalar ``<=`` on records)."""
+    import numpy as np
+
+    from ddflow.core.diff import INT_DIFF
+    from ddflow.core.frontier import Antichain
+    from ddflow.core.updates import Updates, consolidate
+    from ddflow.trace.batch import Description, TraceBatch
+    from ddflow.trace.spine import _Merge
+
+    rng = np.random.default_rng(0)
+
+    def batch(n: int, lo: int) -> TraceBatch:
+        cols = (rng.integers(0, 50, n), rng.integers(0, 50, n), rng.integers(0, 5, n))
+        u = Updates(cols, np.full((n, 1), lo), np.ones(n, np.int64), INT_DIFF)
+        return TraceBatch.build(2, u, Description(Antichain.of([(lo,)], 1),
+                                                  Antichain.of([(lo + 1,)], 1),
+                                                  Antichain.of([(0,)], 1)))
+
+    a, b = batch(5000, 0), batch(3000, 1)
+    m = _Merge(a, b, Antichain.of([(0,)], 1))
+    steps = 0
+    while not m.work(500):
+        steps += 1
+    assert steps > 3  # it really merged in chunks
+    want = consolidate(Updates(tuple(np.concatenate([x, y]) for x, y in zip(a.data, b.data)),
+                               np.concatenate([a.times, b.times]),
+                               np.concatenate([a.diffs, b.diffs]), INT_DIFF))
+    assert m.result is not None
+    assert all((x == y).all() for x, y in zip(m.result.data, want.data))
+    assert (m.result.diffs == want.diffs).all()

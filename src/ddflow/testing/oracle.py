@@ -27,8 +27,14 @@ Invariants and conventions:
   count is *non-zero*, negative counts included; ``join`` / ``semijoin`` multiply diffs;
   ``antijoin(c, k) = c - semijoin(c, k)``.
 
-What it leaves out: progress, frontiers, compaction, physical batching, iteration. Those
-are not observable in an accumulated collection, which is the point.
+Loops: ``iterate(initial, body)`` is the fixed point of ``body`` from ``initial``, computed
+from scratch on accumulated collections (``x_0 = initial``, ``x_{i+1} = body(x_i)`` until
+equal); with ``fold=True`` it is DD's monoid form (``x_0`` empty, ``x_{i+1} = body(x_i) +
+initial``). The engine's loop output at an outer time ``t`` must equal this applied to the
+inputs accumulated at ``t``.
+
+What it leaves out: progress, frontiers, compaction, physical batching, iteration counters.
+Those are not observable in an accumulated collection, which is the point.
 
 ``join`` is both the lattice join of two times and the relational join of two key-value
 collections: it dispatches on whether its arguments are dicts.
@@ -57,11 +63,14 @@ __all__ = [
     "flatten_time",
     "interesting_times",
     "is_zero",
+    "iterate",
     "join",
     "join_map",
     "le",
     "map",
+    "max_by_key",
     "meet",
+    "min_by_key",
     "multiply_diffs",
     "negate",
     "negate_diff",
@@ -391,3 +400,30 @@ def threshold(coll: Mapping[Any, Any], f: Callable[[Any], Any]) -> Coll:
 count_total = count
 distinct_total = distinct
 threshold_total = threshold
+
+
+def min_by_key(coll: Mapping[Any, Any]) -> Coll:
+    """``{(k, least v): 1}`` over the values of ``k`` with a non-zero count."""
+    return {(k, min(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
+
+
+def max_by_key(coll: Mapping[Any, Any]) -> Coll:
+    """``{(k, greatest v): 1}`` over the values of ``k`` with a non-zero count."""
+    return {(k, max(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
+
+
+def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]], *,
+            fold: bool = False, limit: int = 10_000) -> Coll:
+    """The fixed point of ``body`` from ``initial`` (or, with ``fold``, of
+    ``x -> body(x) + initial`` from the empty collection). Raises ``RuntimeError`` if none
+    is reached within ``limit`` steps."""
+    start = consolidate(initial)
+    x: Coll = {} if fold else start
+    for _ in range(limit):
+        nxt = consolidate(body(x))
+        if fold:
+            nxt = concat(nxt, start)
+        if nxt == x:
+            return x
+        x = nxt
+    raise RuntimeError(f"no fixed point within {limit} steps")
