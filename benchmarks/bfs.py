@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ddflow as dd  # noqa: E402
 from _common import (  # noqa: E402
     emit_json,
     log,
@@ -36,8 +37,6 @@ from _common import (  # noqa: E402
     save_png,
     timing_stats_ms,
 )
-
-import ddflow as dd  # noqa: E402
 from ddflow.algorithms import bfs  # noqa: E402
 from ddflow.runtime.memory import tune_malloc  # noqa: E402
 
@@ -55,7 +54,8 @@ def reference_bfs(nodes: int, src: np.ndarray, dst: np.ndarray, root: int) -> di
         level += 1
         lo, hi = starts[frontier], starts[frontier + 1]
         lens = hi - lo
-        idx = np.repeat(lo, lens) + (np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens))
+        offsets = np.arange(lens.sum()) - np.repeat(np.cumsum(lens) - lens, lens)
+        idx = np.repeat(lo, lens) + offsets
         nxt = np.unique(d[idx])
         nxt = nxt[dist[nxt] < 0]
         dist[nxt] = level
@@ -88,7 +88,8 @@ class Graph:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nodes", type=int, default=100_000)
     ap.add_argument("--edges", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=100, help="rounds of one change")

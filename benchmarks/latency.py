@@ -36,9 +36,8 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _common import emit_json, log, machine_info, now, peak_rss_mb, save_png  # noqa: E402
-
 import ddflow as dd  # noqa: E402
+from _common import emit_json, log, machine_info, now, peak_rss_mb, save_png  # noqa: E402
 from ddflow.algorithms import bfs  # noqa: E402
 from ddflow.runtime.memory import tune_malloc  # noqa: E402
 
@@ -124,7 +123,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "state": state,
         "total_s": float(lat.sum()),
         "peak_rss_mb": peak_rss_mb(),
-        "bars": {"median_within_1.5x": ratios["median"] <= 1.5, "p99_within_1.5x": ratios["p99"] <= 1.5},
+        "bars": {"median_within_1.5x": ratios["median"] <= 1.5,
+                 "p99_within_1.5x": ratios["p99"] <= 1.5},
     }
     emit_json(doc, path=a.json)
     if a.png:

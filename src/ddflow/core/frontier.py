@@ -73,7 +73,8 @@ class Antichain:
             return times[:, 0] >= self.arr[0, 0]
         if len(self.elements) == 1:
             return (times >= self.arr[0]).all(axis=1)
-        return (times[:, None, :] >= self.arr[None, :, :]).all(axis=2).any(axis=1)
+        ge = np.asarray(times[:, None, :] >= self.arr[None, :, :])
+        return np.asarray(np.any(np.all(ge, axis=2), axis=1), dtype=bool)
 
     def dominates(self, other: Antichain) -> bool:
         """``other <= self``: every element of ``self`` is beyond ``other``."""

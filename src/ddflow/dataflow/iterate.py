@@ -15,7 +15,7 @@ the feedback carries ``result - initial``, so ``initial`` needs diffs with subtr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ddflow.core.errors import DiffTypeError, ScopeError
 from ddflow.dataflow.collection import Collection

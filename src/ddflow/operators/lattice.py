@@ -147,8 +147,9 @@ def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndar
     if len(c_owner) + len(h_owner) <= 48:
         return _interesting_small(c_owner, c_times, h_owner, h_times)
     both_t = np.concatenate([h_times, c_times]) if len(h_owner) else c_times
-    nmax = int(n_owner if n_owner is not None else max(int(c_owner.max()),
-                                                        int(h_owner.max()) if len(h_owner) else 0) + 1)
+    if n_owner is None:
+        n_owner = max(int(c_owner.max()), int(h_owner.max()) if len(h_owner) else 0) + 1
+    nmax = int(n_owner)
     pk = _Packer(nmax, both_t)
     if not pk.ok:
         return _interesting_rows(c_owner, c_times, h_owner, h_times)
@@ -365,7 +366,8 @@ def lattice_reduce(
             if len(d_q):
                 np.minimum.at(want, d_q, d_d)
             go = np.flatnonzero(want < cur)
-            fix_q, fix_v, fix_d = go, (), want[go]
+            fix_v: tuple[np.ndarray, ...] = ()
+            fix_q, fix_d = go, want[go]
         else:
             # desired minus current, consolidated per (query, value)
             if not len(d_q) and not len(oq):

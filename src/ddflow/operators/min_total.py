@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Tup, lex_order, run_starts
+from ddflow.core.columns import Tup, lex_order, run_starts
 from ddflow.core.diff import INT_DIFF, IntDiff
 from ddflow.core.errors import DataError, DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
@@ -132,7 +132,8 @@ class MinMaxTotal(Operator):
             if kl is None or vl is None or vl.width != 1:
                 raise DataError(f"'{self.name}' needs (key, value) records with a single value")
             if not isinstance(batches[0].diff_type, IntDiff):
-                raise DiffTypeError(f"'{self.name}' needs int diffs, got {batches[0].diff_type.name}")
+                raise DiffTypeError(
+                    f"'{self.name}' needs int diffs, got {batches[0].diff_type.name}")
             out = self._run(batches, self.lower)
         else:
             out = None
@@ -272,7 +273,6 @@ class MinMaxTotal(Operator):
         ko = np.flatnonzero(has_old)
         if not len(ko) or not history:
             return out, has
-        kw = self.arr.key_width
         # the old minimum is the least present value: if the batch leaves it alone, keep it
         op = key_index([c[ko] for c in keys] + [old[ko]])
         touched_old = _member(pidx, op)
@@ -309,7 +309,8 @@ class MinMaxTotal(Operator):
                         bound[trunc[old_b[lower_v]]] = v[old_b[lower_v]]
                 lens = np.maximum(en - st, 0)
                 tot = int(lens.sum())
-                rows = np.repeat(st, lens) + (np.arange(tot) - np.repeat(np.cumsum(lens) - lens, lens))
+                offsets = np.arange(tot) - np.repeat(np.cumsum(lens) - lens, lens)
+                rows = np.repeat(st, lens) + offsets
                 self.rows_read += tot
                 ck_parts.append(np.repeat(np.arange(len(todo)), lens))
                 cv_parts.append(bvals[rows])

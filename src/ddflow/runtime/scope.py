@@ -73,7 +73,7 @@ class Scope:
         self.parent = parent
         self.limit = limit
         self.name = name or ("root" if parent is None else "iterate")
-        self.depth = 0 if parent is None else parent.depth + 1
+        self.depth: int = 0 if parent is None else parent.depth + 1
         self.nodes: list[Operator | Scope] = []
         self.enters: list[Any] = []  # ddflow.operators.iterate.Enter
         self.leaves: list[Any] = []  # Leave
@@ -114,7 +114,7 @@ class Scope:
     # -- schedule ----------------------------------------------------------------------------
     def _node_of(self, op: Operator) -> Operator | Scope | None:
         """The node of this scope that contains ``op`` (``None`` if ``op`` is outside)."""
-        s = op.scope
+        s: Scope | None = op.scope
         if s is self:
             return op
         while s is not None and s.parent is not self:
