@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Leaf, Struct, Tup
-from ddflow.core.errors import DiffTypeError
+from ddflow.core.errors import DiffTypeError, RetractionError
 
 __all__ = [
     "DiffPair",
@@ -414,13 +414,14 @@ class MinSumDiff(DiffType):
         if isinstance(other, IntDiff):
             # Repeating a min k > 0 times is the same min; k must be a positive multiplicity.
             if (e <= 0).any():
-                raise DiffTypeError("MinSum collections cannot be retracted (non-positive count)")
+                raise RetractionError(
+                    "MinSum collections cannot be retracted (non-positive count)")
             return self, d
         return super().multiply(d, other, e)
 
     def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
         if (k <= 0).any():
-            raise DiffTypeError(
+            raise RetractionError(
                 "MinSum is a monoid without subtraction: it cannot take a retraction "
                 "(a non-positive multiplicity)"
             )

@@ -13,6 +13,7 @@ __all__ = [
     "FrontierError",
     "DataflowClosedError",
     "OperatorError",
+    "RetractionError",
     "ScopeError",
     "SessionClosedError",
     "TimeError",
@@ -55,3 +56,9 @@ class ScopeError(DDError, ValueError):
 class DataflowClosedError(DDError, RuntimeError):
     """The worker stopped after an error it cannot recover from (for example a loop that
     reached its iteration limit mid-way); build the dataflow again."""
+
+
+class RetractionError(DiffTypeError):
+    """A retraction (non-positive multiplicity) reached a collection whose diffs cannot be
+    subtracted (a monoid such as ``MinSum``). The update is already inside the dataflow
+    and cannot be taken back, so the worker closes (``DataflowClosedError`` afterwards)."""

@@ -37,6 +37,7 @@ from ddflow.core.errors import (
     DataError,
     DataflowClosedError,
     DiffTypeError,
+    RetractionError,
     ScopeError,
     SessionClosedError,
     TimeError,
@@ -534,7 +535,9 @@ class Worker:
         self.started = True
         try:
             return self.root.run_nodes(self.comm.peers > 1)
-        except IterationLimitError as e:
+        except (IterationLimitError, RetractionError) as e:
+            # the dataflow cannot go on from here (a loop stopped mid-way, or a retraction
+            # already inside a subtraction-free collection): close it with the cause
             self.failed = e
             raise
 
