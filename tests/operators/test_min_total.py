@@ -28,8 +28,8 @@ Update = tuple[Any, Any, Any]
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 HOWS = ("min", "max", "sum", "count")
-ACTIONS = ("insert", "insert", "insert", "retract_min", "retract_min", "retract_max",
-           "retract_any", "retract_absent")
+ACTIONS = ("insert", "insert", "insert", "insert_run", "retract_min", "retract_min",
+           "retract_max", "retract_run", "retract_any", "retract_absent")
 
 
 # ---- streams and how they are fed ------------------------------------------------------------
@@ -39,10 +39,11 @@ ACTIONS = ("insert", "insert", "insert", "retract_min", "retract_min", "retract_
 def hot_stream(draw: st.DrawFn, *, product: bool = False, negative: bool = True,
                max_steps: int = 60, max_val: int = 40) -> list[Update]:
     """``((key, val), time, ±1)`` updates, key 0 hot (two in three), built step by step:
-    inserts, retractions of the key's current least / greatest present value, of any present
-    value and (with ``negative``) of absent ones, which leaves negative counts (DD semantics:
-    such a value is there). Int times grow by 0 or 1 per step (several updates per time);
-    ``Product`` times are drawn from a 3 x 3 grid."""
+    inserts (one value, or a run of up to 20), retractions of the key's current least /
+    greatest present value, of its up to 20 least ones at once (the scan from the old minimum
+    must look past them), of any present value and (with ``negative``) of absent ones, which
+    leaves negative counts (DD semantics: such a value is there). Int times grow by 0 or 1 per
+    step (several updates per time); ``Product`` times are drawn from a 3 x 3 grid."""
     present: defaultdict[int, Counter[int]] = defaultdict(Counter)
     actions = ACTIONS if negative else ACTIONS[:-1]
     t = 0
@@ -56,6 +57,17 @@ def hot_stream(draw: st.DrawFn, *, product: bool = False, negative: bool = True,
         key = draw(st.sampled_from((0, 0, 0, 0, 1, 2)))
         act = draw(st.sampled_from(actions))
         live = sorted(v for v, r in present[key].items() if r > 0)
+        if act in ("insert_run", "retract_run"):
+            if act == "insert_run":
+                start = draw(st.integers(0, max_val))
+                run = range(start, start + draw(st.integers(1, 20)))
+            else:
+                run = live[:draw(st.integers(1, 20))]
+            d = 1 if act == "insert_run" else -1
+            for v in run:
+                present[key][v] += d
+                out.append(((key, v), time, d))
+            continue
         if act == "insert" or (not live and act != "retract_absent"):
             v, d = draw(st.integers(0, max_val)), 1
         elif act == "retract_min":
@@ -236,6 +248,24 @@ def test_retracting_the_extreme_every_time(mode: str) -> None:
     for cuts in ("one", "time"):
         out, _ = feed(build, ups, cuts)
         assert sorted(out, key=lambda u: (u[1], u[2])) == sorted(want, key=lambda u: (u[1], u[2]))
+
+
+def test_scan_looks_past_cancelled_and_retracted_values() -> None:
+    """The old minimum is retracted while the values just above it are cancelled (in a
+    history batch not yet merged) or retracted in the same batch: the scan from the old
+    minimum must widen past them to the next present value, though a larger one is found at
+    once in another history batch."""
+    ups: list[Update] = [((0, 5), 0, 1)] + [((0, v), 0, 1) for v in range(10, 60)]
+    ups += [((0, 1000), 1, 1)]
+    ups += [((0, v), 2, -1) for v in range(10, 40)]
+    ups += [((0, 5), 3, -1)]
+    ups += [((0, v), 4, -1) for v in range(40, 55)] + [((0, 7), 4, 1), ((0, 7), 5, -1)]
+    for cuts in ("time", "one", "update"):
+        check(lambda c: c.min_total(), O.min_by_key, ups, cuts)
+    # the same for max, mirrored
+    mirrored = [((k, 2000 - v), t, r) for (k, v), t, r in ups]
+    for cuts in ("time", "one"):
+        check(lambda c: c.max_total(), O.max_by_key, mirrored, cuts)
 
 
 def test_many_times_in_one_columnar_batch() -> None:

@@ -2,27 +2,42 @@
 with work per batch that grows with the batch, not with the key's history (seed 003).
 
 Records are ``(key, val)`` with int diffs; the output is ``(key, least val)`` among the
-values whose accumulated count is non-zero (DD's meaning, as ``min``), with diff 1.
+values whose accumulated count is non-zero (DD's meaning, as ``min``; negative counts
+included), one record per key with diff 1, replaced by ``-1`` old / ``+1`` new at each time
+the answer changes. ``max_total`` runs the same on negated (numeric) values.
 
 Why a plain ``reduce`` degrades (seed 003): it re-reads every value of a touched key, so a
-hot key's cost grows with everything it ever received. Here a batch needs, per touched key:
+hot key's cost grows with everything it ever received. Here, per touched key with previous
+answer ``old`` (the least value with a non-zero count before the batch):
 
-* the counts before the batch of the values the batch touches: one ``searchsorted`` per
-  history batch on a ``(key, val)`` index of that batch (its rows are sorted by key, then
-  value), summed through prefix sums of the batch's diffs;
-* the least value present before the batch that the batch does *not* touch. That is the
-  previous output (the old minimum) when the batch leaves it alone; otherwise a forward scan
-  from the old minimum, reading a small window of each history batch's rows (doubled until
-  the answer is certain: no unread row can hold a smaller value), so it reads as many rows
-  as the batch retracted, not the key's history.
+* the batch does not touch ``old``: only touched values below it can become the answer, and
+  their counts before the batch are zero (``old`` is the least present value), so the key
+  reads no history at all. A key whose touched values all lie above ``old`` is skipped;
+* the batch touches ``old`` (the key *moves*): a forward scan from ``old`` finds the least
+  present value the batch does not touch (``untouched``), reading a small window of each
+  history batch's rows from ``old`` on (a history batch's rows are sorted by key, then
+  value), widened until no unread row can hold a smaller value. Retracted values sit below
+  ``old``, so the scan reads about as many rows as the batch removed, not the history. Only
+  touched values in ``[old, untouched)`` need their counts before the batch: one
+  ``searchsorted`` per history batch on a ``(key, val)`` index of it (two int columns are
+  packed into one int64 code), summed through prefix sums of its diffs;
+* a key without a previous answer has no value with a non-zero count: counts are zero.
 
-Then, time by time through the batch (one step per distinct time in it), the minimum is the
-smaller of the least touched value whose running count is non-zero and the least untouched
-one. The previous minimum of each key comes from an output trace compacted to one row per
-key. ``max_total`` runs the same on negated (numeric) values.
+Then the batch's times are walked in order, one vectorized step per distinct time over
+the rows at that time: a key's answer is the least relevant touched value with a non-zero
+running count, else ``untouched``. It is kept as a position among the key's relevant
+values, so a time costs its own rows plus, when the answer's count drops to zero, a scan
+forward to the next live value; never a pass over all of the key's values (a batch holding
+many times stays about linear).
 
-Instrumentation: ``rows_read`` counts history rows read by the scans and lookups (tests use
-it to show the work does not grow with history).
+State: the previous answers. They live in an output trace (a spine compacted to the
+current frontier, so about one row per key: O(keys) memory) read with the same vectorized
+key lookups as any arrangement; a dict would cost a Python operation per key. The
+``(key, val)`` indexes of history batches are cached per batch (built once, dropped with
+the batch when the spine merges it).
+
+Instrumentation: ``rows_read`` counts history rows read by the scans and count lookups
+(tests use it to show the work does not grow with history).
 """
 
 from __future__ import annotations
@@ -38,7 +53,7 @@ from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.operators.arrange import Arrange
 from ddflow.runtime.worker import Operator, Worker
-from ddflow.trace.batch import Description, TraceBatch, key_index
+from ddflow.trace.batch import Description, TraceBatch, key_index, ranges_to_indices
 from ddflow.trace.spine import Spine
 
 __all__ = ["MinMaxTotal"]
@@ -168,7 +183,6 @@ class MinMaxTotal(Operator):
         pcols = [c[order] for c in pcols]
         pstarts = run_starts(pcols, len(nb))
         pairs = [c[pstarts] for c in pcols]
-        pidx = key_index(pairs)
         npairs = len(pstarts)
         pvals = pairs[kw]
         kstarts = run_starts(pairs[:kw], npairs)
@@ -178,54 +192,141 @@ class MinMaxTotal(Operator):
         pair_key = np.repeat(np.arange(nk), np.diff(np.append(kstarts, npairs)))
         row_pair = np.empty(len(nb), dtype=np.int64)
         row_pair[order] = np.repeat(np.arange(npairs), np.diff(np.append(pstarts, len(nb))))
-        # counts before the batch of the touched pairs
-        hist = self._counts(history, pairs[:kw], pvals)
-        # the previous minimum of each touched key, and the least untouched present value
+        # the previous extreme of each touched key; a key "moves" when the batch touches it
         old, has_old = self._old_min(kidx, nk, vals.dtype)
-        unt, has_unt = self._untouched_min(history, keys, kidx, pidx, old, has_old, nk)
-        cnt = hist.copy()
-        cur, cur_has = old.copy(), has_old.copy()
-        times = nb.times[:, 0]
+        at_old = np.zeros(npairs, dtype=bool)
+        ho = np.flatnonzero(has_old[pair_key])
+        if len(ho):
+            at_old[ho] = np.asarray(pvals[ho] == old[pair_key[ho]], dtype=bool)
+        moved = np.zeros(nk, dtype=bool)
+        moved[pair_key[at_old]] = True
+        # the least present value the batch does not touch: the old extreme if untouched,
+        # else found by scanning forward from it
+        unt, has_unt = old.copy(), has_old & ~moved
+        mk = np.flatnonzero(moved)
+        if len(mk):
+            unt[mk], has_unt[mk] = self._scan(history, keys, kidx, key_index(pairs), old, mk)
+        # only touched values below it can be the answer during the batch
+        rel = ~has_unt[pair_key]
+        hu = np.flatnonzero(~rel)
+        if len(hu):
+            rel[hu] = np.asarray(pvals[hu] < unt[pair_key[hu]], dtype=bool)
+        rp = np.flatnonzero(rel)
+        if not len(rp):
+            return None  # every touched value lies above an untouched present one
+        # their counts before the batch: zero below the old extreme (the least present value)
+        # and for keys with none; looked up only for moved keys' values in [old, untouched)
+        hist = np.zeros(len(rp), dtype=np.int64)
+        rk = pair_key[rp]
+        need = np.flatnonzero(moved[rk])
+        if len(need):
+            need = need[np.asarray(pvals[rp[need]] >= old[rk[need]], dtype=bool)]
+        if len(need):
+            q = rp[need]
+            hist[need] = self._counts(history, [c[q] for c in pairs[:kw]], pvals[q])
+        return self._walk(nb, rp, hist, row_pair, pair_key, pvals, keys, unt, has_unt)
+
+    def _walk(self, nb: TraceBatch, rp: np.ndarray, cnt: np.ndarray, row_pair: np.ndarray,
+              pair_key: np.ndarray, pvals: np.ndarray, keys: list[np.ndarray],
+              unt: np.ndarray, has_unt: np.ndarray) -> Updates | None:
+        """Walks the batch's times in order over the relevant pairs ``rp`` (``cnt``: their
+        counts before the batch), keeping per key the position of its answer: the least
+        relevant pair with a non-zero count, else (``NONE``) the untouched value.
+
+        At a time, only the keys with rows then can change: the answer becomes the least
+        of (a) the pairs updated then that are now live and (b) the previous answer if still
+        live, or else the first live pair after it (pairs before it not updated then stay
+        dead), found by a forward scan in doubling windows. So a time costs its rows plus
+        the scans, never the key's other pairs. A change emits ``-1`` for the old answer and
+        ``+1`` for the new one.
+        """
+        npairs = len(pair_key)
+        local = np.full(npairs, -1, dtype=np.int64)
+        local[rp] = np.arange(len(rp))
+        rk = pair_key[rp]  # sorted: pairs are in (key, val) order
+        rvals = pvals[rp]
+        span_hi = np.searchsorted(rk, rk, "right")  # end of each pair's key span
+        none = len(rp)  # position meaning "no live relevant pair"
+        # the answer before the batch: the first pair with a non-zero count (or none)
+        ans = np.full(len(keys[0]), none, dtype=np.int64)
+        live0 = np.flatnonzero(cnt != 0)
+        if len(live0):
+            lk = rk[live0]
+            first = np.append(True, lk[1:] != lk[:-1])
+            ans[lk[first]] = live0[first]
+        rows = np.flatnonzero(local[row_pair] >= 0)
+        times = nb.times[rows, 0]
+        by_time = lex_order([times, local[row_pair[rows]]])  # by time, then pair
+        rows, times = rows[by_time], times[by_time]
+        tstarts = np.flatnonzero(np.append(True, times[1:] != times[:-1]))
+        tends = np.append(tstarts[1:], len(rows))
         parts: list[Updates] = []
-        for t in np.unique(times).tolist():
-            rows = np.flatnonzero(times == t)
-            np.add.at(cnt, row_pair[rows], nb.diffs[rows])
-            k = np.unique(pair_key[row_pair[rows]])  # keys changed at t
-            live = np.flatnonzero(cnt != 0)
-            tm_has = np.zeros(nk, dtype=bool)
-            tm = np.empty(nk, dtype=vals.dtype)
-            if len(live):
-                lk = pair_key[live]
-                first = np.ones(len(live), dtype=bool)
-                first[1:] = lk[1:] != lk[:-1]
-                tm[lk[first]] = pvals[live[first]]
-                tm_has[lk[first]] = True
-            both = tm_has[k] & has_unt[k]
-            use_t = tm_has[k] & ~has_unt[k]
-            if both.any():
-                bi = np.flatnonzero(both)
-                use_t[bi] = np.asarray(tm[k[bi]] <= unt[k[bi]], dtype=bool)
-            new_has = tm_has[k] | has_unt[k]
-            new = np.where(use_t, tm[k], unt[k]) if len(k) else tm[k]
-            same = new_has == cur_has[k]
-            sb = np.flatnonzero(same & new_has)
-            if len(sb):
-                same[sb] = np.asarray(new[sb] == cur[k[sb]], dtype=bool)
-            ch = np.flatnonzero(~same)
+        for a, b in zip(tstarts.tolist(), tends.tolist(), strict=True):
+            r = rows[a:b]
+            lp = local[row_pair[r]]  # distinct (the batch is consolidated), ascending
+            cnt[lp] += nb.diffs[r]
+            kr = rk[lp]
+            kstart = np.append(True, kr[1:] != kr[:-1])
+            k = kr[kstart]  # keys with rows at this time
+            # (a) the least updated pair now live, per key
+            best = np.full(len(k), none, dtype=np.int64)
+            lv = np.flatnonzero(cnt[lp] != 0)
+            if len(lv):
+                owner = np.cumsum(kstart)[lv] - 1
+                fo = np.append(True, owner[1:] != owner[:-1])
+                best[owner[fo]] = lp[lv[fo]]
+            # (b) the previous answer, or the first live pair after it if it died
+            prev = ans[k]
+            has = prev != none
+            died = np.flatnonzero(has & (cnt[np.minimum(prev, none - 1)] == 0))
+            keep = np.flatnonzero(has)
+            keep = keep[np.asarray(cnt[prev[keep]] != 0, dtype=bool)]
+            best[keep] = np.minimum(best[keep], prev[keep])
+            if len(died):
+                best[died] = np.minimum(best[died],
+                                        self._next_live(cnt, prev[died] + 1,
+                                                        span_hi[prev[died]], none))
+            ch = np.flatnonzero(best != prev)
             if not len(ch):
                 continue
-            kk = k[ch]
-            ret = kk[cur_has[kk]]
-            add_mask = new_has[ch]
-            if len(ret):
-                parts.append(self._rows(keys, ret, cur[ret], t, -1))
-            if add_mask.any():
-                parts.append(self._rows(keys, kk[add_mask], new[ch][add_mask], t, 1))
-            cur[kk] = new[ch]
-            cur_has[kk] = new_has[ch]
+            kk, old_p, new_p = k[ch], prev[ch], best[ch]
+            ans[kk] = new_p
+            t = int(times[a])
+            for sign, pos in ((-1, old_p), (1, new_p)):
+                pv = pos != none
+                ku = kk[~pv][has_unt[kk[~pv]]]
+                if len(ku):  # the untouched value was (becomes) the answer
+                    parts.append(self._rows(keys, ku, unt[ku], t, sign))
+                if pv.any():
+                    parts.append(self._rows(keys, kk[pv], rvals[pos[pv]], t, sign))
         if not parts:
             return None
         return consolidate(concat_updates(parts))
+
+    @staticmethod
+    def _next_live(cnt: np.ndarray, start: np.ndarray, end: np.ndarray,
+                   none: int) -> np.ndarray:
+        """Per range ``[start, end)`` of pairs, the first with a non-zero count (``none`` if
+        none), reading windows that double until found or the range ends."""
+        out = np.full(len(start), none, dtype=np.int64)
+        todo = np.arange(len(start))
+        window = 8
+        while len(todo):
+            en = np.minimum(start[todo] + window, end[todo])
+            idx, owner = ranges_to_indices(start[todo], en)
+            lv = np.flatnonzero(cnt[idx] != 0)
+            found = np.zeros(len(todo), dtype=bool)
+            if len(lv):
+                o = owner[lv]
+                fo = np.append(True, o[1:] != o[:-1])
+                out[todo[o[fo]]] = idx[lv[fo]]
+                found[o[fo]] = True
+            more = ~found & (en < end[todo])
+            start = start.copy()
+            start[todo[more]] = en[more]
+            todo = todo[more]
+            window *= 2
+        return out
 
     def _counts(self, history: list[TraceBatch], kcols: list[np.ndarray],
                 v: np.ndarray) -> np.ndarray:
@@ -264,23 +365,22 @@ class MinMaxTotal(Operator):
             has[o] = True
         return vals, has
 
-    def _untouched_min(self, history: list[TraceBatch], keys: list[np.ndarray],
-                       kidx: np.ndarray, pidx: np.ndarray, old: np.ndarray,
-                       has_old: np.ndarray, nk: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per touched key, the least value present before the batch and not touched by it."""
-        out = np.empty(nk, dtype=old.dtype)
-        has = np.zeros(nk, dtype=bool)
-        ko = np.flatnonzero(has_old)
-        if not len(ko) or not history:
-            return out, has
-        # the old minimum is the least present value: if the batch leaves it alone, keep it
-        op = key_index([c[ko] for c in keys] + [old[ko]])
-        touched_old = _member(pidx, op)
-        keep = ko[~touched_old]
-        has[keep] = True
-        out[keep] = old[keep]
-        todo = ko[touched_old]
+    def _scan(self, history: list[TraceBatch], keys: list[np.ndarray], kidx: np.ndarray,
+              pidx: np.ndarray, old: np.ndarray, todo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For the keys ``todo`` (whose old extreme the batch touches), the least value present
+        before the batch and not touched by it, and whether there is one.
+
+        Reads, in each history batch, a window of the key's rows from the old extreme on
+        (values below it have a zero count), widening the window (x4) for keys whose answer
+        is not yet certain: an unread row could hold a smaller value only when some batch
+        was cut off at a value below the best found.
+        """
+        out = np.empty(len(todo), dtype=old.dtype)
+        has = np.zeros(len(todo), dtype=bool)
+        pos = np.arange(len(todo))  # position in ``todo`` of the keys still open
         window = 8
+        if not history:  # no key has an old extreme without one
+            return out, has
         while len(todo):
             tk = [c[todo] for c in keys]
             ck_parts, cv_parts = [], []
@@ -334,10 +434,10 @@ class MinMaxTotal(Operator):
             if len(fb):
                 certain[fb] = np.asarray(best[fb] <= bound[fb], dtype=bool)
             done_found = found & certain
-            has[todo[done_found]] = True
-            out[todo[done_found]] = best[done_found]
+            has[pos[done_found]] = True
+            out[pos[done_found]] = best[done_found]
             done = done_found | (~found & ~bounded)
-            todo = todo[~done]
+            todo, pos = todo[~done], pos[~done]
             window *= 4
         return out, has
 
