@@ -81,6 +81,7 @@ class Reduce(Operator):
         self.spine = self.out_spine  # statistics
         self.lower = Antichain.of([self.kind.minimum()], dim)
         self.pending: dict[Any, set[Flat]] = {}
+        self._in_dt: DiffType | None = None
         # pending work of the vectorized path: key columns and times, one row each
         self.pend_keys: tuple[np.ndarray, ...] | None = None
         self.pend_times = np.zeros((0, dim), dtype=np.int64)
@@ -119,7 +120,12 @@ class Reduce(Operator):
         new_pending = None
         new_pend_arrays = None
         if self.arr.key_layout is not None and (batches or has_due):
-            in_dt = batches[0].diff_type if batches else self.arr.spine.batches()[0].diff_type
+            # (due pending work can meet a trace whose updates all cancelled away: then the
+            # diff type is the one seen last)
+            held = self.arr.spine.batches()
+            in_dt = (batches[0].diff_type if batches else held[0].diff_type if held
+                     else self._in_dt or INT_DIFF)
+            self._in_dt = in_dt
             if self.abelian_required and not in_dt.abelian:
                 raise DiffTypeError(
                     f"'{self.name}' needs diffs with subtraction (an abelian group); "
