@@ -270,6 +270,28 @@ def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
     return packed
 
 
+def pack_small(cols: Sequence[np.ndarray], limit: int) -> tuple[np.ndarray, int] | None:
+    """``(codes, span)``: one int64 code per row in ``[0, span)`` that orders like ``cols``
+    lexicographically, when every column is integral and ``span <= limit``; else None.
+    Used to group rows with many duplicates by counting instead of sorting."""
+    span = 1
+    packed = None
+    for c in reversed(cols):
+        if c.dtype.kind not in "ib" or len(c) == 0:
+            return None
+        ci = c.astype(np.int64, copy=False)
+        lo = int(ci.min())
+        width = int(ci.max()) - lo + 1
+        if span * width > limit:
+            return None
+        term = ci - lo if lo != 0 else ci
+        packed = term if packed is None else packed + term * span
+        span *= width
+    if packed is None:
+        return None
+    return packed, span
+
+
 def _merge_runs(packed: np.ndarray, split: int) -> np.ndarray | None:
     """The stable order merging two sorted runs ``packed[:split]``, ``packed[split:]``, in
     linear time plus one binary search per row of the second run; None if not sorted."""

@@ -105,6 +105,8 @@ class DiffType:
         return int(d.shape[0])
 
     def take(self, d: Any, idx: Any) -> Any:
+        if isinstance(idx, np.ndarray) and idx.dtype.kind in "iu":
+            return np.take(d, idx, axis=0)  # about 2x faster than fancy indexing
         return d[idx]
 
     def concat(self, ds: Sequence[Any]) -> Any:
@@ -132,6 +134,11 @@ class DiffType:
     def sum_segments(self, d: Any, starts: np.ndarray) -> Any:
         """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0)."""
         raise NotImplementedError
+
+    def sum_groups(self, d: Any, group: np.ndarray, groups: int) -> Any:
+        """Sum the diffs of each group (``group[i]`` in ``[0, groups)`` names row ``i``'s),
+        without sorting; None when this type has no such path (callers then sort)."""
+        return None
 
     def negate(self, d: Any) -> Any:
         raise DiffTypeError(f"diffs of type {self.name} cannot be negated (not an abelian group)")
@@ -229,6 +236,13 @@ class IntDiff(DiffType):
         if len(starts) == len(d):
             return d
         return np.add.reduceat(d, starts) if len(d) else d
+
+    def sum_groups(self, d: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray | None:
+        if d.dtype.kind not in "iu":
+            return None  # float sums would depend on the order; the sorted path fixes it
+        out = np.zeros(groups, dtype=d.dtype)
+        np.add.at(out, group, d)  # exact in int64 (wraps on overflow like every int64 sum)
+        return out
 
     def negate(self, d: np.ndarray) -> np.ndarray:
         return -d
@@ -342,6 +356,16 @@ class TupleDiff(DiffType):
 
     def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray) -> tuple[Any, ...]:
         return tuple(p.sum_segments(c, starts) for p, c in zip(self.parts, d, strict=True))
+
+    def sum_groups(self, d: tuple[Any, ...], group: np.ndarray, groups: int
+                   ) -> tuple[Any, ...] | None:
+        out = []
+        for p, c in zip(self.parts, d, strict=True):
+            r = p.sum_groups(c, group, groups)
+            if r is None:
+                return None
+            out.append(r)
+        return tuple(out)
 
     def negate(self, d: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(p.negate(c) for p, c in zip(self.parts, d, strict=True))

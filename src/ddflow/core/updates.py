@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, Layout, lex_order, run_starts, take_columns
+from ddflow.core.columns import Columns, Layout, lex_order, pack_small, run_starts, take_columns
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import TimeKind
@@ -79,6 +79,10 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
     tcols = [u.times[:, j] for j in range(d)]
     const_time = n > 0 and bool((u.times == u.times[0]).all())
     cols = list(u.data) + ([] if const_time else tcols)
+    if not runs and n >= 256:
+        grouped = _consolidate_counting(u, cols, const_time)
+        if grouped is not None:
+            return grouped
     order = lex_order(cols, runs=runs, split=split)
     scols = [c[order] for c in cols]
     starts = run_starts(scols, n)
@@ -98,6 +102,40 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
         times = np.stack([c[idx] for c in scols[width:]], axis=1)
     if not all_kept:
         diffs = dt.take(diffs, keep)
+    return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
+
+
+def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool
+                          ) -> Updates | None:
+    """``consolidate`` without sorting, for batches whose (data, time) rows pack into at
+    most ``n / 4`` codes (aggregates over few groups, such as TPC-H Q1's exploded line
+    items): rows are grouped by their code and diffs added per group with ``np.add.at``.
+    None when the rows do not pack that small or the diff type has no grouped sum."""
+    n = len(u)
+    small = pack_small(cols, max(n // 4, 1))
+    if small is None:
+        return None
+    codes, span = small
+    counts = np.bincount(codes, minlength=span)
+    present = np.flatnonzero(counts)
+    if len(present) == span:
+        group = codes
+    else:
+        rank = np.zeros(span, dtype=np.int64)
+        rank[present] = np.arange(len(present))
+        group = rank[codes]
+    dt = u.diff_type
+    diffs = dt.sum_groups(u.diffs, group, len(present))
+    if diffs is None:
+        return None
+    rep = np.empty(len(present), dtype=np.int64)
+    rep[group] = np.arange(n)  # any row of a group stands for it (they are all equal)
+    keep = ~dt.zero_mask(diffs)
+    if not keep.all():
+        rep = rep[keep]
+        diffs = dt.take(diffs, np.flatnonzero(keep))
+    data = tuple(np.take(c, rep) for c in u.data)
+    times = u.times[:1].repeat(len(rep), axis=0) if const_time else u.times[rep]
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 

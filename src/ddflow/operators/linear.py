@@ -197,7 +197,7 @@ class Explode(_PerBatch):
             rows = np.arange(n)
             if keep is not None:
                 rows = np.flatnonzero(keep)
-                cols = tuple(c[rows] for c in cols)
+                cols = tuple(np.take(c, rows, axis=0) for c in cols)
                 dcol = dt.take(dcol, rows)
         else:
             if not outs:

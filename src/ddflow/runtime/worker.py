@@ -168,7 +168,12 @@ class InputOp(Operator):
         return self.session_frontier
 
     def run(self, frontier: Antichain) -> None:
-        for u, layout in self.take():
+        items = self.take()
+        if len(items) > 1:
+            # Everything fed since the last step (input that ran ahead over many times)
+            # goes on as one batch: operators then pay their per-batch costs once.
+            items = [(concat_updates([u for u, _ in items]), items[-1][1])]
+        for u, layout in items:
             self.output.push(u, layout)
 
 
