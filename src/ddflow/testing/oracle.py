@@ -27,11 +27,21 @@ Invariants and conventions:
   count is *non-zero*, negative counts included; ``join`` / ``semijoin`` multiply diffs;
   ``antijoin(c, k) = c - semijoin(c, k)``.
 
-Loops: ``iterate(initial, body)`` is the fixed point of ``body`` from ``initial``, computed
-from scratch on accumulated collections (``x_0 = initial``, ``x_{i+1} = body(x_i)`` until
-equal); with ``fold=True`` it is DD's monoid form (``x_0`` empty, ``x_{i+1} = body(x_i) +
-initial``). The engine's loop output at an outer time ``t`` must equal this applied to the
-inputs accumulated at ``t``.
+Loops (the fixed point recomputed from scratch on accumulated collections, never
+incrementally; there are no iteration counters here, only whole collections)::
+
+    iterate(initial, body):       x_0 = initial,  x_{i+1} = body(x_i)            until equal
+    iterate_fold(initial, body):  x_0 = {},       x_{i+1} = body(x_i) + initial  until equal
+
+``iterate`` is DD's ``iterate`` (and ``Variable(scope, initial)``); ``iterate_fold`` is its
+monoid form (``iterate(..., fold_initial=True)``, a ``Variable`` without an initial value):
+``initial`` is added again every round and nothing is subtracted, so it works for diffs
+without negation such as ``MinSum`` (``+`` is the diff's ``plus``). Both compare successive
+collections with ``==`` after consolidation and raise ``RuntimeError`` when no fixed point
+appears within ``limit`` rounds (the engine raises ``IterationLimitError`` instead). The
+engine's loop output at an outer time ``t`` must equal this applied to the inputs
+accumulated at ``t``; a body that reads several loop variables (mutual recursion) is one
+``iterate`` over a tuple-keyed collection, or a plain loop in the test.
 
 What it leaves out: progress, frontiers, compaction, physical batching, iteration counters.
 Those are not observable in an accumulated collection, which is the point.
@@ -64,6 +74,7 @@ __all__ = [
     "interesting_times",
     "is_zero",
     "iterate",
+    "iterate_fold",
     "join",
     "join_map",
     "le",
@@ -412,17 +423,37 @@ def max_by_key(coll: Mapping[Any, Any]) -> Coll:
     return {(k, max(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
 
 
-def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]], *,
-            fold: bool = False, limit: int = 10_000) -> Coll:
-    """The fixed point of ``body`` from ``initial`` (or, with ``fold``, of
-    ``x -> body(x) + initial`` from the empty collection). Raises ``RuntimeError`` if none
-    is reached within ``limit`` steps."""
-    start = consolidate(initial)
-    x: Coll = {} if fold else start
+def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
+            limit: int = 10_000, *, fold: bool = False) -> Coll:
+    """The fixed point of ``body`` from ``initial``: ``x_0 = initial``, ``x_{i+1} =
+    body(x_i)`` until two successive collections are equal; ``x`` is returned.
+
+    ``body`` gets and returns accumulated collections (dicts data -> diff). With ``fold`` it
+    is ``iterate_fold(initial, body, limit)``. Raises ``RuntimeError`` if no fixed point is
+    reached within ``limit`` applications of ``body``.
+    """
+    if fold:
+        return iterate_fold(initial, body, limit)
+    x = consolidate(initial)
     for _ in range(limit):
         nxt = consolidate(body(x))
-        if fold:
-            nxt = concat(nxt, start)
+        if nxt == x:
+            return x
+        x = nxt
+    raise RuntimeError(f"no fixed point within {limit} steps")
+
+
+def iterate_fold(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
+                 limit: int = 10_000) -> Coll:
+    """The monoid fixed point: ``x_0 = {}``, ``x_{i+1} = concat(body(x_i), initial)`` until
+    two successive collections are equal (nothing is ever subtracted: fine for ``MinSum``).
+
+    Raises ``RuntimeError`` if no fixed point is reached within ``limit`` rounds.
+    """
+    start = consolidate(initial)
+    x: Coll = {}
+    for _ in range(limit):
+        nxt = concat(body(x), start)
         if nxt == x:
             return x
         x = nxt
