@@ -502,6 +502,12 @@ CASES = [
     # min / max, any lattice and totally ordered; the two-stage reduce for skewed keys
     Case("min", (KV,), lambda a: a.min(), lambda a: O.min_by_key(a)),
     Case("max", (KV,), lambda a: a.max(), lambda a: O.max_by_key(a)),
+    Case("top_k", (KV,), lambda a: a.distinct().top_k(2),
+         lambda a: O.top_k_by_key(O.distinct(a), 2)),
+    Case("top_k_counts", (KV,),
+         lambda a: a.distinct().concat(a.distinct().filter(lambda kv: kv[1] % 2 == 0)).top_k(3),
+         lambda a: O.top_k_by_key(O.concat(O.distinct(a), O.filter(
+             O.distinct(a), lambda kv: kv[1] % 2 == 0)), 3)),
     Case("min_total", (KV,), lambda a: a.min_total(), lambda a: O.min_by_key(a), True),
     Case("max_total", (KV,), lambda a: a.max_total(), lambda a: O.max_by_key(a), True),
     Case("hierarchical_min", (KV,), lambda a: a.reduce_hierarchical("min", buckets=2),

@@ -196,6 +196,13 @@ class Collection:
         """``(k, v)`` records -> ``(k, greatest v)`` (see ``min``)."""
         return self.arrange_by_key().max(name=name)
 
+    def top_k(self, k: int, *, name: str | None = None) -> Collection:
+        """``(key, v)`` records -> the ``k`` least values ``v`` of each key (values compare
+        as tuples, column by column; a value with count ``c`` fills ``c`` places and keeps
+        the count it gets, at most ``c``), for any lattice of times, vectorized. For "the
+        greatest", put negated columns first."""
+        return self.arrange_by_key().top_k(k, name=name)
+
     def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
         """Seed 002's ``group_solve``, for monoid diffs that cannot be subtracted: the output
         only ever receives additions.
@@ -299,6 +306,11 @@ class Arranged:
 
     def max(self, *, name: str | None = None) -> Collection:
         return self._out(Reduce(self.worker, self.op, "max", name=name))
+
+    def top_k(self, k: int, *, name: str | None = None) -> Collection:
+        if int(k) < 1:
+            raise ValueError(f"top_k needs k >= 1, got {k!r}")
+        return self._out(Reduce(self.worker, self.op, "top_k", f=int(k), name=name))
 
     def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
         if logic == "min":

@@ -23,6 +23,7 @@ emitted at ``t``. Every time of the closure that is ``<= t`` was handled at an e
 rank, so after rank ``r`` the output accumulated at each of its times is the desired one.
 
 Reducers (``mode``): ``min`` / ``max`` (the least / greatest value with a non-zero count),
+``top_k`` (the ``k = f`` least values, each with its count capped to the places left),
 ``count``, ``distinct``, ``threshold`` (with ``f``), and ``solve_min`` for ``MinSum`` diffs
 (seed 002's ``group_solve``: add the input's minimum when it is below the output's,
 never subtract).
@@ -37,6 +38,7 @@ import numpy as np
 
 from ddflow.core.columns import lex_order
 from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType
+from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, consolidate
@@ -438,6 +440,19 @@ def _desired(mode: str, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...], isu
             pick = np.flatnonzero(last)
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
     starts = np.flatnonzero(first)
+    if mode == "top_k":
+        # The k least values of each key, with their multiplicities (a value counted c
+        # times fills c places): exclusive running counts within each key pick them.
+        counts = np.asarray(isum, dtype=np.int64)
+        if (counts < 0).any():
+            raise DataError("top_k needs non-negative accumulated counts")
+        k = int(f)  # type: ignore[arg-type]
+        run = np.cumsum(counts)
+        group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
+        before = run - counts - (run[group_start] - counts[group_start])
+        keep = np.flatnonzero(before < k)
+        take = np.minimum(counts[keep], k - before[keep])
+        return iq[keep], tuple(c[keep] for c in iv), take
     totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
     qs = iq[starts]
     if mode == "solve_min":

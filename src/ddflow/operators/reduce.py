@@ -55,7 +55,7 @@ def _le(a: Flat, b: Flat) -> bool:
     return all(x <= y for x, y in zip(a, b, strict=True))
 
 
-LATTICE_MODES = ("min", "max", "count", "distinct", "threshold", "solve_min")
+LATTICE_MODES = ("min", "max", "top_k", "count", "distinct", "threshold", "solve_min")
 
 
 class Reduce(Operator):
@@ -88,7 +88,7 @@ class Reduce(Operator):
         self.out_val_layout: Layout | None = None
         if mode in ("distinct", "threshold", "solve_min", "solve"):
             self.out_val_layout = Tup(())
-        if mode in ("min", "max"):
+        if mode in ("min", "max", "top_k"):
             self.out_val_layout = arr.val_layout
 
     def held_times(self) -> np.ndarray | None:

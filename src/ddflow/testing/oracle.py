@@ -80,6 +80,7 @@ __all__ = [
     "le",
     "map",
     "max_by_key",
+    "top_k_by_key",
     "meet",
     "min_by_key",
     "multiply_diffs",
@@ -416,6 +417,22 @@ threshold_total = threshold
 def min_by_key(coll: Mapping[Any, Any]) -> Coll:
     """``{(k, least v): 1}`` over the values of ``k`` with a non-zero count."""
     return {(k, min(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
+
+
+def top_k_by_key(coll: Mapping[Any, Any], k: int) -> Coll:
+    """The ``k`` least values of each key, ``{(key, v): places}``: values in order, a value
+    of count ``c`` takes ``min(c, places left)``. Counts must be non-negative."""
+    out: Coll = {}
+    for key, group in _by_key(consolidate(coll)).items():
+        left = k
+        for v, c in sorted(group):
+            if c < 0:
+                raise ValueError(f"top_k_by_key: negative count {c} for {(key, v)!r}")
+            if left <= 0:
+                break
+            out[(key, v)] = min(c, left)
+            left -= out[(key, v)]
+    return out
 
 
 def max_by_key(coll: Mapping[Any, Any]) -> Coll:

@@ -99,30 +99,19 @@ def _items(acc: dict[Any, Any]) -> list[Any]:
     return out
 
 
-def top_k(coll: Any, k: int, order: Callable[[Row], Any], *, buckets: int = 0) -> Any:
-    """The ``k`` least rows of ``coll`` by ``order(row)`` (a total order: include enough
-    columns that no two rows tie). With ``buckets``, rows are first reduced to ``k`` per
-    bucket of ``row[0] % buckets`` (a two-level reduce, so a change to one row recomputes one
-    bucket and then ``buckets * k`` candidates instead of every row)."""
-
-    def logic(_key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
-        best = sorted(vals, key=lambda vd: order(vd[0]))
-        out, left = [], k
-        for v, d in best:
-            if left <= 0:
-                break
-            if d < 0:
-                raise ValueError(f"top_k: row {v!r} has negative multiplicity {d}")
-            take = min(d, left)
-            out.append((v, take))
-            left -= take
-        return out
-
+def top_k(coll: Any, k: int, order: Callable[[Any], Any], *, buckets: int = 0) -> Any:
+    """The ``k`` least rows of ``coll`` by ``order`` (vectorized: row columns -> a tuple of
+    sort columns; include enough columns that no two rows tie), with the vectorized
+    ``top_k`` reduce. With ``buckets``, rows are first cut to ``k`` per bucket of
+    ``row[0] % buckets``: a change then re-ranks one bucket and ``buckets * k`` candidates,
+    not every row."""
+    zero = lambda r: np.zeros(len(r[0]), np.int64)
+    key = (lambda r: r[0] % buckets) if buckets else zero
+    ranked = coll.map(lambda r: (key(r), (order(r), r)), vectorized=True).top_k(k)
     if buckets:
-        coll = (coll.map(lambda r: (r[0] % buckets, r), vectorized=True)
-                .reduce(logic).map(lambda br: br[1], vectorized=True))
-    return (coll.map(lambda r: (np.zeros(len(r[0]), np.int64), r), vectorized=True)
-            .reduce(logic).map(lambda br: br[1], vectorized=True))
+        ranked = ranked.map(lambda br: (np.zeros(len(br[0]), np.int64), br[1]),
+                            vectorized=True).top_k(k)
+    return ranked.map(lambda br: br[1][1], vectorized=True)
 
 
 def _sum_total(coll: Any, f: Callable[..., Any]) -> Any:
