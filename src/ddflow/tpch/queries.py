@@ -582,8 +582,17 @@ def q11(inp: dict[str, Any], d: Tables) -> Any:
         lambda kc: (kc[0], kc[1][0]), vectorized=True)                 # (0, total)
     both = value.map(lambda r: (np.zeros(len(r[0]), np.int64), r), vectorized=True).join_map(
         total, lambda z, pv, t: (pv[0], pv[1], t), vectorized=True)
-    # value > total * num / den, in exact integers (Python ints: no int64 overflow).
-    return both.filter(lambda r: r[1] * den > r[2] * num).map(lambda r: (r[0], r[1]))
+    def above(r: tuple[np.ndarray, ...]) -> np.ndarray:
+        # value > total * num / den in exact integers: int64 when no product can overflow,
+        # else Python ints.
+        v, t = r[1], r[2]
+        big = max(int(np.abs(v).max(initial=0)) * den, int(np.abs(t).max(initial=0)) * num)
+        if big < 2**62:
+            return v * den > t * num
+        return np.array([a * den > b * num for a, b in zip(v.tolist(), t.tolist(),
+                                                          strict=True)], dtype=bool)
+
+    return both.filter(above, vectorized=True).map(lambda r: (r[0], r[1]), vectorized=True)
 
 
 def _q11_rows(acc: dict[Any, Any], d: Tables) -> list[Row]:
