@@ -36,7 +36,7 @@ from ddflow.tpch.queries import QUERIES, Query
 from ddflow.tpch.stream import Stream, make_stream
 from ddflow.tpch.tables import Tables
 
-__all__ = ["QueryRun", "duckdb_answer", "mismatches", "run_query"]
+__all__ = ["QueryRun", "duckdb_answer", "mismatches", "run_query", "spark_build", "spark_inputs"]
 
 Row = tuple[Any, ...]
 
@@ -187,3 +187,39 @@ def _sort_key(r: Row) -> tuple[Any, ...]:
     # Rows sorted with floats rounded, so a last-digit difference does not reorder them.
     return tuple((0, "") if v is None else (1, round(v, 6)) if isinstance(v, float)
                  else (2, v) if isinstance(v, int) else (3, str(v)) for v in r)
+
+
+# --- Spark ---------------------------------------------------------------------------------
+
+def spark_inputs(spark: Any, query: Query | int, data: Tables, stream: Stream,
+                 folder: str) -> dict[str, Any]:
+    """``query``'s change stream as Spark DataFrames (the table's columns, ``time``,
+    ``diff``), written as Parquet under ``folder`` and read back with ``spark``: the inputs
+    of ``ddflow.spark.run_on_spark`` / ``spark_job`` for ``spark_build(query, data)``."""
+    from pathlib import Path
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    q = QUERIES[query] if isinstance(query, int) else query
+    out = {}
+    for table, names in q.tables.items():
+        rows, diffs, times = stream.events(table)
+        cols = {c: data.columns[table][c][rows] for c in names}
+        cols.update(time=times, diff=diffs)
+        path = Path(folder) / f"{q.name}_{table}.parquet"
+        pq.write_table(pa.table(cols), path)
+        out[table] = spark.read.parquet(str(path))
+    return out
+
+
+def spark_build(query: Query | int, data: Tables) -> Callable[[dict[str, Any]], Any]:
+    """A ``build`` function for ``run_on_spark``: the query's dataflow over its inputs. It
+    carries only the string dictionaries (not the columns) to the Spark tasks."""
+    q = QUERIES[query] if isinstance(query, int) else query
+    light = Tables(data.sf, {}, data.dicts, data.raw)
+
+    def build(inputs: dict[str, Any]) -> Any:
+        return q.build(inputs, light)
+
+    return build
