@@ -45,7 +45,8 @@ def _sum_logic(_key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
 def run(kind: str, rounds: int, updates: int, retract: int, seed: int,
         quiet: bool) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    values = rng.integers(0, 1000, size=(rounds, updates))
+    # distinct values (as distinct records): the hot key's group grows by `updates` a round
+    values = rng.integers(0, 1 << 40, size=(rounds, updates))
     times, sums = [], []
     with dd.Worker() as w:
         inp, coll = w.new_collection()

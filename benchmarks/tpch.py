@@ -31,6 +31,7 @@ Baselines, in the same run:
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -272,12 +273,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--check", action="store_true", help="compare final answers with DuckDB")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--png", metavar="PATH")
+    p.add_argument("--replot", metavar="JSON",
+                   help="only redraw --png from an earlier run's JSON")
     p.add_argument("--quiet", action="store_true")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    if args.replot:
+        if not args.png:
+            raise SystemExit("--replot needs --png")
+        replot(args.replot, args.png)
+        return {}
     queries = sorted(QUERIES) if args.queries == "all" else [
         int(x) for x in args.queries.split(",")]
     batches = [int(x) for x in args.batches.split(",")]
@@ -352,25 +360,35 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 def draw(plt: Any, doc: dict[str, Any]) -> None:
     res = doc["results"]
     batches = [r["batch"] for r in res[0]["runs"]]
-    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(res) * (len(batches) + 2)), 5))
-    width = 0.8 / (len(batches) + 2)
+    series: list[tuple[str, list[float]]] = [
+        (f"ddflow, batch {b}", [r["events"] / r["runs"][i]["median_s"] for r in res])
+        for i, b in enumerate(batches)]
+    series.append((f"DuckDB recompute per {doc['params']['duckdb_batch']} rows (est.)",
+                   [r["events"] / r["duckdb_recompute"]["estimated_total_s"]
+                    if r.get("duckdb_recompute") else 0 for r in res]))
+    series.append(("dict per record",
+                   [r["dict"]["events_per_s"] if r.get("dict") else 0 for r in res]))
+    if any(r.get("pathway") for r in res):
+        series.append(("Pathway", [r["pathway"]["events_per_s"] if r.get("pathway") else 0
+                                   for r in res]))
+    fig, ax = plt.subplots(figsize=(min(16, max(8, 0.7 * len(res))), 5.5))
+    width = 0.85 / len(series)
     xs = np.arange(len(res))
-    for i, b in enumerate(batches):
-        ax.bar(xs + i * width, [r["events"] / r["runs"][i]["median_s"] for r in res], width,
-               label=f"ddflow, batch {b}")
-    ax.bar(xs + len(batches) * width,
-           [r["events"] / r["duckdb_recompute"]["estimated_total_s"]
-            if "duckdb_recompute" in r else 0 for r in res], width,
-           label=f"DuckDB recompute per {doc['params']['duckdb_batch']} rows (est.)")
-    ax.bar(xs + (len(batches) + 1) * width,
-           [r["dict"]["events_per_s"] if "dict" in r else 0 for r in res], width,
-           label="dict per record")
-    ax.set_xticks(xs + width * (len(batches) + 1) / 2, [f"Q{r['query']}" for r in res])
+    for i, (label, ys) in enumerate(series):
+        ax.bar(xs + i * width, ys, width, label=label)
+    ax.set_xticks(xs + width * (len(series) - 1) / 2, [f"Q{r['query']}" for r in res])
     ax.set_yscale("log")
     ax.set_ylabel("changes per second (whole stream)")
     ax.set_title(f"TPC-H SF {doc['params']['sf']:g}: incremental maintenance, in-process")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
+
+
+def replot(json_path: str, png_path: str) -> None:
+    """Redraw the chart of an earlier run's JSON (``--replot``)."""
+    with open(json_path) as f:
+        doc = json.load(f)
+    save_png(png_path, lambda plt: draw(plt, doc), quiet=False)
 
 
 if __name__ == "__main__":
