@@ -616,3 +616,17 @@ class Worker:
             if spine is not None:
                 out.append({"operator": op.name, **spine.stats()})
         return out
+
+    def checkpoint(self, path: Any, **kw: Any) -> dict[str, Any]:
+        """Write this worker's state into directory ``path`` (incrementally: only trace
+        batches new since the last checkpoint there); see ``ddflow.runtime.checkpoint``."""
+        from ddflow.runtime.checkpoint import write_checkpoint
+
+        return write_checkpoint(self, path, **kw)
+
+    def restore(self, path: Any, **kw: Any) -> dict[str, Any]:
+        """Load the newest committed checkpoint in ``path`` into this worker, which hosts the
+        same dataflow, built and not yet stepped; see ``ddflow.runtime.checkpoint``."""
+        from ddflow.runtime.checkpoint import restore_checkpoint
+
+        return restore_checkpoint(self, path, **kw)

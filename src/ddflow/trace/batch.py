@@ -73,7 +73,7 @@ class TraceBatch:
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index",
+        "_index", "uid",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -90,6 +90,7 @@ class TraceBatch:
         self.bounds = np.append(starts, n).astype(np.int64)
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
+        self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from

@@ -1,0 +1,638 @@
+"""Checkpoints: a worker's whole state written to a directory, restored by a new process.
+
+What is saved. Everything a dataflow remembers between steps: every operator's state
+(arrangements' trace batches and spines, updates held for incomplete times, pending work,
+frontiers, captured output), the input sessions' progress (time, buffered updates, closed)
+and the loop scopes' progress. Trace batches (immutable, and nearly all of the bytes) go to
+one Parquet file each, named by an id the batch receives the first time it is written; a
+later checkpoint into the same directory writes only the batches made since and refers to
+the others. The rest (frontiers, spine structure, operator bookkeeping: small) is one pickle
+in which batches appear by id.
+
+A directory holds the checkpoints of one dataflow::
+
+    COMMIT-00000007                       the commit marker of checkpoint 7 (written last)
+    worker-0000/manifest-00000007.json    worker 0's files, each with size and sha256
+    worker-0000/state-00000007.pkl        worker 0's state
+    worker-0000/b-<id>.parquet            worker 0's batches (shared by its checkpoints)
+    worker-0001/...                       the other workers of a multi-worker job
+
+Commit protocol: every file is written under a temporary name, flushed to disk and renamed;
+then (after every worker has done so) worker 0 writes the commit marker the same way. The
+marker holds the sha256 of each worker's manifest, the manifest the size and sha256 of every
+file it names. A checkpoint without its marker does not exist for ``restore``.
+
+Restore checks everything before it changes anything: the marker, the manifest, every file's
+size and sha256, the dataflow's fingerprint (the operator graph: kinds, names, wiring,
+inputs' time and diff types) and the number of workers. A truncated, corrupted or foreign
+checkpoint raises ``CheckpointError`` and the worker is left exactly as it was. (The sums
+guard against damage, not against someone who can write the directory: the state is a
+pickle, so only restore checkpoints you wrote.)
+
+Usage::
+
+    w.checkpoint(path)        # between steps, any time; returns what was written
+    w2 = Worker(); build the same dataflow on w2 ...
+    w2.restore(path)          # before w2's first step; then go on feeding input
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pickle
+import re
+import secrets
+import time as _time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ddflow.core.errors import DDError
+from ddflow.core.updates import Updates
+from ddflow.trace.batch import TraceBatch
+from ddflow.trace.spine import _Merge
+
+if TYPE_CHECKING:
+    from ddflow.runtime.scope import Scope
+    from ddflow.runtime.worker import Worker
+
+__all__ = ["CheckpointError", "latest_checkpoint", "restore_checkpoint", "write_checkpoint"]
+
+FORMAT = "ddflow-checkpoint"
+VERSION = 1
+_COMMIT = re.compile(r"^COMMIT-(\d{8})$")
+_MANIFEST = re.compile(r"^manifest-(\d{8})\.json$")
+_STATE = re.compile(r"^state-(\d{8})\.pkl$")
+_SCOPE_STATE = ("done", "round_frontier", "outer_complete", "rounds")
+_SESSION_SKIP = frozenset({"worker", "op"})
+
+
+class CheckpointError(DDError, ValueError):
+    """A checkpoint that cannot be written or restored (missing, damaged, foreign)."""
+
+
+@dataclass
+class _Written:
+    """What a worker has already written into a directory (for incremental checkpoints)."""
+
+    path: str
+    files: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch uid -> entry
+    seq: int = 0
+
+
+# -- small file helpers ---------------------------------------------------------------------------
+
+
+def _sha(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_file(path: str, data: bytes | memoryview, durable: bool) -> None:
+    """Write ``data`` to ``path`` atomically (temporary name, flush, rename)."""
+    tmp = f"{path}.tmp-{secrets.token_hex(4)}"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _read_checked(path: str, size: int, sha: str, what: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {what} {path!r} cannot be read: {e}") from e
+    if len(data) != size:
+        raise CheckpointError(
+            f"checkpoint {what} {path!r} has {len(data)} bytes where the manifest says {size}: "
+            "it is truncated or was replaced; the checkpoint is refused"
+        )
+    if _sha(data) != sha:
+        raise CheckpointError(
+            f"checkpoint {what} {path!r} does not match its checksum: it is corrupted; the "
+            "checkpoint is refused"
+        )
+    return data
+
+
+def _worker_dir(path: str, index: int) -> str:
+    return os.path.join(path, f"worker-{index:04d}")
+
+
+def _committed(path: str) -> list[int]:
+    try:
+        names = os.listdir(path)
+    except FileNotFoundError:
+        return []
+    return sorted(int(m.group(1)) for n in names if (m := _COMMIT.match(n)))
+
+
+def latest_checkpoint(path: str | os.PathLike[str]) -> int | None:
+    """The number of the newest committed checkpoint in ``path`` (None if there is none)."""
+    seqs = _committed(os.fspath(path))
+    return seqs[-1] if seqs else None
+
+
+# -- the dataflow's fingerprint -----------------------------------------------------------------
+
+
+def _scopes(worker: Worker) -> list[Scope]:
+    from ddflow.runtime.scope import Scope
+
+    out: list[Scope] = []
+
+    def walk(s: Scope) -> None:
+        out.append(s)
+        for n in s.nodes:
+            if isinstance(n, Scope):
+                walk(n)
+
+    walk(worker.root)
+    return out
+
+
+def fingerprint(worker: Worker) -> str:
+    """A digest of the dataflow's structure: what a checkpoint must match to be restored."""
+    index = {id(op): i for i, op in enumerate(worker.operators)}
+    scopes = {id(s): i for i, s in enumerate(_scopes(worker))}
+    parts: list[Any] = [worker.time_kind.describe()]
+    for op in worker.operators:
+        parts.append((type(op).__name__, op.name, scopes[id(op.scope)],
+                      [index[id(s.producer)] for s in op.inputs]))
+    for s in worker.sessions:
+        parts.append(("session", index[id(s.op)], s.diff_type.name, s.kind.describe()))
+    return _sha(repr(parts).encode())
+
+
+# -- batches as Parquet ----------------------------------------------------------------------------
+
+
+def _const(a: np.ndarray) -> bool:
+    """Whether ``a`` repeats one row without storing it per row (a zero-stride view)."""
+    return a.ndim >= 1 and a.shape[0] > 1 and a.strides[0] == 0
+
+
+def _encode_column(a: Any, name: str, arrays: dict[str, Any]) -> Any:
+    """Put column ``a`` into ``arrays`` (under ``name``...) and return how to decode it."""
+    import pyarrow as pa
+
+    if isinstance(a, tuple):  # a diff column made of component columns
+        return ("tuple", [_encode_column(c, f"{name}_{j}", arrays) for j, c in enumerate(a)])
+    a = np.asarray(a)
+    if a.ndim == 2:  # times (n, d)
+        if _const(a):
+            return ("const2", a[0].tolist(), a.shape[1])
+        return ("cols", [_encode_column(np.ascontiguousarray(a[:, j]), f"{name}_{j}", arrays)
+                         for j in range(a.shape[1])])
+    if _const(a) and a.dtype != object:
+        return ("const", a[:1].copy(), a.shape[0])
+    if a.dtype != object:
+        arrays[name] = pa.array(a)
+        return ("num", name, a.dtype.str)
+    values = a.tolist()
+    if all(type(v) is str for v in values):
+        arrays[name] = pa.array(values, pa.string())
+        return ("str", name)
+    arrays[name] = pa.array([pickle.dumps(v, protocol=5) for v in values], pa.binary())
+    return ("pickle", name)
+
+
+def _decode_column(meta: Any, table: Any, n: int) -> Any:
+    kind = meta[0]
+    if kind == "tuple":
+        return tuple(_decode_column(m, table, n) for m in meta[1])
+    if kind == "const2":
+        row = np.array(meta[1], dtype=np.int64).reshape(1, meta[2])
+        return np.broadcast_to(row, (n, meta[2]))
+    if kind == "cols":
+        cols = [_decode_column(m, table, n) for m in meta[1]]
+        return np.stack(cols, axis=1) if cols else np.zeros((n, 0), np.int64)
+    if kind == "const":
+        return np.broadcast_to(meta[1], (n,))
+    col = table.column(meta[1])
+    if kind == "num":
+        out = col.to_numpy()
+        return out.astype(np.dtype(meta[2]), copy=False)
+    values = col.to_pylist()
+    out = np.empty(len(values), dtype=object)
+    if kind == "str":
+        out[:] = values
+    else:
+        out[:] = [pickle.loads(v) for v in values]
+    return out
+
+
+def _batch_bytes(b: TraceBatch) -> tuple[bytes, Any]:
+    """A batch's columns as Parquet bytes, and how to decode them."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    arrays: dict[str, Any] = {}
+    meta = {
+        "data": [_encode_column(c, f"d{j}", arrays) for j, c in enumerate(b.data)],
+        "times": _encode_column(b.times, "t", arrays),
+        "diffs": _encode_column(b.diffs, "x", arrays),
+    }
+    table = pa.table(arrays) if arrays else pa.table({"_n": pa.array(np.zeros(len(b), np.int8))})
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="lz4", use_dictionary=False,
+                   write_statistics=False)
+    return sink.getvalue(), meta
+
+
+def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
+                      meta: Any) -> TraceBatch:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(pa.BufferReader(data))
+    if table.num_rows != n:
+        raise CheckpointError(f"a checkpoint batch has {table.num_rows} rows, expected {n}")
+    cols = tuple(_decode_column(m, table, n) for m in meta["data"])
+    times = _decode_column(meta["times"], table, n)
+    diffs = _decode_column(meta["diffs"], table, n)
+    return TraceBatch(key_width, Updates(cols, times, diffs, dt), desc)
+
+
+# -- pickling the state ----------------------------------------------------------------------------
+
+
+class _StatePickler(pickle.Pickler):
+    """Pickles operator state: live dataflow objects by reference (they exist in the process
+    that restores), trace batches by id (their columns go to Parquet files)."""
+
+    def __init__(self, f: Any, worker: Worker, on_batch: Any) -> None:
+        super().__init__(f, protocol=5)
+        from ddflow.runtime.scope import Scope
+        from ddflow.runtime.worker import InputSession, Operator, Stream, Worker
+
+        self._classes = (TraceBatch, Operator, Stream, Scope, Worker, InputSession)
+        self._ops = {id(op): i for i, op in enumerate(worker.operators)}
+        self._scopes = {id(s): i for i, s in enumerate(_scopes(worker))}
+        self._sessions = {id(s): i for i, s in enumerate(worker.sessions)}
+        self._on_batch = on_batch
+        self._Operator, self._Stream, self._Scope = Operator, Stream, Scope
+
+    def persistent_id(self, obj: Any) -> Any:
+        if not isinstance(obj, self._classes):
+            return None
+        if isinstance(obj, TraceBatch):
+            return self._on_batch(obj)
+        if isinstance(obj, self._Operator):
+            return ("op", self._ops[id(obj)])
+        if isinstance(obj, self._Stream):
+            return ("stream", self._ops[id(obj.producer)])
+        if isinstance(obj, self._Scope):
+            return ("scope", self._scopes[id(obj)])
+        if id(obj) in self._sessions:
+            return ("session", self._sessions[id(obj)])
+        return ("worker",)
+
+    def reducer_override(self, obj: Any) -> Any:
+        if type(obj) is _Merge:
+            # a merge in progress restarts from its two (immutable) sources
+            return (_Merge, (obj.a, obj.b, obj.since))
+        return NotImplemented
+
+
+class _StateUnpickler(pickle.Unpickler):
+    def __init__(self, f: Any, worker: Worker, load_batch: Any) -> None:
+        super().__init__(f)
+        self._worker = worker
+        self._scopes = _scopes(worker)
+        self._load_batch = load_batch
+
+    def persistent_load(self, pid: Any) -> Any:
+        tag = pid[0]
+        w = self._worker
+        try:
+            if tag == "batch":
+                return self._load_batch(pid)
+            if tag == "op":
+                return w.operators[pid[1]]
+            if tag == "stream":
+                return w.operators[pid[1]].output
+            if tag == "scope":
+                return self._scopes[pid[1]]
+            if tag == "session":
+                return w.sessions[pid[1]]
+            if tag == "worker":
+                return w
+        except IndexError as e:
+            raise CheckpointError(
+                f"the checkpoint refers to {tag} {pid[1]}, which this dataflow does not have"
+            ) from e
+        raise CheckpointError(f"unknown reference {tag!r} in a checkpoint's state")
+
+
+def _op_state(op: Any) -> dict[str, Any]:
+    """The attributes of an operator that are state (functions are definition)."""
+    return {k: v for k, v in vars(op).items() if k != "worker" and not callable(v)}
+
+
+def _state_of(worker: Worker) -> dict[str, Any]:
+    return {
+        "ops": [_op_state(op) for op in worker.operators],
+        "layouts": [op.output.layout for op in worker.operators],
+        "sessions": [{k: v for k, v in vars(s).items() if k not in _SESSION_SKIP}
+                     for s in worker.sessions],
+        "scopes": [{k: getattr(s, k) for k in _SCOPE_STATE} for s in _scopes(worker)],
+        "kind": worker._kind,
+    }
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _uid(b: TraceBatch) -> str:
+    uid = getattr(b, "uid", None)
+    if uid is None:
+        uid = secrets.token_hex(8)
+        b.uid = uid
+    return str(uid)
+
+
+def _check_directory(path: str, worker: Worker, fp: str) -> int:
+    """The newest committed checkpoint in ``path`` (0 if none), after checking that it is a
+    checkpoint of this dataflow (a directory holds the checkpoints of one dataflow)."""
+    seqs = _committed(path)
+    if not seqs:
+        return 0
+    commit = _read_commit(path, seqs[-1])
+    if commit.get("fingerprint") != fp:
+        raise CheckpointError(
+            f"{path!r} holds checkpoints of another dataflow; write this one elsewhere"
+        )
+    if int(commit.get("peers", -1)) != worker.peers:
+        raise CheckpointError(
+            f"{path!r} holds checkpoints of {commit.get('peers')} worker(s); this job has "
+            f"{worker.peers}"
+        )
+    return seqs[-1]
+
+
+def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *, job: str | None = None,
+                     durable: bool = True, keep: int = 2) -> dict[str, Any]:
+    """Write a checkpoint of ``worker`` into ``path`` (see the module docstring).
+
+    With several workers every worker calls this at the same point (between the same steps).
+    Only batches not written by an earlier checkpoint of this worker into ``path`` are
+    written. ``durable`` flushes files to disk before the commit; the ``keep`` newest
+    checkpoints are kept, older ones (and batch files only they used) are deleted.
+    Returns statistics: ``seq``, ``seconds``, ``batches_written``, ``bytes_written``,
+    ``batches_total``.
+    """
+    from ddflow.core.errors import DataflowClosedError
+
+    t0 = _time.perf_counter()
+    path = os.fspath(path)
+    if worker.failed is not None:
+        raise DataflowClosedError(
+            f"this dataflow stopped after an error ({worker.failed}); it cannot be checkpointed"
+        )
+    fp = fingerprint(worker)
+    os.makedirs(path, exist_ok=True)
+    last = _check_directory(path, worker, fp)
+    wdir = _worker_dir(path, worker.index)
+    os.makedirs(wdir, exist_ok=True)
+    mine = [int(m.group(1)) for n in os.listdir(wdir) if (m := _MANIFEST.match(n))]
+    seq = max([last, *mine]) + 1
+    if worker.peers > 1:
+        seq = max(worker.comm.all_gather(seq))
+
+    written: _Written | None = getattr(worker, "_checkpoint_written", None)
+    if written is None or written.path != os.path.abspath(path):
+        written = _Written(os.path.abspath(path))
+    files: dict[str, dict[str, Any]] = {}
+    new_bytes = 0
+    new_batches = 0
+
+    def on_batch(b: TraceBatch) -> Any:
+        nonlocal new_bytes, new_batches
+        uid = _uid(b)
+        entry = files.get(uid) or written.files.get(uid)
+        if entry is None or not os.path.exists(os.path.join(wdir, entry["file"])):
+            data, meta = _batch_bytes(b)
+            name = f"b-{uid}.parquet"
+            _write_file(os.path.join(wdir, name), data, durable)
+            entry = {"file": name, "bytes": len(data), "sha256": _sha(data), "rows": len(b),
+                     "meta": meta}
+            new_bytes += len(data)
+            new_batches += 1
+        files[uid] = entry
+        return ("batch", uid, len(b), b.key_width, b.desc, b.diff_type, entry["meta"])
+
+    buf = io.BytesIO()
+    try:
+        _StatePickler(buf, worker, on_batch).dump(_state_of(worker))
+    except (pickle.PicklingError, TypeError, AttributeError) as e:
+        raise CheckpointError(
+            f"the dataflow's state cannot be written: {type(e).__name__}: {e} (state must be "
+            "data; user diff classes must be importable, i.e. defined at module level)"
+        ) from e
+    state = buf.getvalue()
+    state_name = f"state-{seq:08d}.pkl"
+    _write_file(os.path.join(wdir, state_name), state, durable)
+    manifest = {
+        "format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
+        "worker": worker.index, "peers": worker.peers, "job": job,
+        "created": _time.time(),
+        "state": {"file": state_name, "bytes": len(state), "sha256": _sha(state)},
+        "batches": {uid: {k: v for k, v in e.items() if k != "meta"}
+                    for uid, e in files.items()},
+    }
+    mbytes = json.dumps(manifest, sort_keys=True).encode()
+    _write_file(os.path.join(wdir, f"manifest-{seq:08d}.json"), mbytes, durable)
+    if durable:
+        _fsync_dir(wdir)
+    msha = _sha(mbytes)
+    shas = worker.comm.all_gather(msha) if worker.peers > 1 else [msha]
+    if worker.index == 0:
+        commit = {"format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
+                  "peers": worker.peers, "job": job, "manifests": shas}
+        _write_file(os.path.join(path, f"COMMIT-{seq:08d}"),
+                    json.dumps(commit, sort_keys=True).encode(), durable)
+        if durable:
+            _fsync_dir(path)
+    if worker.peers > 1:
+        worker.comm.all_gather(True)  # nobody goes on before the commit exists
+    written.files = files
+    written.seq = seq
+    worker._checkpoint_written = written  # type: ignore[attr-defined]
+    _collect(path, wdir, worker.index, keep)
+    return {"seq": seq, "seconds": _time.perf_counter() - t0, "batches_written": new_batches,
+            "bytes_written": new_bytes + len(state) + len(mbytes), "batches_total": len(files),
+            "state_bytes": len(state)}
+
+
+def _collect(path: str, wdir: str, index: int, keep: int) -> None:
+    """Delete checkpoints older than the ``keep`` newest committed ones, and batch files no
+    kept manifest names."""
+    seqs = _committed(path)
+    kept = set(seqs[-max(keep, 1):])
+    if not kept:
+        return
+    oldest = min(kept)
+    used: set[str] = set()
+    for name in os.listdir(wdir):
+        m = _MANIFEST.match(name) or _STATE.match(name)
+        if m and int(m.group(1)) < oldest:
+            _unlink(os.path.join(wdir, name))
+    for seq in kept:
+        try:
+            with open(os.path.join(wdir, f"manifest-{seq:08d}.json"), "rb") as f:
+                used.update(e["file"] for e in json.loads(f.read())["batches"].values())
+        except (OSError, ValueError, KeyError):
+            return  # cannot tell what is in use: delete nothing
+    for name in os.listdir(wdir):
+        if name.startswith("b-") and name not in used and ".tmp-" not in name:
+            _unlink(os.path.join(wdir, name))
+    if index == 0:
+        for seq in seqs:
+            if seq < oldest:
+                _unlink(os.path.join(path, f"COMMIT-{seq:08d}"))
+
+
+def _unlink(p: str) -> None:
+    try:
+        os.unlink(p)
+    except FileNotFoundError:
+        pass
+
+
+# -- restoring -------------------------------------------------------------------------------------
+
+
+def _read_commit(path: str, seq: int) -> dict[str, Any]:
+    p = os.path.join(path, f"COMMIT-{seq:08d}")
+    try:
+        with open(p, "rb") as f:
+            commit = json.loads(f.read())
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checkpoint commit marker {p!r} cannot be read: {e}") from e
+    if not isinstance(commit, dict) or commit.get("format") != FORMAT:
+        raise CheckpointError(f"{p!r} is not a ddflow checkpoint commit marker")
+    if commit.get("version") != VERSION:
+        raise CheckpointError(
+            f"{p!r} is a checkpoint of format version {commit.get('version')}; this ddflow "
+            f"reads version {VERSION}"
+        )
+    return commit
+
+
+def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
+                       seq: int | None = None) -> dict[str, Any]:
+    """Load the newest committed checkpoint in ``path`` (or checkpoint ``seq``) into
+    ``worker``, which must host the same dataflow, built and not yet stepped.
+
+    Everything is read and checked before the worker changes; on any problem
+    ``CheckpointError`` is raised and the worker is as it was. Returns ``seq``, ``job`` (what
+    the writer passed), ``seconds`` and ``batches``.
+    """
+    t0 = _time.perf_counter()
+    path = os.fspath(path)
+    if worker.started:
+        raise CheckpointError(
+            "restore into a worker that has not run yet: build the dataflow, restore, then step"
+        )
+    seqs = _committed(path)
+    if not seqs:
+        raise CheckpointError(f"no committed checkpoint in {path!r}")
+    if seq is None:
+        seq = seqs[-1]
+    elif seq not in seqs:
+        raise CheckpointError(f"checkpoint {seq} is not committed in {path!r} (have {seqs})")
+    commit = _read_commit(path, seq)
+    fp = fingerprint(worker)
+    if commit.get("fingerprint") != fp:
+        raise CheckpointError(
+            f"the checkpoint in {path!r} is of another dataflow (its operators, their wiring "
+            "or its inputs' types differ): build the same dataflow to restore it"
+        )
+    peers = int(commit.get("peers", -1))
+    if peers != worker.peers:
+        raise CheckpointError(
+            f"the checkpoint in {path!r} was written by {peers} worker(s); restore it with "
+            f"{peers}, not {worker.peers}"
+        )
+    wdir = _worker_dir(path, worker.index)
+    mpath = os.path.join(wdir, f"manifest-{seq:08d}.json")
+    try:
+        with open(mpath, "rb") as f:
+            mbytes = f.read()
+    except OSError as e:
+        raise CheckpointError(f"checkpoint manifest {mpath!r} cannot be read: {e}") from e
+    shas = commit.get("manifests") or []
+    if worker.index >= len(shas) or _sha(mbytes) != shas[worker.index]:
+        raise CheckpointError(
+            f"checkpoint manifest {mpath!r} does not match its commit marker: it is corrupted "
+            "or from another checkpoint; the checkpoint is refused"
+        )
+    manifest = json.loads(mbytes)
+    st = manifest["state"]
+    state_bytes = _read_checked(os.path.join(wdir, st["file"]), st["bytes"], st["sha256"],
+                                "state file")
+    entries: dict[str, dict[str, Any]] = manifest["batches"]
+    loaded: dict[str, TraceBatch] = {}
+
+    def load_batch(pid: Any) -> TraceBatch:
+        _, uid, n, key_width, desc, dt, meta = pid
+        b = loaded.get(uid)
+        if b is not None:
+            return b
+        e = entries.get(uid)
+        if e is None:
+            raise CheckpointError(f"checkpoint state names batch {uid}, absent from its manifest")
+        data = _read_checked(os.path.join(wdir, e["file"]), e["bytes"], e["sha256"], "batch")
+        try:
+            b = _batch_from_bytes(data, n, key_width, desc, dt, meta)
+        except CheckpointError:
+            raise
+        except Exception as ex:  # noqa: BLE001 - any decoding failure means a bad file
+            raise CheckpointError(f"checkpoint batch {e['file']!r} cannot be decoded: {ex}") from ex
+        b.uid = uid
+        loaded[uid] = b
+        e["meta"] = meta
+        return b
+
+    try:
+        state = _StateUnpickler(io.BytesIO(state_bytes), worker, load_batch).load()
+    except CheckpointError:
+        raise
+    except Exception as e:  # noqa: BLE001 - a state that does not load is refused whole
+        raise CheckpointError(f"checkpoint state cannot be loaded: {type(e).__name__}: {e}") from e
+    scopes = _scopes(worker)
+    if (len(state["ops"]) != len(worker.operators) or len(state["sessions"]) != len(worker.sessions)
+            or len(state["scopes"]) != len(scopes)):
+        raise CheckpointError("the checkpoint's state does not fit this dataflow's operators")
+
+    # Everything is read and checked: apply (plain assignments, which cannot fail part-way).
+    for op, attrs, layout in zip(worker.operators, state["ops"], state["layouts"], strict=True):
+        for k, v in attrs.items():
+            setattr(op, k, v)
+        op.output.layout = layout
+    for s, attrs in zip(worker.sessions, state["sessions"], strict=True):
+        for k, v in attrs.items():
+            setattr(s, k, v)
+    for sc, attrs in zip(scopes, state["scopes"], strict=True):
+        for k, v in attrs.items():
+            setattr(sc, k, v)
+    worker._kind = state["kind"]
+    worker._checkpoint_written = _Written(  # type: ignore[attr-defined]
+        os.path.abspath(path), {uid: e for uid, e in entries.items() if "meta" in e}, seq)
+    return {"seq": seq, "job": commit.get("job"), "seconds": _time.perf_counter() - t0,
+            "batches": len(loaded)}
