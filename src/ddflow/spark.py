@@ -30,6 +30,7 @@ import pickle
 import re
 import time as _time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -378,7 +379,8 @@ def _own_host(ctx: Any) -> str:
 
 def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: Any,
           secret: bytes, workers: int, timeout: float, fault: Mapping[str, Any] | None,
-          progress: float | None) -> Callable[[Iterator[Any]], Iterator[Any]]:
+          progress: float | None, checkpoint: Mapping[str, Any] | None = None
+          ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
 
@@ -404,7 +406,8 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
             worker = Worker(comm=mesh)
             on_round = _combine(_fault_hook(fault, index),
                                 _progress_hook(progress) if index == 0 else None)
-            result = drive(worker, build, logs, time=time, on_round=on_round)
+            result = drive(worker, build, logs, time=time, on_round=on_round,
+                           **(checkpoint or {}))
             result.stats["mesh_bytes_sent"] = mesh.bytes_sent
             payload = pickle.dumps(result, protocol=5)
         except (MeshError, ConnectionError):
@@ -484,11 +487,22 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
               inputs: Mapping[str, DataFrame], *, workers: int = 2, time: Any = 0,
               columns: Mapping[str, Sequence[str]] | None = None, timeout: float = 600.0,
               check: bool = True, progress: float | None = None,
+              checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int = 0,
               _fault: Mapping[str, Any] | None = None) -> JobResult:
     """Run the job on Spark and return its outputs merged on the driver (``JobResult``).
 
-    ``progress``: seconds between progress lines printed by worker 0 (None: quiet)."""
+    ``progress``: seconds between progress lines printed by worker 0 (None: quiet).
+    ``checkpoint``/``checkpoint_every``: see ``run_on_spark``."""
     kind = time_kind_of(time)
+    ck: dict[str, Any] | None = None
+    if checkpoint is not None:
+        if kind.dim != 1:
+            raise SparkJobError("checkpointed Spark jobs need int times")
+        if checkpoint_every < 0:
+            raise SparkJobError(f"checkpoint_every must be >= 0, got {checkpoint_every}")
+        # one id per call: a rerun of the stage (after a failure) is the same job
+        ck = {"checkpoint": os.path.abspath(os.fspath(checkpoint)),
+              "checkpoint_every": int(checkpoint_every), "job_id": uuid.uuid4().hex}
     _check_session(spark, workers)
     union, data_cols = _prepare(inputs, columns, kind)
     _check_build(build)
@@ -497,7 +511,7 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
     if check:
         _dry_run(build, union, names, kind, time, widths)
     secret = new_secret()
-    fn = _task(build, names, widths, time, secret, workers, timeout, _fault, progress)
+    fn = _task(build, names, widths, time, secret, workers, timeout, _fault, progress, ck)
     started = _time.perf_counter()
     rows = (union.repartition(workers)
             .mapInArrow(fn, _OUT_SCHEMA, barrier=True)
@@ -556,6 +570,7 @@ def run_on_spark(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
                  columns: Mapping[str, Sequence[str]] | None = None,
                  output_columns: Mapping[str, Sequence[str]] | None = None,
                  timeout: float = 600.0, check: bool = True, progress: float | None = None,
+                 checkpoint: str | os.PathLike[str] | None = None, checkpoint_every: int = 0,
                  _fault: Mapping[str, Any] | None = None) -> SparkResult:
     """Run ``build`` over ``inputs`` on ``workers`` Spark barrier tasks.
 
@@ -565,9 +580,20 @@ def run_on_spark(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
     value, for one column). ``build({name: Collection})`` returns a Collection or
     ``{name: Collection}``. Returns ``{name: DataFrame}`` of output updates: data columns
     (see ``output_table``; ``output_columns[name]`` renames them), ``time`` and ``diff``.
+
+    ``checkpoint``: a directory every task can reach (local mode: any local path; a cluster:
+    a shared file system) where the workers keep checkpoints of their state (int times
+    only). The job first restores the newest committed checkpoint there, skipping input at
+    the times it covers; writes one every ``checkpoint_every`` rounds (0: only at the end)
+    and one at the end, leaving the inputs open. So a later job with newer input goes on
+    where this one stopped (incremental refresh: it returns the output changes of its own
+    input), and when Spark reruns a failed stage the rerun resumes from the last committed
+    checkpoint instead of the start. A checkpoint restores only with the same ``build`` and
+    number of ``workers``.
     """
     job = spark_job(spark, build, inputs, workers=workers, time=time, columns=columns,
-                    timeout=timeout, check=check, progress=progress, _fault=_fault)
+                    timeout=timeout, check=check, progress=progress, checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every, _fault=_fault)
     out = SparkResult()
     for name, o in job.items():
         table = output_table(o, (output_columns or {}).get(name))

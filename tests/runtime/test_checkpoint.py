@@ -44,7 +44,7 @@ def want_counts(edges: Counter, nodes: Counter) -> dict[str, Counter]:
         deg[s] += m
     deg = Counter({k: v for k, v in deg.items() if v})
     hist: Counter = Counter()
-    for k, c in deg.items():
+    for c in deg.values():
         hist[c] += 1
     return {"deg": Counter({(k, c): 1 for k, c in deg.items()}), "hist": Counter(
         {(c, n): 1 for c, n in hist.items() if n})}
@@ -312,7 +312,8 @@ def test_damaged_files_are_refused_whole(tmp_path: Any, damage: str) -> None:
     run, path = _counts_run(tmp_path)
     expect = run.updates()
     for f in _files(path):
-        backup = open(f, "rb").read()
+        with open(f, "rb") as fh:
+            backup = fh.read()
         if damage == "truncate":
             data = backup[: len(backup) // 2]
         elif damage == "flip":
@@ -321,7 +322,8 @@ def test_damaged_files_are_refused_whole(tmp_path: Any, damage: str) -> None:
             data = bytes(b)
         else:
             data = b""
-        open(f, "wb").write(data)
+        with open(f, "wb") as fh:
+            fh.write(data)
         fresh = Run(build_counts)
         before = fresh.updates()
         with pytest.raises(CheckpointError):
@@ -329,7 +331,8 @@ def test_damaged_files_are_refused_whole(tmp_path: Any, damage: str) -> None:
         # nothing was loaded: the fresh dataflow is still empty and runs from scratch
         assert fresh.updates() == before == {"deg": [], "hist": []}
         assert fresh.w.stats() == Run(build_counts).w.stats()
-        open(f, "wb").write(backup)
+        with open(f, "wb") as fh:
+            fh.write(backup)
     ok = Run(build_counts)
     ok.w.restore(path)
     assert ok.updates() == expect

@@ -38,6 +38,7 @@ Usage::
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -82,6 +83,15 @@ class _Written:
     path: str
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch uid -> entry
     seq: int = 0
+
+
+def _need_pyarrow() -> None:
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError as e:
+        raise CheckpointError(
+            "checkpoints are Parquet files and need pyarrow: pip install 'ddflow[checkpoint]'"
+        ) from e
 
 
 # -- small file helpers ---------------------------------------------------------------------------
@@ -385,16 +395,18 @@ def _check_directory(path: str, worker: Worker, fp: str) -> int:
     return seqs[-1]
 
 
-def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *, job: str | None = None,
-                     durable: bool = True, keep: int = 2) -> dict[str, Any]:
+def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
+                     meta: dict[str, Any] | None = None, durable: bool = True,
+                     keep: int = 2) -> dict[str, Any]:
     """Write a checkpoint of ``worker`` into ``path`` (see the module docstring).
 
     With several workers every worker calls this at the same point (between the same steps).
     Only batches not written by an earlier checkpoint of this worker into ``path`` are
     written. ``durable`` flushes files to disk before the commit; the ``keep`` newest
     checkpoints are kept, older ones (and batch files only they used) are deleted.
-    Returns statistics: ``seq``, ``seconds``, ``batches_written``, ``bytes_written``,
-    ``batches_total``.
+    ``meta`` (JSON values) is stored in the commit marker and returned by ``restore`` (job
+    drivers keep their progress there). Returns statistics: ``seq``, ``seconds``,
+    ``batches_written``, ``bytes_written``, ``batches_total``, ``state_bytes``.
     """
     from ddflow.core.errors import DataflowClosedError
 
@@ -404,6 +416,7 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *, job: str |
         raise DataflowClosedError(
             f"this dataflow stopped after an error ({worker.failed}); it cannot be checkpointed"
         )
+    _need_pyarrow()
     fp = fingerprint(worker)
     os.makedirs(path, exist_ok=True)
     last = _check_directory(path, worker, fp)
@@ -449,7 +462,7 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *, job: str |
     _write_file(os.path.join(wdir, state_name), state, durable)
     manifest = {
         "format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-        "worker": worker.index, "peers": worker.peers, "job": job,
+        "worker": worker.index, "peers": worker.peers,
         "created": _time.time(),
         "state": {"file": state_name, "bytes": len(state), "sha256": _sha(state)},
         "batches": {uid: {k: v for k, v in e.items() if k != "meta"}
@@ -463,7 +476,7 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *, job: str |
     shas = worker.comm.all_gather(msha) if worker.peers > 1 else [msha]
     if worker.index == 0:
         commit = {"format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-                  "peers": worker.peers, "job": job, "manifests": shas}
+                  "peers": worker.peers, "meta": meta, "manifests": shas}
         _write_file(os.path.join(path, f"COMMIT-{seq:08d}"),
                     json.dumps(commit, sort_keys=True).encode(), durable)
         if durable:
@@ -490,7 +503,8 @@ def _collect(path: str, wdir: str, index: int, keep: int) -> None:
     used: set[str] = set()
     for name in os.listdir(wdir):
         m = _MANIFEST.match(name) or _STATE.match(name)
-        if m and int(m.group(1)) < oldest:
+        if m and int(m.group(1)) not in kept and int(m.group(1)) < max(kept):
+            # older than the kept ones, or a checkpoint that was never committed
             _unlink(os.path.join(wdir, name))
     for seq in kept:
         try:
@@ -508,10 +522,8 @@ def _collect(path: str, wdir: str, index: int, keep: int) -> None:
 
 
 def _unlink(p: str) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(p)
-    except FileNotFoundError:
-        pass
 
 
 # -- restoring -------------------------------------------------------------------------------------
@@ -540,11 +552,12 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     ``worker``, which must host the same dataflow, built and not yet stepped.
 
     Everything is read and checked before the worker changes; on any problem
-    ``CheckpointError`` is raised and the worker is as it was. Returns ``seq``, ``job`` (what
+    ``CheckpointError`` is raised and the worker is as it was. Returns ``seq``, ``meta`` (what
     the writer passed), ``seconds`` and ``batches``.
     """
     t0 = _time.perf_counter()
     path = os.fspath(path)
+    _need_pyarrow()
     if worker.started:
         raise CheckpointError(
             "restore into a worker that has not run yet: build the dataflow, restore, then step"
@@ -634,5 +647,5 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     worker._kind = state["kind"]
     worker._checkpoint_written = _Written(  # type: ignore[attr-defined]
         os.path.abspath(path), {uid: e for uid, e in entries.items() if "meta" in e}, seq)
-    return {"seq": seq, "job": commit.get("job"), "seconds": _time.perf_counter() - t0,
+    return {"seq": seq, "meta": commit.get("meta"), "seconds": _time.perf_counter() - t0,
             "batches": len(loaded)}

@@ -19,7 +19,9 @@ columns in the record's shape (one array, or a tuple of arrays), an int time arr
 
 from __future__ import annotations
 
+import os
 import time as _time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,13 +154,27 @@ def _suffix_meets(times: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
 
 def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 0,
           diffs: Mapping[str, Any] | None = None,
-          on_round: Callable[[int, int, float], None] | None = None) -> WorkerResult:
+          on_round: Callable[[int, int, float], None] | None = None,
+          checkpoint: str | None = None, checkpoint_every: int = 0,
+          job_id: str | None = None) -> WorkerResult:
     """Run ``build`` on ``worker`` over its share of ``logs`` (see the module docstring).
 
     Every worker of the job must call this with the same ``build``, input names and ``time``.
     ``on_round(round, rounds, seconds)`` is called after each round.
+
+    ``checkpoint``: a directory (seen by every worker) for checkpoints of this job's state
+    (int times only). If it holds one, the dataflow is restored from it first and input at
+    times it already covers is skipped (taken as processed). A checkpoint is written every
+    ``checkpoint_every`` rounds (0: only at the end) and at the end, where the inputs stay
+    open (advanced past the last time instead of closed) so a later job can go on with
+    newer input. ``job_id`` names the job: restoring a checkpoint of the same job (a rerun
+    after a failure) keeps the output it had captured so far; one of an earlier job does
+    not, so each job returns the output changes of its own input.
     """
     kind = time_kind_of(time)
+    if checkpoint is not None and kind.dim != 1:
+        raise DataError("checkpointed jobs need int times (Product times have no 'next time' "
+                        "to leave the inputs at between jobs)")
     t0 = kind.unflatten(kind.minimum())
     names = sorted(logs)
     sessions = {}
@@ -178,8 +194,27 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
     captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
     probes = [c.probe() for c in outs.values()]
 
+    fed: int | None = None  # input at times <= fed is in the restored state already
+    restored: dict[str, Any] | None = None
+    if checkpoint is not None:
+        from ddflow.runtime.checkpoint import latest_checkpoint
+
+        if latest_checkpoint(checkpoint) is not None:
+            restored = worker.restore(checkpoint)
+            meta = restored.get("meta") or {}
+            fed = meta.get("fed_through")
+            if meta.get("job") != job_id:
+                for cap in captures.values():
+                    cap.parts = []  # an earlier job's output: this job returns its own
+
     # Agree on the rounds: the distinct times of every worker's logs.
     local_times = {name: _times_of(logs[name], kind) for name in names}
+    keep: dict[str, np.ndarray | None] = {name: None for name in names}
+    if fed is not None:
+        for name in names:
+            k = np.flatnonzero(local_times[name][:, 0] > fed)
+            keep[name] = k
+            local_times[name] = local_times[name][k]
     mine: set[tuple[int, ...]] = set()
     for t in local_times.values():
         if len(t) and kind.dim == 1:
@@ -206,9 +241,13 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[inv.ravel()]
         order = np.argsort(rix, kind="stable")
         bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
-        plan[name] = (logs[name], order, bounds)
+        kept = keep[name]
+        rows = order if kept is None else kept[order]
+        plan[name] = (logs[name], rows, bounds)
 
     seconds: list[float] = []
+    checkpoints: list[dict[str, Any]] = []
+
     def behind(t: tuple[int, ...]) -> bool:
         return any(p.frontier.less_equal(t) for p in probes)
 
@@ -220,6 +259,8 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             if hi > lo:
                 _feed(sessions[name], log, order[lo:hi], kind)
         nxt = meets[r + 1]
+        if nxt is None and checkpoint is not None:
+            nxt = (rt[0] + 1,)  # stay open for a later job's input
         for s in sessions.values():
             if nxt is None:
                 s.close()
@@ -229,17 +270,31 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             worker.step_while(lambda: behind(rt), at_least_once=True)
         else:
             worker.run()
+        if checkpoint is not None and checkpoint_every > 0 and (r + 1) % checkpoint_every == 0 \
+                and r + 1 < len(rounds):
+            worker.run()
+            checkpoints.append(worker.checkpoint(
+                checkpoint, meta={"job": job_id, "fed_through": int(rt[0])}))
         dt = _time.perf_counter() - start
         seconds.append(dt)
         if on_round is not None:
             on_round(r, len(rounds), dt)
-    for s in sessions.values():
-        s.close()
+    if checkpoint is None:
+        for s in sessions.values():
+            s.close()
     worker.run()
+    if checkpoint is not None:
+        last = int(rounds[-1][0]) if rounds else fed
+        checkpoints.append(worker.checkpoint(
+            checkpoint, meta={"job": job_id, "fed_through": last}))
     outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
     for name, cap in captures.items():
         outputs[name] = (cap._consolidated(), cap.inputs[0].layout)
-    stats = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
+    stats: dict[str, Any] = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
+    if checkpoint is not None:
+        stats["restored"] = None if restored is None else {
+            "seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+        stats["checkpoints"] = checkpoints
     return WorkerResult(outputs, seconds, rounds, stats)
 
 
@@ -261,11 +316,14 @@ def _feed(session: Any, log: Any, rows: np.ndarray, kind: TimeKind) -> None:
 
 
 def run_job(build: Build, inputs: Mapping[str, Any], *, workers: int = 1, time: Any = 0,
-            diffs: Mapping[str, Any] | None = None, timeout: float = 600.0) -> JobResult:
+            diffs: Mapping[str, Any] | None = None, timeout: float = 600.0,
+            checkpoint: str | os.PathLike[str] | None = None,
+            checkpoint_every: int = 0) -> JobResult:
     """Run ``build`` over ``inputs`` on ``workers`` workers (local processes when more than one).
 
     Returns ``{output name: Output}`` (a single returned collection is named ``"output"``);
-    the result is the same for any number of workers.
+    the result is the same for any number of workers. ``checkpoint``/``checkpoint_every``:
+    see ``drive`` (a job resumes from the directory's checkpoint and leaves one there).
     """
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
@@ -273,12 +331,17 @@ def run_job(build: Build, inputs: Mapping[str, Any], *, workers: int = 1, time: 
         if not isinstance(log, (Changes, list, tuple)):
             raise DataError(f"input {name!r} must be a list of (data, time, diff) or Changes")
     kind = time_kind_of(time)
+    ck = None if checkpoint is None else os.path.abspath(os.fspath(checkpoint))
+    job_id = uuid.uuid4().hex
     if workers == 1:
-        return merge_results([drive(Worker(), build, inputs, time=time, diffs=diffs)], kind)
+        return merge_results([drive(Worker(), build, inputs, time=time, diffs=diffs,
+                                    checkpoint=ck, checkpoint_every=checkpoint_every,
+                                    job_id=job_id)], kind)
     from ddflow.runtime.processes import execute
 
     def one(worker: Worker) -> WorkerResult:
         logs = {n: share_of(v, worker.index, workers) for n, v in inputs.items()}
-        return drive(worker, build, logs, time=time, diffs=diffs)
+        return drive(worker, build, logs, time=time, diffs=diffs, checkpoint=ck,
+                     checkpoint_every=checkpoint_every, job_id=job_id)
 
     return merge_results(execute(one, workers, timeout=timeout), kind)
