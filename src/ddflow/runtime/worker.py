@@ -207,13 +207,29 @@ class InputSession:
         if self.closed:
             raise SessionClosedError("this input session is closed; create a new collection")
 
+    #: int diffs and flat time components are stored as int64
+    _I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
     def _check_diff(self, diff: Any) -> None:
         if self._int:
-            if type(diff) is not int:
-                if isinstance(diff, (bool, np.bool_)) or not isinstance(diff, (int, np.integer)):
-                    raise DiffTypeError(f"diff {diff!r} is not an int; this collection has int diffs")
+            if type(diff) is not int and (
+                isinstance(diff, (bool, np.bool_)) or not isinstance(diff, (int, np.integer))
+            ):
+                raise DiffTypeError(f"diff {diff!r} is not an int; this collection has int diffs")
+            if not self._I64_MIN <= diff <= self._I64_MAX:
+                raise DiffTypeError(
+                    f"diff {diff!r} does not fit in 64 bits; int diffs must lie in "
+                    "[-2**63, 2**63 - 1] (split it into several updates)"
+                )
         else:
             self.diff_type.from_values([diff])
+
+    def _flat_time(self, t: Any) -> tuple[int, ...]:
+        """The flat form of a user time, each component an int64 (``TimeError`` if not)."""
+        ft = self.kind.flatten(t)
+        if not all(self._I64_MIN <= a <= self._I64_MAX for a in ft):
+            raise TimeError(f"time {t!r} does not fit in 64 bits; times are int64")
+        return ft
 
     def _check_record(self, x: Any) -> None:
         if self._layout is None:
@@ -231,8 +247,8 @@ class InputSession:
         _leaf_kinds(x, self._layout, kinds)
         if kinds != self._leaf_kinds:
             raise DataError(
-                f"record {x!r} has field types {kinds} but the collection holds {self._leaf_kinds}; "
-                "fields must keep one type so the data can be ordered"
+                f"record {x!r} has field types {kinds} but the collection holds "
+                f"{self._leaf_kinds}; fields must keep one type so the data can be ordered"
             )
 
     # -- updates -------------------------------------------------------------------------------
@@ -252,13 +268,15 @@ class InputSession:
     def remove(self, x: Any) -> None:
         """Remove one copy of ``x`` (diff minus one) at the session's current time."""
         if not self._int:
-            raise DiffTypeError(f"remove() needs int diffs; use update(x, diff) for {self.diff_type.name}")
+            raise DiffTypeError(
+                f"remove() needs int diffs; use update(x, diff) for {self.diff_type.name}"
+            )
         self.update(x, -1)
 
     def update_at(self, x: Any, t: Any, diff: Any) -> None:
         """Change ``x`` by ``diff`` at time ``t``, which must not be before the session's time."""
         self._check_open()
-        ft = self.kind.flatten(t)
+        ft = self._flat_time(t)
         if not all(a <= b for a, b in zip(self._time, ft, strict=True)):
             raise TimeError(
                 f"time {t!r} is before this session's time {self._user_time!r}; updates may only "
@@ -273,35 +291,154 @@ class InputSession:
     def insert_columns(self, data: Any, diffs: Any = None, times: Any = None) -> None:
         """Vectorized ingestion: ``data`` is a column (1-d array) or a tuple of columns in the
         record's shape, ``diffs`` a diff column (default: ones), ``times`` an int array
-        (flat time per row, ``(n,)`` or ``(n, d)``; default: the session's time)."""
+        (flat time per row, ``(n,)`` or ``(n, d)``; default: the session's time).
+
+        The columns are checked like records (shape, one type per field, no NaN, hashable
+        values): numeric columns by dtype alone, object columns by the set of their values'
+        types. An empty batch (zero rows) changes nothing and teaches the collection no shape.
+        """
         self._check_open()
         layout = layout_of_view(data)
-        first = data
-        while isinstance(first, tuple):
-            first = first[0]
-        n = int(np.asarray(first).shape[0])
+        n = self._batch_rows(data)
+        if self._layout is not None and layout != self._layout:
+            raise DataError(
+                f"columns of shape {layout} do not fit the collection's shape {self._layout}; "
+                "give one column per field, grouped in tuples like the records"
+            )
         cols = layout.from_view(data, n)
-        if self._layout is not None and self._layout.width != layout.width:
-            raise DataError(f"columns of shape {layout} do not fit the collection's shape {self._layout}")
-        for c in cols:
+        kinds = [self._column_kind(c) for c in cols] if n else None
+        if kinds is not None and self._leaf_kinds is not None and kinds != self._leaf_kinds:
+            raise DataError(
+                f"columns hold field types {kinds} but the collection holds {self._leaf_kinds}; "
+                "fields must keep one type so the data can be ordered"
+            )
+        d = self.diff_type.one(n) if diffs is None else self._diff_column(diffs, n)
+        tarr = self._time_column(times, n)
+        if n == 0:
+            return
+        if self._layout is None:
+            self._layout, self._leaf_kinds = layout, kinds
+        self._chunks.append(Updates(cols, tarr, d, self.diff_type))
+
+    @staticmethod
+    def _batch_rows(data: Any) -> int:
+        """The rows of a batch (its first column's length); every column must have them."""
+        leaves: list[Any] = []
+        todo = [data]
+        while todo:
+            v = todo.pop()
+            if isinstance(v, tuple):
+                todo.extend(reversed(v))
+            else:
+                leaves.append(v)
+        if not leaves:
+            raise DataError(
+                f"insert_columns got {data!r}, which holds no column; give a column (a 1-d "
+                "array) or a tuple of columns in the records' shape"
+            )
+        first = leaves[0]
+        if isinstance(first, np.ndarray) and first.ndim != 1:
+            raise DataError(f"columns must be 1-d arrays, got an array of shape {first.shape}")
+        if isinstance(first, (str, bytes, dict, set, frozenset)) or not hasattr(first, "__len__"):
+            raise DataError(
+                f"insert_columns takes a column (a 1-d array) or a tuple of columns, got "
+                f"{type(first).__name__} {first!r:.60}"
+            )
+        n = len(first)
+        for v in leaves[1:]:
+            if isinstance(v, np.ndarray):
+                m = v.shape[0] if v.ndim else n  # a 0-d array: one value for every row
+            else:
+                m = n if np.isscalar(v) or not hasattr(v, "__len__") else len(v)
+            if m != n:
+                raise DataError(
+                    f"columns of one batch must have equal lengths, got {n} and {m} rows"
+                )
+        return n
+
+    #: Python types whose values are numbers (one field kind, "num", like ``_leaf_kinds``)
+    _NUM_TYPES = (bool, int, float, np.number, np.bool_)
+
+    def _column_kind(self, c: np.ndarray) -> str:
+        """The field kind of a non-empty column, as ``_leaf_kinds`` names it for a record."""
+        if c.dtype.kind in "biuf":
             if c.dtype.kind == "f" and np.isnan(c).any():
                 raise DataError("NaN cannot be ordered; data columns must not hold NaN")
-        if diffs is None:
-            d = self.diff_type.one(n)
-        else:
-            d = self.diff_type.from_columns(diffs, n)
+            return "num"
+        # an object column: the set of its values' types, in one C-level pass (no Python
+        # loop per row); the loop below runs once per distinct type
+        types = set(map(type, c.tolist()))
+        kinds = set()
+        for t in types:
+            if t is tuple:
+                raise DataError(
+                    "a column holds tuples; give a tuple of columns (one per field) instead"
+                )
+            if t.__hash__ is None:
+                raise DataError(
+                    f"a column holds {t.__name__} values, which cannot be hashed; records must "
+                    "be hashable (use tuples of columns, not lists)"
+                )
+            kinds.add("num" if issubclass(t, self._NUM_TYPES) else t.__name__)
+        if len(kinds) > 1:
+            raise DataError(
+                f"a column mixes field types {sorted(kinds)}; a field must keep one type so the "
+                "data can be ordered (no None among numbers or strings)"
+            )
+        if types - {str, bytes, int, bool, type(None)}:  # values that may be NaN
+            try:
+                nan = bool(np.any(c != c))
+            except Exception:
+                nan = False
+            if nan:
+                raise DataError("NaN cannot be ordered; data columns must not hold NaN")
+        return kinds.pop()
+
+    def _diff_column(self, diffs: Any, n: int) -> Any:
+        if not self._int:
+            return self.diff_type.from_columns(diffs, n)
+        try:
+            arr = np.asarray(diffs)
+        except (TypeError, ValueError) as e:
+            raise DiffTypeError(f"int diffs must be an integer array of {n} rows ({e})") from e
+        if n == 0 and arr.shape == (0,):
+            return self.diff_type.one(0)  # an empty list: float64 to numpy, but no diff
+        if arr.dtype.kind == "u" and arr.size and arr.max() > self._I64_MAX:
+            raise DiffTypeError(
+                "int diffs must fit in int64; this unsigned column holds larger values"
+            )
+        return self.diff_type.from_columns(arr, n)
+
+    def _time_column(self, times: Any, n: int) -> np.ndarray:
+        """The ``(n, d)`` int64 times of a batch (``TimeError`` if not ints of that shape, or
+        before the session's time)."""
         dim = self.kind.dim
         if times is None:
             tarr = np.empty((n, dim), dtype=np.int64)
             tarr[:] = self._time
-        else:
-            tarr = np.asarray(times, dtype=np.int64).reshape(n, dim)
-            if n and not np.all(tarr >= np.array(self._time, dtype=np.int64)):
-                raise TimeError("some times are before this session's time")
-        if self._layout is None:
-            self._layout = layout
-            self._leaf_kinds = ["num" if c.dtype.kind in "biuf" else "object" for c in cols]
-        self._chunks.append(Updates(cols, tarr, d, self.diff_type))
+            return tarr
+        try:
+            arr = np.asarray(times)
+        except (TypeError, ValueError) as e:
+            raise TimeError(f"times must be an integer array with one time per row ({e})") from e
+        if n == 0 and arr.size == 0:
+            return np.empty((0, dim), dtype=np.int64)
+        shapes = [(n, dim), (n,)] if dim == 1 else [(n, dim)]
+        if arr.dtype.kind not in "iu" or arr.shape not in shapes:
+            want = " or ".join(str(s) for s in shapes)
+            raise TimeError(
+                f"times must be an integer array of shape {want} (one flat time per row), got "
+                f"{arr.dtype} of shape {arr.shape}"
+            )
+        if arr.dtype.kind == "u" and arr.max() > self._I64_MAX:
+            raise TimeError("times must fit in int64; this unsigned column holds larger values")
+        tarr = arr.astype(np.int64, copy=False).reshape(n, dim)
+        if not np.all(tarr >= np.array(self._time, dtype=np.int64)):
+            raise TimeError(
+                f"some times are before this session's time {self._user_time!r}; updates may "
+                "only be at or after the session's time"
+            )
+        return tarr
 
     def flush(self) -> None:
         """Hand buffered updates to the dataflow (they take effect at the next step)."""
@@ -323,7 +460,7 @@ class InputSession:
     def advance_to(self, t: Any) -> None:
         """Move the session's time to ``t`` (not before the current time), flushing first."""
         self._check_open()
-        ft = self.kind.flatten(t)
+        ft = self._flat_time(t)
         if not all(a <= b for a, b in zip(self._time, ft, strict=True)):
             raise TimeError(
                 f"cannot advance to {t!r}: it is before this session's time {self._user_time!r}"
@@ -372,6 +509,14 @@ def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
         raise DataError(
             f"{x!r} cannot be hashed; records must be hashable (use tuples, not lists)"
         ) from e
+    if type(x) is not str:
+        try:
+            nan = bool(x != x)  # a NaN of another type (Decimal('NaN'), ...)
+        except Exception:
+            nan = False
+        if nan:
+            raise DataError(f"{x!r} is not equal to itself (NaN cannot be ordered); records "
+                            "must not hold NaN")
     out.append(type(x).__name__)
 
 
