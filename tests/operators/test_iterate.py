@@ -308,13 +308,7 @@ CASES = [
 
 #: Cases the engine gets wrong (see the reason); kept out of the hypothesis tests (every
 #: example fails, and shrinking them would only cost time) and strict-xfail in the others.
-KNOWN_BUGS = {
-    "bfs_reduce_solve_logic": (
-        "engine bug: reduce_solve(logic) fixes its output value layout to the empty tuple "
-        "(Reduce.__init__ treats mode 'solve' like 'distinct'), so any logic returning a "
-        "non-() value raises DataError 'output values must keep one shape'"
-    ),
-}
+KNOWN_BUGS: dict[str, str] = {}
 
 
 def case_params(include_known_bugs: bool) -> list[Any]:

@@ -86,7 +86,7 @@ class Reduce(Operator):
         self.pend_keys: tuple[np.ndarray, ...] | None = None
         self.pend_times = np.zeros((0, dim), dtype=np.int64)
         self.out_val_layout: Layout | None = None
-        if mode in ("distinct", "threshold", "solve_min", "solve"):
+        if mode in ("distinct", "threshold", "solve_min"):  # "solve": learnt from its logic
             self.out_val_layout = Tup(())
         if mode in ("min", "max", "top_k"):
             self.out_val_layout = arr.val_layout
