@@ -47,6 +47,7 @@ import pickle
 import re
 import secrets
 import time as _time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +56,7 @@ import numpy as np
 from ddflow.core.errors import DDError
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import TraceBatch
-from ddflow.trace.spine import _Merge
+from ddflow.trace.spine import _Merge, _merge_all
 
 if TYPE_CHECKING:
     from ddflow.runtime.scope import Scope
@@ -78,11 +79,36 @@ class CheckpointError(DDError, ValueError):
 
 @dataclass
 class _Written:
-    """What a worker has already written into a directory (for incremental checkpoints)."""
+    """What a worker has already written into a directory (for incremental checkpoints),
+    and the batch files being written in the background."""
 
     path: str
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch uid -> entry
     seq: int = 0
+    inflight: dict[str, Future[dict[str, Any]]] = field(default_factory=dict)
+    pool: ThreadPoolExecutor | None = None
+
+    def background(self, uid: str, b: TraceBatch, wdir: str, durable: bool) -> None:
+        """Write batch ``b`` (uid ``uid``) on a background thread (Parquet encoding and
+        compression release the GIL); its entry joins ``files`` when done."""
+        if self.pool is None:
+            self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ddflow-ckpt")
+
+        def job() -> dict[str, Any]:
+            entry = _write_batch(b, uid, wdir, durable)
+            b.lineage = None  # written: what it was merged from may be freed
+            return entry
+
+        self.inflight[uid] = self.pool.submit(job)
+
+    def settle(self, uid: str | None = None) -> None:
+        """Move finished background writes into ``files`` (waiting for ``uid``'s, if given)."""
+        if uid is not None and uid in self.inflight:
+            self.inflight[uid].result()
+        for u, fut in list(self.inflight.items()):
+            if fut.done():
+                del self.inflight[u]
+                self.files[u] = fut.result()
 
 
 def _need_pyarrow() -> None:
@@ -264,6 +290,14 @@ def _batch_bytes(b: TraceBatch) -> tuple[bytes, Any]:
     return sink.getvalue(), meta
 
 
+def _write_batch(b: TraceBatch, uid: str, wdir: str, durable: bool) -> dict[str, Any]:
+    data, meta = _batch_bytes(b)
+    name = f"b-{uid}.parquet"
+    _write_file(os.path.join(wdir, name), data, durable)
+    return {"file": name, "bytes": len(data), "sha256": _sha(data), "rows": len(b),
+            "meta": meta, "finished": _time.time()}
+
+
 def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
                       meta: Any) -> TraceBatch:
     import pyarrow as pa
@@ -332,6 +366,12 @@ class _StateUnpickler(pickle.Unpickler):
         try:
             if tag == "batch":
                 return self._load_batch(pid)
+            if tag == "lineage":
+                b = self._rebuild(pid[1])
+                if b.desc != pid[2]:
+                    raise CheckpointError("a checkpoint batch rebuilt from its lineage does not "
+                                          "cover the times it should")
+                return b
             if tag == "op":
                 return w.operators[pid[1]]
             if tag == "stream":
@@ -347,6 +387,14 @@ class _StateUnpickler(pickle.Unpickler):
                 f"the checkpoint refers to {tag} {pid[1]}, which this dataflow does not have"
             ) from e
         raise CheckpointError(f"unknown reference {tag!r} in a checkpoint's state")
+
+    def _rebuild(self, node: Any) -> TraceBatch:
+        """A batch from a lineage tree: written batches merged as the spine merged them."""
+        if node[0] == "batch":
+            return self._load_batch(node)
+        if node[0] != "merge":
+            raise CheckpointError(f"unknown lineage node {node[0]!r} in a checkpoint's state")
+        return _merge_all([self._rebuild(p) for p in node[1]], node[2])
 
 
 def _op_state(op: Any) -> dict[str, Any]:
@@ -406,11 +454,14 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     checkpoints are kept, older ones (and batch files only they used) are deleted.
     ``meta`` (JSON values) is stored in the commit marker and returned by ``restore`` (job
     drivers keep their progress there). Returns statistics: ``seq``, ``seconds``,
-    ``batches_written``, ``bytes_written``, ``batches_total``, ``state_bytes``.
+    ``batches_written``, ``bytes_written``, ``batches_total``, ``state_bytes``,
+    ``batches_by_lineage`` (merged batches referred to by what they were merged from, and
+    written in the background, so a large merge never stalls a checkpoint).
     """
     from ddflow.core.errors import DataflowClosedError
 
     t0 = _time.perf_counter()
+    t_wall = _time.time()
     path = os.fspath(path)
     if worker.failed is not None:
         raise DataflowClosedError(
@@ -434,20 +485,69 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     new_bytes = 0
     new_batches = 0
 
-    def on_batch(b: TraceBatch) -> Any:
-        nonlocal new_bytes, new_batches
-        uid = _uid(b)
+    written.settle()
+    by_lineage = 0
+
+    def batch_pid(b: TraceBatch, entry: dict[str, Any]) -> Any:
+        assert b.uid is not None
+        files[b.uid] = entry
+        return ("batch", b.uid, len(b), b.key_width, b.desc, b.diff_type, entry["meta"])
+
+    def known(uid: str | None) -> dict[str, Any] | None:
+        if uid is None:
+            return None
+        written.settle(uid)
         entry = files.get(uid) or written.files.get(uid)
         if entry is None or not os.path.exists(os.path.join(wdir, entry["file"])):
-            data, meta = _batch_bytes(b)
-            name = f"b-{uid}.parquet"
-            _write_file(os.path.join(wdir, name), data, durable)
-            entry = {"file": name, "bytes": len(data), "sha256": _sha(data), "rows": len(b),
-                     "meta": meta}
-            new_bytes += len(data)
-            new_batches += 1
-        files[uid] = entry
-        return ("batch", uid, len(b), b.key_width, b.desc, b.diff_type, entry["meta"])
+            return None
+        return entry
+
+    def lineage_pid(node: Any) -> Any:
+        """The pid of a lineage tree; raises KeyError if a file it names is gone."""
+        tag = node[0]
+        if tag == "file":
+            uid, n, key_width, desc, dt = node[1]
+            entry = known(uid)
+            if entry is None:
+                raise KeyError(uid)
+            files[uid] = entry
+            return ("batch", uid, n, key_width, desc, dt, entry["meta"])
+        if tag == "mem":
+            return on_batch(node[1])
+        return ("merge", tuple(lineage_pid(p) for p in node[1]), node[2])
+
+    def on_batch(b: TraceBatch) -> Any:
+        nonlocal new_bytes, new_batches, by_lineage
+        lin = b.lineage
+        if lin is not None and b.uid is not None and b.uid in written.inflight \
+                and not written.inflight[b.uid].done():
+            # still being written: refer to its lineage again rather than wait
+            try:
+                tree = lineage_pid(lin)
+                by_lineage += 1
+                return ("lineage", tree, b.desc)
+            except KeyError:
+                pass
+        entry = known(b.uid)
+        if entry is not None:
+            return batch_pid(b, entry)
+        if b.lineage is not None and b.uid is None:
+            # Refer to what it was merged from (written already) and write it in the
+            # background: a large merge does not stall this checkpoint.
+            try:
+                tree = lineage_pid(b.lineage)
+            except KeyError:
+                tree = None
+            if tree is not None:
+                by_lineage += 1
+                uid = _uid(b)
+                written.background(uid, b, wdir, durable)
+                return ("lineage", tree, b.desc)
+        uid = _uid(b)
+        entry = _write_batch(b, uid, wdir, durable)
+        new_bytes += entry["bytes"]
+        new_batches += 1
+        return batch_pid(b, entry)
 
     buf = io.BytesIO()
     try:
@@ -465,7 +565,7 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
         "worker": worker.index, "peers": worker.peers,
         "created": _time.time(),
         "state": {"file": state_name, "bytes": len(state), "sha256": _sha(state)},
-        "batches": {uid: {k: v for k, v in e.items() if k != "meta"}
+        "batches": {uid: {k: v for k, v in e.items() if k not in ("meta", "finished")}
                     for uid, e in files.items()},
     }
     mbytes = json.dumps(manifest, sort_keys=True).encode()
@@ -483,16 +583,27 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
             _fsync_dir(path)
     if worker.peers > 1:
         worker.comm.all_gather(True)  # nobody goes on before the commit exists
-    written.files = files
+    written.settle()
+    written.files = {**{u: e for u, e in written.files.items() if u not in files
+                        and _is_fresh(e, t_wall)}, **files}
     written.seq = seq
     worker._checkpoint_written = written  # type: ignore[attr-defined]
-    _collect(path, wdir, worker.index, keep)
+    busy = {f"b-{u}.parquet" for u in written.inflight} | {
+        e["file"] for e in written.files.values()}
+    _collect(path, wdir, worker.index, keep, busy)
     return {"seq": seq, "seconds": _time.perf_counter() - t0, "batches_written": new_batches,
             "bytes_written": new_bytes + len(state) + len(mbytes), "batches_total": len(files),
+            "batches_by_lineage": by_lineage,
             "state_bytes": len(state)}
 
 
-def _collect(path: str, wdir: str, index: int, keep: int) -> None:
+def _is_fresh(entry: dict[str, Any], since: float) -> bool:
+    """Whether a batch file was finished (in the background) after ``since``: not yet
+    named by a manifest, but about to be."""
+    return float(entry.get("finished", 0.0)) >= since
+
+
+def _collect(path: str, wdir: str, index: int, keep: int, busy: set[str]) -> None:
     """Delete checkpoints older than the ``keep`` newest committed ones, and batch files no
     kept manifest names."""
     seqs = _committed(path)
@@ -513,7 +624,8 @@ def _collect(path: str, wdir: str, index: int, keep: int) -> None:
         except (OSError, ValueError, KeyError):
             return  # cannot tell what is in use: delete nothing
     for name in os.listdir(wdir):
-        if name.startswith("b-") and name not in used and ".tmp-" not in name:
+        if name.startswith("b-") and name not in used and name not in busy \
+                and ".tmp-" not in name:
             _unlink(os.path.join(wdir, name))
     if index == 0:
         for seq in seqs:

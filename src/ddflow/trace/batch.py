@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,10 @@ from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
 
-__all__ = ["Description", "TraceBatch", "key_index", "ranges_to_indices"]
+__all__ = ["Description", "TraceBatch", "key_index", "merged_lineage", "ranges_to_indices"]
+
+#: an unwritten batch at most this long is kept by the lineage of a merge that consumed it
+LINEAGE_KEEP_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -68,12 +72,42 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     return np.repeat(starts, lens) + offsets, owner
 
 
+def merged_lineage(parts: Sequence[TraceBatch], since: Antichain) -> tuple[Any, ...] | None:
+    """How to rebuild the merge of ``parts`` (oldest first, times advanced by ``since``)
+    from batches a checkpoint has written, so the next checkpoint need not write the merged
+    batch at once (it refers to this and writes the batch in the background).
+
+    Each part is ``("file", batch)`` once a checkpoint wrote it (the batch is kept only as
+    metadata: its columns are dropped by ``_file_ref``), its own lineage if it has one, or
+    ``("mem", batch)`` if it is small; a large part with neither means no lineage (None).
+    None also when no part was ever checkpointed (checkpoints are not in use)."""
+    if not any(p.uid is not None or p.lineage is not None for p in parts):
+        return None
+    out: list[Any] = []
+    for p in parts:
+        lin = p.lineage  # (read once: a background writer clears it when done)
+        if lin is not None:  # not written yet (maybe being written)
+            out.append(lin)
+        elif p.uid is not None:
+            out.append(("file", _file_ref(p)))
+        elif len(p) <= LINEAGE_KEEP_ROWS:
+            out.append(("mem", p))
+        else:
+            return None
+    return ("merge", tuple(out), since)
+
+
+def _file_ref(b: TraceBatch) -> tuple[Any, ...]:
+    """A written batch's identity without its columns."""
+    return (b.uid, len(b), b.key_width, b.desc, b.diff_type)
+
+
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "uid",
+        "_index", "uid", "lineage",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -91,6 +125,8 @@ class TraceBatch:
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
+        # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
+        self.lineage: tuple[Any, ...] | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -175,6 +211,17 @@ class TraceBatch:
             tuple(c[rows] for c in self.data), self.times[rows],
             self.diff_type.take(self.diffs, rows), self.diff_type,
         )
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__slots__
+                if k not in ("_table", "_index", "lineage")}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            setattr(self, k, v)
+        self._table = None
+        self._index = None
+        self.lineage = None
 
     def __repr__(self) -> str:
         d = self.desc

@@ -26,7 +26,7 @@ from ddflow.core.columns import take_columns
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch
+from ddflow.trace.batch import Description, TraceBatch, merged_lineage
 
 __all__ = ["Spine", "TraceHandle", "key_sums"]
 
@@ -105,6 +105,7 @@ class _Merge:
                 a.diff_type,
             )
         self.result = TraceBatch(a.key_width, u, desc)
+        self.result.lineage = merged_lineage((a, b), self.since)
         self.chunks = []
 
 
@@ -121,7 +122,9 @@ def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
     u = u.with_times(columns_advance_by(u.times, since.arr))
     u = consolidate(u, runs=True)
     desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
-    return TraceBatch(batches[0].key_width, u, desc)
+    out = TraceBatch(batches[0].key_width, u, desc)
+    out.lineage = merged_lineage(batches, since)
+    return out
 
 
 class Spine:
