@@ -29,7 +29,8 @@ from ddflow.core.updates import Updates, consolidate
 
 __all__ = ["Description", "TraceBatch", "key_index", "merged_lineage", "ranges_to_indices"]
 
-#: an unwritten batch at most this long is kept by the lineage of a merge that consumed it
+#: at most this many rows of unwritten batches are kept alive by a merged batch's lineage
+#: (so a dataflow checkpointed once and then never again does not hold its history twice)
 LINEAGE_KEEP_ROWS = 1 << 16
 
 
@@ -79,22 +80,25 @@ def merged_lineage(parts: Sequence[TraceBatch], since: Antichain) -> tuple[Any, 
 
     Each part is ``("file", batch)`` once a checkpoint wrote it (the batch is kept only as
     metadata: its columns are dropped by ``_file_ref``), its own lineage if it has one, or
-    ``("mem", batch)`` if it is small; a large part with neither means no lineage (None).
+    ``("mem", batch)``; if the unwritten rows kept so exceed ``LINEAGE_KEEP_ROWS``, None.
     None also when no part was ever checkpointed (checkpoints are not in use)."""
     if not any(p.uid is not None or p.lineage is not None for p in parts):
         return None
     out: list[Any] = []
+    kept = 0  # rows of unwritten batches the lineage keeps alive (bounded)
     for p in parts:
         lin = p.lineage  # (read once: a background writer clears it when done)
         if lin is not None:  # not written yet (maybe being written)
             out.append(lin)
+            kept += lin[3]
         elif p.uid is not None:
             out.append(("file", _file_ref(p)))
-        elif len(p) <= LINEAGE_KEEP_ROWS:
-            out.append(("mem", p))
         else:
-            return None
-    return ("merge", tuple(out), since)
+            out.append(("mem", p))
+            kept += len(p)
+        if kept > LINEAGE_KEEP_ROWS:
+            return None  # the merged batch will be written whole instead
+    return ("merge", tuple(out), since, kept)
 
 
 def _file_ref(b: TraceBatch) -> tuple[Any, ...]:
