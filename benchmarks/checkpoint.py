@@ -43,7 +43,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import ddflow as dd  # noqa: E402
-from _common import emit_json, log, machine_info, median  # noqa: E402
+from _common import emit_json, log, machine_info, median, save_png  # noqa: E402
 from ddflow.core.updates import concat_updates, consolidate  # noqa: E402
 
 
@@ -123,6 +123,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-durable", action="store_true", help="do not fsync")
     p.add_argument("--json", metavar="PATH")
+    p.add_argument("--png", metavar="PATH", help="draw the checkpoint times")
     p.add_argument("--quiet", action="store_true")
     p.add_argument("--restore-child", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--dir", help=argparse.SUPPRESS)
@@ -207,7 +208,27 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
            "params": {k2: v2 for k2, v2 in vars(args).items() if k2 not in ("dir",)},
            "results": res_doc}
     emit_json(doc, path=args.json)
+    if args.png:
+        save_png(args.png, lambda plt: draw(plt, doc), quiet=args.quiet)
     return doc
+
+
+def draw(plt: Any, doc: dict[str, Any]) -> None:
+    r = doc["results"]
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    inc = np.array(r["incremental_all_s"]) * 1e3
+    ax.plot(np.arange(1, len(inc) + 1), inc, marker=".", label="incremental checkpoint")
+    ax.axhline(r["full_s"] * 1e3, color="tab:orange", ls="--",
+               label=f"full checkpoint ({r['full_bytes'] / 1e6:.0f} MB, median)")
+    ax.axhline(r["restore_s"] * 1e3, color="tab:green", ls=":",
+               label="restore in a fresh process (median)")
+    ax.axhline(50, color="tab:red", lw=0.8, label="bar: incremental 50 ms")
+    ax.set_yscale("log")
+    ax.set_xlabel(f"round of {doc['params']['changes']} changes")
+    ax.set_ylabel("ms")
+    ax.set_title(f"Checkpoints of a {doc['params']['keys']:,}-key dataflow")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
 
 
 if __name__ == "__main__":
