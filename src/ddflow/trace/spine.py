@@ -236,13 +236,34 @@ class Spine:
             small = [e for e in self.stack[-tail:] if isinstance(e, TraceBatch)]
             self.stack[-tail:] = [_merge_all(small, self.logical)]
             self.merges_done += 1
-        while len(self.stack) >= 2 and 2 * self._size(self.stack[-1]) >= self._size(self.stack[-2]):
-            b = self._complete(len(self.stack) - 1)
-            a = self._complete(len(self.stack) - 2)
+        # Restore the geometric sizes: any neighbours where the younger is at least half the
+        # older are merged, checked from the youngest down (not only at the tail: a merge
+        # that finished on fuel can leave its result too large for the batch before it).
+        # One merge under way per pass may be left to finish on fuel instead of being
+        # completed here: typically the one a cascade just started, its result as large as
+        # the batch before it. Completing it at once would pay for the whole cascade in one
+        # insert, the latency spike progressive merging exists to avoid; batches arriving
+        # meanwhile bring ``effort`` times their size in fuel, so (with ``effort >= 2``) it is
+        # done before the tail behind it grows to half its size. Only one, so merges that
+        # fall behind (low effort) cannot pile up: the others are completed as before.
+        i = len(self.stack) - 1
+        deferred = False
+        while i >= 1:
+            if 2 * self._size(self.stack[i]) < self._size(self.stack[i - 1]):
+                i -= 1
+                continue
+            if isinstance(self.stack[i], _Merge) and not deferred:
+                deferred = True
+                i -= 1
+                continue
+            b = self._complete(i)
+            a = self._complete(i - 1)
             merge = _Merge(a, b, self.logical)
-            self.stack[-2:] = [merge]
+            self.stack[i - 1:i + 1] = [merge]
             if merge.size <= self.eager_rows:
-                self._complete(len(self.stack) - 1)
+                self._complete(i - 1)
+            i = len(self.stack) - 1
+            deferred = False
         # drop empty results so they do not anchor the geometric sequence
         while self.stack and isinstance(self.stack[-1], TraceBatch) and len(self.stack[-1]) == 0:
             self.stack.pop()
