@@ -754,12 +754,24 @@ class Worker:
             pass
 
     def stats(self) -> list[dict[str, Any]]:
-        """Per-arrangement statistics: batches, updates held, merge work outstanding."""
+        """Per-arrangement statistics: batches, updates held, merge work outstanding.
+
+        Each entry also has ``held``: the updates (or pending ``(key, time)`` work) its
+        operator keeps outside the trace, waiting for the frontier. Operators without an
+        arrangement that keep updates (a capture's output, updates a loop's feedback or
+        ``consolidate`` hold back) get an entry too, with ``batches`` and ``updates`` 0.
+        """
         out = []
         for op in self.operators:
             spine = getattr(op, "spine", None)
+            ht = op.held_times()
+            held = 0 if ht is None else len(ht)
+            if isinstance(op, Capture):
+                held += sum(len(u) for u in op.parts)
             if spine is not None:
-                out.append({"operator": op.name, **spine.stats()})
+                out.append({"operator": op.name, **spine.stats(), "held": held})
+            elif held:
+                out.append({"operator": op.name, "batches": 0, "updates": 0, "held": held})
         return out
 
     def checkpoint(self, path: Any, **kw: Any) -> dict[str, Any]:
