@@ -14,7 +14,9 @@ Workloads (each a script in this folder with its own CLI, JSON and PNG):
 - ``tpch``: the 22 TPC-H queries over their change streams (``tpch.py``), with the
   dict-per-record, DuckDB-recompute and Pathway baselines;
 - ``bfs``: seed 004's BFS on 100k nodes / 1M edges under edge changes (``bfs.py``);
-- ``skew``: seed 003's hot key, ``reduce`` versus ``explode`` + ``count_total`` (``skew.py``).
+- ``skew``: seed 003's hot key, ``reduce`` versus ``explode`` + ``count_total`` (``skew.py``);
+- ``soak``: issue 6's bounded state, degrees and BFS over 10^6 changes: RSS, updates held
+  and round latency per 10^5 changes (``soak.py``).
 
 Each workload runs in its own process (a fresh interpreter, so one does not warm or
 fragment the next), writes ``<out>/<workload>.json`` and ``.png``; the suite prints a
@@ -47,6 +49,7 @@ WORKLOADS: dict[str, tuple[str, list[str], list[str]]] = {
     "bfs": ("bfs.py", ["--rounds", "200", "--batch-rounds", "30"],
             ["--nodes", "10000", "--edges", "100000", "--rounds", "30", "--batch-rounds", "5"]),
     "skew": ("skew.py", [], ["--rounds", "60"]),
+    "soak": ("soak.py", [], ["--changes", "100000", "--every", "10000"]),
 }
 
 
