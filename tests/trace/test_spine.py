@@ -153,3 +153,35 @@ def test_progressive_merge_of_composite_keys() -> None:
     assert m.result is not None
     assert all((x == y).all() for x, y in zip(m.result.data, want.data))
     assert (m.result.diffs == want.diffs).all()
+
+
+def test_cascade_merge_is_left_to_fuel():
+    """A merge a cascade starts is not completed by the insert that started it (that insert
+    would pay for the whole cascade); it finishes on later inserts' fuel and the spine goes
+    back to few batches, every update readable exactly once throughout."""
+    spine = Spine(1, 1, effort=4, eager_rows=1000, small_rows=0)
+    h = spine.handle()
+    rng = np.random.default_rng(1)
+    inserted = 0
+
+    def insert(n: int, t: int) -> None:
+        nonlocal inserted
+        k = rng.integers(0, 1 << 40, n)
+        u = Updates((k,), np.full((n, 1), t, dtype=np.int64), np.ones(n, dtype=np.int64), INT)
+        d = Description(Antichain.of([(t,)], 1), Antichain.of([(t + 1,)], 1),
+                        Antichain.of([(0,)], 1))
+        spine.insert(TraceBatch.build(1, u, d))
+        h.set_compaction(Antichain.of([(t + 1,)], 1), Antichain.of([(t + 1,)], 1))
+        inserted += n
+        assert sum(int(b.diffs.sum()) for b in spine.batches()) == inserted
+
+    insert(4000, 0)
+    insert(1500, 1)
+    done = spine.merges_done
+    insert(800, 2)  # 1500 + 800 merge (above eager_rows), as large as half of 4000: a cascade
+    assert spine.merges_done == done and spine.stats()["merges_in_progress"] == 1
+    assert [len(b) for b in spine.batches()] == [4000, 1500, 800]
+    for t in range(3, 40):
+        insert(500, t)
+    assert spine.merges_done > done
+    assert len(spine.batches()) <= 8
