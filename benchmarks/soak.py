@@ -425,6 +425,10 @@ def bars(res: dict[str, Any], every: int) -> dict[str, Any]:
             "p99_ms_last_window": p_last,
             "ratio": r,
             "holds": r is not None and r <= P99_BAR,
+            # CPU time / wall time over each window's rounds: well below 1 means other
+            # processes took the cores during that window and its percentiles are inflated
+            "cpu_over_wall_second_window": ratio(second["cpu_s"], second["wall_s"]),
+            "cpu_over_wall_last_window": ratio(last["cpu_s"], last["wall_s"]),
         }
     return out
 
