@@ -66,11 +66,15 @@ def concat_updates(parts: Sequence[Updates]) -> Updates:
     return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)
 
 
-def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> Updates:
+def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
+                compact: bool = False) -> Updates:
     """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
 
     ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
-    ``split`` where the second of two runs starts.
+    ``split`` where the second of two runs starts. ``compact=True`` (for trace batches,
+    which store such columns so) returns times that are all equal as a zero-stride,
+    read-only view of one row, and does not reorder an integer diff column whose diffs are
+    all equal (typically all 1: inserted records).
     """
     n = len(u)
     if n == 0:
@@ -80,14 +84,18 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
     const_time = n > 0 and bool((u.times == u.times[0]).all())
     cols = list(u.data) + ([] if const_time else tcols)
     if not runs and n >= 256:
-        grouped = _consolidate_counting(u, cols, const_time)
+        grouped = _consolidate_counting(u, cols, const_time, compact)
         if grouped is not None:
             return grouped
     order = lex_order(cols, runs=runs, split=split)
     scols = [c[order] for c in cols]
     starts = run_starts(scols, n)
     dt = u.diff_type
-    diffs = dt.sum_segments(dt.take(u.diffs, order), starts)
+    if compact and _constant_ints(u.diffs):
+        sorted_diffs = np.broadcast_to(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
+    else:
+        sorted_diffs = dt.take(u.diffs, order)
+    diffs = dt.sum_segments(sorted_diffs, starts)
     keep = ~dt.zero_mask(diffs)
     all_kept = bool(keep.all())
     idx = starts if all_kept else starts[keep]
@@ -97,7 +105,7 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
     else:
         data = tuple(c[idx] for c in scols[:width])
     if const_time:
-        times = u.times[:1].repeat(len(idx), axis=0)
+        times = _one_time(u.times, len(idx), compact)
     else:
         times = np.stack([c[idx] for c in scols[width:]], axis=1)
     if not all_kept:
@@ -105,8 +113,21 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None) -> 
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 
-def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool
-                          ) -> Updates | None:
+def _constant_ints(d: Any) -> bool:
+    """Whether ``d`` is a non-empty integer diff array whose values are all equal."""
+    if not isinstance(d, np.ndarray) or d.ndim != 1 or not len(d) or d.dtype.kind not in "iu":
+        return False
+    return d.strides[0] == 0 or bool(d[0] == d[-1] and (d == d[0]).all())
+
+
+def _one_time(times: np.ndarray, n: int, compact: bool) -> np.ndarray:
+    """``n`` copies of ``times[0]``: a zero-stride view of a copied row if ``compact``."""
+    row = times[:1].copy()
+    return np.broadcast_to(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
+
+
+def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool,
+                          compact: bool = False) -> Updates | None:
     """``consolidate`` without sorting, for batches whose (data, time) rows pack into at
     most ``n / 4`` codes (aggregates over few groups, such as TPC-H Q1's exploded line
     items): rows are grouped by their code and diffs added per group with ``np.add.at``.
@@ -135,7 +156,7 @@ def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool
         rep = rep[keep]
         diffs = dt.take(diffs, np.flatnonzero(keep))
     data = tuple(np.take(c, rep) for c in u.data)
-    times = u.times[:1].repeat(len(rep), axis=0) if const_time else u.times[rep]
+    times = _one_time(u.times, len(rep), compact) if const_time else u.times[rep]
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 

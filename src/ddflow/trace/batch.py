@@ -11,11 +11,24 @@ beyond ``since``.
 Rows are sorted by ``(key, val, time)`` and consolidated. ``keys`` is a searchable 1-d array
 of the distinct keys (the key column itself for one numeric column, a structured array for
 several numeric columns, an object array of tuples otherwise) and ``bounds[i]:bounds[i+1]``
-are the rows of key ``i``. Lookups search sorted probe keys in ``keys`` in one vectorized call.
+are the rows of key ``i`` (``int32`` while rows fit, else ``int64``). Lookups search sorted
+probe keys in ``keys`` in one vectorized call.
+
+Compact batches (seed 004, "specialization"): once compaction has advanced every time of a
+batch to one time, a per-update time column carries no information, and neither does a diff
+column whose diffs are all equal (typically all 1: a static collection). Such a column is
+stored as a zero-stride, read-only view (``np.broadcast_to``) of its one row (for tuple
+diffs, each constant component); a batch with both is ``is_compact``, so an arrangement of a
+static graph costs its key and value columns plus the key index. Readers see ordinary arrays
+of the usual shapes: slicing keeps the view, fancy indexing and arithmetic give real arrays,
+and writing into one raises (no reader may write into a batch's columns in any case).
+Columns of fewer than ``COMPACT_MIN_ROWS`` rows are not checked. ``nbytes()`` counts
+the memory a batch really holds.
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +40,17 @@ from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
 
-__all__ = ["Description", "TraceBatch", "key_index", "merged_lineage", "ranges_to_indices"]
+__all__ = [
+    "COMPACT_MIN_ROWS",
+    "Description",
+    "TraceBatch",
+    "buffer_nbytes",
+    "compact_column",
+    "is_zero_stride",
+    "key_index",
+    "merged_lineage",
+    "ranges_to_indices",
+]
 
 #: at most this many rows of unwritten batches are kept alive by a merged batch's lineage
 #: (so a dataflow checkpointed once and then never again does not hold its history twice)
@@ -101,6 +124,85 @@ def merged_lineage(parts: Sequence[TraceBatch], since: Antichain) -> tuple[Any, 
     return ("merge", tuple(out), since, kept)
 
 
+#: batches with fewer rows keep plain columns (checking them costs more than it saves)
+COMPACT_MIN_ROWS = 64
+
+
+def compact_column(a: Any) -> Any:
+    """``a`` (an update column: times ``(n, d)``, an int diff column, or a tuple of diff
+    columns) with every constant integer array replaced by a zero-stride, read-only view of
+    its first row; other columns are returned as they are."""
+    if isinstance(a, tuple):
+        return tuple(compact_column(c) for c in a)
+    if (not isinstance(a, np.ndarray) or a.ndim == 0 or a.shape[0] < COMPACT_MIN_ROWS
+            or a.dtype.kind not in "biu" or a.strides[0] == 0):
+        return a
+    first = a[0]
+    if np.any(a[-1] != first) or not bool((a == first).all()):
+        return a
+    return np.broadcast_to(a[:1].copy(), a.shape)
+
+
+def is_zero_stride(a: Any) -> bool:
+    """Whether column ``a`` (or every component of a tuple column) is a zero-stride view."""
+    if isinstance(a, tuple):
+        return all(is_zero_stride(c) for c in a)
+    return isinstance(a, np.ndarray) and a.ndim > 0 and a.shape[0] > 1 and a.strides[0] == 0
+
+
+def buffer_nbytes(a: Any, seen: set[int]) -> int:
+    """Bytes of the buffers behind array ``a`` not yet in ``seen`` (ids), adding them.
+
+    A view counts the array that owns its memory, once: a zero-stride view its one-row
+    base, a slice the whole array it slices (which it keeps alive). An object array counts
+    its pointers, not the Python objects they point to."""
+    if isinstance(a, (tuple, list)):
+        return sum(buffer_nbytes(c, seen) for c in a)
+    if not isinstance(a, np.ndarray):
+        return 0
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    owner = a if a.base is None else a.base
+    if id(owner) in seen:
+        return 0
+    seen.add(id(owner))
+    if owner is a:
+        return int(a.nbytes)
+    try:
+        return int(memoryview(owner).nbytes)
+    except TypeError:
+        return int(a.nbytes)
+
+
+class _Const:
+    """A zero-stride column in a pickle: its one row and its shape."""
+
+    __slots__ = ("row", "shape")
+
+    def __init__(self, row: np.ndarray, shape: tuple[int, ...]) -> None:
+        self.row, self.shape = row, shape
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Const, (self.row, self.shape))
+
+
+def _pack(a: Any) -> Any:
+    """A column for pickling: zero-stride views as ``_Const`` (pickle would expand them)."""
+    if isinstance(a, tuple):
+        return tuple(_pack(c) for c in a)
+    if is_zero_stride(a):
+        return _Const(np.ascontiguousarray(a[:1]), a.shape)
+    return a
+
+
+def _unpack(a: Any) -> Any:
+    if isinstance(a, tuple):
+        return tuple(_unpack(c) for c in a)
+    if isinstance(a, _Const):
+        return np.broadcast_to(a.row, a.shape)
+    return a
+
+
 def _file_ref(b: TraceBatch) -> tuple[Any, ...]:
     """A written batch's identity without its columns."""
     return (b.uid, len(b), b.key_width, b.desc, b.diff_type)
@@ -117,15 +219,18 @@ class TraceBatch:
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
         self.key_width = key_width
         self.data: Columns = u.data
-        self.times = u.times
-        self.diffs = u.diffs
+        self.times = compact_column(u.times)
+        self.diffs = compact_column(u.diffs)
         self.diff_type: DiffType = u.diff_type
         self.desc = desc
         n = len(u)
         kcols = u.data[:key_width]
         starts = run_starts(kcols, n)
         self.keys = key_index([c[starts] for c in kcols])
-        self.bounds = np.append(starts, n).astype(np.int64)
+        bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
+        bounds[:-1] = starts
+        bounds[-1] = n
+        self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
@@ -150,9 +255,12 @@ class TraceBatch:
         return self._table if isinstance(self._table, tuple) else None
 
     @staticmethod
-    def build(key_width: int, u: Updates, desc: Description, *, sorted_: bool = False) -> TraceBatch:
+    def build(key_width: int, u: Updates, desc: Description, *,
+              sorted_: bool = False) -> TraceBatch:
         """A batch from any updates (consolidated here unless ``sorted_``)."""
-        return TraceBatch(key_width, u if sorted_ else consolidate(u), desc)
+        if not sorted_:
+            u = consolidate(u, compact=len(u) >= COMPACT_MIN_ROWS)
+        return TraceBatch(key_width, u, desc)
 
     def __len__(self) -> int:
         return int(self.times.shape[0])
@@ -160,6 +268,26 @@ class TraceBatch:
     @property
     def num_keys(self) -> int:
         return int(self.keys.shape[0])
+
+    @property
+    def is_compact(self) -> bool:
+        """Whether times and diffs are stored without a per-update column (all updates have
+        one time and one diff)."""
+        return is_zero_stride(self.times) and is_zero_stride(self.diffs)
+
+    def nbytes(self, seen: set[int] | None = None) -> int:
+        """Bytes of the distinct buffers this batch holds (columns, key index, lookup
+        caches), leaving out those whose ids are in ``seen`` and adding the rest to it (pass
+        one set over several batches to count shared buffers once). See ``buffer_nbytes``."""
+        seen = set() if seen is None else seen
+        total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds],
+                              seen)
+        if isinstance(self._table, tuple):
+            total += buffer_nbytes(self._table[1], seen)
+        if self._index is not None and id(self._index) not in seen:
+            seen.add(id(self._index))
+            total += sys.getsizeof(self._index)
+        return total
 
     def updates(self) -> Updates:
         return Updates(self.data, self.times, self.diffs, self.diff_type)
@@ -217,12 +345,15 @@ class TraceBatch:
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__slots__
-                if k not in ("_table", "_index", "lineage")}
+        state = {k: getattr(self, k) for k in self.__slots__
+                 if k not in ("_table", "_index", "lineage")}
+        for k in ("data", "times", "diffs"):
+            state[k] = _pack(state[k])
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
-            setattr(self, k, v)
+            setattr(self, k, _unpack(v) if k in ("data", "times", "diffs") else v)
         self._table = None
         self._index = None
         self.lineage = None

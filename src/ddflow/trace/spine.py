@@ -26,7 +26,7 @@ from ddflow.core.columns import take_columns
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, merged_lineage
+from ddflow.trace.batch import Description, TraceBatch, buffer_nbytes, merged_lineage
 
 __all__ = ["Spine", "TraceHandle", "key_sums"]
 
@@ -186,6 +186,12 @@ class Spine:
         self._introduce()
 
     def _introduce(self) -> None:
+        if not self.handles:
+            # No reader holds the trace back (closed handles are dropped when they close):
+            # both compaction frontiers follow the upper, as ``_refresh_frontiers`` sets
+            # them when the last handle closes, so batches are merged and their times
+            # advanced (a trace nobody reads compacts like any other).
+            self.logical = self.physical = self.upper
         while self.pending and self.physical.dominates(self.pending[0].desc.upper):
             batch = self.pending.pop(0)
             self._apply_fuel(len(batch))
@@ -314,7 +320,19 @@ class Spine:
             ),
             "pending": len(self.pending),
             "merges_done": self.merges_done,
+            "bytes": self.nbytes(),
         }
+
+    def nbytes(self) -> int:
+        """Bytes of the distinct buffers held by the readable batches and by merges in
+        progress (their finished chunks), each buffer counted once (``TraceBatch.nbytes``)."""
+        seen: set[int] = set()
+        total = sum(b.nbytes(seen) for b in self.batches())
+        for e in self.stack:
+            if isinstance(e, _Merge):
+                for u in e.chunks:
+                    total += buffer_nbytes([*u.data, u.times, u.diffs], seen)
+        return total
 
 
 def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any) -> Any:
