@@ -224,6 +224,32 @@ def run_parent(args: argparse.Namespace) -> int:
         "results": results,
     }
     emit_json(doc, path=args.json)
+    if args.png:
+        from _common import save_png
+
+        def draw(plt: Any) -> None:
+            fig, ax = plt.subplots(figsize=(8, 4))
+            labels, acc, rss = [], [], []
+            for name, r in results.items():
+                cases = [(name, r)]
+                if "after_merges" in r:
+                    cases = [(f"{name} (merging)", r), (f"{name} (merged)", r["after_merges"])]
+                for label, c in cases:
+                    labels.append(label)
+                    acc.append(c["bytes_per_edge"])
+                    rss.append(c["rss_bytes_per_edge"])
+            xs = np.arange(len(labels))
+            ax.bar(xs - 0.2, acc, 0.4, label="accounted bytes / edge")
+            ax.bar(xs + 0.2, rss, 0.4, label="RSS bytes / edge")
+            ax.axhline(20, color="tab:red", lw=0.8, label="bar: 20")
+            ax.axhline(16, color="grey", ls=":", lw=0.8, label="two int64 columns: 16")
+            ax.set_xticks(xs, labels)
+            ax.set_ylabel("bytes per edge")
+            ax.set_title(f"Arrangement of {args.edges:,} edges after compaction")
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+
+        save_png(args.png, draw, quiet=args.quiet)
     return 0 if all(r["within_bar"] for r in results.values()) else 1
 
 
@@ -236,6 +262,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--scenario", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
     p.add_argument("--json", metavar="PATH", help="also write the JSON to PATH")
+    p.add_argument("--png", metavar="PATH", help="draw bytes per edge (needs matplotlib)")
     p.add_argument("--timeout", type=float, default=3600.0, help="per-scenario time-out, s")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
     p.add_argument("--worker", choices=SCENARIOS, help="run one scenario in this process")

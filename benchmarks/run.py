@@ -16,7 +16,11 @@ Workloads (each a script in this folder with its own CLI, JSON and PNG):
 - ``bfs``: seed 004's BFS on 100k nodes / 1M edges under edge changes (``bfs.py``);
 - ``skew``: seed 003's hot key, ``reduce`` versus ``explode`` + ``count_total`` (``skew.py``);
 - ``soak``: issue 6's bounded state, degrees and BFS over 10^6 changes: RSS, updates held
-  and round latency per 10^5 changes (``soak.py``).
+  and round latency per 10^5 changes (``soak.py``);
+- ``checkpoint``: full, incremental and restore times of a 1 M-key dataflow
+  (``checkpoint.py``);
+- ``compact``: bytes per edge of an arrangement of 5 M edges after compaction
+  (``compact.py``).
 
 Each workload runs in its own process (a fresh interpreter, so one does not warm or
 fragment the next), writes ``<out>/<workload>.json`` and ``.png``; the suite prints a
@@ -43,13 +47,18 @@ HERE = Path(__file__).resolve().parent
 
 #: workload -> (script, full-size arguments, quick arguments)
 WORKLOADS: dict[str, tuple[str, list[str], list[str]]] = {
-    "degrees": ("degrees.py", [], ["--nodes", "10000", "--edges", "50000", "--rounds", "5"]),
+    "degrees": ("degrees.py",
+                ["--nodes", "1000000", "--edges", "5000000", "--single-change-rounds", "1000"],
+                ["--nodes", "10000", "--edges", "50000", "--rounds", "5"]),
     "tpch": ("tpch.py", ["--sf", "1"],
              ["--sf", "0.1", "--batches", "1000,10000", "--duckdb-samples", "4"]),
     "bfs": ("bfs.py", ["--rounds", "200", "--batch-rounds", "30"],
             ["--nodes", "10000", "--edges", "100000", "--rounds", "30", "--batch-rounds", "5"]),
     "skew": ("skew.py", [], ["--rounds", "60"]),
     "soak": ("soak.py", [], ["--changes", "100000", "--every", "10000"]),
+    "checkpoint": ("checkpoint.py", ["--rounds", "100", "--repeat", "5"],
+                   ["--keys", "100000", "--rounds", "10", "--repeat", "2"]),
+    "compact": ("compact.py", [], ["--edges", "500000", "--nodes", "100000"]),
 }
 
 
