@@ -33,9 +33,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import emit_json, log, machine_info, median, save_png  # noqa: E402
-
 import ddflow as dd  # noqa: E402
+from _common import emit_json, log, machine_info, median, save_png  # noqa: E402
 
 
 def _sum_logic(_key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:

@@ -42,7 +42,6 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import emit_json, log, machine_info, median, save_png  # noqa: E402
-
 from ddflow.tpch.queries import QUERIES  # noqa: E402
 from ddflow.tpch.run import duckdb_answer, mismatches, run_query  # noqa: E402
 from ddflow.tpch.stream import Stream, make_stream  # noqa: E402
@@ -130,8 +129,8 @@ def dict_q13(data: Tables, s: Stream) -> float:
     c_rows, c_diffs, c_times = s.events("customer")
     ocols = data.columns["orders"]
     events = sorted(
-        [(int(t), 0, int(r), int(d)) for r, d, t in zip(c_rows, c_diffs, c_times)]
-        + [(int(t), 1, int(r), int(d)) for r, d, t in zip(o_rows, o_diffs, o_times)])
+        [(int(t), 0, int(r), int(d)) for r, d, t in zip(c_rows, c_diffs, c_times, strict=False)]
+        + [(int(t), 1, int(r), int(d)) for r, d, t in zip(o_rows, o_diffs, o_times, strict=False)])
     cust = data.columns["customer"]["c_custkey"].tolist()
     okey_cust = ocols["o_custkey"].tolist()
     ok = plain[ocols["o_comment"]].tolist()
@@ -191,8 +190,9 @@ def duckdb_recompute(n: int, data: Tables, batch: int, samples: int, refresh: fl
     picks = sorted(set(np.linspace(0, s.rounds - 1, min(samples, s.rounds)).astype(int)))
     sql = QUERIES[n].sql(data)
     measured = []
-    from ddflow.tpch.run import _raw
     import pyarrow.parquet as pq
+
+    from ddflow.tpch.run import _raw
 
     with duckdb.connect() as con:
         for t in picks:
@@ -319,7 +319,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if args.check:
             t = last.stream.rounds - 1
             bad = mismatches(last.answer(data, t), duckdb_answer(n, data, last.stream, t))
-            entry["check"] = "equal to DuckDB" if not bad else bad
+            entry["check"] = bad if bad else "equal to DuckDB"
             bar.step(f"q{n} check")
         if "dict" in baselines and n in DICT_BASELINES:
             s = make_stream(data, tuple(QUERIES[n].tables), batch=batches[0],

@@ -136,7 +136,8 @@ def test_consolidation(rows):
 
 
 @settings(max_examples=50)
-@given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False), st.text(max_size=2)),
+@given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False),
+                          st.text(max_size=2)),
                 max_size=30))
 def test_consolidation_mixed_columns(rows):
     """Consolidation over int, float and string columns agrees with a dict."""

@@ -61,7 +61,7 @@ def test_compaction_preserves_accumulations(batches, since):
     spine = Spine(1, 2, eager_rows=8, small_rows=2, max_small=1)
     h = spine.handle()
     raw = []
-    for i, rows in enumerate(batches):
+    for _i, rows in enumerate(batches):
         b = _batch(rows, (0, 0), (9, 9))
         raw.append(b)
         spine.insert(b)
@@ -147,11 +147,12 @@ def test_progressive_merge_of_composite_keys() -> None:
     while not m.work(500):
         steps += 1
     assert steps > 3  # it really merged in chunks
-    want = consolidate(Updates(tuple(np.concatenate([x, y]) for x, y in zip(a.data, b.data)),
+    want = consolidate(Updates(tuple(np.concatenate([x, y])
+                                     for x, y in zip(a.data, b.data, strict=True)),
                                np.concatenate([a.times, b.times]),
                                np.concatenate([a.diffs, b.diffs]), INT_DIFF))
     assert m.result is not None
-    assert all((x == y).all() for x, y in zip(m.result.data, want.data))
+    assert all((x == y).all() for x, y in zip(m.result.data, want.data, strict=False))
     assert (m.result.diffs == want.diffs).all()
 
 

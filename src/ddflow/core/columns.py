@@ -326,9 +326,8 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False, split: int | No
     live = []
     for c in cols:
         _check_orderable(c)
-        if c.dtype.kind in "biuf":
-            if c[0] == c[-1] and (c == c[0]).all():
-                continue
+        if c.dtype.kind in "biuf" and c[0] == c[-1] and (c == c[0]).all():
+            continue
         live.append(c)
     try:
         if not live:

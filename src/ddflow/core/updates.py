@@ -100,10 +100,7 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
     all_kept = bool(keep.all())
     idx = starts if all_kept else starts[keep]
     width = len(u.data)
-    if len(idx) == n:
-        data = tuple(scols[:width])
-    else:
-        data = tuple(c[idx] for c in scols[:width])
+    data = tuple(scols[:width]) if len(idx) == n else tuple(c[idx] for c in scols[:width])
     if const_time:
         times = _one_time(u.times, len(idx), compact)
     else:
@@ -160,7 +157,8 @@ def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool,
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 
-def split_complete(parts: Sequence[Updates], frontier: Antichain) -> tuple[Updates | None, list[Updates]]:
+def split_complete(parts: Sequence[Updates], frontier: Antichain
+                   ) -> tuple[Updates | None, list[Updates]]:
     """Split held updates into those the frontier has passed (complete) and the rest."""
     if not parts:
         return None, []

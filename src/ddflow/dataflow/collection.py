@@ -130,7 +130,8 @@ class Collection:
     def negate(self, *, name: str | None = None) -> Collection:
         """Every diff negated (needs an abelian diff type)."""
         if self.diff_type is not None and not self.diff_type.abelian:
-            raise DiffTypeError(f"negate needs diffs with subtraction; {self.diff_type.name} has none")
+            raise DiffTypeError(
+                f"negate needs diffs with subtraction; {self.diff_type.name} has none")
         return self._wrap(Negate(self.worker, self.stream, name), self.diff_type)
 
     def consolidate(self, *, name: str | None = None) -> Collection:
@@ -310,7 +311,8 @@ class Arranged:
     def top_k(self, k: int, *, name: str | None = None) -> Collection:
         if int(k) < 1:
             raise ValueError(f"top_k needs k >= 1, got {k!r}")
-        return self._out(Reduce(self.worker, self.op, "top_k", f=int(k), name=name))
+        return self._out(Reduce(self.worker, self.op, "top_k", f=int(k),  # type: ignore[arg-type]
+                                name=name))
 
     def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
         if logic == "min":

@@ -446,7 +446,7 @@ def _desired(mode: str, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...], isu
         counts = np.asarray(isum, dtype=np.int64)
         if (counts < 0).any():
             raise DataError("top_k needs non-negative accumulated counts")
-        k = int(f)  # type: ignore[arg-type]
+        k = int(f)  # type: ignore[call-overload]
         run = np.cumsum(counts)
         group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
         before = run - counts - (run[group_start] - counts[group_start])

@@ -647,10 +647,9 @@ class Worker:
 
         kind = time_kind_of(time)
         if self._kind is None:
-            if self.operators:
-                # operators built before the first input assumed int times
-                if kind != INT_TIME:
-                    raise TimeError("create inputs before operators when using Product times")
+            # operators built before the first input assumed int times
+            if self.operators and kind != INT_TIME:
+                raise TimeError("create inputs before operators when using Product times")
             self._kind = kind
         elif kind != self._kind:
             raise TimeError(

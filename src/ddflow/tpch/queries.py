@@ -62,11 +62,11 @@ QUERIES: dict[int, Query] = {}
 
 
 def _query(number: int, tables: dict[str, tuple[str, ...]], sql: str | Callable[[Tables], str]
-           ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+           ) -> Callable[[Callable[..., Any]], Any]:
     """Registers ``build``; the rows function is ``build.rows`` (set below each query)."""
-    def deco(build: Callable[..., Any]) -> Callable[..., Any]:
-        QUERIES[number] = Query(number, tables, build, lambda acc, d: build.rows(acc, d),
-                                sql if callable(sql) else (lambda d, s=sql: s))
+    def deco(build: Any) -> Any:
+        text: Callable[[Tables], str] = sql if callable(sql) else (lambda d: str(sql))
+        QUERIES[number] = Query(number, tables, build, lambda acc, d: build.rows(acc, d), text)
         return build
     return deco
 
@@ -881,7 +881,7 @@ def q19(inp: dict[str, Any], d: Tables) -> Any:
     boxes = {"SM": ("SM CASE", "SM BOX", "SM PACK", "SM PKG"),
              "MED": ("MED BAG", "MED BOX", "MED PKG", "MED PACK"),
              "LG": ("LG CASE", "LG BOX", "LG PACK", "LG PKG")}
-    cont = [d.lookup("p_container", lambda s, c=c: s in boxes[c]) for _, c, _, _, _ in classes]
+    cont = [d.lookup("p_container", boxes[c].__contains__) for _, c, _, _, _ in classes]
     qlo = np.array([0] + [c[3] for c in classes], dtype=np.int64)
     qhi = np.array([-1] + [c[4] for c in classes], dtype=np.int64)
     air = d.lookup("l_shipmode", lambda s: s in ("AIR", "AIR REG"))

@@ -20,6 +20,7 @@ sums of decimals are exact on both sides) and everything else exactly.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import math
 import time
@@ -95,7 +96,7 @@ def run_query(query: Query | int, data: Tables, *, batch: int = 10_000,
                 sessions[t].insert_columns(c, diffs=diffs, times=times)
             for sess in sessions.values():
                 sess.advance_to(hi)
-            worker.step_while(lambda h=hi: probe.less_than(h))
+            worker.step_while(lambda h=hi: bool(probe.less_than(h)))  # type: ignore[misc]
             dt = time.perf_counter() - t0
             total += dt
             per_window.append(dt)
@@ -126,10 +127,8 @@ def duckdb_answer(query: Query | int, data: Tables, stream: Stream | None = None
         return [tuple(r) for r in con.execute(q.sql(data)).fetchall()]
     finally:
         for table in q.tables:
-            try:
+            with contextlib.suppress(Exception):  # best effort clean-up
                 con.unregister(table)
-            except Exception:  # noqa: BLE001 - best effort clean-up
-                pass
         if own:
             con.close()
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -107,7 +108,7 @@ def make_stream(data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_00
         dropped_hi = sk[k - 1] if k else sk[0] - 1   # keys <= dropped_hi: RF2
 
     load_t, load_r = [], []
-    fact: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    fact: list[tuple[Any, ...]] = []
     for t in tables:
         n = data.rows(t)
         if t == "orders":

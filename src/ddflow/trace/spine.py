@@ -101,7 +101,8 @@ class _Merge:
             u = concat_updates(self.chunks)
         else:
             u = Updates(
-                take_columns(a.data, slice(0, 0)), a.times[:0], a.diff_type.take(a.diffs, slice(0, 0)),
+                take_columns(a.data, slice(0, 0)), a.times[:0],
+                a.diff_type.take(a.diffs, slice(0, 0)),
                 a.diff_type,
             )
         self.result = TraceBatch(a.key_width, u, desc)
@@ -295,8 +296,10 @@ class Spine:
         out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
         return out
 
-    def gather(self, probe: np.ndarray, batches: list[TraceBatch]) -> tuple[Updates | None, np.ndarray]:
-        """All rows of the probe keys (sorted, distinct) in ``batches``, and each row's probe index."""
+    def gather(self, probe: np.ndarray, batches: list[TraceBatch]
+               ) -> tuple[Updates | None, np.ndarray]:
+        """All rows of the probe keys (sorted, distinct) in ``batches``, and each row's probe
+        index."""
         parts: list[Updates] = []
         owners: list[np.ndarray] = []
         for b in batches:
