@@ -1,0 +1,376 @@
+"""GROUP BY as dataflow: linear aggregates in diffs, the others as keyed reductions.
+
+For a group key ``g`` the *linear part* is one record ``(g, (rows, n_1, s_1, ...))`` whose
+diff components are added up by the total-order count: ``rows`` counts the group's rows,
+``n_i`` the non-NULL values of argument ``i`` and ``s_i`` their sum (exact ints for
+integers and decimals, floats for floating point). ``count(*)`` is ``rows``, ``count(x)``
+is ``n``, ``sum(x)`` is ``s`` (NULL when ``n`` is 0), ``avg(x)`` is ``s / n``. A group
+disappears when its last row does, except for an aggregate without GROUP BY: there a
+constant row adds a "present" component of 1, so the one output row stays (``count(*)`` 0,
+``sum`` NULL) on empty input.
+
+``min``/``max`` reduce ``(g, x)`` for non-NULL ``x`` with ``min_total``/``max_total``
+(strings by their text, not their codes); ``agg(DISTINCT x)`` counts and sums the
+distinct ``(g, x)``. Each such part has at most one row per group and is attached to the
+linear part by a left join on ``g`` (a group whose values are all NULL gets NULL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError
+from ddflow.sql.expr import Ctx, Expr, evaluate
+from ddflow.sql.expr import narrow as _narrow
+from ddflow.sql.lower import DescStr
+from ddflow.sql.plan import Agg, Aggregate
+from ddflow.sql.rows import Field, Frame, mask_words, pack
+from ddflow.sql.types import (
+    I64_MAX,
+    I64_MIN,
+    SqlType,
+    float_from_keys,
+    float_keys,
+)
+
+__all__ = ["lower_aggregate"]
+
+
+def _int_sum_column(v: np.ndarray) -> np.ndarray:
+    if v.dtype == object:
+        v = _narrow(v)
+        if v.dtype == object:
+            raise DataError("a value to sum does not fit 64 bits")
+    return v
+
+
+class _Linear:
+    """The components of the linear part's diff and where each aggregate reads them."""
+
+    def __init__(self, aggs: tuple[Agg, ...], scalar: bool) -> None:
+        self.scalar = scalar
+        self.parts: list[tuple[str, Expr | None]] = []  # ("present"|"rows"|"n"|"s", arg)
+        if scalar:
+            self.parts.append(("present", None))
+        self.parts.append(("rows", None))
+        self.index: dict[tuple[str, Any], int] = {}
+        for a in aggs:
+            if a.distinct or a.func not in ("count", "count_star", "sum", "avg"):
+                continue
+            if a.func == "count_star":
+                continue
+            self._add("n", a.arg)
+            if a.func in ("sum", "avg"):
+                self._add("s", a.arg)
+
+    def _add(self, kind: str, arg: Expr | None) -> None:
+        if (kind, arg) in self.index:
+            return
+        self.index[(kind, arg)] = len(self.parts)
+        self.parts.append((kind, arg))
+
+    def rows_at(self) -> int:
+        return 1 if self.scalar else 0
+
+    def sample(self) -> tuple[Any, ...]:
+        out: list[Any] = []
+        for kind, arg in self.parts:
+            if kind == "s" and arg is not None and arg.type.kind == "double":
+                out.append(0.0)
+            else:
+                out.append(0)
+        return tuple(out)
+
+
+def _key_columns(fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...], ctx: Ctx
+                 ) -> tuple[np.ndarray, ...]:
+    if not keys:
+        return (np.zeros(fr.n, np.int64),)
+    vals, nulls = [], []
+    for k in keys:
+        v, nl = evaluate(k, fr, ctx)
+        vals.append(v.astype(np.int64) if v.dtype == bool else v)
+        nulls.append(nl)
+    return pack(vals, nulls, mask_words(key_fields), fr.n)
+
+
+def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
+    ctx: Ctx = lw.ctx
+    src = lw.lower(plan.input, env)
+    in_fields = plan.input.fields
+    win = len(in_fields)
+    nk = len(plan.keys)
+    key_fields = plan.fields[:nk]
+    kwidth = (nk + mask_words(key_fields)) if nk else 1
+    lin = _Linear(plan.aggs, plan.scalar)
+    sample = lin.sample()
+    keys = plan.keys
+
+    def explode(view: tuple[np.ndarray, ...]) -> Any:
+        fr = Frame(view, win)
+        kcols = _key_columns(fr, keys, key_fields, ctx)
+        n = fr.n
+        diffs: list[np.ndarray] = []
+        cache: dict[Any, Any] = {}
+        for kind, arg in lin.parts:
+            if kind == "present":
+                diffs.append(np.zeros(n, np.int64))
+            elif kind == "rows":
+                diffs.append(np.ones(n, np.int64))
+            else:
+                assert arg is not None
+                got = cache.get(arg)
+                if got is None:
+                    got = evaluate(arg, fr, ctx)
+                    cache[arg] = got
+                v, nl = got
+                if kind == "n":
+                    diffs.append(np.ones(n, np.int64) if nl is None else
+                                 (~nl).astype(np.int64))
+                else:
+                    if arg.type.kind == "double":
+                        x = float_from_keys(v)
+                        if nl is not None:
+                            x = np.where(nl, 0.0, x)
+                        diffs.append(x)
+                    else:
+                        x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
+                        if nl is not None:
+                            x = np.where(nl, 0, x)
+                        diffs.append(x)
+        return tuple(kcols), tuple(diffs)
+
+    rows = src.explode(explode, vectorized=True, diff=sample, name="aggregate")
+    if plan.scalar:
+        seed = lw.constant(((0,),), (Field("_seed", _INT64, False),))
+        if env.scope is not seed.scope:
+            seed = seed.enter(env.scope)
+        one = tuple(1 if i == 0 else (0.0 if isinstance(s, float) else 0)
+                    for i, s in enumerate(sample))
+
+        def seed_diff(view: tuple[np.ndarray, ...]) -> Any:
+            n = len(view[0])
+            return ((np.zeros(n, np.int64),),
+                    tuple(np.full(n, v, dtype=np.float64 if isinstance(v, float) else np.int64)
+                          for v in one))
+
+        rows = rows.concat(seed.explode(seed_diff, vectorized=True, diff=sample, name="seed"))
+    linear = rows.count_total(name="sums") if env.total else rows.count(name="sums")
+    # linear: records (key, (components...))
+    extras: list[tuple[Agg, Any]] = []
+    done: dict[tuple[Any, ...], Any] = {}
+    for a in plan.aggs:
+        if a.func in ("count_star",) or (not a.distinct and a.func in ("count", "sum", "avg")):
+            continue
+        k = (a.func if a.func in ("min", "max") else "distinct", a.arg)
+        if k in done:
+            extras.append((a, done[k]))
+            continue
+        part = _part(a, src, in_fields, keys, key_fields, lw, env)
+        done[k] = part
+        extras.append((a, part))
+    # attach the extra parts: records (key, (linear components, part values...))
+    parts_order: list[Any] = []
+    for _, p in extras:
+        if not any(p is q for q in parts_order):
+            parts_order.append(p)
+    combined = linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
+    for p in parts_order:
+        width = 1 if any(a.func in ("min", "max") for a, q in extras if q is p) else 2
+        combined = _left_attach(combined, p, width, env)
+    return _finish(plan, combined, lin, extras, parts_order, kwidth, ctx)
+
+
+_INT64 = SqlType("int", 64)
+
+
+def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...],
+          key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
+    """``(key, value-tuple)`` records, one per group that has a non-NULL argument."""
+    ctx: Ctx = lw.ctx
+    win = len(in_fields)
+    arg = a.arg
+    assert arg is not None
+    is_str = arg.type.kind == "string"
+
+    def values(view: tuple[np.ndarray, ...]) -> Any:
+        fr = Frame(view, win)
+        kcols = _key_columns(fr, keys, key_fields, ctx)
+        v, nl = evaluate(arg, fr, ctx)
+        if v.dtype == bool:
+            v = v.astype(np.int64)
+        if is_str and a.func == "min":
+            v = ctx.strings.decode(v)
+        elif is_str:
+            # the greatest string is the least DescStr: min_total orders any objects
+            v = np.array([DescStr(x) for x in ctx.strings.decode(v).tolist()], dtype=object)
+        if nl is None:
+            return np.arange(fr.n), (tuple(kcols), v)
+        keep = np.flatnonzero(~nl)
+        return keep, (tuple(c[keep] for c in kcols), v[keep])
+
+    kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
+    if a.func in ("min", "max"):
+        if is_str:
+            red = kv.min_total() if env.total else kv.min()
+            strings = ctx.strings
+            unwrap = (lambda x: x) if a.func == "min" else (lambda x: x.s)
+            return red.map(lambda r: (r[0], (strings.encode_list([unwrap(x) for x in r[1]]),)),
+                           vectorized=True, name="encode")
+        if env.total:
+            red = kv.min_total() if a.func == "min" else kv.max_total()
+        else:
+            red = kv.min() if a.func == "min" else kv.max()
+        return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name=f"{a.func}_value")
+    # DISTINCT count / sum / avg over the distinct (key, value) pairs
+    distinct = kv.distinct_total() if env.total else kv.distinct()
+    dbl = arg.type.kind == "double"
+
+    def explode(r: Any) -> Any:
+        k, v = r
+        n = len(v)
+        s = float_from_keys(v) if dbl else _int_sum_column(v)
+        return k, (np.ones(n, np.int64), s)
+
+    ex = distinct.explode(explode, vectorized=True, diff=(0, 0.0 if dbl else 0),
+                          name="distinct_values")
+    counted = ex.count_total() if env.total else ex.count()
+    return counted.map(lambda r: (r[0], (r[1][0], r[1][1])), vectorized=True,
+                       name="distinct_agg")
+
+
+def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
+    """``combined`` records ``(key, (slots...))`` with ``part``'s value tuple appended as the
+    next slot, or a missing-marker (``None``-padded) slot for groups absent from ``part``."""
+    arranged = combined.arrange_by_key()
+    pa = part.arrange_by_key()
+
+    def pair(k: Any, a: tuple[Any, ...], b: tuple[Any, ...]) -> Any:
+        n = len(k[0])
+        return k, (*a, (np.ones(n, np.int64), *b))
+
+    joined = arranged.join_map(pa, pair, vectorized=True, name="attach")
+    keys = part.map(lambda r: r[0], vectorized=True, name="part_keys")
+    keys = keys.distinct_total() if env.total else keys.distinct()
+    hit = arranged.semijoin(keys, name="has_part")
+    missing = combined.concat(hit.negate(), name="no_part")
+
+    def pad(r: Any) -> Any:
+        k, slots = r
+        n = len(k[0])
+        return k, (*slots, tuple(np.zeros(n, np.int64) for _ in range(width + 1)))
+
+    return joined.concat(missing.map(pad, vectorized=True, name="pad_part"))
+
+
+def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg, Any]],
+            parts_order: list[Any], kwidth: int, ctx: Ctx) -> Any:
+    nk = len(plan.keys)
+    fields = plan.fields
+    key_fields = fields[:nk]
+    kwords = mask_words(key_fields)
+    words = mask_words(fields)
+    rows_at = lin.rows_at()
+    scalar = plan.scalar
+    slot_of = {id(p): i + 1 for i, p in enumerate(parts_order)}
+    agg_specs = []
+    for j, a in enumerate(plan.aggs):
+        part_slot = None
+        for aa, p in extras:
+            if aa == a:
+                part_slot = slot_of[id(p)]
+                break
+        agg_specs.append((a, fields[nk + j].type, part_slot))
+
+    def out(r: Any) -> Any:
+        k, slots = r
+        comps = slots[0]
+        n = len(comps[0])
+        rows = comps[rows_at]
+        keep = None if scalar else np.flatnonzero(rows != 0)
+        if keep is not None and len(keep) == n:
+            keep = None
+
+        def sel(x: np.ndarray) -> np.ndarray:
+            return x if keep is None else x[keep]
+
+        m = n if keep is None else len(keep)
+        vals: list[np.ndarray] = []
+        nulls: list[np.ndarray | None] = []
+        if nk:
+            kf = Frame(tuple(sel(c) for c in k), nk, m) if kwords else None
+            for i in range(nk):
+                vals.append(sel(k[i]))
+                nulls.append(kf.null(i) if kf is not None else None)
+        for a, t, part_slot in agg_specs:
+            if part_slot is not None:
+                s = slots[part_slot]
+                present = sel(s[0]) != 0
+                if a.func in ("min", "max"):
+                    v = sel(s[1])
+                    vals.append(v)
+                    nulls.append(~present if not present.all() else None)
+                    continue
+                cnt = np.where(present, sel(s[1]), 0)
+                total = sel(s[2])
+                v, nl = _linear_value(a.func, a.arg, t, cnt, total)
+                vals.append(v)
+                nulls.append(nl)
+                continue
+            if a.func == "count_star":
+                vals.append(sel(rows))
+                nulls.append(None)
+                continue
+            cnt = sel(comps[lin.index[("n", a.arg)]])
+            total = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
+            v, nl = _linear_value(a.func, a.arg, t, cnt, total)
+            vals.append(v)
+            nulls.append(nl)
+        return pack(vals, nulls, words, m)
+
+    return combined.map(out, vectorized=True, name="aggregates")
+
+
+def _linear_value(func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray,
+                  total: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+    if func == "count":
+        return cnt.astype(np.int64), None
+    assert total is not None and arg is not None
+    empty = cnt == 0
+    nl = empty if empty.any() else None
+    at = arg.type
+    if func == "sum":
+        if t.kind == "double":
+            x = total.astype(np.float64) if at.kind != "double" else total
+            return float_keys(np.where(empty, 0.0, x)), nl
+        if t.kind == "int":
+            return np.where(empty, 0, total).astype(np.int64), nl
+        return np.where(empty, 0, total), nl  # decimal: same scale as the argument
+    # avg
+    safe = np.where(empty, 1, cnt)
+    if t.kind == "double":
+        if at.kind == "double":
+            x = total / safe
+        elif at.kind == "decimal":
+            x = total.astype(np.float64) / (10.0**at.scale) / safe
+        else:
+            x = total.astype(np.float64) / safe
+        return float_keys(np.where(empty, 0.0, x)), nl
+    if t.kind == "decimal":
+        # avg of DECIMAL(p, s) at scale t.scale: round(sum * 10^(t.s - s) / count)
+        from ddflow.sql.expr import _div_half_up, _scale_up
+
+        k = t.scale - (at.scale if at.kind == "decimal" else 0)
+        num = _scale_up(np.asarray(total), k) if k >= 0 else np.asarray(total)
+        r = _div_half_up(num, safe.astype(np.int64))
+        if r.dtype != object:
+            r = np.where(empty, 0, r)
+        return r, nl
+    raise DataError(f"avg of {at} as {t}")
+
+
+def _check_range(v: np.ndarray) -> None:
+    if v.dtype == object and any(not I64_MIN <= x <= I64_MAX for x in v.tolist()):
+        raise DataError("an aggregate does not fit 64 bits")

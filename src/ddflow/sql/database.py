@@ -1,0 +1,879 @@
+"""``Database``: tables you change, SQL views kept exact, one commit at a time.
+
+A database owns an in-process worker. Each table is an input collection of the dataflow
+(plus its current rows, for DML and checks: ``ddflow.sql.store``); each view is a plan
+lowered into operators that end in a sink. ``commit()`` is one time step: the changes made
+since the last commit enter the dataflow together and every view is brought up to date.
+
+Statements are atomic: one that raises changes no table and no view. A commit whose
+dataflow raises (an integer overflow, a recursion that does not end) is undone: the
+database rebuilds its dataflow from the tables as of the last commit, drops the changes
+of the failed commit and re-raises. Views added once tables hold rows are built the same
+way (a fresh dataflow fed the current rows), so every view starts from the tables as of
+the last commit.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from sqlglot import exp
+
+from ddflow.core.errors import DataError, DDError
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.sql.errors import SQLError, UnsupportedSQL
+from ddflow.sql.expr import Ctx, evaluate, predicate_mask
+from ddflow.sql.ingest import arrow_column, to_columns
+from ddflow.sql.lower import Env, Lowering
+from ddflow.sql.plan import Plan, SortKey, explain
+from ddflow.sql.planner import (
+    DIALECTS,
+    Planned,
+    Planner,
+    Scope,
+    parse_statements,
+    sql_type,
+)
+from ddflow.sql.rows import Field, Frame, mask_words, pack
+from ddflow.sql.store import TableStore
+from ddflow.sql.strings import StringDict
+from ddflow.sql.types import SqlType, decode_values
+
+__all__ = ["Database", "View"]
+
+
+class _Sink(Operator):
+    """Collects a view's output updates until the database reads them."""
+
+    name = "view"
+
+    def __init__(self, worker: Worker, stream: Stream) -> None:
+        super().__init__(worker, [stream], "view")
+        self.parts: list[Updates] = []
+
+    def run(self, frontier: Any) -> None:
+        self.parts.extend(self.take())
+
+    def drain(self) -> Updates | None:
+        parts, self.parts = self.parts, []
+        if not parts:
+            return None
+        u = concat_updates(parts)
+        return u if len(u) else None
+
+
+class _Table:
+    def __init__(self, name: str, fields: tuple[Field, ...]) -> None:
+        self.name = name
+        self.fields = fields
+        self.width = len(fields) + mask_words(fields)
+        self.store = TableStore(self.width)
+        self.pending: list[tuple[tuple[np.ndarray, ...], np.ndarray]] = []  # (cols, diffs)
+
+    def pending_updates(self) -> Updates | None:
+        if not self.pending:
+            return None
+        from ddflow.core.diff import INT_DIFF
+
+        parts = [Updates(c, np.zeros((len(d), 1), np.int64), d, INT_DIFF) for c, d in
+                 self.pending]
+        return consolidate(concat_updates(parts))
+
+
+class View:
+    """A SQL view kept up to date by its database.
+
+    ``rows()`` is the view's contents as of the last commit (ORDER BY respected);
+    ``changes()`` the rows that changed since the last call, each with the commit (``time``)
+    and the change in multiplicity (``diff``); ``to_arrow()`` the contents as an Arrow table.
+    """
+
+    def __init__(self, db: Database, name: str, sql: str, planned: Planned) -> None:
+        self.db = db
+        self.name = name
+        self.sql = sql
+        self.planned = planned
+        self.plan: Plan = planned.plan
+        self.fields = planned.plan.fields
+        self.visible = planned.visible
+        self.order: tuple[SortKey, ...] = planned.order
+        self._contents: list[Updates] = []
+        self._log: list[Updates] = []
+        self._sink: _Sink | None = None
+
+    @property
+    def columns(self) -> list[str]:
+        """The view's column names."""
+        return [f.name for f in self.fields[: self.visible]]
+
+    @property
+    def types(self) -> list[SqlType]:
+        return [f.type for f in self.fields[: self.visible]]
+
+    def __repr__(self) -> str:
+        return f"View({self.name!r}, columns={self.columns})"
+
+    # -- state ------------------------------------------------------------------------------
+    def _accept(self, u: Updates | None, time: int | None) -> None:
+        if u is None or not len(u):
+            return
+        base = u.with_times(np.zeros((len(u), 1), np.int64))
+        self._contents.append(base)
+        if len(self._contents) > 16:
+            self._contents = [self._consolidated()]
+        if time is not None:
+            self._log.append(base.with_times(np.full((len(u), 1), time, np.int64)))
+
+    def _consolidated(self) -> Updates:
+        if not self._contents:
+            return _empty_updates(len(self.fields) + mask_words(self.fields))
+        u = consolidate(concat_updates(self._contents))
+        self._contents = [u] if len(u) else []
+        return u
+
+    def _decode(self, data: tuple[np.ndarray, ...], n: int) -> list[list[Any]]:
+        width = len(self.fields)
+        fr = Frame(data, width, n)
+        out = []
+        for i, f in enumerate(self.fields):
+            out.append(decode_values(np.asarray(data[i]), fr.null(i), f.type,
+                                     self.db.strings))
+        return out
+
+    # -- reading ----------------------------------------------------------------------------
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The view's rows as of the last commit: Python values, ``None`` for NULL."""
+        u = self._consolidated()
+        n = len(u)
+        if n == 0:
+            return []
+        diffs = np.asarray(u.diffs)
+        if (diffs < 0).any():
+            raise DDError(f"view {self.name} holds a negative multiplicity (internal error)")
+        cols = self._decode(u.data, n)
+        recs = list(zip(*cols, strict=True))
+        counts = diffs.tolist()
+        if any(c != 1 for c in counts):
+            recs = [r for r, c in zip(recs, counts, strict=True) for _ in range(c)]
+        if self.order:
+            recs = _sort_rows(recs, self.order)
+        v = self.visible
+        if v != len(self.fields):
+            recs = [r[:v] for r in recs]
+        return recs
+
+    def changes(self) -> list[tuple[Any, ...]]:
+        """Rows that changed since the last call: ``(values..., time, diff)``, ordered by
+        time; ``time`` is the commit's number, ``diff`` the change in multiplicity."""
+        log, self._log = self._log, []
+        if not log:
+            return []
+        u = consolidate(concat_updates(log))
+        n = len(u)
+        if n == 0:
+            return []
+        cols = self._decode(u.data, n)
+        times = u.times[:, 0].tolist()
+        diffs = np.asarray(u.diffs).tolist()
+        v = self.visible
+        recs = [(*r[:v], t, d) for r, t, d in zip(zip(*cols, strict=True), times, diffs,
+                                                  strict=True)]
+        recs.sort(key=lambda r: r[-2])
+        return recs
+
+    def to_arrow(self) -> Any:
+        """The view's rows as a ``pyarrow.Table`` with the view's column names and types."""
+        import pyarrow as pa
+
+        rows = self.rows()
+        arrays = []
+        for i, f in enumerate(self.fields[: self.visible]):
+            arrays.append(pa.array([r[i] for r in rows], type=arrow_type(f.type)))
+        return pa.Table.from_arrays(arrays, names=_unique_names(self.columns))
+
+
+def _unique_names(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        if n in seen:
+            seen[n] += 1
+            out.append(f"{n}_{seen[n]}")
+        else:
+            seen[n] = 0
+            out.append(n)
+    return out
+
+
+def arrow_type(t: SqlType) -> Any:
+    """The Arrow type of a SQL type."""
+    import pyarrow as pa
+
+    k = t.kind
+    if k == "boolean":
+        return pa.bool_()
+    if k == "int":
+        return {8: pa.int8(), 16: pa.int16(), 32: pa.int32(), 64: pa.int64()}[t.bits]
+    if k == "decimal":
+        return pa.decimal128(t.precision, t.scale)
+    if k == "double":
+        return pa.float32() if t.bits == 32 else pa.float64()
+    if k == "string":
+        return pa.string()
+    if k == "date":
+        return pa.date32()
+    if k == "timestamp":
+        return pa.timestamp("us")
+    return pa.null()
+
+
+def sql_type_of_arrow(at: Any, name: str) -> SqlType:
+    """The SQL type of an Arrow type (``UnsupportedSQL`` for nested types)."""
+    import pyarrow as pa
+
+    from ddflow.sql import types as T
+
+    if pa.types.is_boolean(at):
+        return T.BOOLEAN
+    if pa.types.is_int8(at):
+        return T.TINYINT
+    if pa.types.is_int16(at):
+        return T.SMALLINT
+    if pa.types.is_int32(at) or pa.types.is_uint8(at) or pa.types.is_uint16(at):
+        return T.INT
+    if pa.types.is_int64(at) or pa.types.is_uint32(at):
+        return T.BIGINT
+    if pa.types.is_uint64(at):
+        return T.decimal_type(20, 0)
+    if pa.types.is_float32(at):
+        return T.FLOAT
+    if pa.types.is_floating(at):
+        return T.DOUBLE
+    if pa.types.is_decimal(at):
+        return T.decimal_type(at.precision, at.scale)
+    if pa.types.is_string(at) or pa.types.is_large_string(at):
+        return T.STRING
+    if pa.types.is_date(at):
+        return T.DATE
+    if pa.types.is_timestamp(at):
+        return T.TIMESTAMP
+    if pa.types.is_dictionary(at):
+        return sql_type_of_arrow(at.value_type, name)
+    raise UnsupportedSQL(f"column '{name}' has Arrow type {at}, which is not supported "
+                         "(nested and binary types are not)")
+
+
+def _empty_updates(width: int) -> Updates:
+    from ddflow.core.diff import INT_DIFF
+
+    return Updates(tuple(np.zeros(0, np.int64) for _ in range(width)),
+                   np.zeros((0, 1), np.int64), np.zeros(0, np.int64), INT_DIFF)
+
+
+def _cmp_values(a: Any, b: Any) -> int:
+    return (a > b) - (a < b)
+
+
+def _sort_rows(recs: list[tuple[Any, ...]], keys: tuple[SortKey, ...]) -> list[tuple[Any, ...]]:
+    def cmp(x: tuple[Any, ...], y: tuple[Any, ...]) -> int:
+        for k in keys:
+            a, b = x[k.index], y[k.index]
+            if a is None or b is None:
+                if a is None and b is None:
+                    continue
+                first = -1 if k.nulls_first else 1
+                return first if a is None else -first
+            c = _cmp_values(a, b)
+            if c:
+                return -c if k.desc else c
+        return 0
+
+    return sorted(recs, key=functools.cmp_to_key(cmp))
+
+
+class Database:
+    """Tables and SQL views over them, kept exact incrementally.
+
+    ``dialect`` decides how SQL is parsed and the semantics that differ between systems:
+    ``"spark"`` (the default: Spark SQL) or ``"sqlite"``.
+    """
+
+    def __init__(self, dialect: str = "spark") -> None:
+        if dialect not in DIALECTS:
+            raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
+        self.dialect = dialect
+        self.strings = StringDict()
+        self.ctx = Ctx(self.strings, dialect)
+        self._tables: dict[str, _Table] = {}
+        self._views: dict[str, View] = {}
+        self._anon = itertools.count(1)
+        self.time = 0  # commits done
+        self._worker: Worker | None = None
+        self._sessions: dict[str, Any] = {}
+        self._probes: list[Any] = []
+        self._wtime = 0
+        self._stale = True
+
+    # -- catalog ----------------------------------------------------------------------------
+    @property
+    def tables(self) -> dict[str, list[str]]:
+        """Table name -> column names."""
+        return {n: [f.name for f in t.fields] for n, t in self._tables.items()}
+
+    @property
+    def views(self) -> dict[str, View]:
+        return dict(self._views)
+
+    def _catalog(self) -> dict[str, tuple[Field, ...]]:
+        return {n: t.fields for n, t in self._tables.items()}
+
+    def _planner(self) -> Planner:
+        return Planner(self._catalog(), self.dialect)
+
+    def create_table(self, name: str, schema: Any) -> None:
+        """A new empty table from a ``pyarrow.Schema`` (or a list of ``(name, SQL type)``)."""
+        fields: list[Field] = []
+        if hasattr(schema, "names") and hasattr(schema, "types"):
+            for f in schema:
+                fields.append(Field(f.name.lower(), sql_type_of_arrow(f.type, f.name),
+                                    bool(f.nullable)))
+        else:
+            import sqlglot
+
+            for col, typ in schema:
+                dt = sqlglot.exp.DataType.build(typ, dialect=DIALECTS[self.dialect])
+                fields.append(Field(col.lower(), sql_type(dt, self.dialect), True))
+        self._add_table(name, tuple(fields))
+
+    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False
+                   ) -> None:
+        key = name.lower()
+        if key in self._tables or key in self._views:
+            if if_not_exists and key in self._tables:
+                return
+            raise SQLError(f"a table or view named '{name}' already exists")
+        if not fields:
+            raise SQLError(f"table '{name}' needs at least one column")
+        names = [f.name for f in fields]
+        if len(set(names)) != len(names):
+            raise SQLError(f"table '{name}' has duplicate column names")
+        self._tables[key] = _Table(key, fields)
+        self._stale = True
+
+    def _table(self, name: str) -> _Table:
+        t = self._tables.get(name.lower())
+        if t is None:
+            raise SQLError(f"unknown table '{name}'")
+        return t
+
+    # -- views ------------------------------------------------------------------------------
+    def view(self, sql: str, name: str | None = None) -> View:
+        """A view of ``sql`` (a query), kept up to date at every commit."""
+        stmts = parse_statements(sql, self.dialect)
+        if len(stmts) != 1:
+            raise SQLError("view() takes exactly one query")
+        return self._create_view(stmts[0], name, sql)
+
+    def _create_view(self, tree: exp.Expression, name: str | None, sql: str,
+                     replace: bool = False) -> View:
+        if not isinstance(tree, exp.Query):
+            raise UnsupportedSQL(f"a view must be a query, not {type(tree).__name__.upper()}")
+        planned = self._planner().plan_sql(tree)
+        key = (name or f"_view{next(self._anon)}").lower()
+        if key in self._tables:
+            raise SQLError(f"a table named '{name}' already exists")
+        if key in self._views and not replace:
+            raise SQLError(f"a view named '{name}' already exists")
+        v = View(self, key, sql, planned)
+        old = self._views.get(key)
+        self._views[key] = v
+        try:
+            self._rebuild()
+        except BaseException:
+            if old is None:
+                del self._views[key]
+            else:
+                self._views[key] = old
+            self._rebuild()
+            raise
+        return v
+
+    def drop_view(self, name: str, if_exists: bool = False) -> None:
+        key = name.lower()
+        if key not in self._views:
+            if if_exists:
+                return
+            raise SQLError(f"unknown view '{name}'")
+        del self._views[key]
+        self._stale = True
+
+    def explain(self, sql: str) -> str:
+        """The dataflow plan of a query, one node per line."""
+        stmts = parse_statements(sql, self.dialect)
+        tree = stmts[0]
+        if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
+            tree = tree.expression
+        planned = self._planner().plan_sql(tree)
+        text = explain(planned.plan)
+        if planned.order:
+            text += "\nOrder rows by " + ", ".join(
+                f"{planned.plan.fields[k.index].name}{' DESC' if k.desc else ''}"
+                for k in planned.order)
+        return text
+
+    # -- the dataflow -----------------------------------------------------------------------
+    def _rebuild(self) -> None:
+        """A fresh dataflow for all views, fed the tables as of the last commit."""
+        w = Worker()
+        sessions = {}
+        colls = {}
+        for name in self._tables:
+            s, c = w.new_collection()
+            sessions[name] = s
+            colls[name] = c
+        lowering = Lowering(w, colls, self.ctx)
+        env = Env(w.root)
+        probes = []
+        for v in self._views.values():
+            coll = lowering.lower(v.plan, env)
+            v._sink = _Sink(w, coll.stream)
+            probes.append(coll.probe())
+        lowering.feed_constants()
+        for name, t in self._tables.items():
+            for cols, counts in t.store.live_chunks():
+                sessions[name].insert_columns(cols, diffs=counts)
+        for s in sessions.values():
+            s.advance_to(1)
+        w.step_while(lambda: any(p.less_than(1) for p in probes))
+        for v in self._views.values():
+            assert v._sink is not None
+            v._contents = []
+            v._accept(v._sink.drain(), None)
+        self._worker, self._sessions, self._probes = w, sessions, probes
+        self._wtime = 1
+        self._stale = False
+
+    def commit(self) -> int:
+        """Applies the changes since the last commit to every view; returns the commit's
+        number (its ``time`` in ``changes()``)."""
+        if self._stale or self._worker is None:
+            self._rebuild()
+        assert self._worker is not None
+        t_next = self._wtime + 1
+        changes = {}
+        for name, t in self._tables.items():
+            u = t.pending_updates()
+            if u is not None and len(u):
+                changes[name] = u
+        try:
+            for name, u in changes.items():
+                self._sessions[name].insert_columns(u.data, diffs=np.asarray(u.diffs))
+            for s in self._sessions.values():
+                s.advance_to(t_next)
+            probes = self._probes
+            self._worker.step_while(lambda: any(p.less_than(t_next) for p in probes))
+            drained = {name: v._sink.drain() for name, v in self._views.items()
+                       if v._sink is not None}
+        except BaseException:
+            for t in self._tables.values():
+                t.pending = []
+            self._worker = None
+            self._stale = True
+            try:
+                self._rebuild()
+            finally:
+                pass
+            raise
+        # the commit took: apply it to the tables' rows and the views
+        for name, u in changes.items():
+            t = self._tables[name]
+            d = np.asarray(u.diffs)
+            pos = d > 0
+            if pos.any():
+                idx = np.flatnonzero(pos)
+                t.store.append(tuple(c[idx] for c in u.data), d[idx])
+            if (~pos).any():
+                idx = np.flatnonzero(~pos)
+                t.store.remove(tuple(c[idx] for c in u.data), -d[idx])
+        for t in self._tables.values():
+            t.pending = []
+        commit_no = self.time
+        for name, v in self._views.items():
+            v._accept(drained.get(name), commit_no)
+        self._wtime = t_next
+        self.time += 1
+        return commit_no
+
+    # -- changes ----------------------------------------------------------------------------
+    def insert(self, table: str, rows: Any) -> int:
+        """Adds ``rows`` (tuples in column order with ``None`` for NULL, a pyarrow
+        Table/RecordBatch or a pandas DataFrame) to ``table``; returns how many."""
+        t = self._table(table)
+        cols = to_columns(rows, t.fields, self.strings, t.name)
+        n = len(cols[0]) if cols else 0
+        if n:
+            t.pending.append((cols, np.ones(n, np.int64)))
+        return n
+
+    def delete(self, table: str, rows: Any) -> int:
+        """Removes one occurrence of each given row from ``table`` (``DataError``, and
+        nothing removed, if a row is not there); returns how many."""
+        t = self._table(table)
+        cols = to_columns(rows, t.fields, self.strings, t.name)
+        n = len(cols[0]) if cols else 0
+        if n == 0:
+            return 0
+        self._check_present(t, cols, np.ones(n, np.int64))
+        t.pending.append((cols, -np.ones(n, np.int64)))
+        return n
+
+    def _check_present(self, t: _Table, cols: tuple[np.ndarray, ...], k: np.ndarray) -> None:
+        from ddflow.core.diff import INT_DIFF
+
+        want = consolidate(Updates(cols, np.zeros((len(k), 1), np.int64), k, INT_DIFF))
+        have = t.store.count_of(want.data)
+        pend = t.pending_updates()
+        if pend is not None and len(pend):
+            have = have + _counts_in(pend, want.data)
+        short = np.flatnonzero(have < np.asarray(want.diffs))
+        if len(short):
+            i = int(short[0])
+            fr = Frame(want.data, len(t.fields), len(want))
+            row = tuple(decode_values(np.asarray(want.data[j])[i:i + 1],
+                                      None if fr.null(j) is None else fr.null(j)[i:i + 1],
+                                      f.type, self.strings)[0]
+                        for j, f in enumerate(t.fields))
+            raise DataError(f"cannot delete {row!r} from table '{t.name}': the table holds "
+                            f"{int(have[i])} such row(s), {int(want.diffs[i])} to delete; "
+                            "nothing was deleted")
+
+    def _current(self, t: _Table) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """The table's rows now (last commit plus pending changes), consolidated."""
+        from ddflow.core.diff import INT_DIFF
+
+        parts = [Updates(c, np.zeros((len(k), 1), np.int64), k, INT_DIFF)
+                 for c, k in t.store.live_chunks()]
+        parts += [Updates(c, np.zeros((len(k), 1), np.int64), k, INT_DIFF) for c, k in
+                  t.pending]
+        if not parts:
+            e = _empty_updates(t.width)
+            return e.data, np.zeros(0, np.int64)
+        u = consolidate(concat_updates(parts))
+        return u.data, np.asarray(u.diffs)
+
+    # -- SQL statements ---------------------------------------------------------------------
+    def execute(self, sql: str) -> Any:
+        """Runs SQL statements: CREATE TABLE / VIEW, DROP, INSERT, DELETE, UPDATE, or a
+        query (its rows now, computed once). Returns the last statement's result: a
+        ``View``, a row count, or rows."""
+        result: Any = None
+        for tree in parse_statements(sql, self.dialect):
+            result = self._statement(tree, tree.sql(dialect=DIALECTS[self.dialect]))
+        return result
+
+    def _statement(self, tree: exp.Expression, sql: str) -> Any:
+        if isinstance(tree, exp.Create):
+            kind = (tree.args.get("kind") or "").upper()
+            if kind == "VIEW":
+                name = tree.this.name
+                body = tree.expression
+                return self._create_view(body, name, body.sql(), replace=bool(
+                    tree.args.get("replace")))
+            if kind == "TABLE":
+                return self._create_table_stmt(tree)
+            raise UnsupportedSQL(f"CREATE {kind}")
+        if isinstance(tree, exp.Drop):
+            kind = (tree.args.get("kind") or "").upper()
+            name = tree.this.name
+            if kind == "VIEW":
+                self.drop_view(name, bool(tree.args.get("exists")))
+                return None
+            if kind == "TABLE":
+                return self._drop_table(name, bool(tree.args.get("exists")))
+            raise UnsupportedSQL(f"DROP {kind}")
+        if isinstance(tree, exp.Insert):
+            return self._insert_stmt(tree)
+        if isinstance(tree, exp.Delete):
+            return self._delete_stmt(tree)
+        if isinstance(tree, exp.Update):
+            return self._update_stmt(tree)
+        if isinstance(tree, exp.Query):
+            return self.query(tree)
+        if isinstance(tree, exp.Commit):
+            return self.commit()
+        raise UnsupportedSQL(f"statement {type(tree).__name__.upper()}")
+
+    def _create_table_stmt(self, tree: exp.Create) -> None:
+        schema = tree.this
+        if isinstance(tree.expression, exp.Query):
+            raise UnsupportedSQL("CREATE TABLE ... AS SELECT (create the table, then INSERT "
+                                 "... SELECT)")
+        if not isinstance(schema, exp.Schema):
+            raise SQLError("CREATE TABLE needs column definitions")
+        name = schema.this.name
+        fields = []
+        for col in schema.expressions:
+            if not isinstance(col, exp.ColumnDef):
+                continue  # table constraints (PRIMARY KEY, ...) are not enforced
+            kind = col.args.get("kind")
+            if kind is None:
+                if self.dialect == "sqlite":
+                    t = sql_type(exp.DataType.build("DOUBLE"), self.dialect)
+                else:
+                    raise SQLError(f"column '{col.name}' needs a type")
+            else:
+                t = sql_type(kind, self.dialect)
+            not_null = any(isinstance(c.kind, exp.NotNullColumnConstraint) and
+                           not c.kind.args.get("allow_null")
+                           for c in col.args.get("constraints") or [])
+            fields.append(Field(col.name.lower(), t, not not_null))
+        self._add_table(name, tuple(fields), bool(tree.args.get("exists")))
+
+    def _drop_table(self, name: str, if_exists: bool) -> None:
+        key = name.lower()
+        if key not in self._tables:
+            if if_exists:
+                return
+            raise SQLError(f"unknown table '{name}'")
+        users = [v.name for v in self._views.values() if _reads(v.plan, key)]
+        if users:
+            raise SQLError(f"table '{name}' is used by view(s) {', '.join(users)}; drop them "
+                           "first")
+        del self._tables[key]
+        self._stale = True
+
+    def query(self, sql: str | exp.Expression) -> list[tuple[Any, ...]]:
+        """The rows of a query over the tables now (including uncommitted changes),
+        computed once."""
+        tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
+        planned = self._planner().plan_sql(tree)
+        v = View(self, "_query", "", planned)
+        w = Worker()
+        colls = {}
+        sessions = {}
+        for name, t in self._tables.items():
+            if not _reads(planned.plan, name):
+                continue
+            s, c = w.new_collection()
+            sessions[name], colls[name] = s, c
+        lowering = Lowering(w, colls, self.ctx)
+        coll = lowering.lower(planned.plan, Env(w.root))
+        sink = _Sink(w, coll.stream)
+        lowering.feed_constants()
+        for name, s in sessions.items():
+            cols, counts = self._current(self._tables[name])
+            if len(counts):
+                s.insert_columns(cols, diffs=counts)
+            s.close()
+        w.run()
+        v._accept(sink.drain(), None)
+        return v.rows()
+
+    def _insert_stmt(self, tree: exp.Insert) -> int:
+        target = tree.this
+        cols_given = None
+        if isinstance(target, exp.Schema):
+            cols_given = [c.name.lower() for c in target.expressions]
+            target = target.this
+        t = self._table(target.name)
+        src = tree.expression
+        if isinstance(src, exp.Values):
+            planner = self._planner()
+            rows = []
+            for tup in src.expressions:
+                vals = []
+                for e in tup.expressions:
+                    lit = planner._const(e)
+                    vals.append(lit)
+                rows.append(vals)
+            width = len(cols_given) if cols_given else len(t.fields)
+            for r in rows:
+                if len(r) != width:
+                    raise DataError(f"INSERT row has {len(r)} values for {width} columns of "
+                                    f"table '{t.name}'")
+            py_rows = [self._literal_row(r, t, cols_given) for r in rows]
+            return self.insert(t.name, py_rows)
+        if isinstance(src, exp.Query):
+            got = self.query(src)
+            if got and len(got[0]) != (len(cols_given) if cols_given else len(t.fields)):
+                raise DataError(f"INSERT ... SELECT gives {len(got[0])} columns for table "
+                                f"'{t.name}'")
+            if cols_given:
+                got = [self._place(r, t, cols_given) for r in got]
+            got = [tuple(_coerce_py(v, f.type) for v, f in zip(r, t.fields, strict=True))
+                   for r in got]
+            return self.insert(t.name, got)
+        raise UnsupportedSQL("INSERT needs VALUES or a query")
+
+    def _place(self, vals: Sequence[Any], t: _Table, cols: list[str]) -> tuple[Any, ...]:
+        names = [f.name for f in t.fields]
+        for c in cols:
+            if c not in names:
+                raise SQLError(f"table '{t.name}' has no column '{c}'")
+        out: list[Any] = [None] * len(names)
+        for c, v in zip(cols, vals, strict=True):
+            out[names.index(c)] = v
+        return tuple(out)
+
+    def _literal_row(self, lits: list[Any], t: _Table, cols: list[str] | None
+                     ) -> tuple[Any, ...]:
+        from ddflow.sql.planner import _NO, _convert_const
+
+        fields = t.fields if cols is None else [t.fields[[f.name for f in t.fields].index(c)]
+                                                if c in [f.name for f in t.fields] else None
+                                                for c in cols]
+        vals = []
+        for lit, f in zip(lits, fields, strict=True):
+            if f is None:
+                raise SQLError(f"table '{t.name}' has no such column")
+            if lit.value is None:
+                vals.append(None)
+                continue
+            if lit.type.kind == "string" and f.type.kind not in ("string", "date",
+                                                                "timestamp"):
+                raise DataError(f"value {lit.value!r} does not fit column '{f.name}' of type "
+                                f"{f.type}")
+            conv = _convert_const(lit.value, f)
+            if conv is _NO:
+                raise DataError(f"value {lit.value!r} does not fit column '{f.name}' of type "
+                                f"{f.type}")
+            vals.append(conv)
+        if cols is not None:
+            return self._place(vals, t, cols)
+        return tuple(vals)
+
+    def _where_mask(self, t: _Table, where: exp.Expression | None, cols: tuple[np.ndarray, ...],
+                    n: int) -> np.ndarray:
+        if where is None:
+            return np.ones(n, bool)
+        planner = self._planner()
+        tree = exp.select("*").from_(t.name).where(where.this if isinstance(where, exp.Where)
+                                                    else where)
+        tree = planner.qualify(tree)
+        scope = Scope(None)
+        scope.sources = [(t.name, 0, t.fields)]
+        from ddflow.sql.plan import Scan
+
+        scope.plan = Scan(t.name, t.fields)
+        cond = tree.args["where"].this
+        if any(isinstance(x, (exp.Select, exp.Subquery, exp.Exists)) for x in cond.walk()):
+            return self._where_by_query(t, tree, cols, n)
+        pred = planner._cast_bool(planner.bind(cond, scope), "WHERE")
+        return predicate_mask(pred, Frame(cols, len(t.fields), n), self.ctx)
+
+    def _where_by_query(self, t: _Table, tree: exp.Expression, cols: tuple[np.ndarray, ...],
+                        n: int) -> np.ndarray:
+        """Rows of ``cols`` that a query with subqueries selects (evaluated once)."""
+        matches = self.query(tree)
+        # map the selected rows back onto the physical rows (one per distinct row is enough)
+        sel = to_columns(matches, t.fields, self.strings, t.name) if matches else None
+        mask = np.zeros(n, bool)
+        if sel is None:
+            return mask
+        store = TableStore(t.width)
+        store.append(tuple(sel), np.ones(len(sel[0]), np.int64))
+        return store.count_of(cols) > 0
+
+    def _delete_stmt(self, tree: exp.Delete) -> int:
+        t = self._table(tree.this.name)
+        cols, counts = self._current(t)
+        n = len(counts)
+        if n == 0:
+            return 0
+        mask = self._where_mask(t, tree.args.get("where"), cols, n)
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return 0
+        t.pending.append((tuple(c[idx] for c in cols), -counts[idx]))
+        return int(counts[idx].sum())
+
+    def _update_stmt(self, tree: exp.Update) -> int:
+        t = self._table(tree.this.name)
+        cols, counts = self._current(t)
+        n = len(counts)
+        if n == 0:
+            return 0
+        mask = self._where_mask(t, tree.args.get("where"), cols, n)
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return 0
+        sub = tuple(c[idx] for c in cols)
+        planner = self._planner()
+        scope = Scope(None)
+        scope.sources = [(t.name, 0, t.fields)]
+        from ddflow.sql.plan import Scan
+
+        scope.plan = Scan(t.name, t.fields)
+        names = [f.name for f in t.fields]
+        fr = Frame(sub, len(t.fields), len(idx))
+        vals = [fr.val(i) for i in range(len(names))]
+        nulls = [fr.null(i) for i in range(len(names))]
+        for a in tree.expressions:
+            col = a.this.name.lower()
+            if col not in names:
+                raise SQLError(f"table '{t.name}' has no column '{col}'")
+            j = names.index(col)
+            q = planner.qualify(exp.select(a.expression).from_(t.name))
+            e = planner.bind(q.expressions[0].this if isinstance(q.expressions[0], exp.Alias)
+                             else q.expressions[0], scope)
+            e = planner._cast(e, t.fields[j].type)
+            v, nl = evaluate(e, fr, self.ctx)
+            if nl is not None and nl.any() and not t.fields[j].nullable:
+                raise DataError(f"column '{col}' of table '{t.name}' is NOT NULL")
+            vals[j] = v.astype(np.int64) if v.dtype == bool else v
+            nulls[j] = nl
+        new = pack(vals, nulls, mask_words(t.fields), len(idx))
+        k = counts[idx]
+        t.pending.append((sub, -k))
+        t.pending.append((tuple(new), k.copy()))
+        return int(k.sum())
+
+    def close(self) -> None:
+        """Releases the dataflow (the database can be used again; it rebuilds)."""
+        self._worker = None
+        self._stale = True
+
+    def __enter__(self) -> Database:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _counts_in(u: Updates, query: tuple[np.ndarray, ...]) -> np.ndarray:
+    """For each query row, the diff ``u`` (consolidated) holds for it."""
+    store = TableStore(len(query))
+    store.append(tuple(u.data), np.asarray(u.diffs))
+    # count_of sums entries; negative counts are allowed here
+    return store.count_of(query)
+
+
+def _reads(plan: Plan, table: str) -> bool:
+    from ddflow.sql.plan import Scan
+
+    if isinstance(plan, Scan):
+        return plan.table == table
+    return any(_reads(p, table) for p in plan.inputs())
+
+
+def _coerce_py(v: Any, t: SqlType) -> Any:
+    """A value read from a query as a value for a column of type ``t``."""
+    import decimal
+
+    if v is None:
+        return None
+    if t.kind == "decimal" and isinstance(v, float):
+        return decimal.Decimal(repr(v))
+    if t.kind == "int" and isinstance(v, decimal.Decimal) and v == v.to_integral_value():
+        return int(v)
+    if t.kind == "double" and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+        return float(v)
+    return v
+
+
+del arrow_column

@@ -1,0 +1,1217 @@
+"""Scalar expressions: a small typed tree, evaluated over whole columns with numpy.
+
+Why its own tree: sqlglot's is a syntax tree; ours is what runs. Every node is a frozen
+dataclass that knows its SQL type and whether it can be NULL, and refers to input fields
+by position. ``evaluate`` returns ``(values, nulls)``: physical values (``bool`` arrays for
+predicates) and NULL flags (``None`` when no row is NULL), with SQL's three-valued logic:
+``AND``/``OR``/``NOT`` follow Kleene's tables, comparisons with NULL are NULL, and a
+``WHERE`` keeps rows whose predicate is TRUE.
+
+Work per batch is a few numpy calls per node; string functions run once per distinct code
+(and, with a literal pattern, once per code ever: ``Ctx.memo``). Integer arithmetic is
+checked: an int64 overflow of a BIGINT raises ``DataError`` (as SQL engines do), a decimal
+result that needs more than 64 bits moves to an ``object`` column of exact Python ints.
+Division by zero is NULL.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError
+from ddflow.sql.rows import Frame
+from ddflow.sql.strings import StringDict
+from ddflow.sql.types import (
+    BIGINT,
+    BOOLEAN,
+    DOUBLE,
+    I64_MAX,
+    I64_MIN,
+    SqlType,
+    encode_values,
+    float_from_keys,
+    float_keys,
+)
+
+__all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "evaluate", "show"]
+
+
+class Expr:
+    """A typed scalar expression over the fields of one input relation."""
+
+    type: SqlType
+    nullable: bool
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()
+
+
+@dataclass(frozen=True)
+class Col(Expr):
+    """Field ``index`` of the input."""
+
+    index: int
+    type: SqlType
+    nullable: bool = True
+    name: str = field(default="", compare=False)
+
+
+@dataclass(frozen=True)
+class Lit(Expr):
+    """A constant: a Python value (``None`` is NULL) of ``type``."""
+
+    value: Any
+    type: SqlType
+
+    @property
+    def nullable(self) -> bool:  # type: ignore[override]
+        return self.value is None
+
+
+@dataclass(frozen=True)
+class Call(Expr):
+    """Operator or function ``op`` over ``args``; ``extra`` holds constant parameters."""
+
+    op: str
+    args: tuple[Expr, ...]
+    type: SqlType
+    nullable: bool = True
+    extra: Any = None
+
+    def children(self) -> tuple[Expr, ...]:
+        return self.args
+
+
+def show(e: Expr, names: list[str] | None = None) -> str:
+    """A readable form of ``e`` (for ``explain``)."""
+    if isinstance(e, Col):
+        if names is not None and e.index < len(names):
+            return names[e.index]
+        return e.name or f"#{e.index}"
+    if isinstance(e, Lit):
+        if e.value is None:
+            return "NULL"
+        if isinstance(e.value, str):
+            return repr(e.value)
+        return str(e.value)
+    assert isinstance(e, Call)
+    a = [show(x, names) for x in e.args]
+    infix = {"add": "+", "sub": "-", "mul": "*", "div": "/", "idiv": "DIV", "mod": "%",
+             "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+             "and": "AND", "or": "OR", "nseq": "<=>"}
+    if e.op in infix and len(a) == 2:
+        return f"({a[0]} {infix[e.op]} {a[1]})"
+    if e.op == "cast":
+        return f"CAST({a[0]} AS {e.type})"
+    if e.extra is not None and e.op not in ("in",):
+        return f"{e.op}({', '.join(a)}; {e.extra!r})"
+    if e.op == "in":
+        return f"({a[0]} IN {tuple(e.extra)!r})"
+    return f"{e.op}({', '.join(a)})"
+
+
+class Ctx:
+    """What evaluation needs besides the batch: the string dictionary, the dialect, and
+    per-expression memo tables that outlive a batch."""
+
+    def __init__(self, strings: StringDict, dialect: str = "spark") -> None:
+        self.strings = strings
+        self.dialect = dialect
+        self.memo: dict[Any, dict[str, Any]] = {}
+
+    def memo_for(self, key: Any) -> dict[str, Any]:
+        m = self.memo.get(key)
+        if m is None:
+            m = self.memo[key] = {}
+        return m
+
+
+Result = tuple[np.ndarray, np.ndarray | None]
+
+
+def _or(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a | b
+
+
+def evaluate(e: Expr, f: Frame, ctx: Ctx) -> Result:
+    """``e`` over the rows of ``f``: ``(values, nulls)``."""
+    if isinstance(e, Col):
+        return f.val(e.index), f.null(e.index)
+    if isinstance(e, Lit):
+        return _lit(e, f.n, ctx)
+    assert isinstance(e, Call)
+    fn = _OPS.get(e.op)
+    if fn is None:
+        raise DataError(f"no evaluator for {e.op}")
+    return fn(e, f, ctx)
+
+
+def _lit(e: Lit, n: int, ctx: Ctx) -> Result:
+    if e.value is None:
+        return np.zeros(n, dtype=bool if e.type == BOOLEAN else np.int64), np.ones(n, bool)
+    key = ("lit", e)
+    m = ctx.memo_for(key)
+    v = m.get("v")
+    if v is None:
+        if e.type.kind == "boolean":
+            v = bool(e.value)
+        else:
+            phys, _ = encode_values([e.value], e.type, "literal", ctx.strings)
+            v = phys[0]
+        m["v"] = v
+    if e.type.kind == "boolean":
+        return np.full(n, v, dtype=bool), None
+    if isinstance(v, int) and not (I64_MIN <= v <= I64_MAX):
+        arr = np.empty(n, dtype=object)
+        arr[:] = [v] * n
+        return arr, None
+    return np.full(n, v, dtype=np.int64), None
+
+
+def _args(e: Call, f: Frame, ctx: Ctx) -> list[Result]:
+    return [evaluate(a, f, ctx) for a in e.args]
+
+
+# -- numbers -------------------------------------------------------------------------------
+
+def _is_obj(*arrs: np.ndarray) -> bool:
+    return any(a.dtype == object for a in arrs)
+
+
+def _obj(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.tolist()
+    return out
+
+
+def narrow(a: np.ndarray) -> np.ndarray:
+    """An ``object`` column of ints as int64 when every value fits."""
+    if a.dtype != object or not len(a):
+        return a.astype(np.int64) if a.dtype == object else a
+    try:
+        return np.array(a.tolist(), dtype=np.int64)
+    except OverflowError:
+        return a
+
+
+def _add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _is_obj(a, b):
+        return narrow(_obj(a) + _obj(b))
+    with np.errstate(over="ignore"):
+        r = a + b
+    if (((a ^ r) & (b ^ r)) < 0).any():
+        return narrow(_obj(a) + _obj(b))
+    return r
+
+
+def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _is_obj(a, b):
+        return narrow(_obj(a) - _obj(b))
+    with np.errstate(over="ignore"):
+        r = a - b
+    if (((a ^ b) & (a ^ r)) < 0).any():
+        return narrow(_obj(a) - _obj(b))
+    return r
+
+
+_SAFE = float(2**62)
+
+
+def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _is_obj(a, b):
+        return narrow(_obj(a) * _obj(b))
+    fa = np.abs(a.astype(np.float64) * b.astype(np.float64))
+    if len(fa) and fa.max() >= _SAFE:
+        return narrow(_obj(a) * _obj(b))
+    return a * b
+
+
+def _scale_up(a: np.ndarray, k: int) -> np.ndarray:
+    if k == 0:
+        return a
+    return _mul(a, np.full(len(a), 10**k, dtype=np.int64) if k <= 18
+                else _obj(np.zeros(len(a), np.int64)) + 10**k)
+
+
+def _div_half_up(n: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """``round(n / d)`` with halves away from zero, for int columns with ``d != 0``."""
+    if _is_obj(n, d) or (len(n) and (n == I64_MIN).any()):
+        out = [_py_div_half_up(x, y) for x, y in zip(_obj(n).tolist(), _obj(d).tolist(),
+                                                      strict=True)]
+        arr = np.empty(len(out), dtype=object)
+        arr[:] = out
+        return narrow(arr)
+    an, ad = np.abs(n), np.abs(d)
+    q, r = np.divmod(an, ad)
+    q = q + (r >= ad - r)
+    neg = (n < 0) != (d < 0)
+    return np.where(neg, -q, q)
+
+
+def _py_div_half_up(x: int, y: int) -> int:
+    q, r = divmod(abs(x), abs(y))
+    if 2 * r >= abs(y):
+        q += 1
+    return -q if (x < 0) != (y < 0) else q
+
+
+def rescale(a: np.ndarray, s_from: int, s_to: int) -> np.ndarray:
+    """Unscaled decimals from scale ``s_from`` to ``s_to`` (rounding half up when lower)."""
+    if s_to >= s_from:
+        return _scale_up(a, s_to - s_from)
+    d = 10 ** (s_from - s_to)
+    if d > I64_MAX:
+        return narrow(np.array([_py_div_half_up(x, d) for x in _obj(a).tolist()], dtype=object))
+    return _div_half_up(a, np.full(len(a), d, dtype=np.int64))
+
+
+def as_float(v: np.ndarray, t: SqlType) -> np.ndarray:
+    """A numeric column's values as float64."""
+    k = t.kind
+    if k == "double":
+        return float_from_keys(v)
+    if k == "decimal":
+        if v.dtype == object:
+            return np.array([x / 10**t.scale for x in v.tolist()], dtype=np.float64)
+        return v.astype(np.float64) / (10.0**t.scale)
+    return v.astype(np.float64)
+
+
+def as_decimal(v: np.ndarray, t: SqlType, scale: int) -> np.ndarray:
+    """A numeric column's values as unscaled decimals of ``scale``."""
+    if t.kind == "decimal":
+        return rescale(v, t.scale, scale)
+    if t.kind in ("int", "boolean"):
+        return _scale_up(v.astype(np.int64) if v.dtype == bool else v, scale)
+    if t.kind == "double":
+        x = float_from_keys(v) * (10.0**scale)
+        bad = ~np.isfinite(x)
+        r = np.sign(x) * np.floor(np.abs(x) + 0.5)
+        r[bad] = 0
+        if len(r) and np.abs(r).max() >= _SAFE:
+            return narrow(np.array([int(y) for y in r.tolist()], dtype=object))
+        return r.astype(np.int64)
+    raise DataError(f"cannot use {t} as a number")
+
+
+def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
+    """Checks an integer result against its type's range (SQL raises on overflow)."""
+    lo, hi = t.int_range()
+    if r.dtype == object or (t.bits < 64 and len(r) and (r.min() < lo or r.max() > hi)):
+        r = narrow(r)
+        if r.dtype == object or (len(r) and (r.min() < lo or r.max() > hi)):
+            raise DataError(f"integer overflow in {what}: the result does not fit {t}")
+    return r
+
+
+def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), (b, bn) = _args(e, f, ctx)
+    ta, tb, t = e.args[0].type, e.args[1].type, e.type
+    nulls = _or(an, bn)
+    op = e.op
+    if t.kind == "double":
+        x, y = as_float(a, ta), as_float(b, tb)
+        with np.errstate(all="ignore"):
+            if op == "add":
+                r = x + y
+            elif op == "sub":
+                r = x - y
+            elif op == "mul":
+                r = x * y
+            elif op == "div":
+                zero = y == 0
+                r = x / np.where(zero, 1.0, y)
+                if zero.any():
+                    nulls = _or(nulls, zero)
+            elif op == "mod":
+                zero = y == 0
+                r = np.fmod(x, np.where(zero, 1.0, y))
+                if zero.any():
+                    nulls = _or(nulls, zero)
+            elif op == "pow":
+                r = np.power(x, y)
+            else:
+                raise DataError(f"{op} is not defined on {t}")
+        return float_keys(r), nulls
+    if t.kind == "decimal":
+        s = t.scale
+        if op in ("add", "sub"):
+            hi = max(_scale_of(ta), _scale_of(tb))
+            x, y = as_decimal(a, ta, hi), as_decimal(b, tb, hi)
+            r = _add(x, y) if op == "add" else _sub(x, y)
+            return rescale(r, hi, s), nulls
+        if op == "mul":
+            sa, sb = _scale_of(ta), _scale_of(tb)
+            r = _mul(as_decimal(a, ta, sa), as_decimal(b, tb, sb))
+            return rescale(r, sa + sb, s), nulls
+        if op == "div":
+            sa, sb = _scale_of(ta), _scale_of(tb)
+            x, y = as_decimal(a, ta, sa), as_decimal(b, tb, sb)
+            zero = y == 0
+            if zero.any():
+                nulls = _or(nulls, np.asarray(zero, dtype=bool))
+                y = np.where(zero, 1, y) if y.dtype != object else _obj(
+                    np.where(zero, 1, y))
+            # x/10^sa / (y/10^sb) * 10^s = x * 10^(s - sa + sb) / y
+            k = s - sa + sb
+            if k >= 0:
+                return _div_half_up(_scale_up(x, k), y), nulls
+            return _div_half_up(x, _scale_up(y, -k)), nulls
+        if op == "mod":
+            hi = max(_scale_of(ta), _scale_of(tb))
+            x, y = as_decimal(a, ta, hi), as_decimal(b, tb, hi)
+            zero = y == 0
+            if zero.any():
+                nulls = _or(nulls, np.asarray(zero, dtype=bool))
+                y = np.where(zero, 1, y)
+            r = _fmod_int(x, y)
+            return rescale(r, hi, s), nulls
+        raise DataError(f"{op} is not defined on {t}")
+    # integers
+    if a.dtype == bool:
+        a = a.astype(np.int64)
+    if b.dtype == bool:
+        b = b.astype(np.int64)
+    if op == "add":
+        r = _add(a, b)
+    elif op == "sub":
+        r = _sub(a, b)
+    elif op == "mul":
+        r = _mul(a, b)
+    elif op in ("idiv", "mod"):
+        zero = b == 0
+        if zero.any():
+            nulls = _or(nulls, zero)
+            b = np.where(zero, 1, b)
+        if op == "idiv":
+            r = _trunc_div(a, b)
+        else:
+            r = _fmod_int(a, b)
+    else:
+        raise DataError(f"{op} is not defined on {t}")
+    return _int_result(r, t, show(e)), nulls
+
+
+def _scale_of(t: SqlType) -> int:
+    return t.scale if t.kind == "decimal" else 0
+
+
+def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division rounding toward zero (SQL's, C's)."""
+    if _is_obj(a, b) or (len(a) and (a == I64_MIN).any()):
+        out = [int(x / y) if abs(x) < 2**52 else _py_trunc(x, y)
+               for x, y in zip(_obj(a).tolist(), _obj(b).tolist(), strict=True)]
+        arr = np.empty(len(out), dtype=object)
+        arr[:] = out
+        return narrow(arr)
+    q = np.abs(a) // np.abs(b)
+    return np.where((a < 0) != (b < 0), -q, q)
+
+
+def _py_trunc(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return -q if (x < 0) != (y < 0) else q
+
+
+def _fmod_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Remainder with the dividend's sign (SQL's ``%``)."""
+    if _is_obj(a, b):
+        out = [x - _py_trunc(x, y) * y for x, y in zip(_obj(a).tolist(), _obj(b).tolist(),
+                                                         strict=True)]
+        arr = np.empty(len(out), dtype=object)
+        arr[:] = out
+        return narrow(arr)
+    return np.fmod(a, b)
+
+
+def _neg(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), = _args(e, f, ctx)
+    t = e.type
+    if t.kind == "double":
+        return float_keys(-float_from_keys(a)), an
+    if a.dtype != object and len(a) and (a == I64_MIN).any():
+        a = _obj(a)
+    r = narrow(-a) if a.dtype == object else -a
+    if t.kind == "int":
+        return _int_result(r, t, show(e)), an
+    return r, an
+
+
+# -- comparisons and logic -----------------------------------------------------------------
+
+_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+        "gt": np.greater, "ge": np.greater_equal}
+
+
+def _compare(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), (b, bn) = _args(e, f, ctx)
+    ta = e.args[0].type
+    op = e.op
+    nulls = _or(an, bn)
+    if ta.kind == "string" and op not in ("eq", "ne"):
+        a = _strings_of(a, ctx)
+        b = _strings_of(b, ctx)
+    elif ta.kind == "double" and op in ("eq", "ne") and ctx.dialect != "spark":
+        pass  # NaN keys compare equal (Spark's semantics; SQLite has no NaN)
+    if a.dtype == object or b.dtype == object:
+        r = np.array(_CMP[op](_obj(a), _obj(b)), dtype=bool)
+    else:
+        r = _CMP[op](a, b)
+    return r, nulls
+
+
+def _strings_of(codes: np.ndarray, ctx: Ctx) -> np.ndarray:
+    return ctx.strings.decode(codes)
+
+
+def _null_safe_eq(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), (b, bn) = _args(e, f, ctx)
+    eq = np.asarray(a == b, dtype=bool)
+    if an is None and bn is None:
+        return eq, None
+    an_ = an if an is not None else np.zeros(f.n, bool)
+    bn_ = bn if bn is not None else np.zeros(f.n, bool)
+    return np.where(an_ | bn_, an_ & bn_, eq), None
+
+
+def _and(e: Call, f: Frame, ctx: Ctx) -> Result:
+    vals, nulls = evaluate(e.args[0], f, ctx)
+    for arg in e.args[1:]:
+        b, bn = evaluate(arg, f, ctx)
+        if nulls is None and bn is None:
+            vals = vals & b
+            continue
+        an_ = nulls if nulls is not None else np.zeros(f.n, bool)
+        bn_ = bn if bn is not None else np.zeros(f.n, bool)
+        false_a = ~vals & ~an_
+        false_b = ~b & ~bn_
+        false = false_a | false_b
+        vals = vals & b & ~an_ & ~bn_
+        nl = ~false & (an_ | bn_)
+        nulls = nl if nl.any() else None
+    return vals, nulls
+
+
+def _or_op(e: Call, f: Frame, ctx: Ctx) -> Result:
+    vals, nulls = evaluate(e.args[0], f, ctx)
+    for arg in e.args[1:]:
+        b, bn = evaluate(arg, f, ctx)
+        if nulls is None and bn is None:
+            vals = vals | b
+            continue
+        an_ = nulls if nulls is not None else np.zeros(f.n, bool)
+        bn_ = bn if bn is not None else np.zeros(f.n, bool)
+        true = (vals & ~an_) | (b & ~bn_)
+        nl = ~true & (an_ | bn_)
+        vals = true
+        nulls = nl if nl.any() else None
+    return vals, nulls
+
+
+def _not(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), = _args(e, f, ctx)
+    return ~a, an
+
+
+def _is_null(e: Call, f: Frame, ctx: Ctx) -> Result:
+    _, an = evaluate(e.args[0], f, ctx)
+    r = an if an is not None else np.zeros(f.n, bool)
+    return (~r if e.op == "is_not_null" else r.copy()), None
+
+
+def _truth(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``x IS TRUE`` / ``IS FALSE`` / ``IS NOT TRUE`` / ``IS NOT FALSE``: never NULL."""
+    a, an = evaluate(e.args[0], f, ctx)
+    known = ~an if an is not None else np.ones(f.n, bool)
+    want = e.extra
+    r = known & (a if want[0] else ~a)
+    return (~r if want[1] else r), None
+
+
+def _in_list(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``x IN (v1, v2, ...)`` with constant values: TRUE on a match, else NULL if ``x`` or a
+    value is NULL, else FALSE."""
+    a, an = evaluate(e.args[0], f, ctx)
+    m = ctx.memo_for(("in", e))
+    vals = m.get("vals")
+    if vals is None:
+        lits = [Lit(v, e.args[0].type) for v in e.extra if v is not None]
+        vals = [_lit(x, 1, ctx)[0][0] for x in lits]
+        m["vals"] = vals
+        m["has_null"] = any(v is None for v in e.extra)
+    if a.dtype == object:
+        hit = np.fromiter((x in set(vals) for x in a.tolist()), dtype=bool, count=len(a))
+    else:
+        hit = np.isin(a, np.array(vals, dtype=a.dtype)) if vals else np.zeros(len(a), bool)
+    nulls = an
+    if m["has_null"]:
+        nulls = _or(nulls, ~hit)
+    if nulls is not None:
+        nulls = nulls & ~hit if an is None or m["has_null"] else nulls
+    return hit, nulls
+
+
+def _between(e: Call, f: Frame, ctx: Ctx) -> Result:
+    x, lo, hi = e.args
+    t = e.type
+    c = Call("and", (Call("ge", (x, lo), t), Call("le", (x, hi), t)), t)
+    return _and(c, f, ctx)
+
+
+# -- conditionals --------------------------------------------------------------------------
+
+def _case(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``CASE WHEN c1 THEN v1 ... ELSE d END``: the first TRUE condition picks (NULL is not
+    TRUE); args are ``c1, v1, c2, v2, ..., d``."""
+    args = e.args
+    n = f.n
+    dv, dn = evaluate(args[-1], f, ctx)
+    out = dv.copy() if dv.dtype != object else dv.copy()
+    nulls = dn.copy() if dn is not None else np.zeros(n, bool)
+    decided = np.zeros(n, bool)
+    pairs = [(args[i], args[i + 1]) for i in range(0, len(args) - 1, 2)]
+    for cond, val in pairs:
+        c, cn = evaluate(cond, f, ctx)
+        take = c & ~decided
+        if cn is not None:
+            take &= ~cn
+        if not take.any():
+            continue
+        v, vn = evaluate(val, f, ctx)
+        if v.dtype == object or out.dtype == object:
+            out = _obj(out)
+            out[take] = _obj(v)[take]
+        else:
+            out = out.astype(np.result_type(out, v), copy=False)
+            out[take] = v[take]
+        nulls[take] = vn[take] if vn is not None else False
+        decided |= take
+    if out.dtype == object and e.type.kind != "string":
+        out = narrow(out)
+    return out, (nulls if nulls.any() else None)
+
+
+def _coalesce(e: Call, f: Frame, ctx: Ctx) -> Result:
+    out, nulls = evaluate(e.args[0], f, ctx)
+    if nulls is None:
+        return out, None
+    out = out.copy()
+    nulls = nulls.copy()
+    for arg in e.args[1:]:
+        v, vn = evaluate(arg, f, ctx)
+        take = nulls & (~vn if vn is not None else True)
+        if v.dtype == object or out.dtype == object:
+            out = _obj(out)
+            out[take] = _obj(v)[take]
+        else:
+            out[take] = v[take]
+        nulls &= ~take
+        if not nulls.any():
+            return narrow(out) if out.dtype == object else out, None
+    return (narrow(out) if out.dtype == object else out), (nulls if nulls.any() else None)
+
+
+def _nullif(e: Call, f: Frame, ctx: Ctx) -> Result:
+    a, an = evaluate(e.args[0], f, ctx)
+    eq, eqn = _compare(Call("eq", e.args, BOOLEAN), f, ctx)
+    same = eq & (~eqn if eqn is not None else True)
+    return a, _or(an, same if same.any() else None)
+
+
+def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``greatest``/``least``: NULL arguments are skipped (Spark); NULL only if all are."""
+    best, bn = evaluate(e.args[0], f, ctx)
+    pick = np.maximum if e.op == "greatest" else np.minimum
+    strings = e.type.kind == "string"
+    for arg in e.args[1:]:
+        v, vn = evaluate(arg, f, ctx)
+        if strings:
+            sb, sv = ctx.strings.decode(best), ctx.strings.decode(v)
+            better = (sv > sb) if e.op == "greatest" else (sv < sb)
+            cand = np.where(better, v, best)
+        elif v.dtype == object or best.dtype == object:
+            cand = np.array([max(x, y) if e.op == "greatest" else min(x, y)
+                             for x, y in zip(_obj(best).tolist(), _obj(v).tolist(),
+                                             strict=True)], dtype=object)
+        else:
+            cand = pick(best, v)
+        if bn is None and vn is None:
+            best = cand
+            continue
+        bn_ = bn if bn is not None else np.zeros(f.n, bool)
+        vn_ = vn if vn is not None else np.zeros(f.n, bool)
+        best = np.where(bn_, v, np.where(vn_, best, cand))
+        both = bn_ & vn_
+        bn = both if both.any() else None
+    return best, bn
+
+
+# -- casts ---------------------------------------------------------------------------------
+
+def _cast(e: Call, f: Frame, ctx: Ctx) -> Result:
+    a, an = evaluate(e.args[0], f, ctx)
+    return cast_values(a, an, e.args[0].type, e.type, ctx)
+
+
+def cast_values(a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType, ctx: Ctx
+                ) -> Result:
+    """Physical values of ``src`` as ``dst`` (invalid strings give NULL)."""
+    s, d = src.kind, dst.kind
+    if src == dst or s == "null":
+        return (a if s != "null" else np.zeros(len(a), np.int64)), an
+    if d == "boolean":
+        if s == "boolean":
+            return a, an
+        if s == "string":
+            return _parse_strings(a, an, dst, ctx)
+        if s == "double":
+            return float_from_keys(a) != 0, an
+        return np.asarray(a != 0, dtype=bool), an
+    if s == "boolean":
+        a = a.astype(np.int64)
+        s = "int"
+        src = BIGINT
+    if d == "string":
+        return _format_strings(a, an, src, ctx), an
+    if s == "string":
+        return _parse_strings(a, an, dst, ctx)
+    if d == "int":
+        if s == "int":
+            r = a
+        elif s == "decimal":
+            r = _trunc_div(a, np.full(len(a), 10**src.scale, dtype=np.int64)) \
+                if src.scale <= 18 else narrow(np.array(
+                    [_py_trunc(x, 10**src.scale) for x in _obj(a).tolist()], dtype=object))
+        elif s == "double":
+            x = float_from_keys(a)
+            bad = ~np.isfinite(x)
+            x = np.where(bad, 0.0, np.trunc(x))
+            if len(x) and np.abs(x).max() >= 2.0**63:
+                raise DataError(f"value out of range in CAST to {dst}")
+            r = x.astype(np.int64)
+            if bad.any():
+                an = _or(an, bad)
+        elif s == "date":
+            r = a
+        elif s == "timestamp":
+            r = np.floor_divide(a, 1_000_000)
+        else:
+            raise DataError(f"cannot cast {src} to {dst}")
+        return _int_result(narrow(r) if r.dtype == object else r, dst, f"CAST to {dst}"), an
+    if d == "decimal":
+        if s in ("int", "decimal", "double"):
+            r = as_decimal(a, src, dst.scale)
+            return r, an
+        raise DataError(f"cannot cast {src} to {dst}")
+    if d == "double":
+        if s in ("int", "decimal", "double"):
+            return float_keys(as_float(a, src)), an
+        raise DataError(f"cannot cast {src} to {dst}")
+    if d == "date":
+        if s == "timestamp":
+            return np.floor_divide(a, 86_400_000_000), an
+        raise DataError(f"cannot cast {src} to {dst}")
+    if d == "timestamp":
+        if s == "date":
+            return a * 86_400_000_000, an
+        raise DataError(f"cannot cast {src} to {dst}")
+    raise DataError(f"cannot cast {src} to {dst}")
+
+
+def format_value(v: Any, t: SqlType) -> str:
+    """A value's text as SQL's CAST to a string writes it."""
+    from ddflow.sql.types import decode_nonnull
+
+    if t.kind == "boolean":
+        return "true" if v else "false"
+    if t.kind == "double":
+        x = float(v)
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "Infinity" if x > 0 else "-Infinity"
+        r = repr(x)
+        return r
+    if t.kind in ("date", "timestamp", "decimal"):
+        (val,) = decode_nonnull(np.array([v], dtype=object if isinstance(v, int) and
+                                         not I64_MIN <= v <= I64_MAX else np.int64), t, None)
+        if t.kind == "timestamp":
+            return val.isoformat(sep=" ")
+        return str(val)
+    return str(v)
+
+
+def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx
+                    ) -> np.ndarray:
+    if src.kind == "double":
+        vals = float_from_keys(a)
+    else:
+        vals = a
+    if len(vals) == 0:
+        return np.zeros(0, dtype=np.int64)
+    uniq, inv = np.unique(vals, return_inverse=True)
+    texts = [format_value(v, src) for v in uniq.tolist()]
+    codes = ctx.strings.encode_list(texts)
+    return codes[inv.reshape(-1)]
+
+
+_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+
+
+def _parse_one(s: str, dst: SqlType, dialect: str) -> Any:
+    import decimal as _decimal
+
+    txt = s.strip()
+    d = dst.kind
+    try:
+        if d == "int":
+            if _INT_RE.match(txt):
+                return int(txt)
+            if dialect == "sqlite":
+                m = re.match(r"^\s*[+-]?\d+", s)
+                return int(m.group(0)) if m else 0
+            return int(_decimal.Decimal(txt)) if txt else None
+        if d == "decimal":
+            v = _decimal.Decimal(txt)
+            if not v.is_finite():
+                return None
+            return int(v.scaleb(dst.scale).to_integral_value(rounding=_decimal.ROUND_HALF_UP))
+        if d == "double":
+            return float(txt)
+        if d == "date":
+            return (_dt.date.fromisoformat(txt[:10]) - _dt.date(1970, 1, 1)).days
+        if d == "timestamp":
+            from ddflow.sql.types import timestamp_micros
+
+            return timestamp_micros(_dt.datetime.fromisoformat(txt))
+        if d == "boolean":
+            low = txt.lower()
+            if low in ("true", "t", "yes", "y", "1"):
+                return True
+            if low in ("false", "f", "no", "n", "0"):
+                return False
+            return None
+    except (ValueError, ArithmeticError):
+        if dialect == "sqlite" and d in ("int", "double", "decimal"):
+            return 0
+        return None
+    return None
+
+
+def _parse_strings(a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx) -> Result:
+    m = ctx.memo_for(("parse", dst, ctx.dialect))
+    table: dict[int, Any] = m.setdefault("t", {})
+    codes = np.asarray(a, dtype=np.int64)
+    uniq, inv = np.unique(codes, return_inverse=True)
+    strs = ctx.strings.decode(uniq)
+    vals = []
+    for c, s in zip(uniq.tolist(), strs.tolist(), strict=True):
+        if c not in table:
+            table[c] = _parse_one(s, dst, ctx.dialect)
+        vals.append(table[c])
+    bad = np.array([v is None for v in vals], dtype=bool)
+    good = [0 if v is None else v for v in vals]
+    if dst.kind == "double":
+        phys = float_keys(np.array(good, dtype=np.float64).reshape(len(good)))
+    elif dst.kind == "boolean":
+        phys = np.array(good, dtype=bool).reshape(len(good))
+    else:
+        from ddflow.sql.types import int_column
+
+        phys = int_column([int(v) for v in good])
+    inv = inv.reshape(-1)
+    out = phys[inv]
+    nl = bad[inv]
+    return out, _or(an, nl if nl.any() else None)
+
+
+# -- strings -------------------------------------------------------------------------------
+
+def like_regex(pattern: str, escape: str | None, ci: bool) -> re.Pattern[str]:
+    """The regular expression of a LIKE pattern (``%`` any run, ``_`` one character)."""
+    out = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if escape and ch == escape and i + 1 < len(pattern):
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        if ch == "%":
+            out.append(".*")
+        elif ch == "_":
+            out.append(".")
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if ci else 0))
+
+
+def _like(e: Call, f: Frame, ctx: Ctx) -> Result:
+    a, an = evaluate(e.args[0], f, ctx)
+    pat = e.args[1]
+    escape, ci = e.extra
+    if isinstance(pat, Lit):
+        if pat.value is None:
+            return np.zeros(f.n, bool), np.ones(f.n, bool)
+        rx = like_regex(pat.value, escape, ci)
+        m = ctx.memo_for(("like", e))
+        r = ctx.strings.map_codes(
+            a, lambda s: np.fromiter((rx.fullmatch(x) is not None for x in s), dtype=bool,
+                                     count=len(s)), m)
+        return r.astype(bool), an
+    p, pn = evaluate(pat, f, ctx)
+    ss, ps = ctx.strings.decode(a), ctx.strings.decode(p)
+    r = np.fromiter((like_regex(y, escape, ci).fullmatch(x) is not None
+                     for x, y in zip(ss.tolist(), ps.tolist(), strict=True)), dtype=bool,
+                    count=f.n)
+    return r, _or(an, pn)
+
+
+def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """One-argument string functions and those whose other arguments are constants: run
+    once per distinct code (memoized per code when the other arguments are literals)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    rest = e.args[1:]
+    op = e.op
+    if all(isinstance(x, Lit) for x in rest):
+        consts = [x.value for x in rest]  # type: ignore[attr-defined]
+        if any(c is None for c in consts):
+            return np.zeros(f.n, np.int64), np.ones(f.n, bool)
+        fn = _string_kernel(op, consts, e, ctx)
+        m = ctx.memo_for(("sfn", e))
+        return ctx.strings.map_codes(a, fn, m), an
+    # per-row arguments: one call per distinct (string, args...) combination
+    others = [evaluate(x, f, ctx) for x in rest]
+    nulls = an
+    for _, on in others:
+        nulls = _or(nulls, on)
+    strs = ctx.strings.decode(a).tolist()
+    cols = [o[0].tolist() for o in others]
+    res = []
+    for i in range(f.n):
+        consts = [c[i] for c in cols]
+        res.append(_string_kernel(op, consts, e, ctx, raw=True)(np.array([strs[i]],
+                                                                         dtype=object))[0])
+    return _typed(res, e.type, ctx), nulls
+
+
+def _typed(vals: list[Any], t: SqlType, ctx: Ctx) -> np.ndarray:
+    if t.kind == "string":
+        return ctx.strings.encode_list(vals)
+    return np.array(vals, dtype=np.int64).reshape(len(vals))
+
+
+def _substr(s: str, pos: int, length: int | None, dialect: str = "spark") -> str:
+    """SQL's 1-based substring; a negative position counts from the end. Position 0 is the
+    first character in Spark and the place before it in SQLite."""
+    n = len(s)
+    if pos > 0:
+        start = pos - 1
+    elif pos < 0:
+        start = n + pos
+    else:
+        start = 0 if dialect == "spark" else -1
+    end = n if length is None else start + length
+    start = max(start, 0)
+    end = min(end, n)
+    return s[start:end] if end > start else ""
+
+
+def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = False) -> Any:
+    strings = ctx.strings
+
+    def out(vals: list[Any]) -> np.ndarray:
+        if raw:
+            arr = np.empty(len(vals), dtype=object)
+            arr[:] = vals
+            return arr
+        return _typed(vals, e.type, ctx)
+
+    if op == "upper":
+        return lambda s: out([x.upper() for x in s])
+    if op == "lower":
+        return lambda s: out([x.lower() for x in s])
+    if op == "length":
+        return lambda s: out([len(x) for x in s])
+    if op == "trim":
+        chars = consts[0] if consts else None
+        return lambda s: out([x.strip(chars) if chars is not None else x.strip(" ")
+                              for x in s])
+    if op == "ltrim":
+        return lambda s: out([x.lstrip(consts[0] if consts else " ") for x in s])
+    if op == "rtrim":
+        return lambda s: out([x.rstrip(consts[0] if consts else " ") for x in s])
+    if op == "substr":
+        pos = int(consts[0])
+        ln = int(consts[1]) if len(consts) > 1 else None
+        return lambda s: out([_substr(x, pos, ln, ctx.dialect) for x in s])
+    if op == "replace":
+        old, new = consts[0], consts[1] if len(consts) > 1 else ""
+        return lambda s: out([x.replace(old, new) if old else x for x in s])
+    if op == "reverse":
+        return lambda s: out([x[::-1] for x in s])
+    if op == "instr":
+        sub = consts[0]
+        return lambda s: out([x.find(sub) + 1 for x in s])
+    if op == "starts_with":
+        p = consts[0]
+        return lambda s: np.array([x.startswith(p) for x in s], dtype=bool)
+    if op == "ends_with":
+        p = consts[0]
+        return lambda s: np.array([x.endswith(p) for x in s], dtype=bool)
+    if op == "contains":
+        p = consts[0]
+        return lambda s: np.array([p in x for x in s], dtype=bool)
+    if op == "lpad" or op == "rpad":
+        width = int(consts[0])
+        fill = consts[1] if len(consts) > 1 else " "
+
+        def pad(x: str) -> str:
+            if width <= len(x):
+                return x[:max(width, 0)]
+            if not fill:
+                return x
+            need = width - len(x)
+            filler = (fill * (need // len(fill) + 1))[:need]
+            return filler + x if op == "lpad" else x + filler
+        return lambda s: out([pad(x) for x in s])
+    del strings
+    raise DataError(f"unknown string function {op}")
+
+
+def _concat(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``concat``/``||``: NULL if any argument is NULL (``concat_ws`` skips NULLs)."""
+    parts = [evaluate(a, f, ctx) for a in e.args]
+    nulls: np.ndarray | None = None
+    texts = []
+    for (v, vn), a in zip(parts, e.args, strict=True):
+        nulls = _or(nulls, vn)
+        if a.type.kind == "string":
+            texts.append(ctx.strings.decode(v))
+        else:
+            texts.append(ctx.strings.decode(_format_strings(v, vn, a.type, ctx)))
+    if f.n == 0:
+        return np.zeros(0, np.int64), None
+    joined = texts[0]
+    for t in texts[1:]:
+        joined = joined + t
+    return ctx.strings.encode_list(joined.tolist()), nulls
+
+
+# -- dates ---------------------------------------------------------------------------------
+
+def _days(v: np.ndarray, t: SqlType) -> np.ndarray:
+    if t.kind == "timestamp":
+        return np.floor_divide(v, 86_400_000_000)
+    return v
+
+
+def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
+    a, an = evaluate(e.args[0], f, ctx)
+    t = e.args[0].type
+    part = e.extra
+    if part in ("hour", "minute", "second"):
+        if t.kind != "timestamp":
+            return np.zeros(f.n, np.int64), an
+        micros = np.mod(a, 86_400_000_000)
+        if part == "hour":
+            return micros // 3_600_000_000, an
+        if part == "minute":
+            return (micros // 60_000_000) % 60, an
+        return (micros // 1_000_000) % 60, an
+    days = _days(a, t)
+    d64 = days.astype("datetime64[D]")
+    if part == "year":
+        return d64.astype("datetime64[Y]").astype(np.int64) + 1970, an
+    months = d64.astype("datetime64[M]").astype(np.int64)
+    if part == "month":
+        return months % 12 + 1, an
+    if part == "quarter":
+        return (months % 12) // 3 + 1, an
+    if part == "day":
+        start = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+        return days - start + 1, an
+    if part == "dayofweek":  # Spark: 1 = Sunday
+        return (days + 4) % 7 + 1, an
+    if part == "dayofyear":
+        start = d64.astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
+        return days - start + 1, an
+    if part == "week":
+        iso = [(_dt.date(1970, 1, 1) + _dt.timedelta(days=int(x))).isocalendar()[1]
+               for x in days.tolist()]
+        return np.array(iso, dtype=np.int64).reshape(len(iso)), an
+    raise DataError(f"EXTRACT({part}) is not supported")
+
+
+def add_months_days(days: np.ndarray, months: np.ndarray) -> np.ndarray:
+    """Dates plus whole months; a day past the new month's end becomes its last day."""
+    d64 = days.astype("datetime64[D]")
+    m = d64.astype("datetime64[M]")
+    dom = days - m.astype("datetime64[D]").astype(np.int64)
+    nm = m.astype(np.int64) + months
+    start = nm.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    nxt = (nm + 1).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    return start + np.minimum(dom, nxt - start - 1)
+
+
+def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``date_add_days(d, n)``, ``add_months(d, n)``, ``ts_add_micros(ts, n)``,
+    ``ts_add_months(ts, n)``, ``date_diff(a, b)`` (days from b to a)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    nulls = _or(an, bn)
+    op = e.op
+    if op == "date_add_days":
+        return _int_result(_add(a, b), BIGINT, show(e)), nulls
+    if op == "ts_add_micros":
+        return _int_result(_add(a, b), BIGINT, show(e)), nulls
+    if op == "add_months":
+        return add_months_days(a, b), nulls
+    if op == "ts_add_months":
+        days = np.floor_divide(a, 86_400_000_000)
+        rest = a - days * 86_400_000_000
+        return add_months_days(days, b) * 86_400_000_000 + rest, nulls
+    if op == "date_diff":
+        return _days(a, e.args[0].type) - _days(b, e.args[1].type), nulls
+    raise DataError(f"unknown date function {op}")
+
+
+# -- math ----------------------------------------------------------------------------------
+
+def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (a, an), = _args(e, f, ctx)
+    t_in = e.args[0].type
+    op = e.op
+    if op == "abs":
+        if t_in.kind == "double":
+            return float_keys(np.abs(float_from_keys(a))), an
+        if a.dtype == object or (len(a) and (a == I64_MIN).any()):
+            r = narrow(np.abs(_obj(a)))
+        else:
+            r = np.abs(a)
+        return (_int_result(r, e.type, show(e)) if e.type.kind == "int" else r), an
+    if op == "sign":
+        x = as_float(a, t_in)
+        return float_keys(np.sign(x)) if e.type.kind == "double" else np.sign(x).astype(
+            np.int64), an
+    if op in ("floor", "ceil") and t_in.kind in ("int",):
+        return a, an
+    if op in ("floor", "ceil") and t_in.kind == "decimal":
+        k = 10**t_in.scale
+        if a.dtype == object:
+            vals = [(-((-x) // k) if op == "ceil" else x // k) for x in a.tolist()]
+            return narrow(np.array(vals, dtype=object)), an
+        q = np.floor_divide(a, k) if op == "floor" else -np.floor_divide(-a, k)
+        return rescale(q, 0, e.type.scale) if e.type.kind == "decimal" else q, an
+    x = as_float(a, t_in)
+    with np.errstate(all="ignore"):
+        if op == "floor":
+            r = np.floor(x)
+        elif op == "ceil":
+            r = np.ceil(x)
+        elif op == "sqrt":
+            bad = x < 0
+            r = np.sqrt(np.where(bad, 0, x))
+            if bad.any():
+                an = _or(an, bad)
+        elif op == "exp":
+            r = np.exp(x)
+        elif op in ("ln", "log10", "log2"):
+            bad = x <= 0
+            fn = {"ln": np.log, "log10": np.log10, "log2": np.log2}[op]
+            r = fn(np.where(bad, 1, x))
+            if bad.any():
+                an = _or(an, bad)
+        else:
+            raise DataError(f"unknown function {op}")
+    if e.type.kind == "int":
+        return r.astype(np.int64), an
+    if e.type.kind == "decimal":
+        return as_decimal(float_keys(r), DOUBLE, e.type.scale), an
+    return float_keys(r), an
+
+
+def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``round(x, d)``: half away from zero (Spark's ``round``; ``bround`` is not here)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    d = int(e.extra or 0)
+    t_in = e.args[0].type
+    if t_in.kind == "int":
+        if d >= 0:
+            return a, an
+        k = 10 ** (-d)
+        return _div_half_up(a, np.full(len(a), k, np.int64)) * k, an
+    if t_in.kind == "decimal":
+        s = t_in.scale
+        if d >= s:
+            return rescale(a, s, e.type.scale), an
+        r = rescale(a, s, d)  # rounds half up
+        return rescale(r, d, e.type.scale) if d >= 0 else _scale_up(r, 0), an
+    x = float_from_keys(a)
+    k = 10.0**d
+    with np.errstate(all="ignore"):
+        y = np.sign(x) * np.floor(np.abs(x) * k + 0.5) / k
+    y = np.where(np.isfinite(x), y, x)
+    return float_keys(y), an
+
+
+def _one_row(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """A scalar subquery's value, given its group's row count: more than one row is an
+    error (as in SQL); no row is NULL."""
+    (n, nn), (v, vn) = _args(e, f, ctx)
+    many = n > 1
+    if nn is not None:
+        many &= ~nn
+    if many.any():
+        raise DataError("a scalar subquery returned more than one row")
+    return v, vn
+
+
+def _if(e: Call, f: Frame, ctx: Ctx) -> Result:
+    c, a, b = e.args
+    return _case(Call("case", (c, a, b), e.type, e.nullable), f, ctx)
+
+
+_OPS: dict[str, Any] = {
+    "add": _numeric_binary, "sub": _numeric_binary, "mul": _numeric_binary,
+    "div": _numeric_binary, "idiv": _numeric_binary, "mod": _numeric_binary,
+    "pow": _numeric_binary, "neg": _neg,
+    "eq": _compare, "ne": _compare, "lt": _compare, "le": _compare, "gt": _compare,
+    "ge": _compare, "nseq": _null_safe_eq,
+    "and": _and, "or": _or_op, "not": _not, "is_null": _is_null, "is_not_null": _is_null,
+    "truth": _truth, "in": _in_list, "between": _between,
+    "case": _case, "coalesce": _coalesce, "nullif": _nullif, "if": _if,
+    "greatest": _greatest, "least": _greatest,
+    "cast": _cast, "like": _like, "concat": _concat,
+    "upper": _string_fn, "lower": _string_fn, "length": _string_fn, "trim": _string_fn,
+    "ltrim": _string_fn, "rtrim": _string_fn, "substr": _string_fn, "replace": _string_fn,
+    "reverse": _string_fn, "instr": _string_fn, "lpad": _string_fn, "rpad": _string_fn,
+    "starts_with": _string_fn, "ends_with": _string_fn, "contains": _string_fn,
+    "extract": _extract,
+    "date_add_days": _date_arith, "add_months": _date_arith, "ts_add_micros": _date_arith,
+    "ts_add_months": _date_arith, "date_diff": _date_arith,
+    "one_row": _one_row,
+    "abs": _math1, "sign": _math1, "floor": _math1, "ceil": _math1, "sqrt": _math1,
+    "exp": _math1, "ln": _math1, "log10": _math1, "log2": _math1, "round": _round,
+}
+
+
+def predicate_mask(e: Expr, f: Frame, ctx: Ctx) -> np.ndarray:
+    """Rows where the predicate ``e`` is TRUE (NULL and FALSE rows are dropped)."""
+    v, nl = evaluate(e, f, ctx)
+    v = np.asarray(v, dtype=bool)
+    if nl is not None:
+        v = v & ~nl
+    return v

@@ -1,0 +1,249 @@
+"""Rows into physical columns: Python tuples, Arrow tables and pandas DataFrames.
+
+Arrow input is converted column by column without Python loops over rows (decimals read
+straight from their 128-bit buffers, strings dictionary-encoded per distinct value);
+Python tuples go value by value with a type check per value. Either way a value that does
+not fit its column raises ``DataError`` naming the column, before anything changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError
+from ddflow.sql.expr import narrow, rescale
+from ddflow.sql.rows import Field, mask_words, pack
+from ddflow.sql.strings import StringDict
+from ddflow.sql.types import (
+    SqlType,
+    decimal_unscaled,
+    encode_values,
+    float_keys,
+    int_column,
+)
+
+__all__ = ["to_columns"]
+
+
+def to_columns(rows: Any, fields: tuple[Field, ...], strings: StringDict, table: str
+               ) -> tuple[np.ndarray, ...]:
+    """Physical records (values and null masks) of ``rows`` for a table of ``fields``."""
+    if _is_arrow(rows):
+        return _from_arrow(rows, fields, strings, table)
+    if _is_pandas(rows):
+        import pyarrow as pa
+
+        return _from_arrow(pa.Table.from_pandas(rows, preserve_index=False), fields, strings,
+                           table)
+    if isinstance(rows, tuple) and rows and not isinstance(rows[0], (tuple, list)):
+        raise DataError(f"give a list of rows (tuples) for table '{table}', not one tuple")
+    if not isinstance(rows, Sequence) and not hasattr(rows, "__iter__"):
+        raise DataError(f"cannot read rows for table '{table}' from {type(rows).__name__}")
+    rows = list(rows)
+    width = len(fields)
+    for r in rows:
+        if not isinstance(r, (tuple, list)):
+            raise DataError(f"row {r!r} for table '{table}' is not a tuple of {width} values")
+        if len(r) != width:
+            raise DataError(f"row {tuple(r)!r} has {len(r)} values; table '{table}' has "
+                            f"{width} columns ({', '.join(f.name for f in fields)})")
+    vals, nulls = [], []
+    for i, f in enumerate(fields):
+        v, nl = encode_values([r[i] for r in rows], f.type, f.name, strings)
+        if nl is not None and not f.nullable:
+            raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
+        vals.append(v)
+        nulls.append(nl)
+    return pack(vals, nulls, mask_words(fields), len(rows))
+
+
+def _is_arrow(x: Any) -> bool:
+    mod = type(x).__module__
+    return mod.startswith("pyarrow") and type(x).__name__ in ("Table", "RecordBatch")
+
+
+def _is_pandas(x: Any) -> bool:
+    return type(x).__module__.startswith("pandas") and type(x).__name__ == "DataFrame"
+
+
+def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: str
+                ) -> tuple[np.ndarray, ...]:
+    names = [n.lower() for n in t.schema.names]
+    want = [f.name.lower() for f in fields]
+    if all(w in names for w in want):
+        cols = [t.column(names.index(w)) for w in want]
+    elif len(names) == len(want):
+        cols = [t.column(i) for i in range(len(want))]
+    else:
+        raise DataError(f"Arrow data with columns {t.schema.names} does not match table "
+                        f"'{table}' ({', '.join(f.name for f in fields)})")
+    n = t.num_rows
+    vals, nulls = [], []
+    for f, c in zip(fields, cols, strict=True):
+        v, nl = arrow_column(c, f.type, f.name, strings)
+        if nl is not None and not f.nullable:
+            raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
+        vals.append(v)
+        nulls.append(nl)
+    return pack(vals, nulls, mask_words(fields), n)
+
+
+def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
+                 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """One Arrow column (Array or ChunkedArray) as ``(physical, nulls)`` of type ``t``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(c, pa.ChunkedArray):
+        c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
+    if pa.types.is_dictionary(c.type):
+        c = c.dictionary_decode()
+    n = len(c)
+    nulls = None
+    if c.null_count:
+        nulls = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    at = c.type
+    k = t.kind
+
+    def bad() -> DataError:
+        return DataError(f"column '{name}' of type {t} cannot take Arrow values of type {at}")
+
+    if pa.types.is_null(at):
+        return np.zeros(n, np.int64), np.ones(n, bool)
+    if k == "string":
+        if not (pa.types.is_string(at) or pa.types.is_large_string(at)):
+            raise bad()
+        if n == 0:
+            return np.zeros(0, np.int64), None
+        enc = pc.dictionary_encode(c)
+        uniq = enc.dictionary.to_pylist()
+        idx = enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
+        return codes[idx], nulls
+    if k == "boolean":
+        if not pa.types.is_boolean(at):
+            raise bad()
+        v = np.asarray(c.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int64)
+        return v, nulls
+    if k == "int":
+        if pa.types.is_integer(at):
+            v = np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False))
+            if v.dtype == np.uint64 and len(v) and v.max() > np.iinfo(np.int64).max:
+                raise DataError(f"a value of column '{name}' is out of range for {t}")
+            v = v.astype(np.int64)
+            lo, hi = t.int_range()
+            if len(v) and (v.min() < lo or v.max() > hi):
+                raise DataError(f"a value of column '{name}' is out of range for {t}")
+            return v, nulls
+        raise bad()
+    if k == "double":
+        if pa.types.is_floating(at) or pa.types.is_integer(at):
+            v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False),
+                           dtype=np.float64)
+            return float_keys(v), nulls
+        if pa.types.is_decimal(at):
+            v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+            return float_keys(v), nulls
+        raise bad()
+    if k == "decimal":
+        if pa.types.is_integer(at):
+            v = np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.int64)
+            out = rescale(v, 0, t.scale)
+        elif pa.types.is_decimal(at):
+            out = rescale(_decimal_unscaled(c), at.scale, t.scale)
+        elif pa.types.is_floating(at):
+            vals = c.to_pylist()
+            out = int_column([0 if x is None else decimal_unscaled(x, t.scale, t, name)
+                              for x in vals])
+        else:
+            raise bad()
+        if t.precision > 18:
+            obj = np.empty(len(out), dtype=object)
+            obj[:] = out.tolist()
+            out = obj
+        else:
+            out = narrow(out)
+            if out.dtype == object:
+                raise DataError(f"a value of column '{name}' does not fit {t}")
+        limit = 10**t.precision
+        if t.precision <= 18:
+            big = bool(len(out)) and bool((np.abs(out) >= limit).any())
+        else:
+            big = any(abs(x) >= limit for x in out.tolist())
+        if big:
+            raise DataError(f"a value of column '{name}' does not fit {t}")
+        if nulls is not None:
+            out = out.copy()
+            out[nulls] = 0
+        return out, nulls
+    if k == "date":
+        if pa.types.is_date32(at):
+            return np.asarray(c.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False),
+                              dtype=np.int64), nulls
+        if pa.types.is_date64(at):
+            ms = np.asarray(c.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
+            return np.floor_divide(ms, 86_400_000).astype(np.int64), nulls
+        if pa.types.is_timestamp(at):
+            us = _timestamp_micros(c)
+            return np.floor_divide(us, 86_400_000_000), nulls
+        if pa.types.is_string(at) or pa.types.is_large_string(at):
+            v, _ = encode_values([x for x in c.to_pylist()], t, name, strings) \
+                if nulls is None else encode_values(c.to_pylist(), t, name, strings)
+            return v, nulls
+        raise bad()
+    if k == "timestamp":
+        if pa.types.is_timestamp(at):
+            return _timestamp_micros(c), nulls
+        if pa.types.is_date32(at):
+            d = np.asarray(c.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False),
+                           dtype=np.int64)
+            return d * 86_400_000_000, nulls
+        if pa.types.is_string(at) or pa.types.is_large_string(at):
+            v, _ = encode_values(c.to_pylist(), t, name, strings)
+            return v, nulls
+        raise bad()
+    raise bad()
+
+
+def _timestamp_micros(c: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    unit = c.type.unit
+    v = np.asarray(c.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False),
+                   dtype=np.int64)
+    if unit == "s":
+        return v * 1_000_000
+    if unit == "ms":
+        return v * 1_000
+    if unit == "ns":
+        return np.floor_divide(v, 1_000)
+    return v
+
+
+def _decimal_unscaled(c: Any) -> np.ndarray:
+    """The unscaled integers of a decimal128 array, read from its buffer (int64 where they
+    fit, else Python ints)."""
+    import pyarrow as pa
+
+    if not pa.types.is_decimal128(c.type):
+        vals = c.to_pylist()
+        s = c.type.scale
+        return int_column([0 if x is None else int(x.scaleb(s)) for x in vals])
+    n = len(c)
+    if n == 0:
+        return np.zeros(0, np.int64)
+    buf = c.buffers()[1]
+    raw = np.frombuffer(buf, dtype=np.int64, count=2 * (c.offset + n))[2 * c.offset:]
+    lo, hi = raw[0::2], raw[1::2]
+    valid = np.ones(n, bool) if not c.null_count else ~np.asarray(
+        c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    fits = (hi == (lo >> 63)) | ~valid
+    if fits.all():
+        out = lo.copy()
+        out[~valid] = 0
+        return out
+    vals = [0 if x is None else int(x.scaleb(c.type.scale)) for x in c.to_pylist()]
+    return int_column(vals)

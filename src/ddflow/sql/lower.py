@@ -1,0 +1,560 @@
+"""Lowering: a plan becomes dataflow operators, one function per node type.
+
+Every relation is a collection of records ``(values..., null masks...)``
+(``ddflow.sql.rows``); every expression runs vectorized over a batch (``ddflow.sql.expr``).
+How each node runs:
+
+- ``Filter`` / ``Project``: ``filter`` / ``map`` over columns.
+- ``Join``: both sides keyed by their key columns (rows with a NULL key dropped, unless the
+  join is null-safe) and arranged; ``join_map`` pairs them. Outer joins add the unmatched
+  rows, padded with NULLs: those of a side minus those that matched (a ``semijoin`` on the
+  key, or on the whole row when the join has a residual condition).
+- ``SemiJoin``: ``semijoin`` against the distinct keys of the right side (anti: minus it).
+- ``Aggregate``: ``count``, ``sum`` and ``avg`` move into the diff (a tuple of row count,
+  non-NULL counts and sums) with ``explode`` and are added up by the total-order count;
+  ``min``/``max`` use ``min_total``/``max_total``; ``DISTINCT`` aggregates count distinct
+  ``(group, value)`` pairs first. A scalar aggregate adds one constant row whose diff marks
+  the group present, so it never disappears. Each extra part joins the linear part on the
+  group key, and is padded with NULL where a group has no value.
+- ``Distinct`` uses the total-order distinct, ``TopK`` the vectorized ``top_k`` (first per
+  hash bucket, then overall), ``Recursive`` the ``iterate`` loop.
+
+Inside a loop (``WITH RECURSIVE``) times are partially ordered, so the lattice forms
+(``count``, ``distinct``, ``min``, ``max``) replace the total-order ones.
+
+Equal sub-plans are lowered once (plans are values), and an input keyed the same way is
+arranged once, so views share operators and arrangements.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError
+from ddflow.sql.expr import Col, Ctx, Expr, evaluate, predicate_mask
+from ddflow.sql.plan import (
+    Agg,
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Plan,
+    Project,
+    RecRef,
+    Recursive,
+    Scan,
+    SemiJoin,
+    SetOp,
+    SortKey,
+    TopK,
+    UnionAll,
+    Values,
+)
+from ddflow.sql.rows import Field, Frame, mask_words, pack
+from ddflow.sql.types import encode_values, float_from_keys
+
+__all__ = ["Env", "Lowering", "sort_columns"]
+
+
+@dataclass
+class Env:
+    """Where a plan is lowered: the dataflow scope (the root, or a loop), the recursive
+    relations bound there, and whether times are totally ordered."""
+
+    scope: Any
+    rec: dict[str, Any] = field(default_factory=dict)
+    total: bool = True
+
+
+def _width(fields: tuple[Field, ...]) -> int:
+    return len(fields)
+
+
+def _phys(v: np.ndarray) -> np.ndarray:
+    if v.dtype == bool:
+        return v.astype(np.int64)
+    return v
+
+
+@functools.total_ordering
+class DescStr:
+    """A string that sorts in reverse (descending string keys of a top-k)."""
+
+    __slots__ = ("s",)
+
+    def __init__(self, s: str) -> None:
+        self.s = s
+
+    def __lt__(self, other: DescStr) -> bool:
+        return self.s > other.s
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DescStr) and self.s == other.s
+
+    def __hash__(self) -> int:
+        return hash(("DescStr", self.s))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DescStr, (self.s,))
+
+
+def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...], ctx: Ctx
+                 ) -> list[np.ndarray]:
+    """Columns whose lexicographic order is the ORDER BY order of the rows of ``fr``."""
+    out: list[np.ndarray] = []
+    for k in keys:
+        f = fields[k.index]
+        v = fr.val(k.index)
+        nl = fr.null(k.index)
+        if f.nullable:
+            if nl is None:
+                rank = np.full(fr.n, 1 if k.nulls_first else 0, dtype=np.int64)
+            else:
+                rank = np.where(nl, 0 if k.nulls_first else 1,
+                                1 if k.nulls_first else 0).astype(np.int64)
+            out.append(rank)
+        if f.type.kind == "string":
+            strs = ctx.strings.decode(v)
+            if nl is not None:
+                strs = strs.copy()
+                strs[nl] = ""
+            if k.desc:
+                col = np.empty(fr.n, dtype=object)
+                col[:] = [DescStr(s) for s in strs.tolist()]
+                out.append(col)
+            else:
+                out.append(strs)
+            continue
+        if k.desc:
+            out.append(~v if v.dtype != object else np.array([-x - 1 for x in v.tolist()],
+                                                            dtype=object))
+        else:
+            out.append(v)
+    return out
+
+
+class Lowering:
+    """Builds the operators of plans on one worker, sharing equal sub-plans."""
+
+    def __init__(self, worker: Any, tables: dict[str, Any], ctx: Ctx) -> None:
+        self.worker = worker
+        self.tables = tables
+        self.ctx = ctx
+        self.memo: dict[tuple[Any, ...], Any] = {}
+        self.constants: list[tuple[Any, tuple[np.ndarray, ...]]] = []
+
+    # -- entry -----------------------------------------------------------------------------
+    def lower(self, plan: Plan, env: Env) -> Any:
+        key = ("rel", plan, id(env.scope), tuple(sorted(env.rec)))
+        got = self.memo.get(key)
+        if got is None:
+            got = _lower(plan, self, env)
+            self.memo[key] = got
+        return got
+
+    # -- helpers ---------------------------------------------------------------------------
+    def project(self, coll: Any, in_fields: tuple[Field, ...], exprs: tuple[Expr, ...],
+                out_fields: tuple[Field, ...], name: str = "project") -> Any:
+        ctx = self.ctx
+        win = _width(in_fields)
+        words = mask_words(out_fields)
+        if all(isinstance(e, Col) for e in exprs) and words == mask_words(in_fields) and \
+                [e.index for e in exprs] == list(range(win)) and len(exprs) == win:
+            return coll
+
+        def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+            fr = Frame(view, win)
+            vals, nulls = [], []
+            for e in exprs:
+                v, nl = evaluate(e, fr, ctx)
+                vals.append(_phys(v))
+                nulls.append(nl)
+            return pack(vals, nulls, words, fr.n)
+
+        return coll.map(f, vectorized=True, name=name)
+
+    def filter(self, coll: Any, in_fields: tuple[Field, ...], pred: Expr) -> Any:
+        ctx = self.ctx
+        win = _width(in_fields)
+
+        def p(view: tuple[np.ndarray, ...]) -> np.ndarray:
+            return predicate_mask(pred, Frame(view, win), ctx)
+
+        return coll.filter(p, vectorized=True, name="where")
+
+    def keyed(self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...],
+              null_safe: bool, row: bool = True) -> Any:
+        """``(key, row)`` records (rows with a NULL key dropped unless ``null_safe``);
+        ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records."""
+        ctx = self.ctx
+        win = _width(fields)
+        kw = len(keys)
+        nullable = null_safe and any(k.nullable for k in keys)
+
+        def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
+            fr = Frame(view, win)
+            kv = []
+            drop = None
+            kn = []
+            for k in keys:
+                v, nl = evaluate(k, fr, ctx)
+                kv.append(_phys(v))
+                kn.append(nl)
+                if nl is not None and not null_safe:
+                    drop = nl if drop is None else (drop | nl)
+            if nullable:
+                kcols = pack(kv, kn, (kw + 61) // 62, fr.n)
+            else:
+                kcols = tuple(kv)
+            rest = view if row else (np.zeros(fr.n, np.int64),)
+            if drop is None:
+                return np.arange(fr.n), (kcols, tuple(rest))
+            rows = np.flatnonzero(~drop)
+            return rows, (tuple(c[rows] for c in kcols), tuple(c[rows] for c in rest))
+
+        return coll.flat_map(f, vectorized=True, name="key")
+
+    def arranged(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool) -> Any:
+        key = ("arr", plan, keys, null_safe, id(env.scope), tuple(sorted(env.rec)))
+        got = self.memo.get(key)
+        if got is None:
+            coll = self.lower(plan, env)
+            got = self.keyed(coll, plan.fields, keys, null_safe).arrange_by_key()
+            self.memo[key] = got
+        return got
+
+    def key_set(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool) -> Any:
+        """The distinct keys of ``plan`` (NULL keys dropped unless null-safe), arranged."""
+        key = ("keyset", plan, keys, null_safe, id(env.scope), tuple(sorted(env.rec)))
+        got = self.memo.get(key)
+        if got is None:
+            coll = self.lower(plan, env)
+            k = self.keyed(coll, plan.fields, keys, null_safe, row=False)
+            only = k.map(lambda kv: kv[0], vectorized=True, name="keys")
+            got = (only.distinct_total() if env.total else only.distinct()).arrange_by_self()
+            self.memo[key] = got
+        return got
+
+    def constant(self, rows: tuple[tuple[Any, ...], ...], fields: tuple[Field, ...]) -> Any:
+        """A collection holding ``rows`` from the first time on."""
+        session, coll = self.worker.new_collection()
+        cols = []
+        nulls = []
+        for i, f in enumerate(fields):
+            v, nl = encode_values([r[i] for r in rows], f.type, f.name, self.ctx.strings)
+            cols.append(v)
+            nulls.append(nl)
+        data = pack(cols, nulls, mask_words(fields), len(rows))
+        self.constants.append((session, data))
+        return coll
+
+    def feed_constants(self) -> None:
+        for session, data in self.constants:
+            if len(data) and len(data[0]):
+                session.insert_columns(tuple(data))
+            session.close()
+        self.constants = []
+
+
+def concat_masks(lview: tuple[np.ndarray, ...], lf: tuple[Field, ...],
+                 rview: tuple[np.ndarray, ...], rf: tuple[Field, ...],
+                 out: tuple[Field, ...], n: int) -> tuple[np.ndarray, ...]:
+    """The record of a left row followed by a right row (masks merged)."""
+    nl, nr = len(lf), len(rf)
+    lvals, rvals = lview[:nl], rview[:nr]
+    words = mask_words(out)
+    if words == 0:
+        return tuple(lvals) + tuple(rvals)
+    lm, rm = lview[nl:], rview[nr:]
+    if words == 1:
+        m = lm[0] if lm else np.zeros(n, np.int64)
+        if rm:
+            m = m | (rm[0] << nl)
+        return tuple(lvals) + tuple(rvals) + (m,)
+    lfr, rfr = Frame(lview, nl, n), Frame(rview, nr, n)
+    nulls = [lfr.null(i) for i in range(nl)] + [rfr.null(i) for i in range(nr)]
+    return pack(list(lvals) + list(rvals), nulls, words, n)
+
+
+def null_rows(fields: tuple[Field, ...], n: int) -> tuple[np.ndarray, ...]:
+    """``n`` rows of NULLs for ``fields`` (all nullable)."""
+    vals = [np.zeros(n, np.int64) for _ in fields]
+    nulls = [np.ones(n, bool) for _ in fields]
+    return pack(vals, nulls, mask_words(fields), n)
+
+
+@functools.singledispatch
+def _lower(plan: Plan, lw: Lowering, env: Env) -> Any:
+    raise DataError(f"no lowering for {type(plan).__name__}")
+
+
+@_lower.register
+def _(plan: Scan, lw: Lowering, env: Env) -> Any:
+    coll = lw.tables[plan.table]
+    if env.scope is not coll.scope:
+        coll = coll.enter(env.scope)
+    return coll
+
+
+@_lower.register
+def _(plan: Values, lw: Lowering, env: Env) -> Any:
+    coll = lw.constant(plan.rows, plan.fields)
+    if env.scope is not coll.scope:
+        coll = coll.enter(env.scope)
+    return coll
+
+
+@_lower.register
+def _(plan: RecRef, lw: Lowering, env: Env) -> Any:
+    return env.rec[plan.name]
+
+
+@_lower.register
+def _(plan: Filter, lw: Lowering, env: Env) -> Any:
+    return lw.filter(lw.lower(plan.input, env), plan.input.fields, plan.predicate)
+
+
+@_lower.register
+def _(plan: Project, lw: Lowering, env: Env) -> Any:
+    return lw.project(lw.lower(plan.input, env), plan.input.fields, plan.exprs, plan.fields)
+
+
+@_lower.register
+def _(plan: Join, lw: Lowering, env: Env) -> Any:
+    lf, rf, out = plan.left.fields, plan.right.fields, plan.fields
+    nl = len(lf)
+    lkeys, rkeys = plan.left_keys, plan.right_keys
+    if not lkeys:
+        from ddflow.sql.expr import Lit
+        from ddflow.sql.types import INT
+
+        lkeys = rkeys = (Lit(0, INT),)
+    la = lw.arranged(plan.left, env, lkeys, plan.null_safe)
+    ra = lw.arranged(plan.right, env, rkeys, plan.null_safe)
+    # output field nullability may exceed the inputs' (outer joins): the left/right parts
+    # use ``out``'s fields to build masks
+    lf_out, rf_out = out[:nl], out[nl:]
+
+    def pair(k: Any, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]
+             ) -> tuple[np.ndarray, ...]:
+        n = len(a[0]) if a else len(b[0])
+        return concat_masks(a, lf, b, rf, out, n)
+
+    matched = la.join_map(ra, pair, vectorized=True, name="join")
+    if plan.residual is not None:
+        matched = lw.filter(matched, out, plan.residual)
+    if plan.kind == "inner":
+        return matched
+    parts = [matched]
+    if plan.kind in ("left", "full"):
+        parts.append(_unmatched(plan, lw, env, side="left"))
+    if plan.kind in ("right", "full"):
+        parts.append(_unmatched(plan, lw, env, side="right"))
+    del lf_out, rf_out
+    return parts[0].concat(*parts[1:], name=f"{plan.kind}_join")
+
+
+def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
+    """The rows of one side of an outer join with no match, padded with NULLs."""
+    lf, rf, out = plan.left.fields, plan.right.fields, plan.fields
+    nl = len(lf)
+    if side == "left":
+        this, this_keys, other, other_keys = plan.left, plan.left_keys, plan.right, \
+            plan.right_keys
+    else:
+        this, this_keys, other, other_keys = plan.right, plan.right_keys, plan.left, \
+            plan.left_keys
+    coll = lw.lower(this, env)
+    tf = this.fields
+    if plan.residual is None and this_keys:
+        # rows whose key has a match on the other side
+        keys = lw.key_set(other, env, other_keys, plan.null_safe)
+        keyed = lw.keyed(coll, tf, this_keys, plan.null_safe)
+        hit = keyed.semijoin(keys, name="matched").map(lambda kv: kv[1], vectorized=True,
+                                                         name="row")
+    else:
+        # with a residual, "matched" is per row: the distinct rows that appear in a pair
+        pairs = lw.lower(Join(plan.left, plan.right, "inner", plan.left_keys,
+                              plan.right_keys, plan.residual, plan.fields, plan.null_safe),
+                         env)
+        w_out = len(out)
+        words_out = mask_words(out)
+        this_words = mask_words(tf)
+        lo = 0 if side == "left" else nl
+        width = len(tf)
+
+        def own(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+            n = len(view[0])
+            fr = Frame(view, w_out, n)
+            vals = [fr.val(lo + i) for i in range(width)]
+            nulls = [fr.null(lo + i) for i in range(width)]
+            del words_out
+            return pack(vals, nulls, this_words, n)
+
+        mine = pairs.map(own, vectorized=True, name="matched_row")
+        distinct = (mine.distinct_total() if env.total else mine.distinct())
+        as_key = coll.map(lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True,
+                          name="row_key")
+        hit = as_key.semijoin(distinct, name="matched").map(lambda kv: kv[0], vectorized=True,
+                                                            name="row")
+    missing = coll.concat(hit.negate(), name="unmatched")
+    pad_fields = rf if side == "left" else lf
+    this_out = out[:nl] if side == "left" else out[nl:]
+    other_out = out[nl:] if side == "left" else out[:nl]
+    del pad_fields
+
+    def padded(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+        n = len(view[0])
+        nulls = null_rows(other_out, n)
+        if side == "left":
+            return concat_masks(view, tf, nulls, other_out, out, n)
+        return concat_masks(nulls, other_out, view, tf, out, n)
+
+    del this_out
+    return missing.map(padded, vectorized=True, name="pad")
+
+
+@_lower.register
+def _(plan: SemiJoin, lw: Lowering, env: Env) -> Any:
+    coll = lw.lower(plan.left, env)
+    keys = lw.key_set(plan.right, env, plan.right_keys, plan.null_safe)
+    keyed = lw.keyed(coll, plan.left.fields, plan.left_keys, plan.null_safe)
+    hit = keyed.semijoin(keys, name="semijoin").map(lambda kv: kv[1], vectorized=True,
+                                                     name="row")
+    if not plan.anti:
+        return hit
+    return coll.concat(hit.negate(), name="antijoin")
+
+
+@_lower.register
+def _(plan: Distinct, lw: Lowering, env: Env) -> Any:
+    coll = lw.lower(plan.input, env)
+    return coll.distinct_total() if env.total else coll.distinct()
+
+
+@_lower.register
+def _(plan: UnionAll, lw: Lowering, env: Env) -> Any:
+    parts = [lw.lower(p, env) for p in plan.parts]
+    return parts[0].concat(*parts[1:], name="union_all")
+
+
+@_lower.register
+def _(plan: SetOp, lw: Lowering, env: Env) -> Any:
+    left = lw.lower(plan.left, env)
+    right = lw.lower(plan.right, env)
+    if not plan.all:
+        ld = left.distinct_total() if env.total else left.distinct()
+        rd = right.distinct_total() if env.total else right.distinct()
+        as_key = ld.map(lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True,
+                        name="row_key")
+        hit = as_key.semijoin(rd, name=plan.kind).map(lambda kv: kv[0], vectorized=True,
+                                                      name="row")
+        if plan.kind == "intersect":
+            return hit
+        return ld.concat(hit.negate(), name="except")
+    # multiset: count each row on both sides, keep min(l, r) or max(l - r, 0) copies
+    tag_l = left.explode(lambda r: (r, (np.ones(len(r[0]), np.int64),
+                                        np.zeros(len(r[0]), np.int64))),
+                         vectorized=True, diff=(0, 0), name="count_left")
+    tag_r = right.explode(lambda r: (r, (np.zeros(len(r[0]), np.int64),
+                                         np.ones(len(r[0]), np.int64))),
+                          vectorized=True, diff=(0, 0), name="count_right")
+    both = tag_l.concat(tag_r)
+    counts = both.count_total() if env.total else both.count()
+    kind = plan.kind
+
+    def emit(rc: Any) -> Any:
+        row, (cl, cr) = rc
+        k = np.minimum(cl, cr) if kind == "intersect" else np.maximum(cl - cr, 0)
+        return row, k, k != 0
+
+    return counts.explode(emit, vectorized=True, name=f"{kind}_all")
+
+
+@_lower.register
+def _(plan: TopK, lw: Lowering, env: Env) -> Any:
+    coll = lw.lower(plan.input, env)
+    fields = plan.fields
+    win = len(fields)
+    ctx = lw.ctx
+    keys = plan.keys
+    buckets = 64
+
+    def ranked(view: tuple[np.ndarray, ...]) -> Any:
+        fr = Frame(view, win)
+        sc = sort_columns(fr, fields, keys, ctx)
+        bucket = _row_bucket(view, buckets) if buckets else np.zeros(fr.n, np.int64)
+        return bucket, (tuple(sc), tuple(view))
+
+    def top(c: Any, k: int) -> Any:
+        first = c.top_k(k, name="top_k_bucket")
+        again = first.map(lambda br: (np.zeros(len(br[0]), np.int64), br[1]), vectorized=True,
+                          name="top_k_all")
+        return again.top_k(k, name="top_k")
+
+    keyed = coll.map(ranked, vectorized=True, name="order_keys")
+
+    def rows_of(c: Any) -> Any:
+        return c.map(lambda br: br[1][1], vectorized=True, name="row")
+
+    total = None if plan.limit is None else plan.limit + plan.offset
+    if total is not None and total == 0:
+        return coll.filter(lambda r: np.zeros(len(r[0]), bool), vectorized=True, name="none")
+    if total is None:
+        kept = coll
+    else:
+        kept = rows_of(top(keyed, total))
+    if plan.offset:
+        skipped = rows_of(top(keyed, plan.offset))
+        return kept.concat(skipped.negate(), name="offset")
+    return kept
+
+
+def _row_bucket(view: tuple[np.ndarray, ...], buckets: int) -> np.ndarray:
+    """A bucket for each row from a hash of its columns (equal rows, equal buckets)."""
+    n = len(view[0]) if view else 0
+    h = np.zeros(n, dtype=np.uint64)
+    for c in view:
+        if c.dtype == object:
+            hv = np.array([hash(x) & 0xFFFFFFFF for x in c.tolist()], dtype=np.uint64)
+        else:
+            hv = c.astype(np.int64).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ hv
+            h ^= h >> np.uint64(29)
+    return (h % np.uint64(buckets)).astype(np.int64)
+
+
+@_lower.register
+def _(plan: Recursive, lw: Lowering, env: Env) -> Any:
+    base = lw.lower(plan.base, env)
+
+    def body(x: Any) -> Any:
+        inner = Env(x.scope, {**env.rec, plan.name: x}, total=False)
+        step = lw.lower(plan.step, inner)
+        entered = base.enter(x.scope)
+        out = entered.concat(step, name="recursive_union")
+        return out.distinct() if plan.distinct else out
+
+    return base.iterate(body, limit=plan.limit, name=f"recursive_{plan.name}")
+
+
+# -- aggregation ---------------------------------------------------------------------------
+
+def _linear(a: Agg) -> bool:
+    return not a.distinct and a.func in ("count", "count_star", "sum", "avg")
+
+
+@_lower.register
+def _(plan: Aggregate, lw: Lowering, env: Env) -> Any:
+    from ddflow.sql.aggregate import lower_aggregate
+
+    return lower_aggregate(plan, lw, env)
+
+
+def _float_sum(v: np.ndarray) -> np.ndarray:
+    return float_from_keys(v)

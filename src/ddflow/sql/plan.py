@@ -1,0 +1,314 @@
+"""Relational plans: what a SQL view computes, as a tree of frozen dataclasses.
+
+Why plain values: a plan can be printed (``explain``), compared and hashed, so the lowering
+to a dataflow (``ddflow.sql.lower``, one function per node type) builds each distinct
+sub-plan once, and views that share a sub-plan (the same scan, the same join input keyed
+the same way) share its operators and arrangements.
+
+Every node has ``fields``: the relation it produces. Expressions (``ddflow.sql.expr``) in a
+node refer to the fields of its input by position; a ``Join``'s refer to the left fields
+followed by the right ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddflow.sql.expr import Expr, show
+from ddflow.sql.rows import Field
+
+__all__ = [
+    "Agg",
+    "Aggregate",
+    "Distinct",
+    "Filter",
+    "Join",
+    "Plan",
+    "Project",
+    "RecRef",
+    "Recursive",
+    "Scan",
+    "SemiJoin",
+    "SetOp",
+    "SortKey",
+    "TopK",
+    "UnionAll",
+    "Values",
+    "explain",
+]
+
+
+class Plan:
+    """A relation-valued plan node."""
+
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return ()
+
+    def names(self) -> list[str]:
+        return [f.name for f in self.fields]
+
+
+@dataclass(frozen=True)
+class Scan(Plan):
+    """The rows of a table."""
+
+    table: str
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Values(Plan):
+    """Constant rows (Python values), e.g. a SELECT without FROM."""
+
+    rows: tuple[tuple[Any, ...], ...]
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Filter(Plan):
+    """Rows of ``input`` whose ``predicate`` is TRUE."""
+
+    input: Plan
+    predicate: Expr
+
+    @property
+    def fields(self) -> tuple[Field, ...]:  # type: ignore[override]
+        return self.input.fields
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Project(Plan):
+    """One output row per input row: ``exprs`` over the input's fields."""
+
+    input: Plan
+    exprs: tuple[Expr, ...]
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Join(Plan):
+    """``kind`` in inner, left, right, full: pairs whose keys are equal (NULL keys never
+    match) and whose ``residual`` (over left + right fields) is TRUE; outer kinds add the
+    unmatched rows of their side(s) padded with NULLs. No keys: every pair (a cross join
+    when there is no residual either)."""
+
+    left: Plan
+    right: Plan
+    kind: str
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    residual: Expr | None
+    fields: tuple[Field, ...]
+    #: keys match NULL to NULL (joining a subquery's result back on the distinct outer
+    #: values it was computed for)
+    null_safe: bool = False
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class SemiJoin(Plan):
+    """Rows of ``left`` with (``anti``: without) a row of ``right`` whose keys equal theirs.
+    ``null_safe`` keys match NULL to NULL (correlation on whole values); otherwise a NULL key
+    never matches (so an anti join keeps the row)."""
+
+    left: Plan
+    right: Plan
+    left_keys: tuple[Expr, ...]
+    right_keys: tuple[Expr, ...]
+    anti: bool
+    null_safe: bool = False
+
+    @property
+    def fields(self) -> tuple[Field, ...]:  # type: ignore[override]
+        return self.left.fields
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate call: ``func`` in count, count_star, sum, avg, min, max; ``arg`` over
+    the input's fields."""
+
+    func: str
+    arg: Expr | None
+    distinct: bool = False
+
+
+@dataclass(frozen=True)
+class Aggregate(Plan):
+    """Groups of ``input`` by ``keys`` (NULLs group together), one row each: the key values
+    then the aggregates. ``scalar``: no GROUP BY, so exactly one row even on empty input."""
+
+    input: Plan
+    keys: tuple[Expr, ...]
+    aggs: tuple[Agg, ...]
+    scalar: bool
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class Distinct(Plan):
+    """Each distinct row of ``input`` once."""
+
+    input: Plan
+
+    @property
+    def fields(self) -> tuple[Field, ...]:  # type: ignore[override]
+        return self.input.fields
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class UnionAll(Plan):
+    """All rows of all inputs (multiplicities add)."""
+
+    parts: tuple[Plan, ...]
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return self.parts
+
+
+@dataclass(frozen=True)
+class SetOp(Plan):
+    """``kind`` intersect or except, with ``all`` (multiset) or without (set)."""
+
+    kind: str
+    all: bool
+    left: Plan
+    right: Plan
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.left, self.right)
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """Order by field ``index``: descending or not, NULLs first or last."""
+
+    index: int
+    desc: bool
+    nulls_first: bool
+
+
+@dataclass(frozen=True)
+class TopK(Plan):
+    """The first ``limit`` rows after ``offset`` in the order of ``keys`` (ties broken by
+    the whole row, so the set is determined)."""
+
+    input: Plan
+    keys: tuple[SortKey, ...]
+    limit: int | None
+    offset: int
+
+    @property
+    def fields(self) -> tuple[Field, ...]:  # type: ignore[override]
+        return self.input.fields
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
+class RecRef(Plan):
+    """The recursive relation ``name`` inside its own definition."""
+
+    name: str
+    fields: tuple[Field, ...]
+
+
+@dataclass(frozen=True)
+class Recursive(Plan):
+    """``WITH RECURSIVE name AS (base UNION [ALL] step)``: the least fixed point of
+    ``R = base + step(R)`` (with ``distinct``, of ``R = distinct(base + step(R))``)."""
+
+    name: str
+    base: Plan
+    step: Plan
+    distinct: bool
+    fields: tuple[Field, ...]
+    limit: int = field(default=100, compare=True)
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.base, self.step)
+
+
+def _describe(p: Plan) -> str:
+    names = [f.name for f in p.inputs()[0].fields] if p.inputs() else []
+    if isinstance(p, Scan):
+        return f"Scan {p.table} [{', '.join(f.name for f in p.fields)}]"
+    if isinstance(p, Values):
+        return f"Values {len(p.rows)} row(s) [{', '.join(f.name for f in p.fields)}]"
+    if isinstance(p, Filter):
+        return f"Filter {show(p.predicate, names)}"
+    if isinstance(p, Project):
+        cols = ", ".join(f"{show(e, names)} AS {f.name}"
+                         if show(e, names) != f.name else f.name
+                         for e, f in zip(p.exprs, p.fields, strict=True))
+        return f"Project {cols}"
+    if isinstance(p, Join):
+        ln = [f.name for f in p.left.fields]
+        rn = [f.name for f in p.right.fields]
+        keys = ", ".join(f"{show(a, ln)} = {show(b, rn)}"
+                         for a, b in zip(p.left_keys, p.right_keys, strict=True))
+        res = f" residual {show(p.residual, ln + rn)}" if p.residual is not None else ""
+        what = "cross" if not p.left_keys and p.residual is None else p.kind
+        ns = " null-safe" if p.null_safe else ""
+        return f"Join {what}{ns} on [{keys}]{res}"
+    if isinstance(p, SemiJoin):
+        ln = [f.name for f in p.left.fields]
+        rn = [f.name for f in p.right.fields]
+        keys = ", ".join(f"{show(a, ln)} = {show(b, rn)}"
+                         for a, b in zip(p.left_keys, p.right_keys, strict=True))
+        kind = "AntiJoin" if p.anti else "SemiJoin"
+        return f"{kind}{' null-safe' if p.null_safe else ''} on [{keys}]"
+    if isinstance(p, Aggregate):
+        keys = ", ".join(show(k, names) for k in p.keys)
+        aggs = ", ".join(
+            f"{a.func}({'DISTINCT ' if a.distinct else ''}"
+            f"{show(a.arg, names) if a.arg is not None else '*'})" for a in p.aggs)
+        kind = "scalar " if p.scalar else ""
+        return f"Aggregate {kind}keys [{keys}] aggs [{aggs}]"
+    if isinstance(p, Distinct):
+        return "Distinct"
+    if isinstance(p, UnionAll):
+        return "UnionAll"
+    if isinstance(p, SetOp):
+        return f"{p.kind.capitalize()}{' all' if p.all else ''}"
+    if isinstance(p, TopK):
+        keys = ", ".join(f"{names[k.index]}{' DESC' if k.desc else ''}"
+                         f"{' NULLS FIRST' if k.nulls_first else ' NULLS LAST'}"
+                         for k in p.keys)
+        return f"TopK limit {p.limit} offset {p.offset} by [{keys}]"
+    if isinstance(p, RecRef):
+        return f"RecRef {p.name}"
+    if isinstance(p, Recursive):
+        return f"Recursive {p.name} ({'UNION' if p.distinct else 'UNION ALL'})"
+    return type(p).__name__
+
+
+def explain(p: Plan, indent: int = 0) -> str:
+    """The plan as an indented tree, one node per line."""
+    lines = ["  " * indent + _describe(p)]
+    for c in p.inputs():
+        lines.append(explain(c, indent + 1))
+    return "\n".join(lines)

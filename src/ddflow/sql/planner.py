@@ -1,0 +1,2320 @@
+"""From SQL text to a plan: parse and qualify with sqlglot, then bind names, types and
+subqueries into ``ddflow.sql.plan`` nodes.
+
+What sqlglot does: parsing in the dialect, and ``qualify`` (every column names its table,
+``*`` expanded, ``USING`` turned into ``ON``, unnamed outputs named). What this module does
+itself, because the semantics under NULLs must be exact:
+
+- Name resolution with scopes; a column of an enclosing query is an outer reference.
+- Types and implicit casts per dialect (Spark: ``/`` gives DOUBLE or DECIMAL, decimal
+  precision and scale rules; SQLite: integer division, DECIMAL as REAL).
+- Joins: inner and comma joins are reordered to follow equality conditions, and
+  conditions on one table are applied before the join; outer joins keep their order.
+- Subqueries are decorrelated into joins:
+
+  * ``EXISTS`` / ``IN`` in a WHERE conjunct become semi joins, ``NOT EXISTS`` an anti join;
+  * ``NOT IN`` keeps SQL's NULL rule (no row passes when the subquery holds a NULL, unless
+    it is empty) using per-group counts;
+  * scalar subqueries become a left join with the subquery grouped by its correlation
+    keys; a group that is absent gives the aggregate of nothing (``count`` 0, else NULL);
+  * anywhere else (``OR``, ``CASE``, the SELECT list) a subquery predicate becomes a
+    column computed by a left join ("mark join").
+
+  Correlation through equalities ``inner = outer`` joins on those keys; other correlated
+  conditions are evaluated against the distinct outer values they use (and joined back on
+  those values, NULL matching NULL).
+- Aggregation, HAVING, DISTINCT, ORDER BY / LIMIT (a maintained top-k), set operations and
+  ``WITH [RECURSIVE]``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import decimal
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer.qualify import qualify
+
+from ddflow.sql.errors import SQLError, UnsupportedSQL
+from ddflow.sql.expr import Call, Col, Expr, Lit
+from ddflow.sql.plan import (
+    Agg,
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Plan,
+    Project,
+    RecRef,
+    Recursive,
+    Scan,
+    SemiJoin,
+    SetOp,
+    SortKey,
+    TopK,
+    UnionAll,
+    Values,
+)
+from ddflow.sql.rows import Field
+from ddflow.sql.types import (
+    BIGINT,
+    BOOLEAN,
+    DATE,
+    DOUBLE,
+    FLOAT,
+    INT,
+    NULLTYPE,
+    SMALLINT,
+    STRING,
+    TIMESTAMP,
+    TINYINT,
+    SqlType,
+    decimal_type,
+)
+
+__all__ = ["Planned", "Planner", "parse_statements", "sql_type"]
+
+DIALECTS = {"spark": "spark", "sqlite": "sqlite"}
+
+
+def parse_statements(sql: str, dialect: str) -> list[exp.Expression]:
+    """The statements of ``sql`` (``SQLError`` on a syntax error)."""
+    try:
+        stmts = sqlglot.parse(sql, read=DIALECTS[dialect])
+    except ParseError as e:
+        raise SQLError(f"cannot parse SQL: {e}") from e
+    return [s for s in stmts if s is not None]
+
+
+# -- types ---------------------------------------------------------------------------------
+
+def sql_type(dt: exp.DataType, dialect: str = "spark") -> SqlType:
+    """Our type for a sqlglot data type (``UnsupportedSQL`` for arrays, maps, structs...)."""
+    T = exp.DataType.Type
+    t = dt.this
+    params = [int(p.this.this) if isinstance(p.this, exp.Literal) else None
+              for p in dt.expressions] if dt.expressions else []
+    if t == T.BOOLEAN:
+        return BOOLEAN
+    if t == T.TINYINT:
+        return TINYINT
+    if t == T.SMALLINT:
+        return SMALLINT
+    if t in (T.INT, T.MEDIUMINT):
+        return INT if dialect == "spark" else BIGINT
+    if t == T.BIGINT:
+        return BIGINT
+    if t in (T.DECIMAL, T.BIGDECIMAL):
+        if dialect == "sqlite":
+            return DOUBLE
+        p = params[0] if params else 10
+        s = params[1] if len(params) > 1 else 0
+        return decimal_type(p or 10, s or 0)
+    if t == T.FLOAT:
+        return FLOAT if dialect == "spark" else DOUBLE
+    if t == T.DOUBLE:
+        return DOUBLE
+    if t in (T.TEXT, T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR, T.NAME):
+        return STRING
+    if t == T.DATE:
+        return DATE
+    if t in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ, T.DATETIME):
+        return TIMESTAMP
+    if t == T.INTERVAL:
+        raise UnsupportedSQL("INTERVAL columns are not supported (use intervals in "
+                             "date arithmetic)")
+    if t in (T.UNKNOWN, T.NULL):
+        return NULLTYPE
+    if dialect == "sqlite" and t in (T.USERDEFINED,):
+        return DOUBLE
+    raise UnsupportedSQL(f"column type {dt.sql()} is not supported")
+
+
+def _int_literal_type(v: int, dialect: str) -> SqlType:
+    if dialect == "spark" and -(2**31) <= v < 2**31:
+        return INT
+    if -(2**63) <= v < 2**63:
+        return BIGINT
+    return decimal_type(min(38, max(1, len(str(abs(v))))), 0)
+
+
+def adjust_decimal(p: int, s: int) -> SqlType:
+    """Spark's precision loss rule for results wider than 38 digits."""
+    if p <= 38:
+        return decimal_type(max(p, 1), s)
+    int_digits = p - s
+    min_scale = min(s, 6)
+    s2 = max(38 - int_digits, min_scale)
+    return decimal_type(38, s2)
+
+
+def _as_decimal(t: SqlType) -> SqlType:
+    if t.kind == "decimal":
+        return t
+    if t.kind == "boolean":
+        return decimal_type(1, 0)
+    return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
+
+
+def common_type(a: SqlType, b: SqlType, what: str) -> SqlType:
+    """The type both sides of a comparison / branch / set operation are cast to."""
+    if a == b:
+        return a
+    if a.kind == "null":
+        return b
+    if b.kind == "null":
+        return a
+    if a.numeric and b.numeric:
+        if "double" in (a.kind, b.kind):
+            return DOUBLE
+        if "decimal" in (a.kind, b.kind):
+            da, db = _as_decimal(a), _as_decimal(b)
+            s = max(da.scale, db.scale)
+            ip = max(da.precision - da.scale, db.precision - db.scale)
+            return adjust_decimal(ip + s, s)
+        return a if a.bits >= b.bits else b
+    if {a.kind, b.kind} == {"date", "timestamp"}:
+        return TIMESTAMP
+    if a.kind == "boolean" and b.numeric:
+        return b
+    if b.kind == "boolean" and a.numeric:
+        return a
+    raise SQLError(f"type mismatch in {what}: {a} and {b}")
+
+
+# -- plan output ---------------------------------------------------------------------------
+
+@dataclass
+class Planned:
+    """A planned query: its plan, how many leading fields are its columns (the rest are
+    hidden sort keys), and the order ``rows()`` returns."""
+
+    plan: Plan
+    visible: int
+    order: tuple[SortKey, ...] = ()
+
+
+# -- scopes --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Outer(Expr):
+    """A reference to field ``index`` of the enclosing query's relation (correlation)."""
+
+    index: int
+    type: SqlType
+    nullable: bool = True
+    name: str = ""
+
+
+@dataclass
+class AggContext:
+    keys: dict[str, int]          # group expression SQL -> output field
+    aggs: dict[tuple[Any, ...], int]
+
+
+@dataclass
+class Scope:
+    """Names visible in one query level over its current relation ``plan``."""
+
+    outer: Scope | None
+    plan: Plan | None = None
+    sources: list[tuple[str, int, tuple[Field, ...]]] = field(default_factory=list)
+    agg: AggContext | None = None
+    used_outer: bool = False
+    in_loop: bool = False
+    #: the group key expressions over the relation before aggregation
+    pre_keys: list[Expr] = field(default_factory=list)
+
+    @property
+    def fields(self) -> tuple[Field, ...]:
+        return self.plan.fields if self.plan is not None else ()
+
+    def find(self, table: str, name: str) -> tuple[int, Field] | None:
+        hits = []
+        for alias, offset, fields in self.sources:
+            if table and alias != table:
+                continue
+            for i, f in enumerate(fields):
+                if f.name.lower() == name:
+                    hits.append((offset + i, f))
+        if len(hits) > 1 and not table:
+            raise SQLError(f"column '{name}' is ambiguous")
+        return hits[0] if hits else None
+
+
+def _name(node: exp.Expression | str | None) -> str:
+    if node is None:
+        return ""
+    if isinstance(node, str):
+        return node.lower()
+    return node.name.lower()
+
+
+def _walk_no_subqueries(node: exp.Expression):  # type: ignore[no-untyped-def]
+    """Nodes of ``node`` without descending into subqueries."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        for child in n.iter_expressions():
+            if isinstance(child, (exp.Select, exp.Subquery, exp.Union, exp.Intersect,
+                                  exp.Except)) and child is not node:
+                continue
+            stack.append(child)
+
+
+_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    if node is None:
+        return []
+    if isinstance(node, (exp.Where, exp.Having)):
+        node = node.this
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.And):
+        return _conjuncts(node.left) + _conjuncts(node.right)
+    return [node]
+
+
+def _uses(e: Expr) -> set[int]:
+    """Fields of the input an expression reads."""
+    out: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Col):
+            out.add(x.index)
+        stack.extend(x.children())
+    return out
+
+
+def _has_outer(e: Expr) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Outer):
+            return True
+        stack.extend(x.children())
+    return False
+
+
+def _remap(e: Expr, mapping: dict[int, int], outer_map: dict[int, int] | None = None,
+           fields: tuple[Field, ...] | None = None) -> Expr:
+    """``e`` with field ``i`` read from ``mapping[i]`` (and outer refs from ``outer_map``)."""
+    if isinstance(e, Col):
+        j = mapping[e.index]
+        return Col(j, e.type, e.nullable, e.name)
+    if isinstance(e, Outer):
+        if outer_map is None:
+            raise UnsupportedSQL("a correlated reference in this position")
+        return Col(outer_map[e.index], e.type, e.nullable, e.name)
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_remap(a, mapping, outer_map) for a in e.args), e.type,
+                    e.nullable, e.extra)
+    return e
+
+
+def _shift(e: Expr, by: int) -> Expr:
+    if by == 0:
+        return e
+    if isinstance(e, Col):
+        return Col(e.index + by, e.type, e.nullable, e.name)
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_shift(a, by) for a in e.args), e.type, e.nullable, e.extra)
+    return e
+
+
+def _split_outer(e: Expr) -> tuple[Expr, Expr] | None:
+    """``inner = outer`` (either way round) as ``(inner, outer)``, else None."""
+    if isinstance(e, Call) and e.op == "eq":
+        a, b = e.args
+        ao, bo = _has_outer(a), _has_outer(b)
+        au, bu = bool(_uses(a)), bool(_uses(b))
+        if ao and not au and bu and not bo:
+            return b, a
+        if bo and not bu and au and not ao:
+            return a, b
+    return None
+
+
+def _and_all(preds: list[Expr]) -> Expr | None:
+    if not preds:
+        return None
+    if len(preds) == 1:
+        return preds[0]
+    return Call("and", tuple(preds), BOOLEAN, any(p.nullable for p in preds))
+
+
+def _not_null(es: list[Expr]) -> Expr | None:
+    preds: list[Expr] = [Call("is_not_null", (e,), BOOLEAN, False) for e in es if e.nullable]
+    return _and_all(preds)
+
+
+def _col(i: int, f: Field) -> Col:
+    return Col(i, f.type, f.nullable, f.name)
+
+
+def _project_all(p: Plan) -> list[Expr]:
+    return [_col(i, f) for i, f in enumerate(p.fields)]
+
+
+TRUE = Lit(True, BOOLEAN)
+
+
+class Planner:
+    """Plans queries over a catalog of tables (name -> fields) in one dialect."""
+
+    def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark") -> None:
+        if dialect not in DIALECTS:
+            raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
+        self.catalog = catalog
+        self.dialect = dialect
+        self.ctes: list[dict[str, Plan]] = [{}]
+        self._recursive: dict[str, RecRef] = {}
+
+    # -- entry points ----------------------------------------------------------------------
+    def qualify(self, tree: exp.Expression) -> exp.Expression:
+        schema = {name: {f.name: str(f.type) if f.type.kind != "null" else "INT"
+                         for f in fields}
+                  for name, fields in self.catalog.items()}
+        try:
+            return qualify(tree, schema=schema, dialect=DIALECTS[self.dialect],
+                           quote_identifiers=False, validate_qualify_columns=True,
+                           )
+        except OptimizeError as e:
+            msg = str(e)
+            raise SQLError(f"{msg.split('. Line')[0]} (unknown or ambiguous column)") from e
+        except SqlglotError as e:
+            raise SQLError(str(e)) from e
+
+    def plan_sql(self, sql: str | exp.Expression) -> Planned:
+        tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
+        if not isinstance(tree, exp.Query):
+            raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
+        self._check_tables(tree)
+        tree = self.qualify(tree)
+        return self.plan_query(tree, None, top=True)
+
+    def _check_tables(self, tree: exp.Expression) -> None:
+        ctes = {_name(c.args.get("alias")) for c in tree.find_all(exp.CTE)}
+        for t in tree.find_all(exp.Table):
+            name = _name(t.this)
+            if t.args.get("db") is not None:
+                name = _name(t.this)
+            if name not in self.catalog and name not in ctes:
+                raise SQLError(f"unknown table '{t.name}'")
+
+    # -- queries ---------------------------------------------------------------------------
+    def plan_query(self, q: exp.Expression, outer: Scope | None, top: bool = False,
+                   in_loop: bool = False) -> Planned:
+        """Plans a SELECT, a set operation or a parenthesized query."""
+        if isinstance(q, exp.Subquery):
+            return self.plan_query(q.this, outer, top, in_loop)
+        with_ = q.args.get("with_") or q.args.get("with")
+        pushed = False
+        if with_ is not None:
+            self.ctes.append({})
+            pushed = True
+            for cte in with_.expressions:
+                self._plan_cte(cte, with_.args.get("recursive", False), outer, in_loop)
+        try:
+            if isinstance(q, exp.Select):
+                return self._plan_select(q, outer, top, in_loop)
+            if isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
+                return self._plan_setop(q, outer, top, in_loop)
+            if isinstance(q, exp.Values):
+                return Planned(self._plan_values(q), len(self._plan_values(q).fields))
+            raise UnsupportedSQL(f"{type(q).__name__.upper()} as a query")
+        finally:
+            if pushed:
+                self.ctes.pop()
+
+    def _lookup_cte(self, name: str) -> Plan | None:
+        if name in self._recursive:
+            return self._recursive[name]
+        for level in reversed(self.ctes):
+            if name in level:
+                return level[name]
+        return None
+
+    def _plan_cte(self, cte: exp.CTE, recursive: bool, outer: Scope | None,
+                  in_loop: bool) -> None:
+        name = _name(cte.args.get("alias"))
+        alias_cols = [_name(c) for c in (cte.args["alias"].columns or [])]
+        body = cte.this
+        refers = recursive and any(_name(t.this) == name for t in body.find_all(exp.Table))
+        if not refers:
+            planned = self.plan_query(body, None, in_loop=in_loop)
+            plan = self._visible(planned)
+            if alias_cols:
+                plan = self._rename(plan, alias_cols)
+            self.ctes[-1][name] = plan
+            return
+        if not isinstance(body, exp.Union):
+            raise UnsupportedSQL(f"recursive CTE '{name}' must be 'base UNION [ALL] step'")
+        base_q, step_q = body.left, body.right
+        base = self._visible(self.plan_query(base_q, None, in_loop=in_loop))
+        if alias_cols:
+            base = self._rename(base, alias_cols)
+        # the recursive relation's fields: nullable, as the base's
+        fields = tuple(Field(f.name, f.type, True) for f in base.fields)
+        ref = RecRef(name, fields)
+        self._recursive[name] = ref
+        try:
+            step = self._visible(self.plan_query(step_q, None, in_loop=True))
+        finally:
+            del self._recursive[name]
+        if len(step.fields) != len(fields):
+            raise SQLError(f"recursive CTE '{name}': the recursive part has "
+                           f"{len(step.fields)} columns, the base {len(fields)}")
+        exprs = []
+        for i, (fs, fb) in enumerate(zip(step.fields, fields, strict=True)):
+            exprs.append(self._cast(_col(i, fs), fb.type))
+        step = Project(step, tuple(exprs), fields)
+        base = Project(base, tuple(_col(i, f) for i, f in enumerate(base.fields)), fields)
+        distinct = bool(body.args.get("distinct"))
+        self.ctes[-1][name] = Recursive(name, base, step, distinct, fields)
+
+    def _visible(self, planned: Planned) -> Plan:
+        p = planned.plan
+        if planned.visible == len(p.fields):
+            return p
+        return Project(p, tuple(_col(i, f) for i, f in enumerate(p.fields[:planned.visible])),
+                       p.fields[:planned.visible])
+
+    def _rename(self, plan: Plan, names: list[str]) -> Plan:
+        if len(names) != len(plan.fields):
+            raise SQLError(f"{len(names)} column names given for {len(plan.fields)} columns")
+        fields = tuple(Field(n, f.type, f.nullable) for n, f in zip(names, plan.fields,
+                                                                       strict=True))
+        return Project(plan, tuple(_project_all(plan)), fields)
+
+    def _plan_values(self, v: exp.Values) -> Plan:
+        rows = []
+        types: list[SqlType] | None = None
+        for tup in v.expressions:
+            vals = []
+            ts = []
+            for e in tup.expressions:
+                lit = self._const(e)
+                vals.append(lit.value)
+                ts.append(lit.type)
+            if types is None:
+                types = ts
+            else:
+                if len(ts) != len(types):
+                    raise SQLError("VALUES rows of different widths")
+                types = [common_type(a, b, "VALUES") for a, b in zip(types, ts, strict=True)]
+            rows.append(tuple(vals))
+        assert types is not None
+        alias = v.args.get("alias")
+        names = [_name(c) for c in alias.columns] if alias is not None and alias.columns else \
+            [f"col{i + 1}" for i in range(len(types))]
+        fields = tuple(Field(n, t if t.kind != "null" else INT, True)
+                       for n, t in zip(names, types, strict=True))
+        out_rows = tuple(tuple(_convert_const(x, t) for x, t in zip(r, fields, strict=True))
+                         for r in rows)
+        return Values(out_rows, fields)
+
+    def _const(self, e: exp.Expression) -> Lit:
+        bound = self.bind(e, Scope(None))
+        if not isinstance(bound, Lit):
+            folded = _fold(bound, self)
+            if folded is None:
+                raise UnsupportedSQL(f"VALUES entries must be constants: {e.sql()}")
+            return folded
+        return bound
+
+    # -- set operations --------------------------------------------------------------------
+    def _plan_setop(self, q: exp.Expression, outer: Scope | None, top: bool,
+                    in_loop: bool) -> Planned:
+        left = self._visible(self.plan_query(q.left, outer, in_loop=in_loop))
+        right = self._visible(self.plan_query(q.right, outer, in_loop=in_loop))
+        if len(left.fields) != len(right.fields):
+            raise SQLError(f"{type(q).__name__.upper()} of {len(left.fields)} and "
+                           f"{len(right.fields)} columns")
+        types = [common_type(a.type, b.type, type(q).__name__.upper())
+                 for a, b in zip(left.fields, right.fields, strict=True)]
+        fields = tuple(Field(a.name, t, a.nullable or b.nullable)
+                       for a, b, t in zip(left.fields, right.fields, types, strict=True))
+        left = self._coerce(left, fields)
+        right = self._coerce(right, fields)
+        distinct = bool(q.args.get("distinct", True))
+        plan: Plan
+        if isinstance(q, exp.Union):
+            plan = UnionAll((left, right), fields)
+            if distinct:
+                plan = Distinct(plan)
+        else:
+            kind = "intersect" if isinstance(q, exp.Intersect) else "except"
+            plan = SetOp(kind, not distinct, left, right, fields)
+        return self._order_limit(q, plan, len(fields), None, outer)
+
+    def _coerce(self, p: Plan, fields: tuple[Field, ...]) -> Plan:
+        if all(a.type == b.type for a, b in zip(p.fields, fields, strict=True)):
+            return p
+        exprs = tuple(self._cast(_col(i, f), g.type) for i, (f, g) in
+                      enumerate(zip(p.fields, fields, strict=True)))
+        return Project(p, exprs, tuple(Field(f.name, g.type, f.nullable)
+                                       for f, g in zip(p.fields, fields, strict=True)))
+
+    # -- SELECT ----------------------------------------------------------------------------
+    def _plan_select(self, q: exp.Select, outer: Scope | None, top: bool,
+                     in_loop: bool) -> Planned:
+        for bad, what in ((q.args.get("windows"), "WINDOW"), (q.args.get("qualify"), "QUALIFY"),
+                          (q.args.get("laterals"), "LATERAL VIEW"),
+                          (q.args.get("pivots"), "PIVOT")):
+            if bad:
+                raise UnsupportedSQL(f"{what} is not supported")
+        if any(isinstance(n, exp.Window) for n in q.find_all(exp.Window)):
+            raise UnsupportedSQL("window functions (OVER) are not supported")
+        scope = Scope(outer, in_loop=in_loop)
+        conds = _conjuncts(q.args.get("where"))
+        self._plan_from(q, scope, conds)
+        # remaining WHERE conjuncts (those not used while joining)
+        for c in list(conds):
+            self._apply_predicate(c, scope)
+        group = q.args.get("group")
+        having = q.args.get("having")
+        selects = q.expressions
+        order = q.args.get("order")
+        agg_nodes = []
+        for node in [*selects, *([having.this] if having is not None else []),
+                     *(order.expressions if order is not None else [])]:
+            for n in _walk_no_subqueries(node):
+                if isinstance(n, _AGGS):
+                    agg_nodes.append(n)
+                elif isinstance(n, exp.AggFunc):
+                    raise UnsupportedSQL(f"aggregate function {n.sql(self.dialect)}")
+        if group is not None or agg_nodes or having is not None:
+            self._plan_aggregate(q, scope, agg_nodes)
+            if having is not None:
+                self._apply_predicate(having, scope)
+        # SELECT list
+        exprs: list[Expr] = []
+        fields: list[Field] = []
+        for s in selects:
+            if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and
+                                           isinstance(s.this, exp.Star)):
+                raise SQLError("'*' could not be expanded")
+            name = s.alias_or_name if isinstance(s, exp.Alias) else s.alias_or_name
+            node = s.this if isinstance(s, exp.Alias) else s
+            e = self.bind(node, scope)
+            exprs.append(e)
+            fields.append(Field(_name(name) or f"_col{len(fields)}",
+                                e.type if e.type.kind != "null" else INT, e.nullable))
+        assert scope.plan is not None
+        plan: Plan = Project(scope.plan, tuple(exprs), tuple(fields))
+        visible = len(fields)
+        distinct = q.args.get("distinct")
+        if distinct is not None:
+            if distinct.args.get("on"):
+                raise UnsupportedSQL("DISTINCT ON is not supported")
+            plan = Distinct(plan)
+        return self._order_limit(q, plan, visible, scope if distinct is None else None, outer,
+                                 pre_project=(scope, exprs))
+
+    def _order_limit(self, q: exp.Expression, plan: Plan, visible: int, scope: Scope | None,
+                     outer: Scope | None,
+                     pre_project: tuple[Scope, list[Expr]] | None = None) -> Planned:
+        order = q.args.get("order")
+        limit = q.args.get("limit")
+        offset = q.args.get("offset")
+        keys: list[SortKey] = []
+        if order is not None:
+            extra: list[Expr] = []
+            names = [f.name for f in plan.fields]
+            for o in order.expressions:
+                node = o.this
+                idx = None
+                if isinstance(node, exp.Column) and not node.table and _name(node) in names:
+                    idx = names.index(_name(node))
+                elif isinstance(node, exp.Literal) and not node.is_string:
+                    k = int(node.this)
+                    if not 1 <= k <= visible:
+                        raise SQLError(f"ORDER BY position {k} is not in the select list")
+                    idx = k - 1
+                else:
+                    if pre_project is None or not isinstance(plan, Project):
+                        raise UnsupportedSQL(
+                            f"ORDER BY {node.sql()} must name a column of the result here")
+                    sc, _ = pre_project
+                    e = self.bind(node, sc)
+                    for j, ex in enumerate(plan.exprs):
+                        if ex == e:
+                            idx = j
+                            break
+                    else:
+                        idx = len(plan.fields) + len(extra)
+                        extra.append(e)
+                desc = bool(o.args.get("desc"))
+                nf = o.args.get("nulls_first")
+                nulls_first = bool(nf) if nf is not None else (not desc)
+                keys.append(SortKey(idx, desc, nulls_first))
+            if extra:
+                assert isinstance(plan, Project)
+                plan = Project(plan.input, plan.exprs + tuple(extra), plan.fields + tuple(
+                    Field(f"_sort{i}", e.type if e.type.kind != "null" else INT, e.nullable)
+                    for i, e in enumerate(extra)))
+        lim = self._int_const(limit.expression if limit is not None else None, "LIMIT")
+        off = self._int_const(offset.expression if offset is not None else None, "OFFSET")
+        if lim is not None or off:
+            plan = TopK(plan, tuple(keys), lim, off or 0)
+        return Planned(plan, visible, tuple(keys))
+
+    def _int_const(self, node: exp.Expression | None, what: str) -> int | None:
+        if node is None:
+            return None
+        lit = _fold(self.bind(node, Scope(None)), self)
+        if lit is None or lit.value is None or not isinstance(lit.value, int) or lit.value < 0:
+            raise UnsupportedSQL(f"{what} must be a non-negative integer constant")
+        return int(lit.value)
+
+    # -- FROM ------------------------------------------------------------------------------
+    def _source(self, node: exp.Expression, scope: Scope) -> tuple[str, Plan]:
+        alias = _name(node.args.get("alias")) if node.args.get("alias") else ""
+        if isinstance(node, exp.Table):
+            name = _name(node.this)
+            cte = self._lookup_cte(name)
+            if cte is not None:
+                plan: Plan = cte
+            elif name in self.catalog:
+                plan = Scan(name, self.catalog[name])
+            else:
+                raise SQLError(f"unknown table '{node.name}'")
+            cols = node.args["alias"].columns if node.args.get("alias") else None
+            if cols:
+                plan = self._rename(plan, [_name(c) for c in cols])
+            return alias or name, plan
+        if isinstance(node, exp.Subquery):
+            planned = self.plan_query(node.this, None, in_loop=scope.in_loop)
+            plan = self._visible(planned)
+            cols = node.args["alias"].columns if node.args.get("alias") else None
+            if cols:
+                plan = self._rename(plan, [_name(c) for c in cols])
+            return alias, plan
+        if isinstance(node, exp.Values):
+            return alias, self._plan_values(node)
+        if isinstance(node, exp.Unnest) or isinstance(node, exp.Lateral):
+            raise UnsupportedSQL(f"{type(node).__name__.upper()} in FROM is not supported")
+        raise UnsupportedSQL(f"{type(node).__name__} in FROM is not supported")
+
+    def _plan_from(self, q: exp.Select, scope: Scope, conds: list[exp.Expression]) -> None:
+        from_ = q.args.get("from_") or q.args.get("from")
+        joins = q.args.get("joins") or []
+        if from_ is None:
+            scope.plan = Values(((0,),), (Field("_dummy", INT, False),))
+            return
+        items: list[tuple[str, Plan, str, exp.Expression | None]] = []
+        alias, plan = self._source(from_.this, scope)
+        items.append((alias, plan, "inner", None))
+        for j in joins:
+            side = (j.args.get("side") or "").lower()
+            kind = (j.args.get("kind") or "").lower()
+            if kind in ("semi", "anti"):
+                raise UnsupportedSQL(f"{kind.upper()} JOIN is not supported")
+            if j.args.get("using"):
+                raise UnsupportedSQL("JOIN USING could not be resolved")
+            a, p = self._source(j.this, scope)
+            how = side if side in ("left", "right", "full") else "inner"
+            if kind == "outer" and not side:
+                how = "full"
+            items.append((a, p, how, j.args.get("on")))
+        seen = set()
+        for a, _, _, _ in items:
+            if a in seen:
+                raise SQLError(f"table alias '{a}' is used twice in one FROM")
+            seen.add(a)
+        if all(how == "inner" for _, _, how, _ in items):
+            self._plan_inner_joins(items, scope, conds)
+        else:
+            self._plan_ordered_joins(items, scope)
+
+    def _add_source(self, scope: Scope, alias: str, plan: Plan) -> None:
+        scope.sources.append((alias, len(scope.fields), plan.fields))
+
+    def _bind_local(self, node: exp.Expression, scope: Scope) -> Expr | None:
+        """Binds ``node`` if it has no subquery; None otherwise."""
+        if any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select))
+               for n in node.walk()) or (isinstance(node, exp.In) and node.args.get("query")):
+            return None
+        return self.bind(node, scope)
+
+    def _plan_inner_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
+                          scope: Scope, conds: list[exp.Expression]) -> None:
+        for _, _, _, on in items:
+            conds.extend(_conjuncts(on))
+        # Bind every subquery-free condition against a scope holding all sources
+        probe = Scope(scope.outer, in_loop=scope.in_loop)
+        offsets = []
+        total = 0
+        for alias, plan, _, _ in items:
+            probe.sources.append((alias, total, plan.fields))
+            offsets.append(total)
+            total += len(plan.fields)
+        all_fields = tuple(f for _, p, _, _ in items for f in p.fields)
+        probe.plan = Values((), all_fields)
+        owner = []
+        for i, (_, plan, _, _) in enumerate(items):
+            owner.extend([i] * len(plan.fields))
+        bound: list[tuple[exp.Expression, Expr, set[int]]] = []
+        for c in list(conds):
+            e = self._bind_local(c, probe)
+            if e is None:
+                continue
+            srcs = {owner[i] for i in _uses(e)}
+            if _has_outer(e):
+                continue  # correlated conditions stay in WHERE (handled by the caller)
+            bound.append((c, e, srcs))
+            conds.remove(c)
+        # conditions on one source filter it before joining
+        plans = [p for _, p, _, _ in items]
+        for c, e, srcs in list(bound):
+            if len(srcs) == 1:
+                (i,) = srcs
+                local = _shift(e, -offsets[i])
+                plans[i] = Filter(plans[i], local)
+                bound.remove((c, e, srcs))
+            elif not srcs:
+                # constant condition: filter the first source
+                plans[0] = Filter(plans[0], e)
+                bound.remove((c, e, srcs))
+        # greedy join order following equalities, in the written order otherwise
+        order = [0]
+        remaining = list(range(1, len(items)))
+        current: Plan = plans[0]
+        pos = {0: 0}  # source -> offset in current
+        width = len(plans[0].fields)
+        while remaining:
+            pick = None
+            for i in remaining:
+                if any(i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
+                       and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound):
+                    pick = i
+                    break
+            if pick is None:
+                pick = remaining[0]
+            remaining.remove(pick)
+            lkeys: list[Expr] = []
+            rkeys: list[Expr] = []
+            used = []
+            for c, e, srcs in bound:
+                if pick in srcs and (srcs - {pick}) <= set(order):
+                    parts = _equi_parts(e, offsets, owner, pick, set(order))
+                    if parts:
+                        lk, rk = parts
+                        lkeys.append(_remap_cols(lk, offsets, owner, pos))
+                        rkeys.append(_shift(rk, -offsets[pick]))
+                        used.append((c, e, srcs))
+            for u in used:
+                bound.remove(u)
+            right = plans[pick]
+            lkeys, rkeys = self._coerce_keys(lkeys, rkeys)
+            fields = current.fields + right.fields
+            current = Join(current, right, "inner", tuple(lkeys), tuple(rkeys), None, fields)
+            pos[pick] = width
+            width += len(right.fields)
+            order.append(pick)
+            # conditions now fully available become filters (non-equi, multi-source)
+            for c, e, srcs in list(bound):
+                if srcs <= set(order):
+                    current = Filter(current, _remap_cols(e, offsets, owner, pos))
+                    bound.remove((c, e, srcs))
+        for c, e, srcs in bound:
+            current = Filter(current, _remap_cols(e, offsets, owner, pos))
+        scope.plan = current
+        for i in range(len(items)):
+            alias = items[i][0]
+            scope.sources.append((alias, pos[i], plans[i].fields))
+
+    def _coerce_keys(self, lkeys: list[Expr], rkeys: list[Expr]
+                     ) -> tuple[list[Expr], list[Expr]]:
+        lo, ro = [], []
+        for a, b in zip(lkeys, rkeys, strict=True):
+            t = common_type(a.type, b.type, "join condition")
+            lo.append(self._cast(a, t))
+            ro.append(self._cast(b, t))
+        return lo, ro
+
+    def _plan_ordered_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
+                            scope: Scope) -> None:
+        alias, plan, _, _ = items[0]
+        scope.plan = plan
+        self._add_source(scope, alias, plan)
+        for alias, right, how, on in items[1:]:
+            left = scope.plan
+            assert left is not None
+            nl = len(left.fields)
+            probe = Scope(scope.outer, in_loop=scope.in_loop)
+            probe.sources = list(scope.sources) + [(alias, nl, right.fields)]
+            rfields = right.fields
+            lfields = left.fields
+            probe.plan = Values((), lfields + rfields)
+            lkeys: list[Expr] = []
+            rkeys: list[Expr] = []
+            residual: list[Expr] = []
+            for c in _conjuncts(on):
+                e = self._bind_local(c, probe)
+                if e is None:
+                    raise UnsupportedSQL("subqueries in JOIN ... ON conditions")
+                uses = _uses(e)
+                if uses and all(i >= nl for i in uses) and how in ("left", "inner"):
+                    right = Filter(right, _shift(e, -nl))
+                    continue
+                if uses and all(i < nl for i in uses) and how in ("right", "inner"):
+                    left = Filter(left, e)
+                    continue
+                if isinstance(e, Call) and e.op == "eq":
+                    a, b = e.args
+                    ua, ub = _uses(a), _uses(b)
+                    if ua and ub and all(i < nl for i in ua) and all(i >= nl for i in ub):
+                        lkeys.append(a)
+                        rkeys.append(_shift(b, -nl))
+                        continue
+                    if ua and ub and all(i >= nl for i in ua) and all(i < nl for i in ub):
+                        lkeys.append(b)
+                        rkeys.append(_shift(a, -nl))
+                        continue
+                residual.append(e)
+            lkeys, rkeys = self._coerce_keys(lkeys, rkeys)
+            if how in ("left", "full"):
+                rfields = tuple(Field(f.name, f.type, True, f.source) for f in rfields)
+            if how in ("right", "full"):
+                lfields = tuple(Field(f.name, f.type, True, f.source) for f in lfields)
+            if on is None and how != "inner":
+                raise SQLError(f"{how.upper()} JOIN needs an ON condition")
+            scope.plan = Join(left, right, how, tuple(lkeys), tuple(rkeys),
+                              _and_all(residual), lfields + rfields)
+            # the sources' fields are now nullable per the join kind
+            scope.sources = [(a, o, tuple(scope.plan.fields[o:o + len(fs)]))
+                             for a, o, fs in scope.sources]
+            scope.sources.append((alias, nl, rfields))
+
+    # -- predicates with subqueries --------------------------------------------------------
+    def _apply_predicate(self, c: exp.Expression, scope: Scope) -> None:
+        """Restricts ``scope``'s relation to rows where ``c`` is TRUE."""
+        for part in _conjuncts(c):
+            node = part
+            neg = False
+            while isinstance(node, exp.Paren):
+                node = node.this
+            if isinstance(node, exp.Not):
+                inner = node.this
+                while isinstance(inner, exp.Paren):
+                    inner = inner.this
+                if isinstance(inner, (exp.Exists, exp.In)):
+                    node, neg = inner, True
+            if isinstance(node, exp.Exists) and scope.agg is None:
+                self._semi_exists(node.this, scope, anti=neg)
+                continue
+            if isinstance(node, exp.In) and node.args.get("query") is not None \
+                    and scope.agg is None:
+                if not neg:
+                    self._semi_in(node, scope)
+                    continue
+                e = self.bind(exp.Not(this=node), scope)
+            else:
+                e = self.bind(part, scope)
+            assert scope.plan is not None
+            e = self._cast_bool(e, "WHERE")
+            scope.plan = Filter(scope.plan, e)
+
+    def _cast_bool(self, e: Expr, what: str) -> Expr:
+        if e.type.kind == "boolean":
+            return e
+        if e.type.kind == "null":
+            return Lit(None, BOOLEAN)
+        if e.type.numeric and self.dialect == "sqlite":
+            return Call("ne", (e, Lit(0, e.type)), BOOLEAN, e.nullable)
+        raise SQLError(f"{what} needs a boolean condition, got {e.type}")
+
+    def _sub_select(self, q: exp.Expression) -> exp.Select:
+        while isinstance(q, exp.Subquery):
+            q = q.this
+        if not isinstance(q, exp.Select):
+            raise UnsupportedSQL("set operations inside EXISTS / IN / scalar subqueries")
+        return q
+
+    def _correlate(self, q: exp.Select, scope: Scope
+                   ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr]]:
+        """Plans the FROM and the uncorrelated WHERE of subquery ``q`` (inside ``scope``);
+        returns its scope, the equality correlations ``(inner, outer)`` and the other
+        correlated conditions."""
+        for bad, what in ((q.args.get("windows"), "WINDOW"),):
+            if bad:
+                raise UnsupportedSQL(f"{what} is not supported")
+        if q.args.get("with_") or q.args.get("with"):
+            raise UnsupportedSQL("WITH inside a subquery expression")
+        sub = Scope(scope, in_loop=scope.in_loop)
+        conds = _conjuncts(q.args.get("where"))
+        self._plan_from(q, sub, conds)
+        pairs: list[tuple[Expr, Expr]] = []
+        residual: list[Expr] = []
+        for c in conds:
+            e = self._bind_local(c, sub)
+            if e is not None and _has_outer(e):
+                split = _split_outer(e)
+                if split is not None:
+                    inner, outer_e = split
+                    t = common_type(inner.type, outer_e.type, "correlation")
+                    pairs.append((self._cast(inner, t), self._cast(outer_e, t)))
+                else:
+                    residual.append(self._cast_bool(e, "WHERE"))
+                continue
+            self._apply_predicate(c, sub)
+        return sub, pairs, residual
+
+    def _decorrelated(self, sub: Scope, pairs: list[tuple[Expr, Expr]], residual: list[Expr],
+                      scope: Scope) -> tuple[Plan, list[Expr], int, bool]:
+        """A relation whose first ``k`` fields are correlation values followed by the
+        subquery's fields, the outer expressions those values match, ``k``, and whether
+        the match is null-safe (NULL matches NULL)."""
+        assert sub.plan is not None and scope.plan is not None
+        inner = sub.plan
+        if not residual:
+            keys = [i for i, _ in pairs]
+            exprs = [*keys, *_project_all(inner)]
+            fields = tuple(Field(f"_k{i}", k.type, False) for i, k in enumerate(keys)) \
+                + inner.fields
+            nn = _not_null(keys)
+            if nn is not None:
+                inner = Filter(inner, nn)
+            rel = Project(inner, tuple(exprs), fields)
+            return rel, [self._outer_to_col(o) for _, o in pairs], len(keys), False
+        # general correlation: evaluate against the distinct outer values used
+        outer_refs: list[Outer] = []
+        for e in [o for _, o in pairs] + residual:
+            stack = [e]
+            while stack:
+                x = stack.pop()
+                if isinstance(x, Outer) and x not in outer_refs:
+                    outer_refs.append(x)
+                stack.extend(x.children())
+        dom_exprs = [Col(o.index, o.type, o.nullable, o.name) for o in outer_refs]
+        dom_fields = tuple(Field(f"_d{i}", o.type, o.nullable) for i, o in
+                           enumerate(outer_refs))
+        domain = Distinct(Project(scope.plan, tuple(dom_exprs), dom_fields))
+        k = len(outer_refs)
+        omap = {o.index: i for i, o in enumerate(outer_refs)}
+        lkeys = [_remap(o, {}, omap) for _, o in pairs]
+        rkeys = [i for i, _ in pairs]
+        nin = len(inner.fields)
+        res = [_remap(r, {j: k + j for j in range(nin)}, omap) for r in residual]
+        fields = dom_fields + inner.fields
+        rel = Join(domain, inner, "inner", tuple(lkeys), tuple(rkeys), _and_all(res), fields)
+        return rel, dom_exprs, k, True
+
+    def _outer_to_col(self, e: Expr) -> Expr:
+        if isinstance(e, Outer):
+            return Col(e.index, e.type, e.nullable, e.name)
+        if isinstance(e, Call):
+            return Call(e.op, tuple(self._outer_to_col(a) for a in e.args), e.type,
+                        e.nullable, e.extra)
+        return e
+
+    def _check_plain(self, q: exp.Select, what: str) -> None:
+        if q.args.get("group") or q.args.get("having") or any(
+                isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)):
+            raise UnsupportedSQL(f"{what} over a subquery with aggregates")
+        if q.args.get("limit") or q.args.get("offset"):
+            raise UnsupportedSQL(f"LIMIT inside {what}")
+
+    def _semi_exists(self, q: exp.Expression, scope: Scope, anti: bool) -> None:
+        sel = self._sub_select(q)
+        if _is_scalar_agg(sel):
+            # an aggregate without GROUP BY has exactly one row: EXISTS is TRUE
+            if anti:
+                assert scope.plan is not None
+                scope.plan = Filter(scope.plan, Lit(False, BOOLEAN))
+            return
+        self._check_plain(sel, "EXISTS")
+        sub, pairs, residual = self._correlate(sel, scope)
+        rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
+        self._semi(scope, rel, outer_keys, k, null_safe, anti)
+
+    def _semi(self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int, null_safe: bool,
+              anti: bool) -> None:
+        assert scope.plan is not None
+        if k == 0:
+            keyset: Plan = Distinct(Project(rel, (Lit(0, INT),), (Field("_one", INT, False),)))
+            scope.plan = SemiJoin(scope.plan, keyset, (Lit(0, INT),), (Col(0, INT, False),),
+                                  anti)
+            return
+        keyset = Distinct(Project(rel, tuple(_col(i, rel.fields[i]) for i in range(k)),
+                                  rel.fields[:k]))
+        scope.plan = SemiJoin(scope.plan, keyset, tuple(outer_keys),
+                              tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
+
+    def _semi_in(self, node: exp.In, scope: Scope) -> None:
+        sel = self._sub_select(node.args["query"])
+        self._check_plain(sel, "IN")
+        if len(sel.expressions) != 1:
+            raise SQLError("IN (subquery) needs a subquery of one column")
+        x = self.bind(node.this, scope)
+        sub, pairs, residual = self._correlate(sel, scope)
+        y = self.bind(_unalias(sel.expressions[0]), sub)
+        if _has_outer(y):
+            raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
+        t = common_type(x.type, y.type, "IN")
+        pairs = pairs + [(self._cast(y, t), self._to_outer(self._cast(x, t)))]
+        rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
+        self._semi(scope, rel, outer_keys, k, null_safe, anti=False)
+
+    def _to_outer(self, e: Expr) -> Expr:
+        """An expression of the enclosing scope written as outer references."""
+        if isinstance(e, Col):
+            return Outer(e.index, e.type, e.nullable, e.name)
+        if isinstance(e, Call):
+            return Call(e.op, tuple(self._to_outer(a) for a in e.args), e.type, e.nullable,
+                        e.extra)
+        return e
+
+    def _attach_left(self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int,
+                     null_safe: bool) -> int:
+        """Left-joins ``rel`` (first ``k`` fields: keys; at most one row per key) to the
+        scope's relation; returns the offset of ``rel``'s fields in the result."""
+        assert scope.plan is not None
+        left = scope.plan
+        nl = len(left.fields)
+        rkeys = tuple(_col(i, rel.fields[i]) for i in range(k))
+        rfields = tuple(Field(f.name, f.type, True) for f in rel.fields)
+        if k == 0:
+            lk: tuple[Expr, ...] = (Lit(0, INT),)
+            rel = Project(rel, (Lit(0, INT), *_project_all(rel)),
+                          (Field("_one", INT, False), *rel.fields))
+            rkeys = (Col(0, INT, False),)
+            rfields = (Field("_one", INT, True), *rfields)
+            scope.plan = Join(left, rel, "left", lk, rkeys, None, left.fields + rfields)
+            return nl + 1
+        scope.plan = Join(left, rel, "left", tuple(outer_keys), rkeys, None,
+                          left.fields + rfields, null_safe)
+        return nl
+
+    def _mark_exists(self, q: exp.Expression, scope: Scope) -> Expr:
+        """``EXISTS (q)`` as a boolean column of the scope's relation."""
+        sel = self._sub_select(q)
+        if _is_scalar_agg(sel):
+            return Lit(True, BOOLEAN)
+        self._check_plain(sel, "EXISTS")
+        sub, pairs, residual = self._correlate(sel, scope)
+        rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
+        keys = tuple(_col(i, rel.fields[i]) for i in range(k))
+        marked = Distinct(Project(rel, (*keys, TRUE),
+                                  (*rel.fields[:k], Field("_mark", BOOLEAN, False))))
+        at = self._attach_left(scope, marked, outer_keys, k, null_safe)
+        return Call("is_not_null", (Col(at + k, BOOLEAN, True),), BOOLEAN, False)
+
+    def _mark_in(self, node: exp.In, scope: Scope) -> Expr:
+        """``x IN (q)`` with SQL's NULL rule, as an expression over attached columns."""
+        sel = self._sub_select(node.args["query"])
+        self._check_plain(sel, "IN")
+        if len(sel.expressions) != 1:
+            raise SQLError("IN (subquery) needs a subquery of one column")
+        x = self.bind(node.this, scope)
+        sub, pairs, residual = self._correlate(sel, scope)
+        y = self.bind(_unalias(sel.expressions[0]), sub)
+        if _has_outer(y):
+            raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
+        t = common_type(x.type, y.type, "IN")
+        x, y = self._cast(x, t), self._cast(y, t)
+        # per correlation group: how many rows, how many non-NULL values
+        assert sub.plan is not None
+        nin_pre = len(sub.plan.fields)
+        sub_y = Project(sub.plan, (*_project_all(sub.plan), y),
+                        (*sub.plan.fields, Field("_y", t, y.nullable)))
+        sub.plan = sub_y
+        rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
+        ycol = _col(k + nin_pre, rel.fields[k + nin_pre])
+        keys = [_col(i, rel.fields[i]) for i in range(k)]
+        stats = Aggregate(rel, tuple(keys), (Agg("count_star", None), Agg("count", ycol)),
+                          False, (*rel.fields[:k], Field("_n", BIGINT, False),
+                                  Field("_nn", BIGINT, False)))
+        at_stats = self._attach_left(scope, stats, outer_keys, k, null_safe)
+        n_col = Col(at_stats + k, BIGINT, True)
+        nn_col = Col(at_stats + k + 1, BIGINT, True)
+        # matches: the distinct (keys, y) pairs
+        nn = _not_null([ycol])
+        matches_in = Filter(rel, nn) if nn is not None else rel
+        matches = Distinct(Project(matches_in, (*keys, ycol, TRUE),
+                                   (*rel.fields[:k], Field("_y", t, False),
+                                    Field("_mark", BOOLEAN, False))))
+        xo = x
+        at_m = self._attach_left(scope, matches, [*outer_keys, xo], k + 1, null_safe)
+        matched = Call("is_not_null", (Col(at_m + k + 1, BOOLEAN, True),), BOOLEAN, False)
+        empty = Call("coalesce", (Call("eq", (n_col, Lit(0, BIGINT)), BOOLEAN, True),
+                                  Lit(True, BOOLEAN)), BOOLEAN, False)
+        has_null = Call("lt", (nn_col, n_col), BOOLEAN, True)
+        unknown = Call("or", (Call("is_null", (x,), BOOLEAN, False), has_null), BOOLEAN, True)
+        # CASE WHEN matched THEN TRUE WHEN empty THEN FALSE WHEN unknown THEN NULL ELSE FALSE
+        return Call("case", (matched, Lit(True, BOOLEAN), empty, Lit(False, BOOLEAN),
+                             unknown, Lit(None, BOOLEAN), Lit(False, BOOLEAN)), BOOLEAN, True)
+
+    def _scalar(self, q: exp.Expression, scope: Scope) -> Expr:
+        """A scalar subquery as an expression over attached columns."""
+        sel = self._sub_select(q)
+        if len(sel.expressions) != 1:
+            raise SQLError("a scalar subquery must return one column")
+        if sel.args.get("group"):
+            raise UnsupportedSQL("a scalar subquery with GROUP BY")
+        if sel.args.get("limit") or sel.args.get("offset") or sel.args.get("order"):
+            raise UnsupportedSQL("ORDER BY / LIMIT in a scalar subquery")
+        if sel.args.get("distinct"):
+            raise UnsupportedSQL("DISTINCT in a scalar subquery")
+        sub, pairs, residual = self._correlate(sel, scope)
+        rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
+        # the subquery's SELECT over ``rel``, grouped by the k correlation fields
+        nk = k
+        inner_scope = Scope(scope, plan=rel, in_loop=scope.in_loop)
+        inner_scope.sources = [(a, o + nk, fs) for a, o, fs in sub.sources]
+        node = _unalias(sel.expressions[0])
+        aggs = [n for n in _walk_no_subqueries(node) if isinstance(n, _AGGS)]
+        having = sel.args.get("having")
+        if aggs or having is not None:
+            if having is not None:
+                aggs += [n for n in _walk_no_subqueries(having) if isinstance(n, _AGGS)]
+            key_exprs = [_col(i, rel.fields[i]) for i in range(k)]
+            self._build_aggregate(inner_scope, key_exprs, [], aggs, scalar=(k == 0))
+            if having is not None:
+                self._apply_predicate(having, inner_scope)
+            value = self.bind(node, inner_scope)
+            assert inner_scope.plan is not None
+            # the value of this subquery over no rows: count -> 0, everything else NULL
+            empty = self._empty_value(node, inner_scope, value)
+            grouped = Project(inner_scope.plan,
+                              (*[_col(i, inner_scope.plan.fields[i]) for i in range(k)],
+                               value, TRUE),
+                              (*inner_scope.plan.fields[:k], Field("_v", value.type, True),
+                               Field("_mark", BOOLEAN, False)))
+            if k == 0 and having is None:
+                at = self._attach_inner_one(scope, grouped)
+                return Col(at, value.type, value.nullable or True)
+            at = self._attach_left(scope, grouped, outer_keys, k, null_safe)
+            v = Col(at + k, value.type, True)
+            if empty.value is None:
+                return v
+            mark = Col(at + k + 1, BOOLEAN, True)
+            return Call("case", (Call("is_not_null", (mark,), BOOLEAN, False), v,
+                                 self._cast(empty, value.type)), value.type, True)
+        # not an aggregate: at most one row per group, else an error at evaluation
+        value = self.bind(node, inner_scope)
+        if _has_outer(value):
+            raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
+        key_exprs = [_col(i, rel.fields[i]) for i in range(k)]
+        pre = Project(rel, (*key_exprs, value), (*rel.fields[:k], Field("_v", value.type,
+                                                                         value.nullable)))
+        vcol = _col(k, pre.fields[k])
+        stats = Aggregate(pre, tuple(_col(i, pre.fields[i]) for i in range(k)),
+                          (Agg("count_star", None), Agg("max", vcol)), k == 0,
+                          (*pre.fields[:k], Field("_n", BIGINT, False),
+                           Field("_v", value.type, True)))
+        if k == 0:
+            at = self._attach_inner_one(scope, stats)
+        else:
+            at = self._attach_left(scope, stats, outer_keys, k, null_safe)
+        n_col = Col(at + k, BIGINT, True)
+        v_col = Col(at + k + 1, value.type, True)
+        return Call("one_row", (n_col, v_col), value.type, True)
+
+    def _attach_inner_one(self, scope: Scope, one_row: Plan) -> int:
+        """Cross-joins a relation of exactly one row; returns its fields' offset."""
+        assert scope.plan is not None
+        left = scope.plan
+        nl = len(left.fields)
+        scope.plan = Join(left, one_row, "inner", (Lit(0, INT),), (Lit(0, INT),), None,
+                          left.fields + one_row.fields)
+        return nl
+
+    def _empty_value(self, node: exp.Expression, agg_scope: Scope, value: Expr) -> Lit:
+        """The scalar subquery's value over an empty group (aggregates of nothing)."""
+        assert agg_scope.agg is not None and agg_scope.plan is not None
+        consts: dict[int, Lit] = {}
+        for key, idx in agg_scope.agg.aggs.items():
+            func = key[0]
+            t = agg_scope.plan.fields[idx].type
+            consts[idx] = Lit(0, t) if func in ("count", "count_star") else Lit(None, t)
+        folded = _fold(value, self, consts)
+        if folded is None:
+            return Lit(None, value.type)
+        return folded
+
+    # -- aggregation -----------------------------------------------------------------------
+    def _plan_aggregate(self, q: exp.Select, scope: Scope, agg_nodes: list[exp.Expression]
+                        ) -> None:
+        group = q.args.get("group")
+        key_nodes = list(group.expressions) if group is not None else []
+        if group is not None and (group.args.get("rollup") or group.args.get("cube")
+                                  or group.args.get("grouping_sets")):
+            raise UnsupportedSQL("ROLLUP / CUBE / GROUPING SETS are not supported")
+        keys = [self.bind(k, scope) for k in key_nodes]
+        self._build_aggregate(scope, keys, key_nodes, agg_nodes, scalar=group is None)
+
+    def _build_aggregate(self, scope: Scope, keys: list[Expr], key_nodes: list[exp.Expression],
+                         agg_nodes: list[exp.Expression], scalar: bool) -> None:
+        assert scope.plan is not None
+        aggs: list[Agg] = []
+        agg_index: dict[tuple[Any, ...], int] = {}
+        agg_types: list[SqlType] = []
+        for n in agg_nodes:
+            key, agg, t = self._bind_agg(n, scope)
+            if key in agg_index:
+                continue
+            agg_index[key] = len(aggs)
+            aggs.append(agg)
+            agg_types.append(t)
+        key_fields = tuple(Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
+                           for i, k in enumerate(keys))
+        agg_fields = []
+        for a, t in zip(aggs, agg_types, strict=True):
+            nullable = a.func not in ("count", "count_star")
+            agg_fields.append(Field(f"_a{len(agg_fields)}", t, nullable))
+        plan = Aggregate(scope.plan, tuple(keys), tuple(aggs), scalar,
+                         key_fields + tuple(agg_fields))
+        key_sql = {}
+        for i, kn in enumerate(key_nodes):
+            key_sql[kn.sql()] = i
+        for i, k in enumerate(keys):
+            key_sql.setdefault(("expr", k), i)  # type: ignore[call-overload]
+        scope.agg = AggContext(key_sql, {k: len(keys) + v for k, v in agg_index.items()})
+        scope.plan = plan
+        # after aggregation the sources' columns are only reachable as group keys
+        scope.pre_keys = keys
+
+    def _bind_agg(self, n: exp.Expression, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        saved = scope.agg
+        scope.agg = None
+        try:
+            func = type(n).__name__.lower()
+            arg_node = n.this
+            distinct = False
+            if isinstance(arg_node, exp.Distinct):
+                distinct = True
+                if len(arg_node.expressions) != 1:
+                    raise UnsupportedSQL(f"{func}(DISTINCT ...) of several columns")
+                arg_node = arg_node.expressions[0]
+            if isinstance(n, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
+                return ("count_star", None, False), Agg("count_star", None), BIGINT
+            if arg_node is None:
+                raise SQLError(f"{func}() needs an argument")
+            for inner in _walk_no_subqueries(arg_node):
+                if isinstance(inner, _AGGS):
+                    raise SQLError("aggregate functions cannot be nested")
+            arg = self.bind(arg_node, scope)
+            if _has_outer(arg):
+                raise UnsupportedSQL("an aggregate over a correlated reference")
+            t = self._agg_type(func, arg.type)
+            if func in ("sum", "avg") and arg.type.kind != "null":
+                if not arg.type.numeric:
+                    raise SQLError(f"{func} needs a number, got {arg.type}")
+            if func in ("sum", "avg") and arg.type.kind == "null":
+                arg = Lit(None, DOUBLE)
+            if func == "avg" and t.kind == "double" and arg.type.kind != "double":
+                pass
+            return (func, arg, distinct), Agg(func, arg, distinct), t
+        finally:
+            scope.agg = saved
+
+    def _agg_type(self, func: str, t: SqlType) -> SqlType:
+        if func == "count":
+            return BIGINT
+        if func in ("min", "max"):
+            return t if t.kind != "null" else INT
+        if t.kind == "null":
+            return DOUBLE
+        if func == "sum":
+            if t.kind in ("int", "boolean"):
+                return BIGINT
+            if t.kind == "decimal":
+                return decimal_type(min(38, t.precision + 10), t.scale)
+            return DOUBLE
+        if func == "avg":
+            if self.dialect == "spark" and t.kind == "decimal":
+                return adjust_decimal(t.precision + 4, t.scale + 4)
+            return DOUBLE
+        raise UnsupportedSQL(f"aggregate {func}")
+
+    # -- expressions -----------------------------------------------------------------------
+    def _cast(self, e: Expr, t: SqlType) -> Expr:
+        if e.type == t:
+            return e
+        if isinstance(e, Lit):
+            if e.value is None:
+                return Lit(None, t)
+            conv = _convert_const(e.value, Field("", t))
+            if conv is not _NO:
+                return Lit(conv, t)
+        return Call("cast", (e,), t, e.nullable)
+
+    def bind(self, node: exp.Expression, scope: Scope) -> Expr:
+        """Our expression for a sqlglot expression in ``scope``."""
+        if scope.agg is not None:
+            hit = self._agg_lookup(node, scope)
+            if hit is not None:
+                return hit
+        fn = getattr(self, f"_b_{type(node).__name__}", None)
+        if fn is None:
+            if isinstance(node, exp.Func):
+                return self._function(node, scope)
+            raise UnsupportedSQL(f"{type(node).__name__} ({node.sql(self.dialect)[:60]})")
+        return fn(node, scope)
+
+    def _agg_lookup(self, node: exp.Expression, scope: Scope) -> Expr | None:
+        ctx = scope.agg
+        assert ctx is not None and scope.plan is not None
+        fields = scope.plan.fields
+        if isinstance(node, _AGGS):
+            pre = Scope(scope.outer, in_loop=scope.in_loop)
+            pre.plan = scope.plan.input if isinstance(scope.plan, Aggregate) else None
+            pre.sources = scope.sources
+            if pre.plan is None:
+                pre.plan = _agg_input(scope.plan)
+            key, _, _ = self._bind_agg(node, pre)
+            idx = ctx.aggs.get(key)
+            if idx is None:
+                raise SQLError(f"aggregate {node.sql()} was not planned")
+            return _col(idx, fields[idx])
+        if isinstance(node, exp.Paren):
+            return None
+        idx = ctx.keys.get(node.sql())
+        if idx is not None:
+            return _col(idx, fields[idx])
+        if isinstance(node, exp.Column):
+            # a column equal to a group key expression
+            pre = Scope(scope.outer, in_loop=scope.in_loop)
+            pre.sources = scope.sources
+            pre.plan = _agg_input(scope.plan)
+            try:
+                e = self._b_Column(node, pre)
+            except SQLError:
+                e = None
+            if e is not None and not isinstance(e, Outer):
+                for i, k in enumerate(scope.pre_keys):
+                    if k == e:
+                        return _col(i, fields[i])
+                raise SQLError(f"column '{node.sql()}' must appear in GROUP BY or be used in "
+                               "an aggregate function")
+            return e
+        return None
+
+    def _b_Column(self, node: exp.Column, scope: Scope) -> Expr:
+        table = _name(node.args.get("table"))
+        name = _name(node.this)
+        if isinstance(node.this, exp.Star):
+            raise SQLError("'*' is not valid here")
+        s: Scope | None = scope
+        depth = 0
+        while s is not None:
+            hit = s.find(table, name) if s.sources else None
+            if hit is not None:
+                idx, f = hit
+                if depth == 0:
+                    return Col(idx, f.type, f.nullable, f.name)
+                if depth > 1:
+                    raise UnsupportedSQL(f"a correlated reference to '{node.sql()}' from two "
+                                         "levels of subqueries down")
+                if s.agg is not None:
+                    raise UnsupportedSQL("a correlated reference into an aggregated query")
+                return Outer(idx, f.type, f.nullable, f.name)
+            s = s.outer
+            depth += 1
+        raise SQLError(f"unknown column '{node.sql()}'")
+
+    def _b_Paren(self, node: exp.Paren, scope: Scope) -> Expr:
+        return self.bind(node.this, scope)
+
+    def _b_Alias(self, node: exp.Alias, scope: Scope) -> Expr:
+        return self.bind(node.this, scope)
+
+    def _b_Literal(self, node: exp.Literal, scope: Scope) -> Expr:
+        if node.is_string:
+            return Lit(node.this, STRING)
+        text = node.this
+        if any(c in text for c in "eE"):
+            return Lit(float(text), DOUBLE)
+        if "." in text:
+            if self.dialect == "sqlite":
+                return Lit(float(text), DOUBLE)
+            d = decimal.Decimal(text)
+            sign, digits, expo = d.as_tuple()
+            scale = max(0, -int(expo))
+            prec = max(len(digits), scale, 1)
+            return Lit(d, decimal_type(min(prec, 38), min(scale, 38)))
+        v = int(text)
+        return Lit(v, _int_literal_type(v, self.dialect))
+
+    def _b_Null(self, node: exp.Null, scope: Scope) -> Expr:
+        return Lit(None, NULLTYPE)
+
+    def _b_Boolean(self, node: exp.Boolean, scope: Scope) -> Expr:
+        return Lit(bool(node.this), BOOLEAN)
+
+    def _b_Neg(self, node: exp.Neg, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        if isinstance(a, Lit) and a.value is not None and a.type.numeric:
+            v = -a.value
+            t = a.type
+            if t.kind == "int":
+                t = _int_literal_type(v, self.dialect)
+            return Lit(v, t)
+        if not a.type.numeric and a.type.kind != "null":
+            raise SQLError(f"cannot negate {a.type}")
+        return Call("neg", (a,), a.type, a.nullable)
+
+    def _arith(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
+        ta, tb = a.type, b.type
+        if ta.kind == "null" and tb.kind == "null":
+            return Lit(None, INT)
+        if ta.kind == "null":
+            a = Lit(None, tb)
+            ta = tb
+        if tb.kind == "null":
+            b = Lit(None, ta)
+            tb = ta
+        nullable = a.nullable or b.nullable or op in ("div", "idiv", "mod")
+        if ta.kind == "string" or tb.kind == "string":
+            if self.dialect == "sqlite":
+                a = self._cast(a, DOUBLE) if ta.kind == "string" else a
+                b = self._cast(b, DOUBLE) if tb.kind == "string" else b
+                return self._arith(op, a, b, what)
+            if op == "add" and False:
+                pass
+            raise SQLError(f"type mismatch: {ta} {what} {tb}")
+        if ta.kind == "boolean" or tb.kind == "boolean":
+            raise SQLError(f"type mismatch: {ta} {what} {tb}")
+        if ta.kind in ("date", "timestamp") or tb.kind in ("date", "timestamp"):
+            return self._date_arith(op, a, b, what)
+        if op == "div" and self.dialect == "sqlite" and ta.kind == "int" and tb.kind == "int":
+            op = "idiv"
+        if op == "idiv":
+            if ta.kind != "int" or tb.kind != "int":
+                a, b = self._cast(a, BIGINT), self._cast(b, BIGINT)
+            return Call("idiv", (a, b), BIGINT if self.dialect == "spark" else
+                        (ta if ta.bits >= tb.bits else tb), True)
+        if "double" in (ta.kind, tb.kind):
+            return Call(op, (a, b), DOUBLE, nullable)
+        if "decimal" in (ta.kind, tb.kind) or (op == "div" and self.dialect == "spark"):
+            if op == "div" and ta.kind == "int" and tb.kind == "int":
+                return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE,
+                            nullable)
+            da = _lit_decimal(a) or _as_decimal(ta)
+            db = _lit_decimal(b) or _as_decimal(tb)
+            p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
+            if op in ("add", "sub"):
+                s = max(s1, s2)
+                t = adjust_decimal(max(p1 - s1, p2 - s2) + s + 1, s)
+            elif op == "mul":
+                t = adjust_decimal(p1 + p2 + 1, s1 + s2)
+            elif op == "div":
+                s = max(6, s1 + p2 + 1)
+                t = adjust_decimal(p1 - s1 + s2 + s, s)
+            elif op == "mod":
+                s = max(s1, s2)
+                t = adjust_decimal(min(p1 - s1, p2 - s2) + s, s)
+            else:
+                raise UnsupportedSQL(f"{op} on decimals")
+            return Call(op, (a, b), t, nullable)
+        if op == "pow":
+            return Call(op, (a, b), DOUBLE, nullable)
+        t = ta if ta.bits >= tb.bits else tb
+        if self.dialect == "sqlite":
+            t = BIGINT
+        return Call(op, (a, b), t, nullable)
+
+    def _date_arith(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
+        ta, tb = a.type, b.type
+        if op == "sub" and ta.kind in ("date", "timestamp") and tb.kind in ("date", "timestamp"):
+            return Call("date_diff", (a, b), INT, a.nullable or b.nullable)
+        if op in ("add", "sub") and ta.kind in ("date", "timestamp") and tb.kind == "int":
+            n = b if op == "add" else Call("neg", (b,), tb, b.nullable)
+            if ta.kind == "date":
+                return Call("date_add_days", (a, n), DATE, a.nullable or b.nullable)
+        if op == "add" and tb.kind == "date" and ta.kind == "int":
+            return Call("date_add_days", (b, a), DATE, a.nullable or b.nullable)
+        raise SQLError(f"type mismatch: {ta} {what} {tb}")
+
+    def _binary(self, node: exp.Expression, scope: Scope, op: str, what: str) -> Expr:
+        if isinstance(node.expression, exp.Interval):
+            return self._interval(node, scope, op)
+        a = self.bind(node.this, scope)
+        b = self.bind(node.expression, scope)
+        return self._arith(op, a, b, what)
+
+    def _interval(self, node: exp.Expression, scope: Scope, op: str) -> Expr:
+        a = self.bind(node.this, scope)
+        iv = node.expression
+        unit = (iv.args.get("unit").name if iv.args.get("unit") is not None else "DAY").lower()
+        unit = unit.rstrip("s") if unit.endswith("s") else unit
+        n_expr = self.bind(iv.this, Scope(None)) if not isinstance(iv.this, exp.Literal) else \
+            None
+        if n_expr is None:
+            try:
+                n = int(str(iv.this.this).strip())
+            except ValueError as e:
+                raise UnsupportedSQL(f"interval {iv.sql()}") from e
+        else:
+            folded = _fold(n_expr, self)
+            if folded is None or not isinstance(folded.value, int):
+                raise UnsupportedSQL(f"interval {iv.sql()}")
+            n = folded.value
+        if op == "sub":
+            n = -n
+        if a.type.kind == "string":
+            a = self._cast(a, DATE)
+        if a.type.kind == "date":
+            if unit == "day":
+                return Call("date_add_days", (a, Lit(n, BIGINT)), DATE, a.nullable)
+            if unit == "week":
+                return Call("date_add_days", (a, Lit(7 * n, BIGINT)), DATE, a.nullable)
+            if unit == "month":
+                return Call("add_months", (a, Lit(n, BIGINT)), DATE, a.nullable)
+            if unit == "year":
+                return Call("add_months", (a, Lit(12 * n, BIGINT)), DATE, a.nullable)
+            if unit in ("hour", "minute", "second"):
+                a = self._cast(a, TIMESTAMP)
+        if a.type.kind == "timestamp":
+            micros = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
+                      "minute": 60_000_000, "second": 1_000_000}
+            if unit in micros:
+                return Call("ts_add_micros", (a, Lit(n * micros[unit], BIGINT)), TIMESTAMP,
+                            a.nullable)
+            if unit in ("month", "year"):
+                return Call("ts_add_months", (a, Lit(n * (12 if unit == "year" else 1), BIGINT)),
+                            TIMESTAMP, a.nullable)
+        raise UnsupportedSQL(f"{a.type} {'+' if op == 'add' else '-'} INTERVAL {unit}")
+
+    def _b_Add(self, node: exp.Add, scope: Scope) -> Expr:
+        return self._binary(node, scope, "add", "+")
+
+    def _b_Sub(self, node: exp.Sub, scope: Scope) -> Expr:
+        return self._binary(node, scope, "sub", "-")
+
+    def _b_Mul(self, node: exp.Mul, scope: Scope) -> Expr:
+        return self._binary(node, scope, "mul", "*")
+
+    def _b_Div(self, node: exp.Div, scope: Scope) -> Expr:
+        return self._binary(node, scope, "div", "/")
+
+    def _b_IntDiv(self, node: exp.IntDiv, scope: Scope) -> Expr:
+        return self._binary(node, scope, "idiv", "DIV")
+
+    def _b_Mod(self, node: exp.Mod, scope: Scope) -> Expr:
+        return self._binary(node, scope, "mod", "%")
+
+    def _b_Pow(self, node: exp.Pow, scope: Scope) -> Expr:
+        return self._binary(node, scope, "pow", "POWER")
+
+    def _compare(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
+        ta, tb = a.type, b.type
+        if ta.kind == "string" and tb.kind not in ("string", "null"):
+            a = self._cast(a, tb)
+        elif tb.kind == "string" and ta.kind not in ("string", "null"):
+            b = self._cast(b, ta)
+        t = common_type(a.type, b.type, what)
+        a, b = self._cast(a, t), self._cast(b, t)
+        return Call(op, (a, b), BOOLEAN, a.nullable or b.nullable)
+
+    def _b_EQ(self, node: exp.EQ, scope: Scope) -> Expr:
+        return self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             "=")
+
+    def _b_NEQ(self, node: exp.NEQ, scope: Scope) -> Expr:
+        return self._compare("ne", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             "<>")
+
+    def _b_LT(self, node: exp.LT, scope: Scope) -> Expr:
+        return self._compare("lt", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             "<")
+
+    def _b_LTE(self, node: exp.LTE, scope: Scope) -> Expr:
+        return self._compare("le", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             "<=")
+
+    def _b_GT(self, node: exp.GT, scope: Scope) -> Expr:
+        return self._compare("gt", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             ">")
+
+    def _b_GTE(self, node: exp.GTE, scope: Scope) -> Expr:
+        return self._compare("ge", self.bind(node.this, scope), self.bind(node.expression, scope),
+                             ">=")
+
+    def _b_NullSafeEQ(self, node: exp.NullSafeEQ, scope: Scope) -> Expr:
+        e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
+                          "<=>")
+        assert isinstance(e, Call)
+        return Call("nseq", e.args, BOOLEAN, False)
+
+    def _b_NullSafeNEQ(self, node: exp.Expression, scope: Scope) -> Expr:
+        e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
+                          "IS DISTINCT FROM")
+        assert isinstance(e, Call)
+        return Call("not", (Call("nseq", e.args, BOOLEAN, False),), BOOLEAN, False)
+
+    def _bool(self, e: Expr, what: str) -> Expr:
+        return self._cast_bool(e, what)
+
+    def _b_And(self, node: exp.And, scope: Scope) -> Expr:
+        a = self._bool(self.bind(node.this, scope), "AND")
+        b = self._bool(self.bind(node.expression, scope), "AND")
+        return Call("and", (a, b), BOOLEAN, a.nullable or b.nullable)
+
+    def _b_Or(self, node: exp.Or, scope: Scope) -> Expr:
+        a = self._bool(self.bind(node.this, scope), "OR")
+        b = self._bool(self.bind(node.expression, scope), "OR")
+        return Call("or", (a, b), BOOLEAN, a.nullable or b.nullable)
+
+    def _b_Not(self, node: exp.Not, scope: Scope) -> Expr:
+        a = self._bool(self.bind(node.this, scope), "NOT")
+        return Call("not", (a,), BOOLEAN, a.nullable)
+
+    def _b_Is(self, node: exp.Is, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        target = node.expression
+        if isinstance(target, exp.Null):
+            return Call("is_null", (a,), BOOLEAN, False)
+        if isinstance(target, exp.Boolean):
+            return Call("truth", (self._bool(a, "IS"),), BOOLEAN, False,
+                        (bool(target.this), False))
+        raise UnsupportedSQL(f"IS {target.sql()}")
+
+    def _b_Between(self, node: exp.Between, scope: Scope) -> Expr:
+        x = self.bind(node.this, scope)
+        lo = self.bind(node.args["low"], scope)
+        hi = self.bind(node.args["high"], scope)
+        a = self._compare("ge", x, lo, "BETWEEN")
+        b = self._compare("le", x, hi, "BETWEEN")
+        return Call("and", (a, b), BOOLEAN, a.nullable or b.nullable)
+
+    def _b_In(self, node: exp.In, scope: Scope) -> Expr:
+        if node.args.get("query") is not None:
+            return self._mark_in(node, scope)
+        if node.args.get("unnest") or node.args.get("field"):
+            raise UnsupportedSQL("IN UNNEST")
+        x = self.bind(node.this, scope)
+        items = [self.bind(v, scope) for v in node.expressions]
+        if all(isinstance(i, Lit) for i in items) and x.type.kind != "null":
+            t = x.type
+            for i in items:
+                if i.type.kind != "null":
+                    if t.kind == "string" and i.type.kind != "string":
+                        t = common_type(i.type, i.type, "IN")
+                        x = self._cast(x, t)
+                    elif i.type.kind == "string" and t.kind != "string":
+                        continue
+                    else:
+                        t = common_type(t, i.type, "IN")
+            x = self._cast(x, t)
+            vals = []
+            for i in items:
+                c = self._cast(i, t) if i.type.kind != "string" or t.kind == "string" else \
+                    self._cast(i, t)
+                if isinstance(c, Lit):
+                    vals.append(c.value)
+                else:
+                    folded = _fold(c, self)
+                    vals.append(folded.value if folded is not None else None)
+            has_null = any(v is None for v in vals)
+            return Call("in", (x,), BOOLEAN, x.nullable or has_null, tuple(vals))
+        # general: x = a OR x = b ...
+        parts = [self._compare("eq", x, i, "IN") for i in items]
+        out = parts[0]
+        for p in parts[1:]:
+            out = Call("or", (out, p), BOOLEAN, out.nullable or p.nullable)
+        return out
+
+    def _b_Exists(self, node: exp.Exists, scope: Scope) -> Expr:
+        return self._mark_exists(node.this, scope)
+
+    def _b_Subquery(self, node: exp.Subquery, scope: Scope) -> Expr:
+        return self._scalar(node, scope)
+
+    def _b_Select(self, node: exp.Select, scope: Scope) -> Expr:
+        return self._scalar(node, scope)
+
+    def _like(self, node: exp.Expression, scope: Scope, ci: bool) -> Expr:
+        a = self.bind(node.this, scope)
+        p = self.bind(node.expression, scope)
+        esc = node.args.get("escape")
+        escape = esc.this if esc is not None else None
+        if a.type.kind not in ("string", "null") or p.type.kind not in ("string", "null"):
+            a = self._cast(a, STRING)
+        return Call("like", (a, p), BOOLEAN, a.nullable or p.nullable, (escape, ci))
+
+    def _b_Like(self, node: exp.Like, scope: Scope) -> Expr:
+        return self._like(node, scope, self.dialect == "sqlite")
+
+    def _b_ILike(self, node: exp.ILike, scope: Scope) -> Expr:
+        return self._like(node, scope, True)
+
+    def _b_Escape(self, node: exp.Expression, scope: Scope) -> Expr:
+        inner = node.this
+        inner.set("escape", node.expression)
+        return self.bind(inner, scope)
+
+    def _b_Case(self, node: exp.Case, scope: Scope) -> Expr:
+        subject = node.this
+        conds: list[Expr] = []
+        vals: list[Expr] = []
+        subj = self.bind(subject, scope) if subject is not None else None
+        for w in node.args.get("ifs") or []:
+            c = self.bind(w.this, scope)
+            if subj is not None:
+                c = self._compare("eq", subj, c, "CASE")
+            conds.append(self._bool(c, "CASE WHEN"))
+            vals.append(self.bind(w.args["true"], scope))
+        default = node.args.get("default")
+        d = self.bind(default, scope) if default is not None else Lit(None, NULLTYPE)
+        return self._case(conds, vals, d)
+
+    def _case(self, conds: list[Expr], vals: list[Expr], d: Expr) -> Expr:
+        t = d.type
+        for v in vals:
+            t = common_type(t, v.type, "CASE")
+        if t.kind == "null":
+            t = INT
+        args: list[Expr] = []
+        for c, v in zip(conds, vals, strict=True):
+            args += [c, self._cast(v, t)]
+        args.append(self._cast(d, t))
+        nullable = d.nullable or any(v.nullable for v in vals)
+        return Call("case", tuple(args), t, nullable)
+
+    def _b_If(self, node: exp.If, scope: Scope) -> Expr:
+        c = self._bool(self.bind(node.this, scope), "IF")
+        a = self.bind(node.args["true"], scope)
+        f = node.args.get("false")
+        b = self.bind(f, scope) if f is not None else Lit(None, NULLTYPE)
+        return self._case([c], [a], b)
+
+    def _b_Coalesce(self, node: exp.Coalesce, scope: Scope) -> Expr:
+        args = [self.bind(node.this, scope)] + [self.bind(e, scope) for e in node.expressions]
+        t = args[0].type
+        for a in args[1:]:
+            t = common_type(t, a.type, "COALESCE")
+        if t.kind == "null":
+            return Lit(None, INT)
+        cast = tuple(self._cast(a, t) for a in args)
+        return Call("coalesce", cast, t, all(a.nullable for a in args))
+
+    def _b_Nullif(self, node: exp.Nullif, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        b = self.bind(node.expression, scope)
+        t = common_type(a.type, b.type, "NULLIF")
+        return Call("nullif", (self._cast(a, t), self._cast(b, t)), t, True)
+
+    def _b_Cast(self, node: exp.Cast, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        t = sql_type(node.args["to"], self.dialect)
+        if t.kind == "null":
+            raise UnsupportedSQL(f"CAST to {node.args['to'].sql()}")
+        if isinstance(a, Lit) and a.value is not None and a.type.kind == "string" \
+                and t.kind in ("date", "timestamp"):
+            conv = _convert_const(a.value, Field("", t))
+            if conv is _NO:
+                raise SQLError(f"'{a.value}' is not a valid {t}")
+            return Lit(conv, t)
+        return self._cast_expr(a, t)
+
+    def _cast_expr(self, a: Expr, t: SqlType) -> Expr:
+        if a.type == t:
+            return a
+        nullable = a.nullable or (a.type.kind == "string" and t.kind != "string")
+        if isinstance(a, Lit):
+            c = self._cast(a, t)
+            if isinstance(c, Lit):
+                return c
+        return Call("cast", (a,), t, nullable)
+
+    def _b_TryCast(self, node: exp.TryCast, scope: Scope) -> Expr:
+        return self._b_Cast(node, scope)  # type: ignore[arg-type]
+
+    def _b_DPipe(self, node: exp.DPipe, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        b = self.bind(node.expression, scope)
+        return Call("concat", (a, b), STRING, a.nullable or b.nullable)
+
+    def _b_Concat(self, node: exp.Concat, scope: Scope) -> Expr:
+        args = [self.bind(e, scope) for e in node.expressions]
+        return Call("concat", tuple(args), STRING, any(a.nullable for a in args))
+
+    def _b_Interval(self, node: exp.Interval, scope: Scope) -> Expr:
+        raise UnsupportedSQL("an INTERVAL outside date arithmetic")
+
+    def _b_Extract(self, node: exp.Extract, scope: Scope) -> Expr:
+        part = node.this.name.lower()
+        a = self.bind(node.expression, scope)
+        return self._extract(part, a)
+
+    def _extract(self, part: str, a: Expr) -> Expr:
+        aliases = {"years": "year", "yyyy": "year", "months": "month", "mon": "month",
+                   "days": "day", "dayofmonth": "day", "dow": "dayofweek", "doy": "dayofyear",
+                   "hours": "hour", "minutes": "minute", "seconds": "second", "qtr": "quarter"}
+        part = aliases.get(part, part)
+        if a.type.kind == "string":
+            a = self._cast(a, DATE)
+        if a.type.kind not in ("date", "timestamp", "null"):
+            raise SQLError(f"EXTRACT({part}) needs a date or timestamp, got {a.type}")
+        if part not in ("year", "month", "day", "quarter", "dayofweek", "dayofyear", "week",
+                        "hour", "minute", "second"):
+            raise UnsupportedSQL(f"EXTRACT({part.upper()})")
+        return Call("extract", (a,), INT, a.nullable, part)
+
+    def _b_Year(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("year", self._strip_date(node.this, scope))
+
+    def _b_Month(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("month", self._strip_date(node.this, scope))
+
+    def _b_Day(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("day", self._strip_date(node.this, scope))
+
+    def _b_DayOfMonth(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("day", self._strip_date(node.this, scope))
+
+    def _b_Quarter(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("quarter", self._strip_date(node.this, scope))
+
+    def _b_DayOfWeek(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("dayofweek", self._strip_date(node.this, scope))
+
+    def _b_DayOfYear(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("dayofyear", self._strip_date(node.this, scope))
+
+    def _b_Hour(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("hour", self._strip_date(node.this, scope))
+
+    def _b_Minute(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("minute", self._strip_date(node.this, scope))
+
+    def _b_Second(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._extract("second", self._strip_date(node.this, scope))
+
+    def _strip_date(self, node: exp.Expression, scope: Scope) -> Expr:
+        while isinstance(node, (exp.TsOrDsToDate,)) and not node.args.get("format"):
+            node = node.this
+        return self.bind(node, scope)
+
+    def _b_TsOrDsToDate(self, node: exp.Expression, scope: Scope) -> Expr:
+        if node.args.get("format"):
+            raise UnsupportedSQL("to_date with a format")
+        a = self.bind(node.this, scope)
+        return self._cast_expr(a, DATE) if a.type.kind != "date" else a
+
+    def _b_TsOrDsAdd(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._date_add_fn(node, scope, 1)
+
+    def _b_DateAdd(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._date_add_fn(node, scope, 1)
+
+    def _b_DateSub(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._date_add_fn(node, scope, -1)
+
+    def _b_TsOrDsSub(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._date_add_fn(node, scope, -1)
+
+    def _date_add_fn(self, node: exp.Expression, scope: Scope, sign: int) -> Expr:
+        d = self._strip_date(node.this, scope)
+        n = self.bind(node.expression, scope)
+        unit = node.args.get("unit")
+        u = unit.name.lower() if unit is not None else "day"
+        if d.type.kind == "string":
+            d = self._cast(d, DATE)
+        if n.type.kind != "int":
+            n = self._cast(n, BIGINT)
+        if sign < 0:
+            n = Call("neg", (n,), n.type, n.nullable)
+        nullable = d.nullable or n.nullable
+        if d.type.kind == "date" and u == "day":
+            return Call("date_add_days", (d, n), DATE, nullable)
+        if d.type.kind == "date" and u == "month":
+            return Call("add_months", (d, n), DATE, nullable)
+        if d.type.kind == "date" and u == "year":
+            return Call("add_months", (d, Call("mul", (n, Lit(12, BIGINT)), BIGINT, n.nullable)),
+                        DATE, nullable)
+        raise UnsupportedSQL(f"date arithmetic {node.sql(self.dialect)}")
+
+    def _b_AddMonths(self, node: exp.Expression, scope: Scope) -> Expr:
+        d = self._strip_date(node.this, scope)
+        n = self.bind(node.expression, scope)
+        if d.type.kind == "string":
+            d = self._cast(d, DATE)
+        return Call("add_months", (d, self._cast(n, BIGINT)), DATE, d.nullable or n.nullable)
+
+    def _b_DateDiff(self, node: exp.Expression, scope: Scope) -> Expr:
+        a = self._strip_date(node.this, scope)
+        b = self._strip_date(node.expression, scope)
+        unit = node.args.get("unit")
+        if unit is not None and unit.name.lower() not in ("day", "days"):
+            raise UnsupportedSQL(f"DATEDIFF in {unit.name}")
+        a = self._cast(a, DATE) if a.type.kind == "string" else a
+        b = self._cast(b, DATE) if b.type.kind == "string" else b
+        return Call("date_diff", (a, b), INT, a.nullable or b.nullable)
+
+    def _b_CurrentDate(self, node: exp.Expression, scope: Scope) -> Expr:
+        raise UnsupportedSQL("CURRENT_DATE: a view must not depend on the clock")
+
+    def _b_CurrentTimestamp(self, node: exp.Expression, scope: Scope) -> Expr:
+        raise UnsupportedSQL("CURRENT_TIMESTAMP: a view must not depend on the clock")
+
+    def _b_Rand(self, node: exp.Expression, scope: Scope) -> Expr:
+        raise UnsupportedSQL("RAND(): a view must be deterministic")
+
+    def _b_Anonymous(self, node: exp.Anonymous, scope: Scope) -> Expr:
+        return self._named_function(node.name.lower(), list(node.expressions), scope, node)
+
+    def _function(self, node: exp.Func, scope: Scope) -> Expr:
+        name = node.sql_name().lower() if hasattr(node, "sql_name") else type(node).__name__
+        if isinstance(node, exp.AggFunc):
+            if isinstance(node, _AGGS):
+                raise SQLError(f"aggregate {node.sql(self.dialect)} is not allowed here")
+            raise UnsupportedSQL(f"aggregate function {node.sql(self.dialect)}")
+        args = [a for a in node.args.values() if isinstance(a, exp.Expression)]
+        lists = [a for a in node.args.values() if isinstance(a, list)]
+        for lst in lists:
+            args.extend(x for x in lst if isinstance(x, exp.Expression))
+        return self._named_function(name, args, scope, node)
+
+    _UNARY_STRING = {"upper": "upper", "ucase": "upper", "lower": "lower", "lcase": "lower",
+                     "reverse": "reverse"}
+
+    def _named_function(self, name: str, arg_nodes: list[exp.Expression], scope: Scope,
+                        node: exp.Expression) -> Expr:
+        args = [self.bind(a, scope) for a in arg_nodes]
+        nullable = any(a.nullable for a in args)
+        if name in self._UNARY_STRING and len(args) == 1:
+            a = self._cast(args[0], STRING) if args[0].type.kind != "string" else args[0]
+            return Call(self._UNARY_STRING[name], (a,), STRING, nullable)
+        if name in ("length", "char_length", "character_length", "len") and len(args) == 1:
+            a = self._cast(args[0], STRING) if args[0].type.kind != "string" else args[0]
+            return Call("length", (a,), INT, nullable)
+        if name in ("abs",) and len(args) == 1:
+            return Call("abs", (args[0],), args[0].type, nullable)
+        if name in ("sign", "signum") and len(args) == 1:
+            return Call("sign", (args[0],), DOUBLE if self.dialect == "spark" else BIGINT,
+                        nullable)
+        if name in ("sqrt", "exp", "ln", "log10", "log2") and len(args) == 1:
+            return Call(name, (args[0],), DOUBLE, True)
+        if name in ("power", "pow") and len(args) == 2:
+            return Call("pow", (args[0], args[1]), DOUBLE, nullable)
+        if name in ("greatest", "least") and args:
+            t = args[0].type
+            for a in args[1:]:
+                t = common_type(t, a.type, name)
+            return Call(name, tuple(self._cast(a, t) for a in args), t,
+                        all(a.nullable for a in args))
+        if name in ("ifnull", "nvl") and len(args) == 2:
+            t = common_type(args[0].type, args[1].type, name)
+            return Call("coalesce", tuple(self._cast(a, t) for a in args), t,
+                        args[0].nullable and args[1].nullable)
+        if name == "instr" and len(args) == 2 and isinstance(args[1], Lit):
+            return Call("instr", (args[0], args[1]), INT, nullable)
+        if name in ("startswith", "starts_with", "endswith", "ends_with", "contains") \
+                and len(args) == 2 and isinstance(args[1], Lit):
+            op = {"startswith": "starts_with", "endswith": "ends_with"}.get(name, name)
+            return Call(op, (args[0], args[1]), BOOLEAN, nullable)
+        if name in ("lpad", "rpad") and len(args) in (2, 3) and all(isinstance(a, Lit)
+                                                                   for a in args[1:]):
+            return Call(name, tuple(args), STRING, nullable)
+        if name == "mod" and len(args) == 2:
+            return self._arith("mod", args[0], args[1], "MOD")
+        raise UnsupportedSQL(f"function {name}()")
+
+    def _b_Upper(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("upper", [node.this], scope, node)
+
+    def _b_Lower(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("lower", [node.this], scope, node)
+
+    def _b_Length(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("length", [node.this], scope, node)
+
+    def _b_Abs(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("abs", [node.this], scope, node)
+
+    def _b_Sqrt(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("sqrt", [node.this], scope, node)
+
+    def _b_Exp(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("exp", [node.this], scope, node)
+
+    def _b_Ln(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("ln", [node.this], scope, node)
+
+    def _b_Sign(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("sign", [node.this], scope, node)
+
+    def _b_Greatest(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("greatest", [node.this, *node.expressions], scope, node)
+
+    def _b_Least(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._named_function("least", [node.this, *node.expressions], scope, node)
+
+    def _rounding(self, node: exp.Expression, scope: Scope, op: str) -> Expr:
+        a = self.bind(node.this, scope)
+        d_node = node.args.get("decimals") or node.args.get("expression")
+        d = 0
+        if d_node is not None:
+            folded = _fold(self.bind(d_node, Scope(None)), self)
+            if folded is None or not isinstance(folded.value, int):
+                raise UnsupportedSQL(f"{op.upper()} with a non-constant scale")
+            d = folded.value
+        t = a.type
+        if op == "round":
+            if t.kind == "decimal":
+                s = max(min(d, t.scale), 0)
+                t = decimal_type(min(38, t.precision - t.scale + s + 1), s)
+            elif t.kind == "null":
+                t = DOUBLE
+            elif t.kind not in ("int", "double"):
+                raise SQLError(f"ROUND needs a number, got {t}")
+            if self.dialect == "sqlite" and t.kind != "double":
+                t = DOUBLE if d > 0 else t
+                if t.kind == "double" and a.type.kind != "double":
+                    a = self._cast(a, DOUBLE)
+            return Call("round", (a,), t, a.nullable, d)
+        # floor / ceil
+        if d != 0:
+            raise UnsupportedSQL(f"{op.upper()} with a scale")
+        if t.kind == "decimal":
+            t2 = decimal_type(min(38, max(1, t.precision - t.scale + 1)), 0)
+            return Call(op, (a,), t2, a.nullable)
+        if t.kind == "int":
+            return Call(op, (a,), BIGINT, a.nullable)
+        if self.dialect == "spark":
+            return Call(op, (a,), BIGINT, a.nullable)
+        return Call(op, (a,), DOUBLE, a.nullable)
+
+    def _b_Round(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._rounding(node, scope, "round")
+
+    def _b_Floor(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._rounding(node, scope, "floor")
+
+    def _b_Ceil(self, node: exp.Expression, scope: Scope) -> Expr:
+        return self._rounding(node, scope, "ceil")
+
+    def _b_Substring(self, node: exp.Substring, scope: Scope) -> Expr:
+        s = self.bind(node.this, scope)
+        if s.type.kind != "string":
+            s = self._cast(s, STRING)
+        start = node.args.get("start")
+        length = node.args.get("length")
+        args: list[Expr] = [s, self.bind(start, scope) if start is not None else Lit(1, INT)]
+        if length is not None:
+            args.append(self.bind(length, scope))
+        return Call("substr", tuple(args), STRING, any(a.nullable for a in args))
+
+    def _b_Trim(self, node: exp.Trim, scope: Scope) -> Expr:
+        s = self.bind(node.this, scope)
+        pos = (node.args.get("position") or "").upper()
+        chars = node.args.get("expression")
+        op = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(pos, "trim")
+        args: list[Expr] = [s]
+        if chars is not None:
+            args.append(self.bind(chars, scope))
+        return Call(op, tuple(args), STRING, s.nullable)
+
+    def _b_Replace(self, node: exp.Expression, scope: Scope) -> Expr:
+        s = self.bind(node.this, scope)
+        old = self.bind(node.expression, scope)
+        new = node.args.get("replacement")
+        args: list[Expr] = [s, old]
+        if new is not None:
+            args.append(self.bind(new, scope))
+        return Call("replace", tuple(args), STRING, any(a.nullable for a in args))
+
+    def _b_StrPosition(self, node: exp.Expression, scope: Scope) -> Expr:
+        s = self.bind(node.this, scope)
+        sub = self.bind(node.args["substr"], scope)
+        return Call("instr", (s, sub), INT, s.nullable or sub.nullable)
+
+    def _b_Pad(self, node: exp.Expression, scope: Scope) -> Expr:
+        op = "lpad" if node.args.get("is_left") else "rpad"
+        args = [node.this, node.expression]
+        if node.args.get("fill_pattern") is not None:
+            args.append(node.args["fill_pattern"])
+        return self._named_function(op, args, scope, node)
+
+    def _b_Distinct(self, node: exp.Expression, scope: Scope) -> Expr:
+        raise SQLError("DISTINCT is only allowed inside an aggregate here")
+
+    def _b_Star(self, node: exp.Expression, scope: Scope) -> Expr:
+        raise SQLError("'*' is not valid here")
+
+
+# -- constant folding ----------------------------------------------------------------------
+
+_NO = object()
+
+
+def _convert_const(v: Any, f: Field) -> Any:
+    """A Python constant as the Python value of type ``f.type`` (``_NO`` if it cannot)."""
+    t = f.type
+    if v is None:
+        return None
+    k = t.kind
+    try:
+        if k == "int":
+            if isinstance(v, bool):
+                return int(v)
+            if isinstance(v, int):
+                return v
+            if isinstance(v, (float, decimal.Decimal)):
+                return int(v)
+            if isinstance(v, str):
+                return int(v.strip())
+        if k == "decimal":
+            if isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
+                return decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-t.scale),
+                                                   rounding=decimal.ROUND_HALF_UP)
+            if isinstance(v, float):
+                return decimal.Decimal(repr(v)).quantize(decimal.Decimal(1).scaleb(-t.scale),
+                                                         rounding=decimal.ROUND_HALF_UP)
+            if isinstance(v, str):
+                return decimal.Decimal(v.strip()).quantize(
+                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
+        if k == "double":
+            if isinstance(v, bool):
+                return float(v)
+            if isinstance(v, (int, float, decimal.Decimal)):
+                return float(v)
+            if isinstance(v, str):
+                return float(v.strip())
+        if k == "string":
+            if isinstance(v, str):
+                return v
+            return _NO
+        if k == "date":
+            if isinstance(v, _dt.datetime):
+                return v.date()
+            if isinstance(v, _dt.date):
+                return v
+            if isinstance(v, str):
+                return _dt.date.fromisoformat(v.strip()[:10])
+        if k == "timestamp":
+            if isinstance(v, _dt.datetime):
+                return v
+            if isinstance(v, _dt.date):
+                return _dt.datetime(v.year, v.month, v.day)
+            if isinstance(v, str):
+                return _dt.datetime.fromisoformat(v.strip())
+        if k == "boolean":
+            if isinstance(v, bool):
+                return v
+            return _NO
+    except (ValueError, ArithmeticError):
+        return _NO
+    return _NO
+
+
+def _lit_decimal(e: Expr) -> SqlType | None:
+    """The exact decimal type of an integer literal (Spark types literals by their digits)."""
+    if isinstance(e, Lit) and e.type.kind == "int" and e.value is not None:
+        return decimal_type(max(1, len(str(abs(int(e.value))))), 0)
+    return None
+
+
+def _fold(e: Expr, planner: Planner, consts: dict[int, Lit] | None = None) -> Lit | None:
+    """Evaluates an expression without input fields (``consts`` gives fields) to a literal."""
+    import numpy as np
+
+    from ddflow.sql.expr import Ctx, evaluate
+    from ddflow.sql.rows import Frame
+    from ddflow.sql.strings import StringDict
+    from ddflow.sql.types import decode_values, encode_values
+
+    consts = consts or {}
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Col) and x.index not in consts:
+            return None
+        if isinstance(x, Outer):
+            return None
+        if isinstance(x, Call) and x.op == "one_row":
+            return None
+        stack.extend(x.children())
+    strings = StringDict()
+    width = max(consts) + 1 if consts else 0
+    cols = []
+    nulls = []
+    for i in range(width):
+        lit = consts.get(i)
+        if lit is None or lit.value is None:
+            cols.append(np.zeros(1, np.int64))
+            nulls.append(True)
+        else:
+            phys, _ = encode_values([lit.value], lit.type, "constant", strings)
+            cols.append(phys)
+            nulls.append(False)
+    masks = []
+    if width:
+        m = 0
+        for i, nl in enumerate(nulls):
+            if nl:
+                m |= 1 << i
+        masks = [np.array([m], dtype=np.int64)] if width <= 62 else []
+    frame = Frame(cols + masks, width, 1)
+    try:
+        v, nl = evaluate(_remap_consts(e), frame, Ctx(strings, planner.dialect))
+    except Exception:  # noqa: BLE001 - a constant that fails folds to nothing
+        return None
+    if nl is not None and nl[0]:
+        return Lit(None, e.type)
+    if e.type.kind == "boolean":
+        return Lit(bool(v[0]), e.type)
+    (val,) = decode_values(np.asarray(v), None, e.type, strings)
+    return Lit(val, e.type)
+
+
+def _remap_consts(e: Expr) -> Expr:
+    return e
+
+
+def _unalias(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _is_scalar_agg(q: exp.Select) -> bool:
+    return (not q.args.get("group") and not q.args.get("having") and
+            any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)))
+
+
+def _agg_input(p: Plan) -> Plan:
+    """The relation an aggregation read (the input of the Aggregate under filters)."""
+    while not isinstance(p, Aggregate):
+        ins = p.inputs()
+        if not ins:
+            raise SQLError("internal: no aggregate under this scope")
+        p = ins[0]
+    return p.input
+
+
+def _equi_parts(e: Expr, offsets: list[int], owner: list[int], pick: int, have: set[int]
+                ) -> tuple[Expr, Expr] | None:
+    """``e`` as ``(expr over joined sources, expr over source pick)`` when it is such an
+    equality."""
+    if not (isinstance(e, Call) and e.op == "eq"):
+        return None
+    a, b = e.args
+    sa = {owner[i] for i in _uses(a)}
+    sb = {owner[i] for i in _uses(b)}
+    if sa and sb and sa <= have and sb == {pick}:
+        return a, b
+    if sa and sb and sb <= have and sa == {pick}:
+        return b, a
+    return None
+
+
+def _remap_cols(e: Expr, offsets: list[int], owner: list[int], pos: dict[int, int]) -> Expr:
+    """An expression over all sources (at ``offsets``) as one over the joined relation
+    (sources at ``pos``)."""
+    mapping = {}
+    for i in _uses(e):
+        src = owner[i]
+        mapping[i] = pos[src] + (i - offsets[src])
+    return _remap(e, mapping)

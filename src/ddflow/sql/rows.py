@@ -1,0 +1,94 @@
+"""Relations as records: a relation's row is one record of ``int64`` value columns followed
+by null-mask words.
+
+A relation with fields ``f_0 .. f_{n-1}`` stores a row as the record
+``(v_0, ..., v_{n-1}, m_0, ..., m_{w-1})``: ``v_i`` is field ``i``'s physical value
+(``ddflow.sql.types``; 0 when NULL) and bit ``i % 62`` of mask word ``i // 62`` is set when
+field ``i`` is NULL. Relations without nullable fields have no mask words (``w = 0``).
+Because a NULL's value is always 0, rows equal in SQL's "not distinct" sense (GROUP BY,
+DISTINCT, UNION) are equal records, and a mask that is 0 in a whole batch costs the
+engine's sorts nothing.
+
+``Frame`` reads one batch of such records for expression evaluation; ``pack`` writes
+values and null flags back into records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddflow.sql.types import SqlType
+
+__all__ = ["Field", "Frame", "mask_words", "pack"]
+
+BITS = 62
+
+
+@dataclass(frozen=True)
+class Field:
+    """A named, typed column of a relation."""
+
+    name: str
+    type: SqlType
+    nullable: bool = True
+    #: the table (or alias) the column came from, for error messages and ``explain``
+    source: str = ""
+
+
+def mask_words(fields: Sequence[Field]) -> int:
+    """How many mask words a relation with ``fields`` carries."""
+    if not any(f.nullable for f in fields):
+        return 0
+    return (len(fields) + BITS - 1) // BITS
+
+
+class Frame:
+    """One batch of a relation's records: values and null flags per field."""
+
+    def __init__(self, cols: Sequence[np.ndarray], width: int, n: int | None = None) -> None:
+        self.width = width
+        self.vals = list(cols[:width])
+        masks = list(cols[width:])
+        self.masks = masks if any(m.any() for m in masks) else []
+        self.n = int(n if n is not None else (len(cols[0]) if len(cols) else 0))
+        self._nulls: dict[int, np.ndarray | None] = {}
+
+    def val(self, i: int) -> np.ndarray:
+        return self.vals[i]
+
+    def null(self, i: int) -> np.ndarray | None:
+        """Field ``i``'s null flags, or None when no row of the batch is NULL there."""
+        if not self.masks:
+            return None
+        got = self._nulls.get(i, False)
+        if got is not False:
+            return got  # type: ignore[return-value]
+        m = self.masks[i // BITS]
+        flags = ((m >> (i % BITS)) & 1).astype(bool)
+        res = flags if flags.any() else None
+        self._nulls[i] = res
+        return res
+
+
+def pack(vals: Sequence[np.ndarray], nulls: Sequence[np.ndarray | None], words: int, n: int
+         ) -> tuple[np.ndarray, ...]:
+    """Records from values and null flags (``None`` = no NULL in the batch): NULL values are
+    zeroed and the mask words built."""
+    out = list(vals)
+    if words == 0:
+        return tuple(out)
+    masks = [np.zeros(n, dtype=np.int64) for _ in range(words)]
+    for i, nl in enumerate(nulls):
+        if nl is None:
+            continue
+        if out[i].dtype == object:
+            v = out[i].copy()
+            v[nl] = 0
+        else:
+            v = np.where(nl, 0, out[i])
+        out[i] = v
+        masks[i // BITS] |= nl.astype(np.int64) << (i % BITS)
+    return tuple(out) + tuple(masks)
