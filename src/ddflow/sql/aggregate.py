@@ -203,7 +203,7 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
             v = v.astype(np.int64)
         if is_str and a.func == "min":
             v = ctx.strings.decode(v)
-        elif is_str:
+        elif is_str and a.func == "max":
             # the greatest string is the least DescStr: min_total orders any objects
             v = np.array([DescStr(x) for x in ctx.strings.decode(v).tolist()], dtype=object)
         if nl is None:
@@ -231,7 +231,8 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
     def explode(r: Any) -> Any:
         k, v = r
         n = len(v)
-        s = float_from_keys(v) if dbl else _int_sum_column(v)
+        s = float_from_keys(v) if dbl else (
+            np.zeros(n, np.int64) if a.func == "count" else _int_sum_column(v))
         return k, (np.ones(n, np.int64), s)
 
     ex = distinct.explode(explode, vectorized=True, diff=(0, 0.0 if dbl else 0),

@@ -30,6 +30,7 @@ from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx, evaluate, predicate_mask
 from ddflow.sql.ingest import arrow_column, to_columns
 from ddflow.sql.lower import Env, Lowering
+from ddflow.sql.optimize import prune
 from ddflow.sql.plan import Plan, SortKey, explain
 from ddflow.sql.planner import (
     DIALECTS,
@@ -39,7 +40,7 @@ from ddflow.sql.planner import (
     parse_statements,
     sql_type,
 )
-from ddflow.sql.rows import Field, Frame, mask_words, pack
+from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.store import TableStore
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decode_values
@@ -98,7 +99,7 @@ class View:
         self.name = name
         self.sql = sql
         self.planned = planned
-        self.plan: Plan = planned.plan
+        self.plan: Plan = prune(planned.plan)
         self.fields = planned.plan.fields
         self.visible = planned.visible
         self.order: tuple[SortKey, ...] = planned.order
@@ -256,7 +257,7 @@ def sql_type_of_arrow(at: Any, name: str) -> SqlType:
         return T.DOUBLE
     if pa.types.is_decimal(at):
         return T.decimal_type(at.precision, at.scale)
-    if pa.types.is_string(at) or pa.types.is_large_string(at):
+    if pa.types.is_string(at) or pa.types.is_large_string(at) or _is_view(at):
         return T.STRING
     if pa.types.is_date(at):
         return T.DATE
@@ -266,6 +267,13 @@ def sql_type_of_arrow(at: Any, name: str) -> SqlType:
         return sql_type_of_arrow(at.value_type, name)
     raise UnsupportedSQL(f"column '{name}' has Arrow type {at}, which is not supported "
                          "(nested and binary types are not)")
+
+
+def _is_view(at: Any) -> bool:
+    import pyarrow as pa
+
+    fn = getattr(pa.types, "is_string_view", None)
+    return bool(fn is not None and fn(at))
 
 
 def _empty_updates(width: int) -> Updates:
@@ -318,6 +326,7 @@ class Database:
         self._probes: list[Any] = []
         self._wtime = 0
         self._stale = True
+        self._input_cols: dict[str, tuple[int, ...]] = {}
 
     # -- catalog ----------------------------------------------------------------------------
     @property
@@ -432,10 +441,12 @@ class Database:
         w = Worker()
         sessions = {}
         colls = {}
-        for name in self._tables:
+        self._input_cols = _input_columns([v.plan for v in self._views.values()],
+                                          self._tables)
+        for name, t in self._tables.items():
             s, c = w.new_collection()
             sessions[name] = s
-            colls[name] = c
+            colls[name] = (c, self._input_cols[name], t.fields)
         lowering = Lowering(w, colls, self.ctx)
         env = Env(w.root)
         probes = []
@@ -445,8 +456,12 @@ class Database:
             probes.append(coll.probe())
         lowering.feed_constants()
         for name, t in self._tables.items():
+            pick = self._input_cols[name]
+            if not pick:
+                continue
             for cols, counts in t.store.live_chunks():
-                sessions[name].insert_columns(cols, diffs=counts)
+                sessions[name].insert_columns(select_columns(cols, t.fields, pick),
+                                              diffs=counts)
         for s in sessions.values():
             s.advance_to(1)
         w.step_while(lambda: any(p.less_than(1) for p in probes))
@@ -472,7 +487,11 @@ class Database:
                 changes[name] = u
         try:
             for name, u in changes.items():
-                self._sessions[name].insert_columns(u.data, diffs=np.asarray(u.diffs))
+                pick = self._input_cols[name]
+                if pick:
+                    self._sessions[name].insert_columns(
+                        select_columns(u.data, self._tables[name].fields, pick),
+                        diffs=np.asarray(u.diffs))
             for s in self._sessions.values():
                 s.advance_to(t_next)
             probes = self._probes
@@ -656,19 +675,21 @@ class Database:
         w = Worker()
         colls = {}
         sessions = {}
+        pick = _input_columns([v.plan], self._tables)
         for name, t in self._tables.items():
-            if not _reads(planned.plan, name):
+            if not pick[name]:
                 continue
             s, c = w.new_collection()
-            sessions[name], colls[name] = s, c
+            sessions[name], colls[name] = s, (c, pick[name], t.fields)
         lowering = Lowering(w, colls, self.ctx)
-        coll = lowering.lower(planned.plan, Env(w.root))
+        coll = lowering.lower(v.plan, Env(w.root))
         sink = _Sink(w, coll.stream)
         lowering.feed_constants()
         for name, s in sessions.items():
-            cols, counts = self._current(self._tables[name])
+            t = self._tables[name]
+            cols, counts = self._current(t)
             if len(counts):
-                s.insert_columns(cols, diffs=counts)
+                s.insert_columns(select_columns(cols, t.fields, pick[name]), diffs=counts)
             s.close()
         w.run()
         v._accept(sink.drain(), None)
@@ -851,6 +872,21 @@ def _counts_in(u: Updates, query: tuple[np.ndarray, ...]) -> np.ndarray:
     store.append(tuple(u.data), np.asarray(u.diffs))
     # count_of sums entries; negative counts are allowed here
     return store.count_of(query)
+
+
+def _input_columns(plans: list[Plan], tables: dict[str, _Table]) -> dict[str, tuple[int, ...]]:
+    """For each table, the columns some plan's scans read (sorted)."""
+    from ddflow.sql.plan import Scan
+
+    used: dict[str, set[int]] = {name: set() for name in tables}
+    stack = list(plans)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Scan):
+            cols = p.columns if p.columns is not None else range(len(p.fields))
+            used[p.table].update(cols)
+        stack.extend(p.inputs())
+    return {name: tuple(sorted(c)) for name, c in used.items()}
 
 
 def _reads(plan: Plan, table: str) -> bool:

@@ -395,10 +395,7 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
         if zero.any():
             nulls = _or(nulls, zero)
             b = np.where(zero, 1, b)
-        if op == "idiv":
-            r = _trunc_div(a, b)
-        else:
-            r = _fmod_int(a, b)
+        r = _trunc_div(a, b) if op == "idiv" else _fmod_int(a, b)
     else:
         raise DataError(f"{op} is not defined on {t}")
     return _int_result(r, t, show(e)), nulls
@@ -755,10 +752,7 @@ def format_value(v: Any, t: SqlType) -> str:
 
 def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx
                     ) -> np.ndarray:
-    if src.kind == "double":
-        vals = float_from_keys(a)
-    else:
-        vals = a
+    vals = float_from_keys(a) if src.kind == "double" else a
     if len(vals) == 0:
         return np.zeros(0, dtype=np.int64)
     uniq, inv = np.unique(vals, return_inverse=True)

@@ -101,6 +101,8 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
     if pa.types.is_dictionary(c.type):
         c = c.dictionary_decode()
+    if getattr(pa.types, "is_string_view", lambda _: False)(c.type):
+        c = c.cast(pa.string())
     n = len(c)
     nulls = None
     if c.null_count:

@@ -140,8 +140,11 @@ def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...]
 class Lowering:
     """Builds the operators of plans on one worker, sharing equal sub-plans."""
 
-    def __init__(self, worker: Any, tables: dict[str, Any], ctx: Ctx) -> None:
+    def __init__(self, worker: Any, tables: dict[str, tuple[Any, tuple[int, ...],
+                                                          tuple[Field, ...]]],
+                 ctx: Ctx) -> None:
         self.worker = worker
+        #: table -> (input collection, the table columns its records hold, table fields)
         self.tables = tables
         self.ctx = ctx
         self.memo: dict[tuple[Any, ...], Any] = {}
@@ -206,10 +209,7 @@ class Lowering:
                 kn.append(nl)
                 if nl is not None and not null_safe:
                     drop = nl if drop is None else (drop | nl)
-            if nullable:
-                kcols = pack(kv, kn, (kw + 61) // 62, fr.n)
-            else:
-                kcols = tuple(kv)
+            kcols = pack(kv, kn, (kw + 61) // 62, fr.n) if nullable else tuple(kv)
             rest = view if row else (np.zeros(fr.n, np.int64),)
             if drop is None:
                 return np.arange(fr.n), (kcols, tuple(rest))
@@ -294,10 +294,87 @@ def _lower(plan: Plan, lw: Lowering, env: Env) -> Any:
 
 @_lower.register
 def _(plan: Scan, lw: Lowering, env: Env) -> Any:
-    coll = lw.tables[plan.table]
-    if env.scope is not coll.scope:
-        coll = coll.enter(env.scope)
-    return coll
+    return _lower_chain(plan, lw, env)
+
+
+def _scan_input(plan: Scan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The table's input collection (entered into ``env``'s scope) and the stage that
+    picks this scan's columns from the input's."""
+    coll, input_cols, table_fields = lw.tables[plan.table]
+    key = ("scan", plan.table, id(env.scope))
+    entered = lw.memo.get(key)
+    if entered is None:
+        entered = coll if env.scope is coll.scope else coll.enter(env.scope)
+        lw.memo[key] = entered
+    cols = plan.columns if plan.columns is not None else tuple(range(len(table_fields)))
+    if tuple(cols) == tuple(input_cols):
+        return entered, []
+    in_fields = tuple(table_fields[c] for c in input_cols)
+    pos = {c: i for i, c in enumerate(input_cols)}
+    exprs = tuple(Col(pos[c], table_fields[c].type, table_fields[c].nullable) for c in cols)
+    return entered, [("project", in_fields, exprs, plan.fields)]
+
+
+def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
+    """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
+    stages: list[tuple[Any, ...]] = []
+    node = plan
+    while isinstance(node, (Filter, Project)):
+        if isinstance(node, Filter):
+            stages.append(("filter", node.input.fields, node.predicate))
+        else:
+            stages.append(("project", node.input.fields, node.exprs, node.fields))
+        node = node.input
+        hit = lw.memo.get(("rel", node, id(env.scope), tuple(sorted(env.rec))))
+        if hit is not None:
+            break
+    stages.reverse()
+    if isinstance(node, Scan) and ("rel", node, id(env.scope), tuple(sorted(env.rec))) \
+            not in lw.memo:
+        base, pick = _scan_input(node, lw, env)
+        stages = pick + stages
+    else:
+        base = lw.lower(node, env)
+    if not stages:
+        return base
+    ctx = lw.ctx
+    has_filter = any(st[0] == "filter" for st in stages)
+    if len(stages) == 1 and not has_filter:
+        _, fin, exprs, fout = stages[0]
+        return lw.project(base, fin, exprs, fout)
+    if len(stages) == 1:
+        _, fin, pred = stages[0]
+        return lw.filter(base, fin, pred)
+
+    def run(view: tuple[np.ndarray, ...]) -> Any:
+        cols = view
+        n = len(cols[0]) if cols else 0
+        rows: np.ndarray | None = None
+        for st in stages:
+            if st[0] == "filter":
+                _, fin, pred = st
+                mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
+                if not mask.all():
+                    idx = np.flatnonzero(mask)
+                    cols = tuple(c[idx] for c in cols)
+                    rows = idx if rows is None else rows[idx]
+                    n = len(idx)
+            else:
+                _, fin, exprs, fout = st
+                fr = Frame(cols, len(fin), n)
+                vals, nulls = [], []
+                for e in exprs:
+                    v, nl = evaluate(e, fr, ctx)
+                    vals.append(_phys(v))
+                    nulls.append(nl)
+                cols = pack(vals, nulls, mask_words(fout), n)
+        if not has_filter:
+            return cols
+        return (np.arange(len(view[0])) if rows is None else rows), cols
+
+    if has_filter:
+        return base.flat_map(run, vectorized=True, name="select")
+    return base.map(run, vectorized=True, name="select")
 
 
 @_lower.register
@@ -315,18 +392,18 @@ def _(plan: RecRef, lw: Lowering, env: Env) -> Any:
 
 @_lower.register
 def _(plan: Filter, lw: Lowering, env: Env) -> Any:
-    return lw.filter(lw.lower(plan.input, env), plan.input.fields, plan.predicate)
+    return _lower_chain(plan, lw, env)
 
 
 @_lower.register
 def _(plan: Project, lw: Lowering, env: Env) -> Any:
-    return lw.project(lw.lower(plan.input, env), plan.input.fields, plan.exprs, plan.fields)
+    return _lower_chain(plan, lw, env)
 
 
 @_lower.register
 def _(plan: Join, lw: Lowering, env: Env) -> Any:
     lf, rf, out = plan.left.fields, plan.right.fields, plan.fields
-    nl = len(lf)
+    len(lf)
     lkeys, rkeys = plan.left_keys, plan.right_keys
     if not lkeys:
         from ddflow.sql.expr import Lit
@@ -335,10 +412,6 @@ def _(plan: Join, lw: Lowering, env: Env) -> Any:
         lkeys = rkeys = (Lit(0, INT),)
     la = lw.arranged(plan.left, env, lkeys, plan.null_safe)
     ra = lw.arranged(plan.right, env, rkeys, plan.null_safe)
-    # output field nullability may exceed the inputs' (outer joins): the left/right parts
-    # use ``out``'s fields to build masks
-    lf_out, rf_out = out[:nl], out[nl:]
-
     def pair(k: Any, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]
              ) -> tuple[np.ndarray, ...]:
         n = len(a[0]) if a else len(b[0])
@@ -354,13 +427,12 @@ def _(plan: Join, lw: Lowering, env: Env) -> Any:
         parts.append(_unmatched(plan, lw, env, side="left"))
     if plan.kind in ("right", "full"):
         parts.append(_unmatched(plan, lw, env, side="right"))
-    del lf_out, rf_out
     return parts[0].concat(*parts[1:], name=f"{plan.kind}_join")
 
 
 def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
     """The rows of one side of an outer join with no match, padded with NULLs."""
-    lf, rf, out = plan.left.fields, plan.right.fields, plan.fields
+    lf, _rf, out = plan.left.fields, plan.right.fields, plan.fields
     nl = len(lf)
     if side == "left":
         this, this_keys, other, other_keys = plan.left, plan.left_keys, plan.right, \
@@ -382,7 +454,6 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
                               plan.right_keys, plan.residual, plan.fields, plan.null_safe),
                          env)
         w_out = len(out)
-        words_out = mask_words(out)
         this_words = mask_words(tf)
         lo = 0 if side == "left" else nl
         width = len(tf)
@@ -392,7 +463,6 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
             fr = Frame(view, w_out, n)
             vals = [fr.val(lo + i) for i in range(width)]
             nulls = [fr.null(lo + i) for i in range(width)]
-            del words_out
             return pack(vals, nulls, this_words, n)
 
         mine = pairs.map(own, vectorized=True, name="matched_row")
@@ -402,10 +472,7 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
         hit = as_key.semijoin(distinct, name="matched").map(lambda kv: kv[0], vectorized=True,
                                                             name="row")
     missing = coll.concat(hit.negate(), name="unmatched")
-    pad_fields = rf if side == "left" else lf
-    this_out = out[:nl] if side == "left" else out[nl:]
     other_out = out[nl:] if side == "left" else out[:nl]
-    del pad_fields
 
     def padded(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
         n = len(view[0])
@@ -414,7 +481,6 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
             return concat_masks(view, tf, nulls, other_out, out, n)
         return concat_masks(nulls, other_out, view, tf, out, n)
 
-    del this_out
     return missing.map(padded, vectorized=True, name="pad")
 
 
@@ -504,10 +570,7 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     total = None if plan.limit is None else plan.limit + plan.offset
     if total is not None and total == 0:
         return coll.filter(lambda r: np.zeros(len(r[0]), bool), vectorized=True, name="none")
-    if total is None:
-        kept = coll
-    else:
-        kept = rows_of(top(keyed, total))
+    kept = coll if total is None else rows_of(top(keyed, total))
     if plan.offset:
         skipped = rows_of(top(keyed, plan.offset))
         return kept.concat(skipped.negate(), name="offset")

@@ -53,10 +53,12 @@ class Plan:
 
 @dataclass(frozen=True)
 class Scan(Plan):
-    """The rows of a table."""
+    """The rows of a table; ``columns`` (table column positions, None: all) are the fields
+    this scan reads, so a view carries only the columns it uses."""
 
     table: str
     fields: tuple[Field, ...]
+    columns: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

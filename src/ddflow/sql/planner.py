@@ -701,7 +701,7 @@ class Planner:
             return alias, plan
         if isinstance(node, exp.Values):
             return alias, self._plan_values(node)
-        if isinstance(node, exp.Unnest) or isinstance(node, exp.Lateral):
+        if isinstance(node, (exp.Unnest, exp.Lateral)):
             raise UnsupportedSQL(f"{type(node).__name__.upper()} in FROM is not supported")
         raise UnsupportedSQL(f"{type(node).__name__} in FROM is not supported")
 
@@ -845,8 +845,8 @@ class Planner:
     def _plan_ordered_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
                             scope: Scope) -> None:
         alias, plan, _, _ = items[0]
+        scope.sources.append((alias, 0, plan.fields))
         scope.plan = plan
-        self._add_source(scope, alias, plan)
         for alias, right, how, on in items[1:]:
             left = scope.plan
             assert left is not None
@@ -1481,7 +1481,7 @@ class Planner:
                 a = self._cast(a, DOUBLE) if ta.kind == "string" else a
                 b = self._cast(b, DOUBLE) if tb.kind == "string" else b
                 return self._arith(op, a, b, what)
-            if op == "add" and False:
+            if False:
                 pass
             raise SQLError(f"type mismatch: {ta} {what} {tb}")
         if ta.kind == "boolean" or tb.kind == "boolean":

@@ -92,3 +92,14 @@ def pack(vals: Sequence[np.ndarray], nulls: Sequence[np.ndarray | None], words: 
         out[i] = v
         masks[i // BITS] |= nl.astype(np.int64) << (i % BITS)
     return tuple(out) + tuple(masks)
+
+
+def select_columns(cols: Sequence[np.ndarray], fields: Sequence[Field], idxs: Sequence[int]
+                   ) -> tuple[np.ndarray, ...]:
+    """Records of the fields ``idxs`` (in that order) of records ``cols`` of ``fields``."""
+    n = len(cols[0]) if len(cols) else 0
+    if list(idxs) == list(range(len(fields))):
+        return tuple(cols)
+    fr = Frame(cols, len(fields), n)
+    sub = [fields[i] for i in idxs]
+    return pack([cols[i] for i in idxs], [fr.null(i) for i in idxs], mask_words(sub), n)

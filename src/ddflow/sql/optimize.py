@@ -1,0 +1,193 @@
+"""Plan rewrites that keep the answer and cut the work: column pruning.
+
+``prune(plan)`` rewrites a plan so that every node produces only the fields something
+above it reads (down to the scans, which then read only the columns a view uses). Joins
+then arrange narrower rows, and the dataflow's inputs carry only used columns.
+
+Fields that decide the answer are always kept: every field under ``Distinct``, a set
+operation or a recursive relation (they compare whole rows), and an aggregate's group keys.
+"""
+
+from __future__ import annotations
+
+from ddflow.sql.expr import Call, Col, Expr
+from ddflow.sql.plan import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Plan,
+    Project,
+    RecRef,
+    Recursive,
+    Scan,
+    SemiJoin,
+    SetOp,
+    TopK,
+    UnionAll,
+    Values,
+)
+
+__all__ = ["prune", "uses"]
+
+
+def uses(e: Expr) -> set[int]:
+    """The input fields an expression reads."""
+    out: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Col):
+            out.add(x.index)
+        stack.extend(x.children())
+    return out
+
+
+def remap(e: Expr, m: dict[int, int]) -> Expr:
+    if isinstance(e, Col):
+        return Col(m[e.index], e.type, e.nullable, e.name)
+    if isinstance(e, Call):
+        return Call(e.op, tuple(remap(a, m) for a in e.args), e.type, e.nullable, e.extra)
+    return e
+
+
+def prune(plan: Plan) -> Plan:
+    """``plan`` with unused fields dropped below its output (its own fields unchanged)."""
+    out, m = _prune(plan, set(range(len(plan.fields))))
+    return _exact(out, m, sorted(m))
+
+
+def _exact(p: Plan, m: dict[int, int], need: list[int]) -> Plan:
+    """``p`` projected to exactly the fields ``need`` (old positions), in order."""
+    if [m[i] for i in need] == list(range(len(p.fields))):
+        return p
+    exprs = tuple(Col(m[i], p.fields[m[i]].type, p.fields[m[i]].nullable) for i in need)
+    return Project(p, exprs, tuple(p.fields[m[i]] for i in need))
+
+
+def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
+    """A plan producing (at least) fields ``need`` of ``p``, and where each one went."""
+    if isinstance(p, Scan):
+        cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
+        keep = sorted(need) if need else [0]
+        new = Scan(p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep))
+        return new, {old: j for j, old in enumerate(keep)}
+    if isinstance(p, Filter):
+        inner, m = _prune(p.input, need | uses(p.predicate))
+        return Filter(inner, remap(p.predicate, m)), m
+    if isinstance(p, Project):
+        keep = sorted(need) if need else [0]
+        exprs = [p.exprs[i] for i in keep]
+        want: set[int] = set()
+        for e in exprs:
+            want |= uses(e)
+        inner, m = _prune(p.input, want)
+        new = Project(inner, tuple(remap(e, m) for e in exprs),
+                      tuple(p.fields[i] for i in keep))
+        return new, {old: j for j, old in enumerate(keep)}
+    if isinstance(p, Join):
+        nl = len(p.left.fields)
+        lneed = {i for i in need if i < nl}
+        rneed = {i - nl for i in need if i >= nl}
+        for k in p.left_keys:
+            lneed |= uses(k)
+        for k in p.right_keys:
+            rneed |= uses(k)
+        if p.residual is not None:
+            for i in uses(p.residual):
+                (lneed if i < nl else rneed).add(i if i < nl else i - nl)
+        left, lm = _prune(p.left, lneed)
+        right, rm = _prune(p.right, rneed)
+        lmap = dict(lm)
+        nl2 = len(left.fields)
+        both = {**lmap, **{nl + i: nl2 + j for i, j in rm.items()}}
+        # field types / nullability as the join made them (outer joins pad with NULL)
+        lfields = list(left.fields)
+        for old, new in lm.items():
+            lfields[new] = p.fields[old]
+        rfields = list(right.fields)
+        for old, new in rm.items():
+            rfields[new] = p.fields[nl + old]
+        # fields the children kept beyond ``need`` keep the join's nullability too
+        if p.kind in ("right", "full"):
+            lfields = [f if f.nullable else _nullable(f) for f in lfields]
+        if p.kind in ("left", "full"):
+            rfields = [f if f.nullable else _nullable(f) for f in rfields]
+        new = Join(left, right, p.kind, tuple(remap(k, lm) for k in p.left_keys),
+                   tuple(remap(k, rm) for k in p.right_keys),
+                   remap(p.residual, both) if p.residual is not None else None,
+                   tuple(lfields) + tuple(rfields), p.null_safe)
+        return new, both
+    if isinstance(p, SemiJoin):
+        lneed = set(need)
+        for k in p.left_keys:
+            lneed |= uses(k)
+        rneed: set[int] = set()
+        for k in p.right_keys:
+            rneed |= uses(k)
+        left, lm = _prune(p.left, lneed)
+        right, rm = _prune(p.right, rneed)
+        return SemiJoin(left, right, tuple(remap(k, lm) for k in p.left_keys),
+                        tuple(remap(k, rm) for k in p.right_keys), p.anti, p.null_safe), lm
+    if isinstance(p, Aggregate):
+        nk = len(p.keys)
+        keep_aggs = sorted(i - nk for i in need if i >= nk)
+        want = set()
+        for k in p.keys:
+            want |= uses(k)
+        aggs = [p.aggs[i] for i in keep_aggs]
+        for a in aggs:
+            if a.arg is not None:
+                want |= uses(a.arg)
+        inner, m = _prune(p.input, want)
+        from ddflow.sql.plan import Agg
+
+        new_aggs = tuple(Agg(a.func, remap(a.arg, m) if a.arg is not None else None,
+                             a.distinct) for a in aggs)
+        fields = p.fields[:nk] + tuple(p.fields[nk + i] for i in keep_aggs)
+        new = Aggregate(inner, tuple(remap(k, m) for k in p.keys), new_aggs, p.scalar, fields)
+        mapping = {i: i for i in range(nk)}
+        mapping.update({nk + old: nk + j for j, old in enumerate(keep_aggs)})
+        return new, mapping
+    if isinstance(p, Distinct):
+        inner = _all(p.input)
+        return Distinct(inner), _ident(p)
+    if isinstance(p, UnionAll):
+        keep = sorted(need) if need else [0]
+        parts = []
+        for part in p.parts:
+            q, m = _prune(part, set(keep))
+            parts.append(_exact(q, m, keep))
+        fields = tuple(p.fields[i] for i in keep)
+        return UnionAll(tuple(parts), fields), {old: j for j, old in enumerate(keep)}
+    if isinstance(p, SetOp):
+        return SetOp(p.kind, p.all, _all(p.left), _all(p.right), p.fields), _ident(p)
+    if isinstance(p, TopK):
+        want = set(need) | {k.index for k in p.keys}
+        inner, m = _prune(p.input, want)
+        from ddflow.sql.plan import SortKey
+
+        keys = tuple(SortKey(m[k.index], k.desc, k.nulls_first) for k in p.keys)
+        return TopK(inner, keys, p.limit, p.offset), m
+    if isinstance(p, Recursive):
+        return Recursive(p.name, _all(p.base), _all(p.step), p.distinct, p.fields,
+                         p.limit), _ident(p)
+    if isinstance(p, (RecRef, Values)):
+        return p, _ident(p)
+    return p, _ident(p)
+
+
+def _nullable(f):  # type: ignore[no-untyped-def]
+    from ddflow.sql.rows import Field
+
+    return Field(f.name, f.type, True, f.source)
+
+
+def _ident(p: Plan) -> dict[int, int]:
+    return {i: i for i in range(len(p.fields))}
+
+
+def _all(p: Plan) -> Plan:
+    """``p`` pruned below but producing all its fields, in order."""
+    q, m = _prune(p, set(range(len(p.fields))))
+    return _exact(q, m, list(range(len(p.fields))))
