@@ -26,9 +26,10 @@ from sqlglot import exp
 from ddflow.core.errors import DataError, DDError
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.sql.batch import LazyStrings, RowBatch
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx, evaluate, predicate_mask
-from ddflow.sql.ingest import arrow_column, to_columns
+from ddflow.sql.ingest import to_batch
 from ddflow.sql.lower import Env, Lowering
 from ddflow.sql.optimize import prune
 from ddflow.sql.plan import Plan, SortKey, explain
@@ -69,21 +70,51 @@ class _Sink(Operator):
 
 
 class _Table:
-    def __init__(self, name: str, fields: tuple[Field, ...]) -> None:
+    def __init__(self, name: str, fields: tuple[Field, ...], strings: StringDict) -> None:
         self.name = name
         self.fields = fields
+        self.strings = strings
         self.width = len(fields) + mask_words(fields)
-        self.store = TableStore(self.width)
-        self.pending: list[tuple[tuple[np.ndarray, ...], np.ndarray]] = []  # (cols, diffs)
+        self.store = TableStore()
+        self.pending: list[tuple[RowBatch, np.ndarray]] = []  # (rows, diffs)
 
-    def pending_updates(self) -> Updates | None:
-        if not self.pending:
-            return None
+    def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
+        """Dataflow records of the columns ``idxs`` (all by default) of ``b``."""
+        return b.record(self.fields, range(len(self.fields)) if idxs is None else idxs,
+                        self.strings)
+
+    def from_records(self, cols: Sequence[np.ndarray], n: int) -> RowBatch:
+        """A ``RowBatch`` of full records (all columns and their masks)."""
+        fr = Frame(cols, len(self.fields), n)
+        vals: list[Any] = []
+        nulls: list[np.ndarray | None] = []
+        for i, f in enumerate(self.fields):
+            v = np.asarray(cols[i])
+            nl = fr.null(i)
+            if f.type.kind == "string":
+                lz = LazyStrings(self.strings.decode_list(v))
+                if nl is not None:
+                    for j in np.flatnonzero(nl).tolist():
+                        lz.raw[j] = None
+                lz.codes = v
+                vals.append(lz)
+            else:
+                vals.append(v)
+            nulls.append(nl)
+        return RowBatch(vals, nulls, n)
+
+    def consolidated(self, parts: Sequence[tuple[RowBatch, np.ndarray]]
+                     ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+        """Full records of ``parts`` with equal rows added up (zero counts dropped)."""
         from ddflow.core.diff import INT_DIFF
 
-        parts = [Updates(c, np.zeros((len(d), 1), np.int64), d, INT_DIFF) for c, d in
-                 self.pending]
-        return consolidate(concat_updates(parts))
+        ups = [Updates(self.records(b), np.zeros((b.n, 1), np.int64), np.asarray(k), INT_DIFF)
+               for b, k in parts if b.n]
+        if not ups:
+            e = _empty_updates(self.width)
+            return e.data, np.zeros(0, np.int64)
+        u = consolidate(concat_updates(ups))
+        return u.data, np.asarray(u.diffs)
 
 
 class View:
@@ -371,7 +402,7 @@ class Database:
         names = [f.name for f in fields]
         if len(set(names)) != len(names):
             raise SQLError(f"table '{name}' has duplicate column names")
-        self._tables[key] = _Table(key, fields)
+        self._tables[key] = _Table(key, fields, self.strings)
         self._stale = True
 
     def _table(self, name: str) -> _Table:
@@ -459,9 +490,8 @@ class Database:
             pick = self._input_cols[name]
             if not pick:
                 continue
-            for cols, counts in t.store.live_chunks():
-                sessions[name].insert_columns(select_columns(cols, t.fields, pick),
-                                              diffs=counts)
+            for b, counts in t.store.live_chunks():
+                sessions[name].insert_columns(t.records(b, pick), diffs=counts)
         for s in sessions.values():
             s.advance_to(1)
         w.step_while(lambda: any(p.less_than(1) for p in probes))
@@ -480,18 +510,14 @@ class Database:
             self._rebuild()
         assert self._worker is not None
         t_next = self._wtime + 1
-        changes = {}
-        for name, t in self._tables.items():
-            u = t.pending_updates()
-            if u is not None and len(u):
-                changes[name] = u
         try:
-            for name, u in changes.items():
+            for name, t in self._tables.items():
                 pick = self._input_cols[name]
-                if pick:
-                    self._sessions[name].insert_columns(
-                        select_columns(u.data, self._tables[name].fields, pick),
-                        diffs=np.asarray(u.diffs))
+                if not pick:
+                    continue
+                for b, d in t.pending:
+                    if b.n:
+                        self._sessions[name].insert_columns(t.records(b, pick), diffs=d)
             for s in self._sessions.values():
                 s.advance_to(t_next)
             probes = self._probes
@@ -503,22 +529,25 @@ class Database:
                 t.pending = []
             self._worker = None
             self._stale = True
-            try:
-                self._rebuild()
-            finally:
-                pass
+            self._rebuild()
             raise
         # the commit took: apply it to the tables' rows and the views
-        for name, u in changes.items():
-            t = self._tables[name]
-            d = np.asarray(u.diffs)
-            pos = d > 0
-            if pos.any():
-                idx = np.flatnonzero(pos)
-                t.store.append(tuple(c[idx] for c in u.data), d[idx])
-            if (~pos).any():
+        for t in self._tables.values():
+            removals = []
+            for b, d in t.pending:
+                pos = d > 0
+                if pos.all():
+                    t.store.append(b, d)
+                    continue
+                if pos.any():
+                    idx = np.flatnonzero(pos)
+                    t.store.append(b.take(idx), d[idx])
                 idx = np.flatnonzero(~pos)
-                t.store.remove(tuple(c[idx] for c in u.data), -d[idx])
+                removals.append((b.take(idx), -d[idx]))
+            if removals:
+                cols, k = t.consolidated(removals)
+                if len(k):
+                    t.store.remove(t.from_records(cols, len(k)), k)
         for t in self._tables.values():
             t.pending = []
         commit_no = self.time
@@ -533,57 +562,46 @@ class Database:
         """Adds ``rows`` (tuples in column order with ``None`` for NULL, a pyarrow
         Table/RecordBatch or a pandas DataFrame) to ``table``; returns how many."""
         t = self._table(table)
-        cols = to_columns(rows, t.fields, self.strings, t.name)
-        n = len(cols[0]) if cols else 0
-        if n:
-            t.pending.append((cols, np.ones(n, np.int64)))
-        return n
+        b = to_batch(rows, t.fields, self.strings, t.name)
+        if b.n:
+            t.pending.append((b, np.ones(b.n, np.int64)))
+        return b.n
 
     def delete(self, table: str, rows: Any) -> int:
         """Removes one occurrence of each given row from ``table`` (``DataError``, and
         nothing removed, if a row is not there); returns how many."""
         t = self._table(table)
-        cols = to_columns(rows, t.fields, self.strings, t.name)
-        n = len(cols[0]) if cols else 0
-        if n == 0:
+        b = to_batch(rows, t.fields, self.strings, t.name)
+        if b.n == 0:
             return 0
-        self._check_present(t, cols, np.ones(n, np.int64))
-        t.pending.append((cols, -np.ones(n, np.int64)))
-        return n
+        self._check_present(t, b, np.ones(b.n, np.int64))
+        t.pending.append((b, -np.ones(b.n, np.int64)))
+        return b.n
 
-    def _check_present(self, t: _Table, cols: tuple[np.ndarray, ...], k: np.ndarray) -> None:
-        from ddflow.core.diff import INT_DIFF
-
-        want = consolidate(Updates(cols, np.zeros((len(k), 1), np.int64), k, INT_DIFF))
-        have = t.store.count_of(want.data)
-        pend = t.pending_updates()
-        if pend is not None and len(pend):
-            have = have + _counts_in(pend, want.data)
-        short = np.flatnonzero(have < np.asarray(want.diffs))
+    def _check_present(self, t: _Table, b: RowBatch, k: np.ndarray) -> None:
+        cols, want = t.consolidated([(b, k)])
+        q = t.from_records(cols, len(want))
+        have = t.store.count_of(q)
+        if t.pending:
+            pend = TableStore()
+            for pb, pd in t.pending:
+                pend.append(pb, pd)
+            have = have + pend.count_of(q)
+        short = np.flatnonzero(have < want)
         if len(short):
             i = int(short[0])
-            fr = Frame(want.data, len(t.fields), len(want))
-            row = tuple(decode_values(np.asarray(want.data[j])[i:i + 1],
-                                      None if fr.null(j) is None else fr.null(j)[i:i + 1],
-                                      f.type, self.strings)[0]
+            row = tuple(q.cols[j].values(np.array([i]))[0] if isinstance(q.cols[j], LazyStrings)
+                        else decode_values(np.asarray(q.cols[j])[i:i + 1],
+                                           None if q.nulls[j] is None else q.nulls[j][i:i + 1],
+                                           f.type, self.strings)[0]
                         for j, f in enumerate(t.fields))
             raise DataError(f"cannot delete {row!r} from table '{t.name}': the table holds "
-                            f"{int(have[i])} such row(s), {int(want.diffs[i])} to delete; "
+                            f"{int(have[i])} such row(s), {int(want[i])} to delete; "
                             "nothing was deleted")
 
     def _current(self, t: _Table) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """The table's rows now (last commit plus pending changes), consolidated."""
-        from ddflow.core.diff import INT_DIFF
-
-        parts = [Updates(c, np.zeros((len(k), 1), np.int64), k, INT_DIFF)
-                 for c, k in t.store.live_chunks()]
-        parts += [Updates(c, np.zeros((len(k), 1), np.int64), k, INT_DIFF) for c, k in
-                  t.pending]
-        if not parts:
-            e = _empty_updates(t.width)
-            return e.data, np.zeros(0, np.int64)
-        u = consolidate(concat_updates(parts))
-        return u.data, np.asarray(u.diffs)
+        return t.consolidated(list(t.store.live_chunks()) + list(t.pending))
 
     # -- SQL statements ---------------------------------------------------------------------
     def execute(self, sql: str) -> Any:
@@ -792,13 +810,13 @@ class Database:
         """Rows of ``cols`` that a query with subqueries selects (evaluated once)."""
         matches = self.query(tree)
         # map the selected rows back onto the physical rows (one per distinct row is enough)
-        sel = to_columns(matches, t.fields, self.strings, t.name) if matches else None
         mask = np.zeros(n, bool)
-        if sel is None:
+        if not matches:
             return mask
-        store = TableStore(t.width)
-        store.append(tuple(sel), np.ones(len(sel[0]), np.int64))
-        return store.count_of(cols) > 0
+        sel = to_batch(matches, t.fields, self.strings, t.name)
+        store = TableStore()
+        store.append(sel, np.ones(sel.n, np.int64))
+        return store.count_of(t.from_records(cols, n)) > 0
 
     def _delete_stmt(self, tree: exp.Delete) -> int:
         t = self._table(tree.this.name)
@@ -810,7 +828,7 @@ class Database:
         idx = np.flatnonzero(mask)
         if not len(idx):
             return 0
-        t.pending.append((tuple(c[idx] for c in cols), -counts[idx]))
+        t.pending.append((t.from_records(tuple(c[idx] for c in cols), len(idx)), -counts[idx]))
         return int(counts[idx].sum())
 
     def _update_stmt(self, tree: exp.Update) -> int:
@@ -850,8 +868,8 @@ class Database:
             nulls[j] = nl
         new = pack(vals, nulls, mask_words(t.fields), len(idx))
         k = counts[idx]
-        t.pending.append((sub, -k))
-        t.pending.append((tuple(new), k.copy()))
+        t.pending.append((t.from_records(sub, len(idx)), -k))
+        t.pending.append((t.from_records(new, len(idx)), k.copy()))
         return int(k.sum())
 
     def close(self) -> None:
@@ -864,14 +882,6 @@ class Database:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _counts_in(u: Updates, query: tuple[np.ndarray, ...]) -> np.ndarray:
-    """For each query row, the diff ``u`` (consolidated) holds for it."""
-    store = TableStore(len(query))
-    store.append(tuple(u.data), np.asarray(u.diffs))
-    # count_of sums entries; negative counts are allowed here
-    return store.count_of(query)
 
 
 def _input_columns(plans: list[Plan], tables: dict[str, _Table]) -> dict[str, tuple[int, ...]]:
@@ -911,5 +921,3 @@ def _coerce_py(v: Any, t: SqlType) -> Any:
         return float(v)
     return v
 
-
-del arrow_column

@@ -8,14 +8,14 @@ not fit its column raises ``DataError`` naming the column, before anything chang
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ddflow.core.errors import DataError
+from ddflow.sql.batch import LazyStrings, RowBatch
 from ddflow.sql.expr import narrow, rescale
-from ddflow.sql.rows import Field, mask_words, pack
+from ddflow.sql.rows import Field
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import (
     SqlType,
@@ -25,12 +25,13 @@ from ddflow.sql.types import (
     int_column,
 )
 
-__all__ = ["to_columns"]
+__all__ = ["to_batch"]
 
 
-def to_columns(rows: Any, fields: tuple[Field, ...], strings: StringDict, table: str
-               ) -> tuple[np.ndarray, ...]:
-    """Physical records (values and null masks) of ``rows`` for a table of ``fields``."""
+def to_batch(rows: Any, fields: tuple[Field, ...], strings: StringDict, table: str
+             ) -> RowBatch:
+    """``rows`` (tuples, an Arrow Table/RecordBatch or a pandas DataFrame) as a
+    ``RowBatch`` of a table with ``fields``; ``DataError`` names a value that does not fit."""
     if _is_arrow(rows):
         return _from_arrow(rows, fields, strings, table)
     if _is_pandas(rows):
@@ -40,7 +41,7 @@ def to_columns(rows: Any, fields: tuple[Field, ...], strings: StringDict, table:
                            table)
     if isinstance(rows, tuple) and rows and not isinstance(rows[0], (tuple, list)):
         raise DataError(f"give a list of rows (tuples) for table '{table}', not one tuple")
-    if not isinstance(rows, Sequence) and not hasattr(rows, "__iter__"):
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
         raise DataError(f"cannot read rows for table '{table}' from {type(rows).__name__}")
     rows = list(rows)
     width = len(fields)
@@ -50,14 +51,25 @@ def to_columns(rows: Any, fields: tuple[Field, ...], strings: StringDict, table:
         if len(r) != width:
             raise DataError(f"row {tuple(r)!r} has {len(r)} values; table '{table}' has "
                             f"{width} columns ({', '.join(f.name for f in fields)})")
-    vals, nulls = [], []
+    cols: list[Any] = []
+    nulls: list[np.ndarray | None] = []
     for i, f in enumerate(fields):
-        v, nl = encode_values([r[i] for r in rows], f.type, f.name, strings)
-        if nl is not None and not f.nullable:
+        vals = [r[i] for r in rows]
+        if f.type.kind == "string":
+            for v in vals:
+                if v is not None and not isinstance(v, str):
+                    raise DataError(f"value {v!r} ({type(v).__name__}) does not fit column "
+                                    f"'{f.name}' of type {f.type}")
+            nl = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
+            cols.append(LazyStrings(vals))
+            nl_: np.ndarray | None = nl if nl.any() else None
+        else:
+            v, nl_ = encode_values(vals, f.type, f.name, strings)
+            cols.append(v)
+        if nl_ is not None and not f.nullable:
             raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
-        vals.append(v)
-        nulls.append(nl)
-    return pack(vals, nulls, mask_words(fields), len(rows))
+        nulls.append(nl_)
+    return RowBatch(cols, nulls, len(rows))
 
 
 def _is_arrow(x: Any) -> bool:
@@ -70,7 +82,9 @@ def _is_pandas(x: Any) -> bool:
 
 
 def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: str
-                ) -> tuple[np.ndarray, ...]:
+                ) -> RowBatch:
+    import pyarrow as pa
+
     names = [n.lower() for n in t.schema.names]
     want = [f.name.lower() for f in fields]
     if all(w in names for w in want):
@@ -81,14 +95,32 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
         raise DataError(f"Arrow data with columns {t.schema.names} does not match table "
                         f"'{table}' ({', '.join(f.name for f in fields)})")
     n = t.num_rows
-    vals, nulls = [], []
+    vals: list[Any] = []
+    nulls: list[np.ndarray | None] = []
     for f, c in zip(fields, cols, strict=True):
-        v, nl = arrow_column(c, f.type, f.name, strings)
+        if f.type.kind == "string":
+            if isinstance(c, pa.ChunkedArray):
+                c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
+            if pa.types.is_dictionary(c.type):
+                c = c.dictionary_decode()
+            if getattr(pa.types, "is_string_view", lambda _: False)(c.type) or \
+                    pa.types.is_large_string(c.type):
+                c = c.cast(pa.string())
+            if pa.types.is_null(c.type):
+                c = pa.nulls(len(c), pa.string())
+            if not pa.types.is_string(c.type):
+                raise DataError(f"column '{f.name}' of type {f.type} cannot take Arrow values "
+                                f"of type {c.type}")
+            nl = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool) \
+                if c.null_count else None
+            v: Any = LazyStrings(c)
+        else:
+            v, nl = arrow_column(c, f.type, f.name, strings)
         if nl is not None and not f.nullable:
             raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
         vals.append(v)
         nulls.append(nl)
-    return pack(vals, nulls, mask_words(fields), n)
+    return RowBatch(vals, nulls, n)
 
 
 def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict

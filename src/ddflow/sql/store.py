@@ -2,14 +2,15 @@
 
 Why: ``DELETE`` must refuse a row that is not there, ``DELETE ... WHERE`` and ``UPDATE``
 need the current rows, and a database rebuilds its dataflow from them (a new view, or a
-commit that failed). The dataflow itself keeps only what its views need.
+commit that failed). The dataflow itself keeps only the columns its views use.
 
-How: rows live in append-only chunks of physical records, each row with a count.
-Inserting appends a chunk (no sorting, no hashing: an insert-only table costs nothing
-more). Counting or deleting given rows uses an index of 64-bit row hashes, built on first
-use and then kept as a few sorted runs merged when a newer run grows to half the size of
-the one before it (so each row is merged ``O(log n)`` times); a hash match is confirmed by
-comparing the whole row, so the answer is exact.
+How: rows live in append-only chunks (``RowBatch``, strings kept as given), each row with
+a count. Inserting appends a chunk: no sorting, no hashing, so an insert-only table costs
+nothing more. Counting or deleting given rows uses an index of 64-bit hashes of the rows'
+non-string columns, built on first use and then kept as a few sorted runs, a newer run
+merged into the one before it when it grows to half its size (each row is merged
+``O(log n)`` times). A hash match is confirmed on every column, strings included, so the
+answer is exact.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from ddflow.core.errors import DataError
+from ddflow.sql.batch import LazyStrings, RowBatch
 
 __all__ = ["TableStore", "row_hashes"]
 
@@ -26,9 +28,8 @@ _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
 
 
-def row_hashes(cols: Sequence[np.ndarray]) -> np.ndarray:
-    """A 64-bit hash per row of ``cols`` (int64 columns, or object columns of ints)."""
-    n = len(cols[0]) if cols else 0
+def row_hashes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
+    """A 64-bit hash per row of ``cols`` (int64 columns, or object columns)."""
     h = np.full(n, 0x243F6A8885A308D3, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for c in cols:
@@ -44,17 +45,19 @@ def row_hashes(cols: Sequence[np.ndarray]) -> np.ndarray:
     return h.view(np.int64)
 
 
-def _rows_equal(a: Sequence[np.ndarray], ia: np.ndarray, b: Sequence[np.ndarray],
-                ib: np.ndarray) -> np.ndarray:
-    eq = np.ones(len(ia), dtype=bool)
-    for x, y in zip(a, b, strict=True):
-        xa, yb = x[ia], y[ib]
-        if xa.dtype == object or yb.dtype == object:
-            eq &= np.array([p == q for p, q in zip(xa.tolist(), yb.tolist(), strict=True)],
-                           dtype=bool).reshape(len(ia))
-        else:
-            eq &= xa == yb
-    return eq
+def _hash_columns(b: RowBatch) -> list[np.ndarray]:
+    """What the index hashes: the non-string columns (a NULL's value is 0, so a NULL and a
+    0 collide and the row comparison tells them apart), or the strings' Python hashes when
+    a table has only strings."""
+    out: list[np.ndarray] = []
+    for c in b.cols:
+        if not isinstance(c, LazyStrings):
+            out.append(c)
+    if not out:
+        for c in b.cols:
+            vals = c.values()
+            out.append(np.array([hash(v) for v in vals], dtype=np.int64).reshape(b.n))
+    return out
 
 
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -68,12 +71,35 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, pos
 
 
+def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray) -> np.ndarray:
+    """Whether row ``ia[k]`` of ``a`` equals row ``ib[k]`` of ``b`` (NULL equals NULL)."""
+    eq = np.ones(len(ia), dtype=bool)
+    for x, nx, y, ny in zip(a.cols, a.nulls, b.cols, b.nulls, strict=True):
+        xn = nx[ia] if nx is not None else np.zeros(len(ia), bool)
+        yn = ny[ib] if ny is not None else np.zeros(len(ib), bool)
+        if isinstance(x, LazyStrings):
+            assert isinstance(y, LazyStrings)
+            if x.codes is not None and y.codes is not None:
+                same = x.codes[ia] == y.codes[ib]
+            else:
+                xs, ys = x.values(ia), y.values(ib)
+                same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
+                                   count=len(ia))
+        elif x.dtype == object or y.dtype == object:
+            same = np.fromiter((p == q for p, q in zip(x[ia].tolist(), y[ib].tolist(),
+                                                        strict=True)),
+                               dtype=bool, count=len(ia))
+        else:
+            same = x[ia] == y[ib]
+        eq &= np.where(xn | yn, xn & yn, same)
+    return eq
+
+
 class TableStore:
     """The rows of one table with their counts."""
 
-    def __init__(self, width: int) -> None:
-        self.width = width
-        self.chunks: list[tuple[tuple[np.ndarray, ...], np.ndarray]] = []
+    def __init__(self) -> None:
+        self.chunks: list[tuple[RowBatch, np.ndarray]] = []
         self.offsets: list[int] = [0]
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted hashes, entry ids)
         self.indexed = 0  # entries covered by the runs
@@ -82,45 +108,24 @@ class TableStore:
     def __len__(self) -> int:
         return self.offsets[-1]
 
-    def live_rows(self) -> int:
-        return int(sum(int(c.sum()) for _, c in self.chunks))
-
-    def append(self, cols: tuple[np.ndarray, ...], counts: np.ndarray) -> None:
-        if not len(counts):
+    def append(self, b: RowBatch, counts: np.ndarray) -> None:
+        if not b.n:
             return
-        self.chunks.append((cols, counts.astype(np.int64, copy=True)))
-        self.offsets.append(self.offsets[-1] + len(counts))
+        self.chunks.append((b, np.asarray(counts, dtype=np.int64).copy()))
+        self.offsets.append(self.offsets[-1] + b.n)
 
     # -- the index -------------------------------------------------------------------------
-    def _entry_cols(self, ids: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
-        """The rows and counts of entries ``ids``."""
-        offs = np.array(self.offsets)
-        which = np.searchsorted(offs, ids, side="right") - 1
-        cols = [np.empty(len(ids), dtype=np.int64) for _ in range(self.width)]
-        counts = np.empty(len(ids), dtype=np.int64)
-        for ci in np.unique(which).tolist():
-            sel = np.flatnonzero(which == ci)
-            local = ids[sel] - self.offsets[ci]
-            ccols, ccounts = self.chunks[ci]
-            for j in range(self.width):
-                src = ccols[j][local]
-                if src.dtype == object and cols[j].dtype != object:
-                    cols[j] = cols[j].astype(object)
-                cols[j][sel] = src
-            counts[sel] = ccounts[local]
-        return cols, counts
-
     def _index(self) -> None:
         total = self.offsets[-1]
         if self.indexed == total:
             return
-        first = int(np.searchsorted(np.array(self.offsets), self.indexed, side="right") - 1)
         hs, ids = [], []
-        for ci in range(first, len(self.chunks)):
-            cols, _ = self.chunks[ci]
+        for ci, (b, _) in enumerate(self.chunks):
+            if self.offsets[ci + 1] <= self.indexed:
+                continue
             lo = max(self.indexed - self.offsets[ci], 0)
-            part = tuple(c[lo:] for c in cols)
-            hs.append(row_hashes(part))
+            part = b if lo == 0 else b.take(np.arange(lo, b.n))
+            hs.append(row_hashes(_hash_columns(part), part.n))
             ids.append(np.arange(self.offsets[ci] + lo, self.offsets[ci + 1], dtype=np.int64))
         h = np.concatenate(hs)
         e = np.concatenate(ids)
@@ -134,10 +139,13 @@ class TableStore:
             order = np.argsort(h, kind="stable")
             self.runs[-2:] = [(h[order], e[order])]
 
-    def _matches(self, cols: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    def _locate(self, ids: np.ndarray) -> np.ndarray:
+        return np.searchsorted(np.asarray(self.offsets), ids, side="right") - 1
+
+    def _matches(self, q: RowBatch) -> tuple[np.ndarray, np.ndarray]:
         """Pairs ``(query row, entry id)`` whose rows are equal."""
         self._index()
-        hq = row_hashes(cols)
+        hq = row_hashes(_hash_columns(q), q.n)
         qs, es = [], []
         for hs, ids in self.runs:
             lo = np.searchsorted(hs, hq, side="left")
@@ -149,69 +157,83 @@ class TableStore:
         if not qs:
             z = np.zeros(0, np.int64)
             return z, z
-        q = np.concatenate(qs)
-        e = np.concatenate(es)
-        ecols, _ = self._entry_cols(e)
-        eq = _rows_equal(cols, q, ecols, np.arange(len(e)))
-        return q[eq], e[eq]
+        qa = np.concatenate(qs)
+        ea = np.concatenate(es)
+        keep = np.zeros(len(qa), bool)
+        which = self._locate(ea)
+        for ci in np.unique(which).tolist():
+            sel = np.flatnonzero(which == ci)
+            b, _ = self.chunks[ci]
+            keep[sel] = _equal_rows(q, qa[sel], b, ea[sel] - self.offsets[ci])
+        return qa[keep], ea[keep]
 
-    def count_of(self, cols: Sequence[np.ndarray]) -> np.ndarray:
-        """How many copies of each given row the table holds."""
-        n = len(cols[0]) if cols else 0
-        out = np.zeros(n, dtype=np.int64)
-        if not self.chunks or n == 0:
-            return out
-        q, e = self._matches(cols)
-        if len(q):
-            _, counts = self._entry_cols(e)
-            np.add.at(out, q, counts)
+    def _counts_of(self, e: np.ndarray) -> np.ndarray:
+        out = np.empty(len(e), np.int64)
+        which = self._locate(e)
+        for ci in np.unique(which).tolist():
+            sel = np.flatnonzero(which == ci)
+            out[sel] = self.chunks[ci][1][e[sel] - self.offsets[ci]]
         return out
 
-    def remove(self, cols: Sequence[np.ndarray], k: np.ndarray) -> None:
-        """Takes ``k[i]`` copies of each (distinct) row ``i`` away; they must be there."""
+    def count_of(self, q: RowBatch) -> np.ndarray:
+        """How many copies of each given row the table holds."""
+        out = np.zeros(q.n, dtype=np.int64)
+        if not self.chunks or q.n == 0:
+            return out
+        qa, ea = self._matches(q)
+        if len(qa):
+            np.add.at(out, qa, self._counts_of(ea))
+        return out
+
+    def remove(self, q: RowBatch, k: np.ndarray) -> None:
+        """Takes ``k[i]`` copies of each distinct row ``i`` of ``q`` away; they must be
+        there."""
         n = len(k)
         if n == 0:
             return
-        q, e = self._matches(cols)
-        _, counts = self._entry_cols(e)
-        order = np.lexsort((e, q))
-        q, e, counts = q[order], e[order], counts[order]
+        qa, ea = self._matches(q)
+        counts = self._counts_of(ea)
+        order = np.lexsort((ea, qa))
+        qa, ea, counts = qa[order], ea[order], counts[order]
         live = counts > 0
-        q, e, counts = q[live], e[live], counts[live]
+        qa, ea, counts = qa[live], ea[live], counts[live]
         have = np.zeros(n, np.int64)
-        np.add.at(have, q, counts)
+        np.add.at(have, qa, counts)
         if (have < k).any():
             raise DataError("internal: removing rows that are not in the table")
         # within each query row, take from its entries in order until k is reached
         cum = np.cumsum(counts)
-        starts = np.searchsorted(q, np.arange(n), side="left")
-        before = np.concatenate([[0], cum])[starts][q]
+        first = np.searchsorted(qa, np.arange(n), side="left")
+        before = np.concatenate([[0], cum])[first][qa]
         taken_before = cum - counts - before
-        take = np.clip(k[q] - taken_before, 0, counts)
-        offs = np.array(self.offsets)
-        which = np.searchsorted(offs, e, side="right") - 1
+        take = np.clip(k[qa] - taken_before, 0, counts)
+        which = self._locate(ea)
         for ci in np.unique(which[take > 0]).tolist():
             sel = np.flatnonzero((which == ci) & (take > 0))
-            local = e[sel] - self.offsets[ci]
-            self.chunks[ci][1][local] -= take[sel]
-            self.dead += int((self.chunks[ci][1][local] == 0).sum())
+            local = ea[sel] - self.offsets[ci]
+            c = self.chunks[ci][1]
+            c[local] -= take[sel]
+            self.dead += int((c[local] == 0).sum())
         if self.dead > max(1024, len(self) // 2):
             self.compact()
 
     def compact(self) -> None:
-        """Drops rows whose count reached zero (and the index, rebuilt on next use)."""
-        chunks = [(cols, c) for cols, c in self.live_chunks()]
+        """Drops rows whose count reached zero (the index is rebuilt on next use)."""
+        chunks = list(self.live_chunks())
         self.chunks, self.offsets = [], [0]
         self.runs, self.indexed, self.dead = [], 0, 0
-        for cols, c in chunks:
-            self.append(cols, c)
+        for b, c in chunks:
+            self.append(b, c)
 
-    def live_chunks(self) -> Iterator[tuple[tuple[np.ndarray, ...], np.ndarray]]:
+    def live_chunks(self) -> Iterator[tuple[RowBatch, np.ndarray]]:
         """The rows with a positive count, chunk by chunk."""
-        for cols, counts in self.chunks:
+        for b, counts in self.chunks:
             live = counts > 0
             if live.all():
-                yield cols, counts
+                yield b, counts
             elif live.any():
                 idx = np.flatnonzero(live)
-                yield tuple(c[idx] for c in cols), counts[idx]
+                yield b.take(idx), counts[idx]
+
+    def rows(self) -> int:
+        return int(sum(int(c[c > 0].sum()) for _, c in self.chunks))
