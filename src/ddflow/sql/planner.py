@@ -279,7 +279,34 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
         node = node.this
     if isinstance(node, exp.And):
         return _conjuncts(node.left) + _conjuncts(node.right)
+    if isinstance(node, exp.Or):
+        return _factor_or(node)
     return [node]
+
+
+def _disjuncts(node: exp.Expression) -> list[exp.Expression]:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Or):
+        return _disjuncts(node.left) + _disjuncts(node.right)
+    return [node]
+
+
+def _factor_or(node: exp.Expression) -> list[exp.Expression]:
+    """``(A AND B) OR (A AND C)`` as ``[A, B OR C]``: a condition common to every branch
+    of an OR holds on its own (so a join key inside each branch becomes a join key)."""
+    branches = [_conjuncts(d) for d in _disjuncts(node)]
+    keys = [{c.sql(): c for c in b} for b in branches]
+    common = [k for k in keys[0] if all(k in other for other in keys[1:])]
+    if not common:
+        return [node]
+    rest = []
+    for b in branches:
+        left = [c for c in b if c.sql() not in common]
+        if not left:
+            return [keys[0][k] for k in common]  # one branch is just the common part
+        rest.append(left[0] if len(left) == 1 else exp.and_(*left))
+    return [keys[0][k] for k in common] + [exp.or_(*rest)]
 
 
 def _uses(e: Expr) -> set[int]:
@@ -1025,16 +1052,56 @@ class Planner:
         if q.args.get("limit") or q.args.get("offset"):
             raise UnsupportedSQL(f"LIMIT inside {what}")
 
+    def _is_plain(self, q: exp.Expression) -> bool:
+        return isinstance(q, exp.Select) and not (
+            q.args.get("group") or q.args.get("having") or q.args.get("limit")
+            or q.args.get("offset") or q.args.get("distinct")
+            or q.args.get("with_") or q.args.get("with")
+            or any(isinstance(n, _AGGS) for s in q.expressions
+                   for n in _walk_no_subqueries(s)))
+
+    def _subquery_rows(self, q: exp.Expression, scope: Scope, what: str, value: bool
+                       ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr], Expr | None]:
+        """The rows of subquery ``q`` for EXISTS / IN: its scope (relation), correlations,
+        correlated conditions, and (``value``) its one output column."""
+        while isinstance(q, exp.Subquery):
+            q = q.this
+        if self._is_plain(q):
+            assert isinstance(q, exp.Select)
+            if value and len(q.expressions) != 1:
+                raise SQLError(f"{what} (subquery) needs a subquery of one column")
+            sub, pairs, residual = self._correlate(q, scope)
+            y = None
+            if value:
+                y = self.bind(_unalias(q.expressions[0]), sub)
+                if _has_outer(y):
+                    raise UnsupportedSQL("a correlated reference in the SELECT list of a "
+                                         "subquery")
+            return sub, pairs, residual, y
+        # aggregates, LIMIT, DISTINCT or set operations: plan it as a relation of its own
+        try:
+            planned = self.plan_query(q, None, in_loop=scope.in_loop)
+        except SQLError as e:
+            raise UnsupportedSQL(f"{what} over a correlated subquery with aggregates, DISTINCT, "
+                                 f"LIMIT or set operations ({e})") from e
+        rel = self._visible(planned)
+        if value and len(rel.fields) != 1:
+            raise SQLError(f"{what} (subquery) needs a subquery of one column")
+        sub = Scope(scope, plan=rel, in_loop=scope.in_loop)
+        y = _col(0, rel.fields[0]) if value else None
+        return sub, [], [], y
+
     def _semi_exists(self, q: exp.Expression, scope: Scope, anti: bool) -> None:
-        sel = self._sub_select(q)
-        if _is_scalar_agg(sel):
+        sel = q
+        while isinstance(sel, exp.Subquery):
+            sel = sel.this
+        if isinstance(sel, exp.Select) and _is_scalar_agg(sel):
             # an aggregate without GROUP BY has exactly one row: EXISTS is TRUE
             if anti:
                 assert scope.plan is not None
                 scope.plan = Filter(scope.plan, Lit(False, BOOLEAN))
             return
-        self._check_plain(sel, "EXISTS")
-        sub, pairs, residual = self._correlate(sel, scope)
+        sub, pairs, residual, _ = self._subquery_rows(sel, scope, "EXISTS", False)
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         self._semi(scope, rel, outer_keys, k, null_safe, anti)
 
@@ -1052,15 +1119,9 @@ class Planner:
                               tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
 
     def _semi_in(self, node: exp.In, scope: Scope) -> None:
-        sel = self._sub_select(node.args["query"])
-        self._check_plain(sel, "IN")
-        if len(sel.expressions) != 1:
-            raise SQLError("IN (subquery) needs a subquery of one column")
         x = self.bind(node.this, scope)
-        sub, pairs, residual = self._correlate(sel, scope)
-        y = self.bind(_unalias(sel.expressions[0]), sub)
-        if _has_outer(y):
-            raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
+        sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
+        assert y is not None
         t = common_type(x.type, y.type, "IN")
         pairs = pairs + [(self._cast(y, t), self._to_outer(self._cast(x, t)))]
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
@@ -1098,11 +1159,12 @@ class Planner:
 
     def _mark_exists(self, q: exp.Expression, scope: Scope) -> Expr:
         """``EXISTS (q)`` as a boolean column of the scope's relation."""
-        sel = self._sub_select(q)
-        if _is_scalar_agg(sel):
+        sel = q
+        while isinstance(sel, exp.Subquery):
+            sel = sel.this
+        if isinstance(sel, exp.Select) and _is_scalar_agg(sel):
             return Lit(True, BOOLEAN)
-        self._check_plain(sel, "EXISTS")
-        sub, pairs, residual = self._correlate(sel, scope)
+        sub, pairs, residual, _ = self._subquery_rows(sel, scope, "EXISTS", False)
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         keys = tuple(_col(i, rel.fields[i]) for i in range(k))
         marked = Distinct(Project(rel, (*keys, TRUE),
@@ -1112,15 +1174,9 @@ class Planner:
 
     def _mark_in(self, node: exp.In, scope: Scope) -> Expr:
         """``x IN (q)`` with SQL's NULL rule, as an expression over attached columns."""
-        sel = self._sub_select(node.args["query"])
-        self._check_plain(sel, "IN")
-        if len(sel.expressions) != 1:
-            raise SQLError("IN (subquery) needs a subquery of one column")
         x = self.bind(node.this, scope)
-        sub, pairs, residual = self._correlate(sel, scope)
-        y = self.bind(_unalias(sel.expressions[0]), sub)
-        if _has_outer(y):
-            raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
+        sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
+        assert y is not None
         t = common_type(x.type, y.type, "IN")
         x, y = self._cast(x, t), self._cast(y, t)
         # per correlation group: how many rows, how many non-NULL values
@@ -1361,7 +1417,11 @@ class Planner:
             if isinstance(node, exp.Func):
                 return self._function(node, scope)
             raise UnsupportedSQL(f"{type(node).__name__} ({node.sql(self.dialect)[:60]})")
-        return fn(node, scope)
+        out = fn(node, scope)
+        if node.args.get("negate") is True:
+            # ``x NOT LIKE p`` and friends carry their NOT as a flag
+            out = Call("not", (self._bool(out, "NOT"),), BOOLEAN, out.nullable)
+        return out
 
     def _agg_lookup(self, node: exp.Expression, scope: Scope) -> Expr | None:
         ctx = scope.agg
