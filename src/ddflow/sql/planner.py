@@ -1668,6 +1668,65 @@ class Planner:
     def _b_Pow(self, node: exp.Pow, scope: Scope) -> Expr:
         return self._binary(node, scope, "pow", "POWER")
 
+    def _quantified(self, op: str, node: exp.Expression, scope: Scope) -> Expr:
+        """``x op ALL (q)`` / ``x op ANY (q)`` through the subquery's count, non-NULL count,
+        min and max (SQL's rule: ALL over no rows is TRUE, ANY FALSE; a NULL that could
+        decide the answer makes it NULL)."""
+        quant = node.expression
+        is_all = isinstance(quant, exp.All)
+        q = quant.this
+        while isinstance(q, exp.Subquery):
+            q = q.this
+        if not isinstance(q, exp.Select) or len(q.expressions) != 1:
+            raise UnsupportedSQL(f"{'ALL' if is_all else 'ANY'} over this subquery")
+        if op == "eq" and not is_all:
+            return self.bind(exp.In(this=node.this.copy(), query=exp.Subquery(this=q.copy())),
+                             scope)
+        if op == "ne" and is_all:
+            return self.bind(exp.Not(this=exp.In(this=node.this.copy(),
+                                                 query=exp.Subquery(this=q.copy()))), scope)
+        val = _unalias(q.expressions[0])
+
+        def agg(f: exp.Expression) -> exp.Expression:
+            sub = q.copy()
+            sub.set("expressions", [f])
+            return exp.Subquery(this=sub)
+
+        n = agg(exp.Count(this=exp.Star()))
+        nn = agg(exp.Count(this=val.copy()))
+        mx = agg(exp.Max(this=val.copy()))
+        mn = agg(exp.Min(this=val.copy()))
+        x = node.this
+        cmp = {"gt": exp.GT, "ge": exp.GTE, "lt": exp.LT, "le": exp.LTE, "eq": exp.EQ,
+               "ne": exp.NEQ}
+        T, F, N = exp.true(), exp.false(), exp.null()
+        empty = exp.EQ(this=n, expression=exp.Literal.number(0))
+        has_null = exp.LT(this=nn, expression=n.copy())
+        xnull = exp.Is(this=x.copy(), expression=exp.Null())
+        if is_all:
+            # the answer is FALSE when some value fails the comparison
+            fails = {"gt": exp.GTE(this=mx, expression=x.copy()),
+                     "ge": exp.GT(this=mx, expression=x.copy()),
+                     "lt": exp.LTE(this=mn, expression=x.copy()),
+                     "le": exp.LT(this=mn, expression=x.copy()),
+                     "eq": exp.or_(exp.NEQ(this=mn, expression=x.copy()),
+                                   exp.NEQ(this=mx, expression=x.copy()))}[op]
+            case = exp.Case(ifs=[exp.If(this=empty, true=T), exp.If(this=xnull, true=N),
+                                 exp.If(this=fails, true=F), exp.If(this=has_null, true=N)],
+                            default=T)
+        else:
+            holds = {"gt": exp.LT(this=mn, expression=x.copy()),
+                     "ge": exp.LTE(this=mn, expression=x.copy()),
+                     "lt": exp.GT(this=mx, expression=x.copy()),
+                     "le": exp.GTE(this=mx, expression=x.copy()),
+                     "ne": exp.or_(exp.NEQ(this=mn, expression=x.copy()),
+                                   exp.NEQ(this=mx, expression=x.copy()))}[op]
+            case = exp.Case(ifs=[exp.If(this=empty, true=F), exp.If(this=xnull, true=N),
+                                 exp.If(this=holds, true=T), exp.If(this=has_null, true=N)],
+                            default=F)
+        del cmp
+        return self.bind(case, scope)
+
     def _compare(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
         ta, tb = a.type, b.type
         if ta.kind == "string" and tb.kind not in ("string", "null"):
@@ -1679,26 +1738,38 @@ class Planner:
         return Call(op, (a, b), BOOLEAN, a.nullable or b.nullable)
 
     def _b_EQ(self, node: exp.EQ, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("eq", node, scope)
         return self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "=")
 
     def _b_NEQ(self, node: exp.NEQ, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("ne", node, scope)
         return self._compare("ne", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<>")
 
     def _b_LT(self, node: exp.LT, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("lt", node, scope)
         return self._compare("lt", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<")
 
     def _b_LTE(self, node: exp.LTE, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("le", node, scope)
         return self._compare("le", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<=")
 
     def _b_GT(self, node: exp.GT, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("gt", node, scope)
         return self._compare("gt", self.bind(node.this, scope), self.bind(node.expression, scope),
                              ">")
 
     def _b_GTE(self, node: exp.GTE, scope: Scope) -> Expr:
+        if isinstance(node.expression, (exp.All, exp.Any)):
+            return self._quantified("ge", node, scope)
         return self._compare("ge", self.bind(node.this, scope), self.bind(node.expression, scope),
                              ">=")
 
