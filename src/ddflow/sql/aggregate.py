@@ -325,8 +325,8 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
                 nulls.append(None)
                 continue
             cnt = sel(comps[lin.index[("n", a.arg)]])
-            total = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
-            v, nl = _linear_value(a.func, a.arg, t, cnt, total)
+            tot = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
+            v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
             nulls.append(nl)
         return pack(vals, nulls, words, m)

@@ -62,10 +62,10 @@ class LazyStrings:
         if isinstance(raw, list):
             return raw if idx is None else [raw[i] for i in idx.tolist()]
         if idx is None:
-            return raw.to_pylist()  # type: ignore[no-any-return]
+            return raw.to_pylist()
         import pyarrow as pa
 
-        return raw.take(pa.array(idx, type=pa.int64())).to_pylist()  # type: ignore[no-any-return]
+        return raw.take(pa.array(idx, type=pa.int64())).to_pylist()
 
     def take(self, idx: np.ndarray) -> LazyStrings:
         out = LazyStrings(self._take_raw(idx))
@@ -88,7 +88,7 @@ def concat_lazy(parts: Sequence[LazyStrings]) -> LazyStrings:
         vals.extend(p.values())
     out = LazyStrings(vals)
     if all(p.codes is not None for p in parts):
-        out.codes = np.concatenate([p.codes for p in parts])  # type: ignore[misc]
+        out.codes = np.concatenate([p.codes for p in parts])
     return out
 
 

@@ -46,6 +46,9 @@ from ddflow.sql.store import TableStore
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decode_values
 
+#: a sqlglot syntax node (sqlglot's own annotations are looser than its classes)
+Node = Any
+
 __all__ = ["Database", "View"]
 
 
@@ -419,7 +422,7 @@ class Database:
             raise SQLError("view() takes exactly one query")
         return self._create_view(stmts[0], name, sql)
 
-    def _create_view(self, tree: exp.Expression, name: str | None, sql: str,
+    def _create_view(self, tree: Node, name: str | None, sql: str,
                      replace: bool = False) -> View:
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"a view must be a query, not {type(tree).__name__.upper()}")
@@ -590,11 +593,8 @@ class Database:
         short = np.flatnonzero(have < want)
         if len(short):
             i = int(short[0])
-            row = tuple(q.cols[j].values(np.array([i]))[0] if isinstance(q.cols[j], LazyStrings)
-                        else decode_values(np.asarray(q.cols[j])[i:i + 1],
-                                           None if q.nulls[j] is None else q.nulls[j][i:i + 1],
-                                           f.type, self.strings)[0]
-                        for j, f in enumerate(t.fields))
+            row = tuple(_value_at(q, j, i, f.type, self.strings) for j, f in
+                        enumerate(t.fields))
             raise DataError(f"cannot delete {row!r} from table '{t.name}': the table holds "
                             f"{int(have[i])} such row(s), {int(want[i])} to delete; "
                             "nothing was deleted")
@@ -613,7 +613,7 @@ class Database:
             result = self._statement(tree, tree.sql(dialect=DIALECTS[self.dialect]))
         return result
 
-    def _statement(self, tree: exp.Expression, sql: str) -> Any:
+    def _statement(self, tree: Node, sql: str) -> Any:
         if isinstance(tree, exp.Create):
             kind = (tree.args.get("kind") or "").upper()
             if kind == "VIEW":
@@ -645,7 +645,7 @@ class Database:
             return self.commit()
         raise UnsupportedSQL(f"statement {type(tree).__name__.upper()}")
 
-    def _create_table_stmt(self, tree: exp.Create) -> None:
+    def _create_table_stmt(self, tree: Node) -> None:
         schema = tree.this
         if isinstance(tree.expression, exp.Query):
             raise UnsupportedSQL("CREATE TABLE ... AS SELECT (create the table, then INSERT "
@@ -684,7 +684,7 @@ class Database:
         del self._tables[key]
         self._stale = True
 
-    def query(self, sql: str | exp.Expression) -> list[tuple[Any, ...]]:
+    def query(self, sql: str | Node) -> list[tuple[Any, ...]]:
         """The rows of a query over the tables now (including uncommitted changes),
         computed once."""
         tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
@@ -713,7 +713,7 @@ class Database:
         v._accept(sink.drain(), None)
         return v.rows()
 
-    def _insert_stmt(self, tree: exp.Insert) -> int:
+    def _insert_stmt(self, tree: Node) -> int:
         target = tree.this
         cols_given = None
         if isinstance(target, exp.Schema):
@@ -766,7 +766,7 @@ class Database:
         fields = t.fields if cols is None else [t.fields[[f.name for f in t.fields].index(c)]
                                                 if c in [f.name for f in t.fields] else None
                                                 for c in cols]
-        vals = []
+        vals: list[Any] = []
         for lit, f in zip(lits, fields, strict=True):
             if f is None:
                 raise SQLError(f"table '{t.name}' has no such column")
@@ -786,7 +786,7 @@ class Database:
             return self._place(vals, t, cols)
         return tuple(vals)
 
-    def _where_mask(self, t: _Table, where: exp.Expression | None, cols: tuple[np.ndarray, ...],
+    def _where_mask(self, t: _Table, where: Node | None, cols: tuple[np.ndarray, ...],
                     n: int) -> np.ndarray:
         if where is None:
             return np.ones(n, bool)
@@ -805,7 +805,7 @@ class Database:
         pred = planner._cast_bool(planner.bind(cond, scope), "WHERE")
         return predicate_mask(pred, Frame(cols, len(t.fields), n), self.ctx)
 
-    def _where_by_query(self, t: _Table, tree: exp.Expression, cols: tuple[np.ndarray, ...],
+    def _where_by_query(self, t: _Table, tree: Node, cols: tuple[np.ndarray, ...],
                         n: int) -> np.ndarray:
         """Rows of ``cols`` that a query with subqueries selects (evaluated once)."""
         matches = self.query(tree)
@@ -818,7 +818,7 @@ class Database:
         store.append(sel, np.ones(sel.n, np.int64))
         return store.count_of(t.from_records(cols, n)) > 0
 
-    def _delete_stmt(self, tree: exp.Delete) -> int:
+    def _delete_stmt(self, tree: Node) -> int:
         t = self._table(tree.this.name)
         cols, counts = self._current(t)
         n = len(counts)
@@ -831,7 +831,7 @@ class Database:
         t.pending.append((t.from_records(tuple(c[idx] for c in cols), len(idx)), -counts[idx]))
         return int(counts[idx].sum())
 
-    def _update_stmt(self, tree: exp.Update) -> int:
+    def _update_stmt(self, tree: Node) -> int:
         t = self._table(tree.this.name)
         cols, counts = self._current(t)
         n = len(counts)
@@ -882,6 +882,17 @@ class Database:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+def _value_at(b: RowBatch, j: int, i: int, t: SqlType, strings: StringDict) -> Any:
+    """The Python value of column ``j`` of row ``i`` of ``b``."""
+    c = b.cols[j]
+    if isinstance(c, LazyStrings):
+        return c.values(np.array([i]))[0]
+    nl = b.nulls[j]
+    if nl is not None and nl[i]:
+        return None
+    return decode_values(np.asarray(c)[i:i + 1], None, t, strings)[0]
 
 
 def _input_columns(plans: list[Plan], tables: dict[str, _Table]) -> dict[str, tuple[int, ...]]:

@@ -166,7 +166,8 @@ class Lowering:
         win = _width(in_fields)
         words = mask_words(out_fields)
         if all(isinstance(e, Col) for e in exprs) and words == mask_words(in_fields) and \
-                [e.index for e in exprs] == list(range(win)) and len(exprs) == win:
+                [getattr(e, "index", -1) for e in exprs] == list(range(win)) and \
+                len(exprs) == win:
             return coll
 
         def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:

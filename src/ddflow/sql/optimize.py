@@ -27,6 +27,7 @@ from ddflow.sql.plan import (
     UnionAll,
     Values,
 )
+from ddflow.sql.rows import Field
 
 __all__ = ["prune", "uses"]
 
@@ -66,6 +67,7 @@ def _exact(p: Plan, m: dict[int, int], need: list[int]) -> Plan:
 
 
 def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
+    new: Plan
     """A plan producing (at least) fields ``need`` of ``p``, and where each one went."""
     if isinstance(p, Scan):
         cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
@@ -103,11 +105,11 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
         both = {**lmap, **{nl + i: nl2 + j for i, j in rm.items()}}
         # field types / nullability as the join made them (outer joins pad with NULL)
         lfields = list(left.fields)
-        for old, new in lm.items():
-            lfields[new] = p.fields[old]
+        for old, pos in lm.items():
+            lfields[pos] = p.fields[old]
         rfields = list(right.fields)
-        for old, new in rm.items():
-            rfields[new] = p.fields[nl + old]
+        for old, pos in rm.items():
+            rfields[pos] = p.fields[nl + old]
         # fields the children kept beyond ``need`` keep the join's nullability too
         if p.kind in ("right", "full"):
             lfields = [f if f.nullable else _nullable(f) for f in lfields]
@@ -122,7 +124,7 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
         lneed = set(need)
         for k in p.left_keys:
             lneed |= uses(k)
-        rneed: set[int] = set()
+        rneed = set()
         for k in p.right_keys:
             rneed |= uses(k)
         left, lm = _prune(p.left, lneed)
@@ -177,9 +179,7 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     return p, _ident(p)
 
 
-def _nullable(f):  # type: ignore[no-untyped-def]
-    from ddflow.sql.rows import Field
-
+def _nullable(f: Field) -> Field:
     return Field(f.name, f.type, True, f.source)
 
 

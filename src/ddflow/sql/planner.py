@@ -76,12 +76,15 @@ from ddflow.sql.types import (
     decimal_type,
 )
 
+#: a sqlglot syntax node (sqlglot's own annotations are looser than its classes)
+Node = Any
+
 __all__ = ["Planned", "Planner", "parse_statements", "sql_type"]
 
 DIALECTS = {"spark": "spark", "sqlite": "sqlite"}
 
 
-def parse_statements(sql: str, dialect: str) -> list[exp.Expression]:
+def parse_statements(sql: str, dialect: str) -> list[Node]:
     """The statements of ``sql`` (``SQLError`` on a syntax error)."""
     try:
         stmts = sqlglot.parse(sql, read=DIALECTS[dialect])
@@ -246,7 +249,7 @@ class Scope:
         return hits[0] if hits else None
 
 
-def _name(node: exp.Expression | str | None) -> str:
+def _name(node: Node | str | None) -> str:
     if node is None:
         return ""
     if isinstance(node, str):
@@ -254,7 +257,7 @@ def _name(node: exp.Expression | str | None) -> str:
     return node.name.lower()
 
 
-def _walk_no_subqueries(node: exp.Expression):  # type: ignore[no-untyped-def]
+def _walk_no_subqueries(node: Node) -> Any:
     """Nodes of ``node`` without descending into subqueries."""
     stack = [node]
     while stack:
@@ -270,7 +273,7 @@ def _walk_no_subqueries(node: exp.Expression):  # type: ignore[no-untyped-def]
 _AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
 
 
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+def _conjuncts(node: Node | None) -> list[Node]:
     if node is None:
         return []
     if isinstance(node, (exp.Where, exp.Having)):
@@ -284,7 +287,7 @@ def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
     return [node]
 
 
-def _disjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _disjuncts(node: Node) -> list[Node]:
     while isinstance(node, exp.Paren):
         node = node.this
     if isinstance(node, exp.Or):
@@ -292,7 +295,7 @@ def _disjuncts(node: exp.Expression) -> list[exp.Expression]:
     return [node]
 
 
-def _factor_or(node: exp.Expression) -> list[exp.Expression]:
+def _factor_or(node: Node) -> list[Node]:
     """``(A AND B) OR (A AND C)`` as ``[A, B OR C]``: a condition common to every branch
     of an OR holds on its own (so a join key inside each branch becomes a join key)."""
     branches = [_conjuncts(d) for d in _disjuncts(node)]
@@ -406,8 +409,9 @@ class Planner:
         self._recursive: dict[str, RecRef] = {}
 
     # -- entry points ----------------------------------------------------------------------
-    def qualify(self, tree: exp.Expression) -> exp.Expression:
-        schema = {name: {f.name: str(f.type) if f.type.kind != "null" else "INT"
+    def qualify(self, tree: Node) -> Node:
+        schema: dict[str, object] = {name: {f.name: str(f.type) if f.type.kind != "null"
+                                            else "INT"
                          for f in fields}
                   for name, fields in self.catalog.items()}
         try:
@@ -420,7 +424,7 @@ class Planner:
         except SqlglotError as e:
             raise SQLError(str(e)) from e
 
-    def plan_sql(self, sql: str | exp.Expression) -> Planned:
+    def plan_sql(self, sql: str | Node) -> Planned:
         tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
@@ -428,7 +432,7 @@ class Planner:
         tree = self.qualify(tree)
         return self.plan_query(tree, None, top=True)
 
-    def _check_tables(self, tree: exp.Expression) -> None:
+    def _check_tables(self, tree: Node) -> None:
         ctes = {_name(c.args.get("alias")) for c in tree.find_all(exp.CTE)}
         for t in tree.find_all(exp.Table):
             name = _name(t.this)
@@ -438,7 +442,7 @@ class Planner:
                 raise SQLError(f"unknown table '{t.name}'")
 
     # -- queries ---------------------------------------------------------------------------
-    def plan_query(self, q: exp.Expression, outer: Scope | None, top: bool = False,
+    def plan_query(self, q: Node, outer: Scope | None, top: bool = False,
                    in_loop: bool = False) -> Planned:
         """Plans a SELECT, a set operation or a parenthesized query."""
         if isinstance(q, exp.Subquery):
@@ -470,7 +474,7 @@ class Planner:
                 return level[name]
         return None
 
-    def _plan_cte(self, cte: exp.CTE, recursive: bool, outer: Scope | None,
+    def _plan_cte(self, cte: Node, recursive: bool, outer: Scope | None,
                   in_loop: bool) -> None:
         name = _name(cte.args.get("alias"))
         alias_cols = [_name(c) for c in (cte.args["alias"].columns or [])]
@@ -522,7 +526,7 @@ class Planner:
                                                                        strict=True))
         return Project(plan, tuple(_project_all(plan)), fields)
 
-    def _plan_values(self, v: exp.Values) -> Plan:
+    def _plan_values(self, v: Node) -> Plan:
         rows = []
         types: list[SqlType] | None = None
         for tup in v.expressions:
@@ -549,7 +553,7 @@ class Planner:
                          for r in rows)
         return Values(out_rows, fields)
 
-    def _const(self, e: exp.Expression) -> Lit:
+    def _const(self, e: Node) -> Lit:
         bound = self.bind(e, Scope(None))
         if not isinstance(bound, Lit):
             folded = _fold(bound, self)
@@ -559,7 +563,7 @@ class Planner:
         return bound
 
     # -- set operations --------------------------------------------------------------------
-    def _plan_setop(self, q: exp.Expression, outer: Scope | None, top: bool,
+    def _plan_setop(self, q: Node, outer: Scope | None, top: bool,
                     in_loop: bool) -> Planned:
         left = self._visible(self.plan_query(q.left, outer, in_loop=in_loop))
         right = self._visible(self.plan_query(q.right, outer, in_loop=in_loop))
@@ -592,7 +596,7 @@ class Planner:
                                        for f, g in zip(p.fields, fields, strict=True)))
 
     # -- SELECT ----------------------------------------------------------------------------
-    def _plan_select(self, q: exp.Select, outer: Scope | None, top: bool,
+    def _plan_select(self, q: Node, outer: Scope | None, top: bool,
                      in_loop: bool) -> Planned:
         for bad, what in ((q.args.get("windows"), "WINDOW"), (q.args.get("qualify"), "QUALIFY"),
                           (q.args.get("laterals"), "LATERAL VIEW"),
@@ -647,7 +651,7 @@ class Planner:
         return self._order_limit(q, plan, visible, scope if distinct is None else None, outer,
                                  pre_project=(scope, exprs))
 
-    def _order_limit(self, q: exp.Expression, plan: Plan, visible: int, scope: Scope | None,
+    def _order_limit(self, q: Node, plan: Plan, visible: int, scope: Scope | None,
                      outer: Scope | None,
                      pre_project: tuple[Scope, list[Expr]] | None = None) -> Planned:
         order = q.args.get("order")
@@ -695,7 +699,7 @@ class Planner:
             plan = TopK(plan, tuple(keys), lim, off or 0)
         return Planned(plan, visible, tuple(keys))
 
-    def _int_const(self, node: exp.Expression | None, what: str) -> int | None:
+    def _int_const(self, node: Node | None, what: str) -> int | None:
         if node is None:
             return None
         lit = _fold(self.bind(node, Scope(None)), self)
@@ -704,7 +708,7 @@ class Planner:
         return int(lit.value)
 
     # -- FROM ------------------------------------------------------------------------------
-    def _source(self, node: exp.Expression, scope: Scope) -> tuple[str, Plan]:
+    def _source(self, node: Node, scope: Scope) -> tuple[str, Plan]:
         alias = _name(node.args.get("alias")) if node.args.get("alias") else ""
         if isinstance(node, exp.Table):
             name = _name(node.this)
@@ -732,7 +736,7 @@ class Planner:
             raise UnsupportedSQL(f"{type(node).__name__.upper()} in FROM is not supported")
         raise UnsupportedSQL(f"{type(node).__name__} in FROM is not supported")
 
-    def _plan_from(self, q: exp.Select, scope: Scope, conds: list[exp.Expression]) -> None:
+    def _plan_from(self, q: Node, scope: Scope, conds: list[Node]) -> None:
         from_ = q.args.get("from_") or q.args.get("from")
         joins = q.args.get("joins") or []
         if from_ is None:
@@ -766,7 +770,7 @@ class Planner:
     def _add_source(self, scope: Scope, alias: str, plan: Plan) -> None:
         scope.sources.append((alias, len(scope.fields), plan.fields))
 
-    def _bind_local(self, node: exp.Expression, scope: Scope) -> Expr | None:
+    def _bind_local(self, node: Node, scope: Scope) -> Expr | None:
         """Binds ``node`` if it has no subquery; None otherwise."""
         if any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select))
                for n in node.walk()) or (isinstance(node, exp.In) and node.args.get("query")):
@@ -774,7 +778,7 @@ class Planner:
         return self.bind(node, scope)
 
     def _plan_inner_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
-                          scope: Scope, conds: list[exp.Expression]) -> None:
+                          scope: Scope, conds: list[Node]) -> None:
         for _, _, _, on in items:
             conds.extend(_conjuncts(on))
         # Bind every subquery-free condition against a scope holding all sources
@@ -790,7 +794,7 @@ class Planner:
         owner = []
         for i, (_, plan, _, _) in enumerate(items):
             owner.extend([i] * len(plan.fields))
-        bound: list[tuple[exp.Expression, Expr, set[int]]] = []
+        bound: list[tuple[Node, Expr, set[int]]] = []
         for c in list(conds):
             e = self._bind_local(c, probe)
             if e is None:
@@ -853,7 +857,7 @@ class Planner:
                 if srcs <= set(order):
                     current = Filter(current, _remap_cols(e, offsets, owner, pos))
                     bound.remove((c, e, srcs))
-        for c, e, srcs in bound:
+        for _, e, _ in bound:
             current = Filter(current, _remap_cols(e, offsets, owner, pos))
         scope.plan = current
         for i in range(len(items)):
@@ -924,7 +928,7 @@ class Planner:
             scope.sources.append((alias, nl, rfields))
 
     # -- predicates with subqueries --------------------------------------------------------
-    def _apply_predicate(self, c: exp.Expression, scope: Scope) -> None:
+    def _apply_predicate(self, c: Node, scope: Scope) -> None:
         """Restricts ``scope``'s relation to rows where ``c`` is TRUE."""
         for part in _conjuncts(c):
             node = part
@@ -961,14 +965,14 @@ class Planner:
             return Call("ne", (e, Lit(0, e.type)), BOOLEAN, e.nullable)
         raise SQLError(f"{what} needs a boolean condition, got {e.type}")
 
-    def _sub_select(self, q: exp.Expression) -> exp.Select:
+    def _sub_select(self, q: Node) -> Node:
         while isinstance(q, exp.Subquery):
             q = q.this
         if not isinstance(q, exp.Select):
             raise UnsupportedSQL("set operations inside EXISTS / IN / scalar subqueries")
         return q
 
-    def _correlate(self, q: exp.Select, scope: Scope
+    def _correlate(self, q: Node, scope: Scope
                    ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr]]:
         """Plans the FROM and the uncorrelated WHERE of subquery ``q`` (inside ``scope``);
         returns its scope, the equality correlations ``(inner, outer)`` and the other
@@ -1034,8 +1038,9 @@ class Planner:
         nin = len(inner.fields)
         res = [_remap(r, {j: k + j for j in range(nin)}, omap) for r in residual]
         fields = dom_fields + inner.fields
-        rel = Join(domain, inner, "inner", tuple(lkeys), tuple(rkeys), _and_all(res), fields)
-        return rel, dom_exprs, k, True
+        joined = Join(domain, inner, "inner", tuple(lkeys), tuple(rkeys), _and_all(res),
+                      fields)
+        return joined, list(dom_exprs), k, True
 
     def _outer_to_col(self, e: Expr) -> Expr:
         if isinstance(e, Outer):
@@ -1045,14 +1050,14 @@ class Planner:
                         e.nullable, e.extra)
         return e
 
-    def _check_plain(self, q: exp.Select, what: str) -> None:
+    def _check_plain(self, q: Node, what: str) -> None:
         if q.args.get("group") or q.args.get("having") or any(
                 isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)):
             raise UnsupportedSQL(f"{what} over a subquery with aggregates")
         if q.args.get("limit") or q.args.get("offset"):
             raise UnsupportedSQL(f"LIMIT inside {what}")
 
-    def _is_plain(self, q: exp.Expression) -> bool:
+    def _is_plain(self, q: Node) -> bool:
         return isinstance(q, exp.Select) and not (
             q.args.get("group") or q.args.get("having") or q.args.get("limit")
             or q.args.get("offset") or q.args.get("distinct")
@@ -1060,7 +1065,7 @@ class Planner:
             or any(isinstance(n, _AGGS) for s in q.expressions
                    for n in _walk_no_subqueries(s)))
 
-    def _subquery_rows(self, q: exp.Expression, scope: Scope, what: str, value: bool
+    def _subquery_rows(self, q: Node, scope: Scope, what: str, value: bool
                        ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr], Expr | None]:
         """The rows of subquery ``q`` for EXISTS / IN: its scope (relation), correlations,
         correlated conditions, and (``value``) its one output column."""
@@ -1091,7 +1096,7 @@ class Planner:
         y = _col(0, rel.fields[0]) if value else None
         return sub, [], [], y
 
-    def _semi_exists(self, q: exp.Expression, scope: Scope, anti: bool) -> None:
+    def _semi_exists(self, q: Node, scope: Scope, anti: bool) -> None:
         sel = q
         while isinstance(sel, exp.Subquery):
             sel = sel.this
@@ -1118,7 +1123,7 @@ class Planner:
         scope.plan = SemiJoin(scope.plan, keyset, tuple(outer_keys),
                               tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
 
-    def _semi_in(self, node: exp.In, scope: Scope) -> None:
+    def _semi_in(self, node: Node, scope: Scope) -> None:
         x = self.bind(node.this, scope)
         sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
         assert y is not None
@@ -1157,7 +1162,7 @@ class Planner:
                           left.fields + rfields, null_safe)
         return nl
 
-    def _mark_exists(self, q: exp.Expression, scope: Scope) -> Expr:
+    def _mark_exists(self, q: Node, scope: Scope) -> Expr:
         """``EXISTS (q)`` as a boolean column of the scope's relation."""
         sel = q
         while isinstance(sel, exp.Subquery):
@@ -1172,7 +1177,7 @@ class Planner:
         at = self._attach_left(scope, marked, outer_keys, k, null_safe)
         return Call("is_not_null", (Col(at + k, BOOLEAN, True),), BOOLEAN, False)
 
-    def _mark_in(self, node: exp.In, scope: Scope) -> Expr:
+    def _mark_in(self, node: Node, scope: Scope) -> Expr:
         """``x IN (q)`` with SQL's NULL rule, as an expression over attached columns."""
         x = self.bind(node.this, scope)
         sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
@@ -1211,7 +1216,7 @@ class Planner:
         return Call("case", (matched, Lit(True, BOOLEAN), empty, Lit(False, BOOLEAN),
                              unknown, Lit(None, BOOLEAN), Lit(False, BOOLEAN)), BOOLEAN, True)
 
-    def _scalar(self, q: exp.Expression, scope: Scope) -> Expr:
+    def _scalar(self, q: Node, scope: Scope) -> Expr:
         """A scalar subquery as an expression over attached columns."""
         sel = self._sub_select(q)
         if len(sel.expressions) != 1:
@@ -1234,7 +1239,7 @@ class Planner:
         if aggs or having is not None:
             if having is not None:
                 aggs += [n for n in _walk_no_subqueries(having) if isinstance(n, _AGGS)]
-            key_exprs = [_col(i, rel.fields[i]) for i in range(k)]
+            key_exprs: list[Expr] = [_col(i, rel.fields[i]) for i in range(k)]
             self._build_aggregate(inner_scope, key_exprs, [], aggs, scalar=(k == 0))
             if having is not None:
                 self._apply_predicate(having, inner_scope)
@@ -1286,7 +1291,7 @@ class Planner:
                           left.fields + one_row.fields)
         return nl
 
-    def _empty_value(self, node: exp.Expression, agg_scope: Scope, value: Expr) -> Lit:
+    def _empty_value(self, node: Node, agg_scope: Scope, value: Expr) -> Lit:
         """The scalar subquery's value over an empty group (aggregates of nothing)."""
         assert agg_scope.agg is not None and agg_scope.plan is not None
         consts: dict[int, Lit] = {}
@@ -1300,7 +1305,7 @@ class Planner:
         return folded
 
     # -- aggregation -----------------------------------------------------------------------
-    def _plan_aggregate(self, q: exp.Select, scope: Scope, agg_nodes: list[exp.Expression]
+    def _plan_aggregate(self, q: Node, scope: Scope, agg_nodes: list[Node]
                         ) -> None:
         group = q.args.get("group")
         key_nodes = list(group.expressions) if group is not None else []
@@ -1310,8 +1315,8 @@ class Planner:
         keys = [self.bind(k, scope) for k in key_nodes]
         self._build_aggregate(scope, keys, key_nodes, agg_nodes, scalar=group is None)
 
-    def _build_aggregate(self, scope: Scope, keys: list[Expr], key_nodes: list[exp.Expression],
-                         agg_nodes: list[exp.Expression], scalar: bool) -> None:
+    def _build_aggregate(self, scope: Scope, keys: list[Expr], key_nodes: list[Node],
+                         agg_nodes: list[Node], scalar: bool) -> None:
         assert scope.plan is not None
         aggs: list[Agg] = []
         agg_index: dict[tuple[Any, ...], int] = {}
@@ -1325,23 +1330,19 @@ class Planner:
             agg_types.append(t)
         key_fields = tuple(Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
                            for i, k in enumerate(keys))
-        agg_fields = []
+        agg_fields: list[Field] = []
         for a, t in zip(aggs, agg_types, strict=True):
             nullable = a.func not in ("count", "count_star")
             agg_fields.append(Field(f"_a{len(agg_fields)}", t, nullable))
         plan = Aggregate(scope.plan, tuple(keys), tuple(aggs), scalar,
                          key_fields + tuple(agg_fields))
-        key_sql = {}
-        for i, kn in enumerate(key_nodes):
-            key_sql[kn.sql()] = i
-        for i, k in enumerate(keys):
-            key_sql.setdefault(("expr", k), i)  # type: ignore[call-overload]
+        key_sql = {kn.sql(): i for i, kn in enumerate(key_nodes)}
         scope.agg = AggContext(key_sql, {k: len(keys) + v for k, v in agg_index.items()})
         scope.plan = plan
         # after aggregation the sources' columns are only reachable as group keys
         scope.pre_keys = keys
 
-    def _bind_agg(self, n: exp.Expression, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+    def _bind_agg(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
         saved = scope.agg
         scope.agg = None
         try:
@@ -1364,9 +1365,8 @@ class Planner:
             if _has_outer(arg):
                 raise UnsupportedSQL("an aggregate over a correlated reference")
             t = self._agg_type(func, arg.type)
-            if func in ("sum", "avg") and arg.type.kind != "null":
-                if not arg.type.numeric:
-                    raise SQLError(f"{func} needs a number, got {arg.type}")
+            if func in ("sum", "avg") and arg.type.kind != "null" and not arg.type.numeric:
+                raise SQLError(f"{func} needs a number, got {arg.type}")
             if func in ("sum", "avg") and arg.type.kind == "null":
                 arg = Lit(None, DOUBLE)
             if func == "avg" and t.kind == "double" and arg.type.kind != "double":
@@ -1406,7 +1406,7 @@ class Planner:
                 return Lit(conv, t)
         return Call("cast", (e,), t, e.nullable)
 
-    def bind(self, node: exp.Expression, scope: Scope) -> Expr:
+    def bind(self, node: Node, scope: Scope) -> Expr:
         """Our expression for a sqlglot expression in ``scope``."""
         if scope.agg is not None:
             hit = self._agg_lookup(node, scope)
@@ -1423,7 +1423,7 @@ class Planner:
             out = Call("not", (self._bool(out, "NOT"),), BOOLEAN, out.nullable)
         return out
 
-    def _agg_lookup(self, node: exp.Expression, scope: Scope) -> Expr | None:
+    def _agg_lookup(self, node: Node, scope: Scope) -> Expr | None:
         ctx = scope.agg
         assert ctx is not None and scope.plan is not None
         fields = scope.plan.fields
@@ -1461,7 +1461,7 @@ class Planner:
             return e
         return None
 
-    def _b_Column(self, node: exp.Column, scope: Scope) -> Expr:
+    def _b_Column(self, node: Node, scope: Scope) -> Expr:
         table = _name(node.args.get("table"))
         name = _name(node.this)
         if isinstance(node.this, exp.Star):
@@ -1484,13 +1484,13 @@ class Planner:
             depth += 1
         raise SQLError(f"unknown column '{node.sql()}'")
 
-    def _b_Paren(self, node: exp.Paren, scope: Scope) -> Expr:
+    def _b_Paren(self, node: Node, scope: Scope) -> Expr:
         return self.bind(node.this, scope)
 
-    def _b_Alias(self, node: exp.Alias, scope: Scope) -> Expr:
+    def _b_Alias(self, node: Node, scope: Scope) -> Expr:
         return self.bind(node.this, scope)
 
-    def _b_Literal(self, node: exp.Literal, scope: Scope) -> Expr:
+    def _b_Literal(self, node: Node, scope: Scope) -> Expr:
         if node.is_string:
             return Lit(node.this, STRING)
         text = node.this
@@ -1507,13 +1507,13 @@ class Planner:
         v = int(text)
         return Lit(v, _int_literal_type(v, self.dialect))
 
-    def _b_Null(self, node: exp.Null, scope: Scope) -> Expr:
+    def _b_Null(self, node: Node, scope: Scope) -> Expr:
         return Lit(None, NULLTYPE)
 
-    def _b_Boolean(self, node: exp.Boolean, scope: Scope) -> Expr:
+    def _b_Boolean(self, node: Node, scope: Scope) -> Expr:
         return Lit(bool(node.this), BOOLEAN)
 
-    def _b_Neg(self, node: exp.Neg, scope: Scope) -> Expr:
+    def _b_Neg(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         if isinstance(a, Lit) and a.value is not None and a.type.numeric:
             v = -a.value
@@ -1597,14 +1597,14 @@ class Planner:
             return Call("date_add_days", (b, a), DATE, a.nullable or b.nullable)
         raise SQLError(f"type mismatch: {ta} {what} {tb}")
 
-    def _binary(self, node: exp.Expression, scope: Scope, op: str, what: str) -> Expr:
+    def _binary(self, node: Node, scope: Scope, op: str, what: str) -> Expr:
         if isinstance(node.expression, exp.Interval):
             return self._interval(node, scope, op)
         a = self.bind(node.this, scope)
         b = self.bind(node.expression, scope)
         return self._arith(op, a, b, what)
 
-    def _interval(self, node: exp.Expression, scope: Scope, op: str) -> Expr:
+    def _interval(self, node: Node, scope: Scope, op: str) -> Expr:
         a = self.bind(node.this, scope)
         iv = node.expression
         unit = (iv.args.get("unit").name if iv.args.get("unit") is not None else "DAY").lower()
@@ -1647,28 +1647,28 @@ class Planner:
                             TIMESTAMP, a.nullable)
         raise UnsupportedSQL(f"{a.type} {'+' if op == 'add' else '-'} INTERVAL {unit}")
 
-    def _b_Add(self, node: exp.Add, scope: Scope) -> Expr:
+    def _b_Add(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "add", "+")
 
-    def _b_Sub(self, node: exp.Sub, scope: Scope) -> Expr:
+    def _b_Sub(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "sub", "-")
 
-    def _b_Mul(self, node: exp.Mul, scope: Scope) -> Expr:
+    def _b_Mul(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "mul", "*")
 
-    def _b_Div(self, node: exp.Div, scope: Scope) -> Expr:
+    def _b_Div(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "div", "/")
 
-    def _b_IntDiv(self, node: exp.IntDiv, scope: Scope) -> Expr:
+    def _b_IntDiv(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "idiv", "DIV")
 
-    def _b_Mod(self, node: exp.Mod, scope: Scope) -> Expr:
+    def _b_Mod(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "mod", "%")
 
-    def _b_Pow(self, node: exp.Pow, scope: Scope) -> Expr:
+    def _b_Pow(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "pow", "POWER")
 
-    def _quantified(self, op: str, node: exp.Expression, scope: Scope) -> Expr:
+    def _quantified(self, op: str, node: Node, scope: Scope) -> Expr:
         """``x op ALL (q)`` / ``x op ANY (q)`` through the subquery's count, non-NULL count,
         min and max (SQL's rule: ALL over no rows is TRUE, ANY FALSE; a NULL that could
         decide the answer makes it NULL)."""
@@ -1687,7 +1687,7 @@ class Planner:
                                                  query=exp.Subquery(this=q.copy()))), scope)
         val = _unalias(q.expressions[0])
 
-        def agg(f: exp.Expression) -> exp.Expression:
+        def agg(f: Node) -> Node:
             sub = q.copy()
             sub.set("expressions", [f])
             return exp.Subquery(this=sub)
@@ -1697,8 +1697,8 @@ class Planner:
         mx = agg(exp.Max(this=val.copy()))
         mn = agg(exp.Min(this=val.copy()))
         x = node.this
-        cmp = {"gt": exp.GT, "ge": exp.GTE, "lt": exp.LT, "le": exp.LTE, "eq": exp.EQ,
-               "ne": exp.NEQ}
+        cmp = {"gt": Node, "ge": Node, "lt": Node, "le": Node, "eq": Node,
+               "ne": Node}
         T, F, N = exp.true(), exp.false(), exp.null()
         empty = exp.EQ(this=n, expression=exp.Literal.number(0))
         has_null = exp.LT(this=nn, expression=n.copy())
@@ -1737,49 +1737,49 @@ class Planner:
         a, b = self._cast(a, t), self._cast(b, t)
         return Call(op, (a, b), BOOLEAN, a.nullable or b.nullable)
 
-    def _b_EQ(self, node: exp.EQ, scope: Scope) -> Expr:
+    def _b_EQ(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("eq", node, scope)
         return self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "=")
 
-    def _b_NEQ(self, node: exp.NEQ, scope: Scope) -> Expr:
+    def _b_NEQ(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("ne", node, scope)
         return self._compare("ne", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<>")
 
-    def _b_LT(self, node: exp.LT, scope: Scope) -> Expr:
+    def _b_LT(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("lt", node, scope)
         return self._compare("lt", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<")
 
-    def _b_LTE(self, node: exp.LTE, scope: Scope) -> Expr:
+    def _b_LTE(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("le", node, scope)
         return self._compare("le", self.bind(node.this, scope), self.bind(node.expression, scope),
                              "<=")
 
-    def _b_GT(self, node: exp.GT, scope: Scope) -> Expr:
+    def _b_GT(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("gt", node, scope)
         return self._compare("gt", self.bind(node.this, scope), self.bind(node.expression, scope),
                              ">")
 
-    def _b_GTE(self, node: exp.GTE, scope: Scope) -> Expr:
+    def _b_GTE(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("ge", node, scope)
         return self._compare("ge", self.bind(node.this, scope), self.bind(node.expression, scope),
                              ">=")
 
-    def _b_NullSafeEQ(self, node: exp.NullSafeEQ, scope: Scope) -> Expr:
+    def _b_NullSafeEQ(self, node: Node, scope: Scope) -> Expr:
         e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
                           "<=>")
         assert isinstance(e, Call)
         return Call("nseq", e.args, BOOLEAN, False)
 
-    def _b_NullSafeNEQ(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_NullSafeNEQ(self, node: Node, scope: Scope) -> Expr:
         e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
                           "IS DISTINCT FROM")
         assert isinstance(e, Call)
@@ -1788,21 +1788,21 @@ class Planner:
     def _bool(self, e: Expr, what: str) -> Expr:
         return self._cast_bool(e, what)
 
-    def _b_And(self, node: exp.And, scope: Scope) -> Expr:
+    def _b_And(self, node: Node, scope: Scope) -> Expr:
         a = self._bool(self.bind(node.this, scope), "AND")
         b = self._bool(self.bind(node.expression, scope), "AND")
         return Call("and", (a, b), BOOLEAN, a.nullable or b.nullable)
 
-    def _b_Or(self, node: exp.Or, scope: Scope) -> Expr:
+    def _b_Or(self, node: Node, scope: Scope) -> Expr:
         a = self._bool(self.bind(node.this, scope), "OR")
         b = self._bool(self.bind(node.expression, scope), "OR")
         return Call("or", (a, b), BOOLEAN, a.nullable or b.nullable)
 
-    def _b_Not(self, node: exp.Not, scope: Scope) -> Expr:
+    def _b_Not(self, node: Node, scope: Scope) -> Expr:
         a = self._bool(self.bind(node.this, scope), "NOT")
         return Call("not", (a,), BOOLEAN, a.nullable)
 
-    def _b_Is(self, node: exp.Is, scope: Scope) -> Expr:
+    def _b_Is(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         target = node.expression
         if isinstance(target, exp.Null):
@@ -1812,7 +1812,7 @@ class Planner:
                         (bool(target.this), False))
         raise UnsupportedSQL(f"IS {target.sql()}")
 
-    def _b_Between(self, node: exp.Between, scope: Scope) -> Expr:
+    def _b_Between(self, node: Node, scope: Scope) -> Expr:
         x = self.bind(node.this, scope)
         lo = self.bind(node.args["low"], scope)
         hi = self.bind(node.args["high"], scope)
@@ -1820,7 +1820,7 @@ class Planner:
         b = self._compare("le", x, hi, "BETWEEN")
         return Call("and", (a, b), BOOLEAN, a.nullable or b.nullable)
 
-    def _b_In(self, node: exp.In, scope: Scope) -> Expr:
+    def _b_In(self, node: Node, scope: Scope) -> Expr:
         if node.args.get("query") is not None:
             return self._mark_in(node, scope)
         if node.args.get("unnest") or node.args.get("field"):
@@ -1857,16 +1857,16 @@ class Planner:
             out = Call("or", (out, p), BOOLEAN, out.nullable or p.nullable)
         return out
 
-    def _b_Exists(self, node: exp.Exists, scope: Scope) -> Expr:
+    def _b_Exists(self, node: Node, scope: Scope) -> Expr:
         return self._mark_exists(node.this, scope)
 
-    def _b_Subquery(self, node: exp.Subquery, scope: Scope) -> Expr:
+    def _b_Subquery(self, node: Node, scope: Scope) -> Expr:
         return self._scalar(node, scope)
 
-    def _b_Select(self, node: exp.Select, scope: Scope) -> Expr:
+    def _b_Select(self, node: Node, scope: Scope) -> Expr:
         return self._scalar(node, scope)
 
-    def _like(self, node: exp.Expression, scope: Scope, ci: bool) -> Expr:
+    def _like(self, node: Node, scope: Scope, ci: bool) -> Expr:
         a = self.bind(node.this, scope)
         p = self.bind(node.expression, scope)
         esc = node.args.get("escape")
@@ -1881,12 +1881,12 @@ class Planner:
     def _b_ILike(self, node: exp.ILike, scope: Scope) -> Expr:
         return self._like(node, scope, True)
 
-    def _b_Escape(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Escape(self, node: Node, scope: Scope) -> Expr:
         inner = node.this
         inner.set("escape", node.expression)
         return self.bind(inner, scope)
 
-    def _b_Case(self, node: exp.Case, scope: Scope) -> Expr:
+    def _b_Case(self, node: Node, scope: Scope) -> Expr:
         subject = node.this
         conds: list[Expr] = []
         vals: list[Expr] = []
@@ -1914,14 +1914,14 @@ class Planner:
         nullable = d.nullable or any(v.nullable for v in vals)
         return Call("case", tuple(args), t, nullable)
 
-    def _b_If(self, node: exp.If, scope: Scope) -> Expr:
+    def _b_If(self, node: Node, scope: Scope) -> Expr:
         c = self._bool(self.bind(node.this, scope), "IF")
         a = self.bind(node.args["true"], scope)
         f = node.args.get("false")
         b = self.bind(f, scope) if f is not None else Lit(None, NULLTYPE)
         return self._case([c], [a], b)
 
-    def _b_Coalesce(self, node: exp.Coalesce, scope: Scope) -> Expr:
+    def _b_Coalesce(self, node: Node, scope: Scope) -> Expr:
         args = [self.bind(node.this, scope)] + [self.bind(e, scope) for e in node.expressions]
         t = args[0].type
         for a in args[1:]:
@@ -1931,13 +1931,13 @@ class Planner:
         cast = tuple(self._cast(a, t) for a in args)
         return Call("coalesce", cast, t, all(a.nullable for a in args))
 
-    def _b_Nullif(self, node: exp.Nullif, scope: Scope) -> Expr:
+    def _b_Nullif(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         b = self.bind(node.expression, scope)
         t = common_type(a.type, b.type, "NULLIF")
         return Call("nullif", (self._cast(a, t), self._cast(b, t)), t, True)
 
-    def _b_Cast(self, node: exp.Cast, scope: Scope) -> Expr:
+    def _b_Cast(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         t = sql_type(node.args["to"], self.dialect)
         if t.kind == "null":
@@ -1960,22 +1960,22 @@ class Planner:
                 return c
         return Call("cast", (a,), t, nullable)
 
-    def _b_TryCast(self, node: exp.TryCast, scope: Scope) -> Expr:
-        return self._b_Cast(node, scope)  # type: ignore[arg-type]
+    def _b_TryCast(self, node: Node, scope: Scope) -> Expr:
+        return self._b_Cast(node, scope)
 
-    def _b_DPipe(self, node: exp.DPipe, scope: Scope) -> Expr:
+    def _b_DPipe(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         b = self.bind(node.expression, scope)
         return Call("concat", (a, b), STRING, a.nullable or b.nullable)
 
-    def _b_Concat(self, node: exp.Concat, scope: Scope) -> Expr:
+    def _b_Concat(self, node: Node, scope: Scope) -> Expr:
         args = [self.bind(e, scope) for e in node.expressions]
         return Call("concat", tuple(args), STRING, any(a.nullable for a in args))
 
-    def _b_Interval(self, node: exp.Interval, scope: Scope) -> Expr:
+    def _b_Interval(self, node: Node, scope: Scope) -> Expr:
         raise UnsupportedSQL("an INTERVAL outside date arithmetic")
 
-    def _b_Extract(self, node: exp.Extract, scope: Scope) -> Expr:
+    def _b_Extract(self, node: Node, scope: Scope) -> Expr:
         part = node.this.name.lower()
         a = self.bind(node.expression, scope)
         return self._extract(part, a)
@@ -1994,60 +1994,60 @@ class Planner:
             raise UnsupportedSQL(f"EXTRACT({part.upper()})")
         return Call("extract", (a,), INT, a.nullable, part)
 
-    def _b_Year(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Year(self, node: Node, scope: Scope) -> Expr:
         return self._extract("year", self._strip_date(node.this, scope))
 
-    def _b_Month(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Month(self, node: Node, scope: Scope) -> Expr:
         return self._extract("month", self._strip_date(node.this, scope))
 
-    def _b_Day(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Day(self, node: Node, scope: Scope) -> Expr:
         return self._extract("day", self._strip_date(node.this, scope))
 
-    def _b_DayOfMonth(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DayOfMonth(self, node: Node, scope: Scope) -> Expr:
         return self._extract("day", self._strip_date(node.this, scope))
 
-    def _b_Quarter(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Quarter(self, node: Node, scope: Scope) -> Expr:
         return self._extract("quarter", self._strip_date(node.this, scope))
 
-    def _b_DayOfWeek(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DayOfWeek(self, node: Node, scope: Scope) -> Expr:
         return self._extract("dayofweek", self._strip_date(node.this, scope))
 
-    def _b_DayOfYear(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DayOfYear(self, node: Node, scope: Scope) -> Expr:
         return self._extract("dayofyear", self._strip_date(node.this, scope))
 
-    def _b_Hour(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Hour(self, node: Node, scope: Scope) -> Expr:
         return self._extract("hour", self._strip_date(node.this, scope))
 
-    def _b_Minute(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Minute(self, node: Node, scope: Scope) -> Expr:
         return self._extract("minute", self._strip_date(node.this, scope))
 
-    def _b_Second(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Second(self, node: Node, scope: Scope) -> Expr:
         return self._extract("second", self._strip_date(node.this, scope))
 
-    def _strip_date(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _strip_date(self, node: Node, scope: Scope) -> Expr:
         while isinstance(node, (exp.TsOrDsToDate,)) and not node.args.get("format"):
             node = node.this
         return self.bind(node, scope)
 
-    def _b_TsOrDsToDate(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_TsOrDsToDate(self, node: Node, scope: Scope) -> Expr:
         if node.args.get("format"):
             raise UnsupportedSQL("to_date with a format")
         a = self.bind(node.this, scope)
         return self._cast_expr(a, DATE) if a.type.kind != "date" else a
 
-    def _b_TsOrDsAdd(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_TsOrDsAdd(self, node: Node, scope: Scope) -> Expr:
         return self._date_add_fn(node, scope, 1)
 
-    def _b_DateAdd(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DateAdd(self, node: Node, scope: Scope) -> Expr:
         return self._date_add_fn(node, scope, 1)
 
-    def _b_DateSub(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DateSub(self, node: Node, scope: Scope) -> Expr:
         return self._date_add_fn(node, scope, -1)
 
-    def _b_TsOrDsSub(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_TsOrDsSub(self, node: Node, scope: Scope) -> Expr:
         return self._date_add_fn(node, scope, -1)
 
-    def _date_add_fn(self, node: exp.Expression, scope: Scope, sign: int) -> Expr:
+    def _date_add_fn(self, node: Node, scope: Scope, sign: int) -> Expr:
         d = self._strip_date(node.this, scope)
         n = self.bind(node.expression, scope)
         unit = node.args.get("unit")
@@ -2068,14 +2068,14 @@ class Planner:
                         DATE, nullable)
         raise UnsupportedSQL(f"date arithmetic {node.sql(self.dialect)}")
 
-    def _b_AddMonths(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_AddMonths(self, node: Node, scope: Scope) -> Expr:
         d = self._strip_date(node.this, scope)
         n = self.bind(node.expression, scope)
         if d.type.kind == "string":
             d = self._cast(d, DATE)
         return Call("add_months", (d, self._cast(n, BIGINT)), DATE, d.nullable or n.nullable)
 
-    def _b_DateDiff(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_DateDiff(self, node: Node, scope: Scope) -> Expr:
         a = self._strip_date(node.this, scope)
         b = self._strip_date(node.expression, scope)
         unit = node.args.get("unit")
@@ -2085,19 +2085,19 @@ class Planner:
         b = self._cast(b, DATE) if b.type.kind == "string" else b
         return Call("date_diff", (a, b), INT, a.nullable or b.nullable)
 
-    def _b_CurrentDate(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_CurrentDate(self, node: Node, scope: Scope) -> Expr:
         raise UnsupportedSQL("CURRENT_DATE: a view must not depend on the clock")
 
-    def _b_CurrentTimestamp(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_CurrentTimestamp(self, node: Node, scope: Scope) -> Expr:
         raise UnsupportedSQL("CURRENT_TIMESTAMP: a view must not depend on the clock")
 
-    def _b_Rand(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Rand(self, node: Node, scope: Scope) -> Expr:
         raise UnsupportedSQL("RAND(): a view must be deterministic")
 
-    def _b_Anonymous(self, node: exp.Anonymous, scope: Scope) -> Expr:
+    def _b_Anonymous(self, node: Node, scope: Scope) -> Expr:
         return self._named_function(node.name.lower(), list(node.expressions), scope, node)
 
-    def _function(self, node: exp.Func, scope: Scope) -> Expr:
+    def _function(self, node: Node, scope: Scope) -> Expr:
         name = node.sql_name().lower() if hasattr(node, "sql_name") else type(node).__name__
         if isinstance(node, exp.AggFunc):
             if isinstance(node, _AGGS):
@@ -2112,8 +2112,8 @@ class Planner:
     _UNARY_STRING = {"upper": "upper", "ucase": "upper", "lower": "lower", "lcase": "lower",
                      "reverse": "reverse"}
 
-    def _named_function(self, name: str, arg_nodes: list[exp.Expression], scope: Scope,
-                        node: exp.Expression) -> Expr:
+    def _named_function(self, name: str, arg_nodes: list[Node], scope: Scope,
+                        node: Node) -> Expr:
         args = [self.bind(a, scope) for a in arg_nodes]
         nullable = any(a.nullable for a in args)
         if name in self._UNARY_STRING and len(args) == 1:
@@ -2154,37 +2154,37 @@ class Planner:
             return self._arith("mod", args[0], args[1], "MOD")
         raise UnsupportedSQL(f"function {name}()")
 
-    def _b_Upper(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Upper(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("upper", [node.this], scope, node)
 
-    def _b_Lower(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Lower(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("lower", [node.this], scope, node)
 
-    def _b_Length(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Length(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("length", [node.this], scope, node)
 
-    def _b_Abs(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Abs(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("abs", [node.this], scope, node)
 
-    def _b_Sqrt(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Sqrt(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("sqrt", [node.this], scope, node)
 
-    def _b_Exp(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Exp(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("exp", [node.this], scope, node)
 
-    def _b_Ln(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Ln(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("ln", [node.this], scope, node)
 
-    def _b_Sign(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Sign(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("sign", [node.this], scope, node)
 
-    def _b_Greatest(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Greatest(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("greatest", [node.this, *node.expressions], scope, node)
 
-    def _b_Least(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Least(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("least", [node.this, *node.expressions], scope, node)
 
-    def _rounding(self, node: exp.Expression, scope: Scope, op: str) -> Expr:
+    def _rounding(self, node: Node, scope: Scope, op: str) -> Expr:
         a = self.bind(node.this, scope)
         d_node = node.args.get("decimals") or node.args.get("expression")
         d = 0
@@ -2219,16 +2219,16 @@ class Planner:
             return Call(op, (a,), BIGINT, a.nullable)
         return Call(op, (a,), DOUBLE, a.nullable)
 
-    def _b_Round(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Round(self, node: Node, scope: Scope) -> Expr:
         return self._rounding(node, scope, "round")
 
-    def _b_Floor(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Floor(self, node: Node, scope: Scope) -> Expr:
         return self._rounding(node, scope, "floor")
 
-    def _b_Ceil(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Ceil(self, node: Node, scope: Scope) -> Expr:
         return self._rounding(node, scope, "ceil")
 
-    def _b_Substring(self, node: exp.Substring, scope: Scope) -> Expr:
+    def _b_Substring(self, node: Node, scope: Scope) -> Expr:
         s = self.bind(node.this, scope)
         if s.type.kind != "string":
             s = self._cast(s, STRING)
@@ -2239,7 +2239,7 @@ class Planner:
             args.append(self.bind(length, scope))
         return Call("substr", tuple(args), STRING, any(a.nullable for a in args))
 
-    def _b_Trim(self, node: exp.Trim, scope: Scope) -> Expr:
+    def _b_Trim(self, node: Node, scope: Scope) -> Expr:
         s = self.bind(node.this, scope)
         pos = (node.args.get("position") or "").upper()
         chars = node.args.get("expression")
@@ -2249,7 +2249,7 @@ class Planner:
             args.append(self.bind(chars, scope))
         return Call(op, tuple(args), STRING, s.nullable)
 
-    def _b_Replace(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Replace(self, node: Node, scope: Scope) -> Expr:
         s = self.bind(node.this, scope)
         old = self.bind(node.expression, scope)
         new = node.args.get("replacement")
@@ -2258,22 +2258,22 @@ class Planner:
             args.append(self.bind(new, scope))
         return Call("replace", tuple(args), STRING, any(a.nullable for a in args))
 
-    def _b_StrPosition(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_StrPosition(self, node: Node, scope: Scope) -> Expr:
         s = self.bind(node.this, scope)
         sub = self.bind(node.args["substr"], scope)
         return Call("instr", (s, sub), INT, s.nullable or sub.nullable)
 
-    def _b_Pad(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Pad(self, node: Node, scope: Scope) -> Expr:
         op = "lpad" if node.args.get("is_left") else "rpad"
         args = [node.this, node.expression]
         if node.args.get("fill_pattern") is not None:
             args.append(node.args["fill_pattern"])
         return self._named_function(op, args, scope, node)
 
-    def _b_Distinct(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Distinct(self, node: Node, scope: Scope) -> Expr:
         raise SQLError("DISTINCT is only allowed inside an aggregate here")
 
-    def _b_Star(self, node: exp.Expression, scope: Scope) -> Expr:
+    def _b_Star(self, node: Node, scope: Scope) -> Expr:
         raise SQLError("'*' is not valid here")
 
 
@@ -2385,8 +2385,8 @@ def _fold(e: Expr, planner: Planner, consts: dict[int, Lit] | None = None) -> Li
     masks = []
     if width:
         m = 0
-        for i, nl in enumerate(nulls):
-            if nl:
+        for i, is_null in enumerate(nulls):
+            if is_null:
                 m |= 1 << i
         masks = [np.array([m], dtype=np.int64)] if width <= 62 else []
     frame = Frame(cols + masks, width, 1)
@@ -2394,7 +2394,7 @@ def _fold(e: Expr, planner: Planner, consts: dict[int, Lit] | None = None) -> Li
         v, nl = evaluate(_remap_consts(e), frame, Ctx(strings, planner.dialect))
     except Exception:  # noqa: BLE001 - a constant that fails folds to nothing
         return None
-    if nl is not None and nl[0]:
+    if nl is not None and bool(nl[0]):
         return Lit(None, e.type)
     if e.type.kind == "boolean":
         return Lit(bool(v[0]), e.type)
@@ -2406,11 +2406,11 @@ def _remap_consts(e: Expr) -> Expr:
     return e
 
 
-def _unalias(node: exp.Expression) -> exp.Expression:
+def _unalias(node: Node) -> Node:
     return node.this if isinstance(node, exp.Alias) else node
 
 
-def _is_scalar_agg(q: exp.Select) -> bool:
+def _is_scalar_agg(q: Node) -> bool:
     return (not q.args.get("group") and not q.args.get("having") and
             any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)))
 

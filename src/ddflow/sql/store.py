@@ -34,8 +34,8 @@ def row_hashes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         for c in cols:
             if c.dtype == object:
-                x = np.array([hash(v) for v in c.tolist()], dtype=np.int64).reshape(n)
-                x = x.view(np.uint64)
+                x = np.array([hash(v) for v in c.tolist()], dtype=np.int64).reshape(n).view(
+                    np.uint64)
             else:
                 x = np.ascontiguousarray(c, dtype=np.int64).view(np.uint64)
             h = (h ^ x) * _M1

@@ -84,12 +84,9 @@ class StringDict:
             uniq, inv = np.unique(codes, return_inverse=True)
             res = np.asarray(f(self.decode(uniq)))
             return res[inv]
-        table = memo.get("table")
-        known = memo.get("known")
+        table: np.ndarray | None = memo.get("table")
+        known: np.ndarray = memo.get("known", np.zeros(0, dtype=bool))
         size = len(self._strings)
-        if table is None:
-            table = None
-            known = np.zeros(0, dtype=bool)
         if len(known) < size:
             grow = max(size, 2 * len(known))
             k2 = np.zeros(grow, dtype=bool)
