@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import time
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
@@ -123,6 +124,17 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
             if errors:
                 break
         if errors:
+            # A worker that dies shows up in its peers as a broken connection, which may
+            # arrive first: give the processes a moment and report the death, the cause.
+            deadline = time.monotonic() + 2.0
+            deaths = {}
+            for i, p in enumerate(procs):
+                p.join(max(0.0, deadline - time.monotonic()))
+                if p.exitcode not in (None, 0) and results[i] is None:
+                    deaths[i] = f"worker process exited with code {p.exitcode}"
+            if deaths:
+                i = min(deaths)
+                raise WorkerError(i, deaths[i])
             i = min(errors)
             raise WorkerError(i, errors[i])
         if aborted:
