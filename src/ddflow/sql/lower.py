@@ -254,8 +254,11 @@ class Lowering:
         return coll
 
     def feed_constants(self) -> None:
+        """Feeds the constant rows (on one worker only, when there are several) and closes
+        their inputs."""
+        first = getattr(self.worker, "index", 0) == 0
         for session, data in self.constants:
-            if len(data) and len(data[0]):
+            if first and len(data) and len(data[0]):
                 session.insert_columns(tuple(data))
             session.close()
         self.constants = []

@@ -79,13 +79,8 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
         return Filter(inner, remap(p.predicate, m)), m
     if isinstance(p, Project):
         keep = sorted(need) if need else [0]
-        exprs = [p.exprs[i] for i in keep]
-        want: set[int] = set()
-        for e in exprs:
-            want |= uses(e)
-        inner, m = _prune(p.input, want)
-        new = Project(inner, tuple(remap(e, m) for e in exprs),
-                      tuple(p.fields[i] for i in keep))
+        inner, outs = _prune_e(p.input, [p.exprs[i] for i in keep])
+        new = Project(inner, tuple(outs), tuple(p.fields[i] for i in keep))
         return new, {old: j for j, old in enumerate(keep)}
     if isinstance(p, Join):
         nl = len(p.left.fields)
@@ -134,20 +129,17 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     if isinstance(p, Aggregate):
         nk = len(p.keys)
         keep_aggs = sorted(i - nk for i in need if i >= nk)
-        want = set()
-        for k in p.keys:
-            want |= uses(k)
         aggs = [p.aggs[i] for i in keep_aggs]
-        for a in aggs:
-            if a.arg is not None:
-                want |= uses(a.arg)
-        inner, m = _prune(p.input, want)
+        args = [a.arg for a in aggs if a.arg is not None]
+        # group keys and arguments are computed straight from the input's input
+        inner, outs = _prune_e(p.input, [*p.keys, *args])
         from ddflow.sql.plan import Agg
 
-        new_aggs = tuple(Agg(a.func, remap(a.arg, m) if a.arg is not None else None,
-                             a.distinct) for a in aggs)
+        it = iter(outs[nk:])
+        new_aggs = tuple(Agg(a.func, next(it) if a.arg is not None else None, a.distinct)
+                         for a in aggs)
         fields = p.fields[:nk] + tuple(p.fields[nk + i] for i in keep_aggs)
-        new = Aggregate(inner, tuple(remap(k, m) for k in p.keys), new_aggs, p.scalar, fields)
+        new = Aggregate(inner, tuple(outs[:nk]), new_aggs, p.scalar, fields)
         mapping = {i: i for i in range(nk)}
         mapping.update({nk + old: nk + j for j, old in enumerate(keep_aggs)})
         return new, mapping
@@ -177,6 +169,142 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     if isinstance(p, (RecRef, Values)):
         return p, _ident(p)
     return p, _ident(p)
+
+
+_STRICT = {"add", "sub", "mul", "div", "idiv", "mod", "pow", "neg", "eq", "ne", "lt", "le",
+           "gt", "ge", "cast", "extract", "date_add_days", "add_months", "ts_add_micros",
+           "ts_add_months", "date_diff", "upper", "lower", "length", "trim", "ltrim", "rtrim",
+           "substr", "abs", "floor", "ceil", "round", "sign", "like", "concat"}
+
+
+def _strict(e: Expr) -> bool:
+    """Whether ``e`` is NULL when any field it reads is NULL (so computing it before an
+    outer join pads a row with NULL gives what computing it after would)."""
+    if isinstance(e, Col):
+        return True
+    if isinstance(e, Call):
+        return e.op in _STRICT and all(_strict(a) or not uses(a) for a in e.args)
+    return False
+
+
+def subst(e: Expr, exprs: tuple[Expr, ...] | list[Expr]) -> Expr:
+    """``e`` with field ``i`` replaced by ``exprs[i]``."""
+    if isinstance(e, Col):
+        return exprs[e.index]
+    if isinstance(e, Call):
+        return Call(e.op, tuple(subst(a, exprs) for a in e.args), e.type, e.nullable, e.extra)
+    return e
+
+
+def _prune_e(p: Plan, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
+    """A plan and, for each expression over ``p``'s fields, an equal expression over the
+    new plan's fields. Expressions of one join input are computed on that input, before
+    the join (narrower rows to arrange), and chains of projections compose."""
+    if isinstance(p, Project):
+        return _prune_e(p.input, [subst(e, p.exprs) for e in exprs])
+    if isinstance(p, Filter):
+        inner, outs = _prune_e(p.input, [*exprs, p.predicate])
+        return Filter(inner, outs[-1]), outs[:-1]
+    if isinstance(p, Join):
+        return _prune_join(p, exprs)
+    need: set[int] = set()
+    for e in exprs:
+        need |= uses(e)
+    q, m = _prune(p, need)
+    return q, [remap(e, m) for e in exprs]
+
+
+def _prune_join(p: Join, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
+    nl = len(p.left.fields)
+    # expressions of one side, computed on that side (only strict ones on a padded side)
+    push_left = p.kind in ("inner", "left") or p.kind in ("right", "full")
+    lpush: list[Expr] = []
+    rpush: list[Expr] = []
+    where: list[tuple[str, int] | None] = []
+    for e in exprs:
+        u = uses(e)
+        side = None
+        if u and not isinstance(e, Col):
+            if max(u) < nl and (p.kind in ("inner", "left") or _strict(e)):
+                side = "l"
+            elif min(u) >= nl and (p.kind in ("inner", "right") or _strict(e)):
+                side = "r"
+        if side == "l":
+            where.append(("l", len(lpush)))
+            lpush.append(e)
+        elif side == "r":
+            where.append(("r", len(rpush)))
+            rpush.append(_shift(e, -nl))
+        else:
+            where.append(None)
+    del push_left
+    # the fields still read at or above the join
+    lneed: set[int] = set()
+    rneed: set[int] = set()
+    for e, w in zip(exprs, where, strict=True):
+        if w is None:
+            for i in uses(e):
+                (lneed if i < nl else rneed).add(i if i < nl else i - nl)
+    for k in p.left_keys:
+        lneed |= uses(k)
+    for k in p.right_keys:
+        rneed |= uses(k)
+    if p.residual is not None:
+        for i in uses(p.residual):
+            (lneed if i < nl else rneed).add(i if i < nl else i - nl)
+    left, lmap, lext = _side(p.left, sorted(lneed), lpush)
+    right, rmap, rext = _side(p.right, sorted(rneed), rpush)
+    nl2 = len(left.fields)
+    both = {**lmap, **{nl + i: nl2 + j for i, j in rmap.items()}}
+    lfields = list(left.fields)
+    for old, pos in lmap.items():
+        lfields[pos] = p.fields[old]
+    rfields = list(right.fields)
+    for old, pos in rmap.items():
+        rfields[pos] = p.fields[nl + old]
+    if p.kind in ("right", "full"):
+        lfields = [f if f.nullable else _nullable(f) for f in lfields]
+    if p.kind in ("left", "full"):
+        rfields = [f if f.nullable else _nullable(f) for f in rfields]
+    new = Join(left, right, p.kind, tuple(remap(k, lmap) for k in p.left_keys),
+               tuple(remap(k, rmap) for k in p.right_keys),
+               remap(p.residual, both) if p.residual is not None else None,
+               tuple(lfields) + tuple(rfields), p.null_safe)
+    outs: list[Expr] = []
+    for e, w in zip(exprs, where, strict=True):
+        if w is None:
+            outs.append(remap(e, both))
+        elif w[0] == "l":
+            j = lext[w[1]]
+            outs.append(Col(j, new.fields[j].type, new.fields[j].nullable))
+        else:
+            j = nl2 + rext[w[1]]
+            outs.append(Col(j, new.fields[j].type, new.fields[j].nullable))
+    return new, outs
+
+
+def _side(p: Plan, need: list[int], extra: list[Expr]
+          ) -> tuple[Plan, dict[int, int], list[int]]:
+    """``p`` producing its fields ``need`` and then the expressions ``extra``: the plan,
+    where each needed field went, and where each expression went."""
+    if not extra:
+        q, m = _prune(p, set(need))
+        return q, m, []
+    cols = [Col(i, p.fields[i].type, p.fields[i].nullable) for i in need]
+    inner, outs = _prune_e(p, [*cols, *extra])
+    fields = tuple(p.fields[i] for i in need) + tuple(
+        Field(f"_e{j}", e.type, e.nullable) for j, e in enumerate(extra))
+    q = Project(inner, tuple(outs), fields)
+    return q, {old: j for j, old in enumerate(need)}, [len(need) + j for j in
+                                                        range(len(extra))]
+
+
+def _shift(e: Expr, by: int) -> Expr:
+    if isinstance(e, Col):
+        return Col(e.index + by, e.type, e.nullable, e.name)
+    if isinstance(e, Call):
+        return Call(e.op, tuple(_shift(a, by) for a in e.args), e.type, e.nullable, e.extra)
+    return e
 
 
 def _nullable(f: Field) -> Field:

@@ -804,33 +804,43 @@ class Planner:
                 continue  # correlated conditions stay in WHERE (handled by the caller)
             bound.append((c, e, srcs))
             conds.remove(c)
+        # an OR over several sources implies, for a source every branch restricts, the OR
+        # of those restrictions: a filter on that source before the join
+        for _, e, srcs in list(bound):
+            if len(srcs) > 1 and isinstance(e, Call) and e.op == "or":
+                for src in sorted(srcs):
+                    imp = _implied(e, lambda u, src=src: owner[u] == src)
+                    if imp is not None:
+                        bound.append((None, imp, {src}))
         # conditions on one source filter it before joining
         plans = [p for _, p, _, _ in items]
+        rank = [2] * len(items)
         for c, e, srcs in list(bound):
             if len(srcs) == 1:
                 (i,) = srcs
                 local = _shift(e, -offsets[i])
                 plans[i] = Filter(plans[i], local)
+                rank[i] = min(rank[i], 0 if _pins(local) else 1)
                 bound.remove((c, e, srcs))
             elif not srcs:
                 # constant condition: filter the first source
                 plans[0] = Filter(plans[0], e)
                 bound.remove((c, e, srcs))
-        # greedy join order following equalities, in the written order otherwise
-        order = [0]
-        remaining = list(range(1, len(items)))
-        current: Plan = plans[0]
-        pos = {0: 0}  # source -> offset in current
-        width = len(plans[0].fields)
+        # Join order: start from the most restricted source (an equality or IN list on a
+        # constant, then any filter, then none; the written order breaks ties) and join the
+        # most restricted source connected to what is joined by an equality; a source with
+        # no such connection comes last, as a cross join.
+        first = min(range(len(items)), key=lambda i: (rank[i], i))
+        order = [first]
+        remaining = [i for i in range(len(items)) if i != first]
+        current: Plan = plans[first]
+        pos = {first: 0}  # source -> offset in current
+        width = len(plans[first].fields)
         while remaining:
-            pick = None
-            for i in remaining:
-                if any(i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
-                       and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound):
-                    pick = i
-                    break
-            if pick is None:
-                pick = remaining[0]
+            connected = [i for i in remaining if any(
+                i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
+                and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound)]
+            pick = min(connected or remaining, key=lambda i: (rank[i], i))
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
@@ -2423,6 +2433,44 @@ def _agg_input(p: Plan) -> Plan:
             raise SQLError("internal: no aggregate under this scope")
         p = ins[0]
     return p.input
+
+
+def _flatten(e: Expr, op: str) -> list[Expr]:
+    if isinstance(e, Call) and e.op == op:
+        out: list[Expr] = []
+        for a in e.args:
+            out.extend(_flatten(a, op))
+        return out
+    return [e]
+
+
+def _implied(e: Expr, mine: Any) -> Expr | None:
+    """For an OR ``e``: the OR, over its branches, of each branch's conditions on the fields
+    ``mine`` accepts (None unless every branch has one): implied by ``e``."""
+    parts: list[Expr] = []
+    for d in _flatten(e, "or"):
+        own = [c for c in _flatten(d, "and") if _uses(c) and all(mine(u) for u in _uses(c))
+               and not _has_outer(c)]
+        if not own:
+            return None
+        parts.append(_and_all(own))  # type: ignore[arg-type]
+    out = parts[0]
+    for q in parts[1:]:
+        out = Call("or", (out, q), BOOLEAN, out.nullable or q.nullable)
+    return out
+
+
+def _pins(e: Expr) -> bool:
+    """Whether a filter fixes a column to constants (``x = c``, ``x IN (...)``, an OR of
+    those): a source so filtered is small."""
+    for c in _flatten(e, "and"):
+        if isinstance(c, Call) and c.op == "in":
+            return True
+        if isinstance(c, Call) and c.op == "eq" and any(isinstance(a, Lit) for a in c.args):
+            return True
+        if isinstance(c, Call) and c.op == "or" and all(_pins(d) for d in _flatten(c, "or")):
+            return True
+    return False
 
 
 def _equi_parts(e: Expr, offsets: list[int], owner: list[int], pick: int, have: set[int]

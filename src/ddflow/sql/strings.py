@@ -11,20 +11,37 @@ physical values stored in traces stay meaningful.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["StringDict"]
+from ddflow.core.errors import DataError
+
+__all__ = ["StringDict", "content_code"]
+
+
+def content_code(s: str) -> int:
+    """A string's code from its content alone (a signed 64-bit BLAKE2b digest)."""
+    return int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"),
+                                          digest_size=8).digest(), "little", signed=True)
 
 
 class StringDict:
-    """A growing bijection between strings and ``int64`` codes ``0, 1, 2, ...``."""
+    """A growing bijection between strings and ``int64`` codes ``0, 1, 2, ...``.
 
-    def __init__(self) -> None:
+    ``hashed=True`` gives every string the code of its content instead (64 bits of
+    BLAKE2b of its UTF-8 bytes), so workers in other processes agree on codes without
+    talking; two strings with one code raise ``DataError``. Codes index ``array()`` only
+    in the sequential form.
+    """
+
+    def __init__(self, hashed: bool = False) -> None:
+        self.hashed = hashed
         self._codes: dict[str, int] = {}
         self._strings: list[str] = []
+        self._by_code: dict[int, str] = {}
         self._array: np.ndarray = np.empty(0, dtype=object)
 
     def __len__(self) -> int:
@@ -34,10 +51,37 @@ class StringDict:
         """The code of ``s`` (assigned now if new)."""
         c = self._codes.get(s)
         if c is None:
-            c = len(self._strings)
+            if self.hashed:
+                c = content_code(s)
+                other = self._by_code.get(c)
+                if other is not None and other != s:
+                    raise DataError(f"strings {other!r} and {s!r} have the same 64-bit "
+                                    "hash; they cannot both be stored")
+                self._by_code[c] = s
+            else:
+                c = len(self._strings)
             self._codes[s] = c
             self._strings.append(s)
         return c
+
+    def entries(self) -> dict[int, str]:
+        """Code -> string of every string seen."""
+        if self.hashed:
+            return dict(self._by_code)
+        return dict(enumerate(self._strings))
+
+    def learn(self, entries: dict[int, str]) -> None:
+        """Adopts code -> string pairs another dictionary of the same kind made."""
+        if not self.hashed:
+            raise DataError("only content-hashed dictionaries can merge")
+        for c, s in entries.items():
+            other = self._by_code.get(c)
+            if other is None:
+                self._by_code[c] = s
+                self._codes[s] = c
+                self._strings.append(s)
+            elif other != s:
+                raise DataError(f"strings {other!r} and {s!r} have the same 64-bit hash")
 
     def encode_list(self, values: Sequence[str]) -> np.ndarray:
         """Codes of ``values`` (assigning new ones), as an ``int64`` column."""
@@ -56,7 +100,7 @@ class StringDict:
         return codes[inverse] if len(inverse) else np.zeros(0, dtype=np.int64)
 
     def array(self) -> np.ndarray:
-        """All strings as an ``object`` array indexed by code."""
+        """All strings as an ``object`` array indexed by code (sequential codes only)."""
         if len(self._array) != len(self._strings):
             arr = np.empty(len(self._strings), dtype=object)
             arr[:] = self._strings
@@ -68,9 +112,19 @@ class StringDict:
         codes = np.asarray(codes)
         if codes.dtype == object:
             codes = codes.astype(np.int64)
+        if self.hashed:
+            out = np.empty(len(codes), dtype=object)
+            out[:] = self.decode_list(codes)
+            return out
         return self.array()[codes]
 
     def decode_list(self, codes: np.ndarray) -> list[str]:
+        if self.hashed:
+            by = self._by_code
+            try:
+                return [by[c] for c in np.asarray(codes).tolist()]
+            except KeyError as e:
+                raise DataError(f"no string is known for code {e.args[0]}") from e
         strings = self._strings
         return [strings[c] for c in np.asarray(codes).tolist()]
 
@@ -80,7 +134,7 @@ class StringDict:
         evaluated once per distinct code of the batch (and once ever per code with ``memo``,
         a dict this call keeps its table in)."""
         codes = np.asarray(codes, dtype=np.int64)
-        if memo is None:
+        if memo is None or self.hashed:
             uniq, inv = np.unique(codes, return_inverse=True)
             res = np.asarray(f(self.decode(uniq)))
             return res[inv]
