@@ -26,7 +26,7 @@ from sqlglot import exp
 from ddflow.core.errors import DataError, DDError
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.runtime.worker import Operator, Stream, Worker
-from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.batch import LazyStrings, Phys, RowBatch
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx, evaluate, predicate_mask
 from ddflow.sql.ingest import to_batch
@@ -78,7 +78,7 @@ class _Table:
         self.fields = fields
         self.strings = strings
         self.width = len(fields) + mask_words(fields)
-        self.store = TableStore()
+        self.store = TableStore(strings)
         self.pending: list[tuple[RowBatch, np.ndarray]] = []  # (rows, diffs)
 
     def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
@@ -90,21 +90,20 @@ class _Table:
         """A ``RowBatch`` of full records (all columns and their masks)."""
         fr = Frame(cols, len(self.fields), n)
         vals: list[Any] = []
-        nulls: list[np.ndarray | None] = []
         for i, f in enumerate(self.fields):
             v = np.asarray(cols[i])
             nl = fr.null(i)
             if f.type.kind == "string":
-                lz = LazyStrings(self.strings.decode_list(v))
+                raw: list[Any] = self.strings.decode_list(v)
                 if nl is not None:
                     for j in np.flatnonzero(nl).tolist():
-                        lz.raw[j] = None
+                        raw[j] = None
+                lz = LazyStrings(raw)
                 lz.codes = v
                 vals.append(lz)
             else:
-                vals.append(v)
-            nulls.append(nl)
-        return RowBatch(vals, nulls, n)
+                vals.append(Phys(v, nl))
+        return RowBatch(vals, n)
 
     def consolidated(self, parts: Sequence[tuple[RowBatch, np.ndarray]]
                      ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
@@ -586,7 +585,7 @@ class Database:
         q = t.from_records(cols, len(want))
         have = t.store.count_of(q)
         if t.pending:
-            pend = TableStore()
+            pend = TableStore(self.strings)
             for pb, pd in t.pending:
                 pend.append(pb, pd)
             have = have + pend.count_of(q)
@@ -814,7 +813,7 @@ class Database:
         if not matches:
             return mask
         sel = to_batch(matches, t.fields, self.strings, t.name)
-        store = TableStore()
+        store = TableStore(self.strings)
         store.append(sel, np.ones(sel.n, np.int64))
         return store.count_of(t.from_records(cols, n)) > 0
 
@@ -888,11 +887,11 @@ def _value_at(b: RowBatch, j: int, i: int, t: SqlType, strings: StringDict) -> A
     """The Python value of column ``j`` of row ``i`` of ``b``."""
     c = b.cols[j]
     if isinstance(c, LazyStrings):
-        return c.values(np.array([i]))[0]
-    nl = b.nulls[j]
+        return c.strings(np.array([i]))[0]
+    nl = c.nulls()
     if nl is not None and nl[i]:
         return None
-    return decode_values(np.asarray(c)[i:i + 1], None, t, strings)[0]
+    return decode_values(np.asarray(c.values(strings))[i:i + 1], None, t, strings)[0]
 
 
 def _input_columns(plans: list[Plan], tables: dict[str, _Table]) -> dict[str, tuple[int, ...]]:

@@ -229,9 +229,15 @@ def _sub(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 _SAFE = float(2**62)
 
 
+def _absmax(a: np.ndarray) -> int:
+    return max(abs(int(a.max())), abs(int(a.min()))) if len(a) else 0
+
+
 def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if _is_obj(a, b):
         return narrow(_obj(a) * _obj(b))
+    if _absmax(a) * _absmax(b) < 2**63:  # no product can overflow
+        return a * b
     fa = np.abs(a.astype(np.float64) * b.astype(np.float64))
     if len(fa) and fa.max() >= _SAFE:
         return narrow(_obj(a) * _obj(b))
@@ -241,8 +247,10 @@ def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _scale_up(a: np.ndarray, k: int) -> np.ndarray:
     if k == 0:
         return a
-    return _mul(a, np.full(len(a), 10**k, dtype=np.int64) if k <= 18
-                else _obj(np.zeros(len(a), np.int64)) + 10**k)
+    f = 10**k
+    if a.dtype != object and k <= 18 and _absmax(a) * f < 2**63:
+        return a * f
+    return narrow(_obj(a) * f)
 
 
 def _div_half_up(n: np.ndarray, d: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
 from ddflow.sql.expr import narrow, rescale
 from ddflow.sql.rows import Field
 from ddflow.sql.strings import StringDict
@@ -52,24 +52,22 @@ def to_batch(rows: Any, fields: tuple[Field, ...], strings: StringDict, table: s
             raise DataError(f"row {tuple(r)!r} has {len(r)} values; table '{table}' has "
                             f"{width} columns ({', '.join(f.name for f in fields)})")
     cols: list[Any] = []
-    nulls: list[np.ndarray | None] = []
     for i, f in enumerate(fields):
         vals = [r[i] for r in rows]
+        col: Any
         if f.type.kind == "string":
             for v in vals:
                 if v is not None and not isinstance(v, str):
                     raise DataError(f"value {v!r} ({type(v).__name__}) does not fit column "
                                     f"'{f.name}' of type {f.type}")
-            nl = np.fromiter((v is None for v in vals), dtype=bool, count=len(vals))
-            cols.append(LazyStrings(vals))
-            nl_: np.ndarray | None = nl if nl.any() else None
+            col = LazyStrings(vals)
         else:
-            v, nl_ = encode_values(vals, f.type, f.name, strings)
-            cols.append(v)
-        if nl_ is not None and not f.nullable:
+            v, nl = encode_values(vals, f.type, f.name, strings)
+            col = Phys(v, nl)
+        if col.nulls() is not None and not f.nullable:
             raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
-        nulls.append(nl_)
-    return RowBatch(cols, nulls, len(rows))
+        cols.append(col)
+    return RowBatch(cols, len(rows))
 
 
 def _is_arrow(x: Any) -> bool:
@@ -95,14 +93,16 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
         raise DataError(f"Arrow data with columns {t.schema.names} does not match table "
                         f"'{table}' ({', '.join(f.name for f in fields)})")
     n = t.num_rows
-    vals: list[Any] = []
-    nulls: list[np.ndarray | None] = []
+    out: list[Any] = []
     for f, c in zip(fields, cols, strict=True):
+        if isinstance(c, pa.ChunkedArray):
+            c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
+        if pa.types.is_dictionary(c.type):
+            c = c.dictionary_decode()
+        if c.null_count and not f.nullable:
+            raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
+        col: Any
         if f.type.kind == "string":
-            if isinstance(c, pa.ChunkedArray):
-                c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
-            if pa.types.is_dictionary(c.type):
-                c = c.dictionary_decode()
             if getattr(pa.types, "is_string_view", lambda _: False)(c.type) or \
                     pa.types.is_large_string(c.type):
                 c = c.cast(pa.string())
@@ -111,16 +111,49 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
             if not pa.types.is_string(c.type):
                 raise DataError(f"column '{f.name}' of type {f.type} cannot take Arrow values "
                                 f"of type {c.type}")
-            nl = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool) \
-                if c.null_count else None
-            v: Any = LazyStrings(c)
+            col = LazyStrings(c)
+        elif _safe(c.type, f.type):
+            # converting cannot fail: leave it for when something reads the column
+            col = ArrowCol(c, _converter(f, strings))
         else:
             v, nl = arrow_column(c, f.type, f.name, strings)
-        if nl is not None and not f.nullable:
-            raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
-        vals.append(v)
-        nulls.append(nl)
-    return RowBatch(vals, nulls, n)
+            col = Phys(v, nl)
+        out.append(col)
+    return RowBatch(out, n)
+
+
+def _converter(f: Field, strings: StringDict) -> Any:
+    def convert(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        return arrow_column(arr, f.type, f.name, strings)
+    return convert
+
+
+def _safe(at: Any, t: SqlType) -> bool:
+    """Whether every value of Arrow type ``at`` converts to SQL type ``t`` (no range or
+    parse check needed)."""
+    import pyarrow as pa
+
+    k = t.kind
+    if pa.types.is_null(at):
+        return True
+    if k == "int":
+        if pa.types.is_signed_integer(at):
+            return bool(at.bit_width <= t.bits)
+        if pa.types.is_unsigned_integer(at):
+            return bool(at.bit_width < t.bits)
+        return False
+    if k == "decimal":
+        return bool(pa.types.is_decimal128(at) and at.scale == t.scale
+                    and at.precision <= t.precision)
+    if k == "double":
+        return bool(pa.types.is_floating(at) or pa.types.is_integer(at))
+    if k == "boolean":
+        return bool(pa.types.is_boolean(at))
+    if k == "date":
+        return bool(pa.types.is_date(at) or pa.types.is_timestamp(at))
+    if k == "timestamp":
+        return bool(pa.types.is_timestamp(at) or pa.types.is_date32(at))
+    return False
 
 
 def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict

@@ -1431,6 +1431,10 @@ class Planner:
         if node.args.get("negate") is True:
             # ``x NOT LIKE p`` and friends carry their NOT as a flag
             out = Call("not", (self._bool(out, "NOT"),), BOOLEAN, out.nullable)
+        if isinstance(out, Call) and not _reads_fields(out):
+            folded = _fold(out, self)  # a constant: computed once, here
+            if folded is not None:
+                return folded
         return out
 
     def _agg_lookup(self, node: Node, scope: Scope) -> Expr | None:
@@ -2433,6 +2437,18 @@ def _agg_input(p: Plan) -> Plan:
             raise SQLError("internal: no aggregate under this scope")
         p = ins[0]
     return p.input
+
+
+def _reads_fields(e: Expr) -> bool:
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, (Col, Outer)):
+            return True
+        if isinstance(x, Call) and x.op == "one_row":
+            return True
+        stack.extend(x.children())
+    return False
 
 
 def _flatten(e: Expr, op: str) -> list[Expr]:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ddflow.core.errors import DataError
 from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.strings import StringDict
 
 __all__ = ["TableStore", "row_hashes"]
 
@@ -45,18 +46,44 @@ def row_hashes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     return h.view(np.int64)
 
 
-def _hash_columns(b: RowBatch) -> list[np.ndarray]:
-    """What the index hashes: the non-string columns (a NULL's value is 0, so a NULL and a
-    0 collide and the row comparison tells them apart), or the strings' Python hashes when
-    a table has only strings."""
+def _index_columns(b: RowBatch, strings: StringDict) -> list[int]:
+    """The columns the index hashes: the first non-string column, with the next ones while
+    a sample says the chosen ones repeat too often to tell rows apart (more than 16 rows
+    per value); strings only if a table has nothing else."""
+    numeric = [i for i, c in enumerate(b.cols) if not isinstance(c, LazyStrings)]
+    if not numeric:
+        return list(range(len(b.cols)))
+    chosen: list[int] = []
+    part = b.take(np.arange(min(b.n, 4096)))
+    for i in numeric:
+        chosen.append(i)
+        if len(chosen) == 3:
+            break
+        h = _index_keys(part, chosen, strings)
+        if 16 * len(np.unique(h)) >= part.n:
+            break
+    return chosen
+
+
+def _index_keys(b: RowBatch, cols: list[int], strings: StringDict) -> np.ndarray:
+    """The index's key per row: one column's values as they are (rows that come in key
+    order stay sorted, which makes the index cheap to sort), else a hash of several."""
+    if len(cols) == 1 and not isinstance(b.cols[cols[0]], LazyStrings):
+        v = b.column(cols[0], strings)
+        if v.dtype != object:
+            return v.astype(np.int64, copy=False)
+    return row_hashes(_hash_columns(b, cols, strings), b.n)
+
+
+def _hash_columns(b: RowBatch, cols: list[int], strings: StringDict) -> list[np.ndarray]:
     out: list[np.ndarray] = []
-    for c in b.cols:
-        if not isinstance(c, LazyStrings):
-            out.append(c)
-    if not out:
-        for c in b.cols:
-            vals = c.values()
+    for i in cols:
+        c = b.cols[i]
+        if isinstance(c, LazyStrings):
+            vals = c.strings()
             out.append(np.array([hash(v) for v in vals], dtype=np.int64).reshape(b.n))
+        else:
+            out.append(c.values(strings))
     return out
 
 
@@ -71,26 +98,32 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, pos
 
 
-def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray) -> np.ndarray:
+def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
+                strings: StringDict) -> np.ndarray:
     """Whether row ``ia[k]`` of ``a`` equals row ``ib[k]`` of ``b`` (NULL equals NULL)."""
     eq = np.ones(len(ia), dtype=bool)
-    for x, nx, y, ny in zip(a.cols, a.nulls, b.cols, b.nulls, strict=True):
+    for x, y in zip(a.cols, b.cols, strict=True):
+        if not eq.any():
+            break
+        nx, ny = x.nulls(), y.nulls()
         xn = nx[ia] if nx is not None else np.zeros(len(ia), bool)
         yn = ny[ib] if ny is not None else np.zeros(len(ib), bool)
-        if isinstance(x, LazyStrings):
-            assert isinstance(y, LazyStrings)
+        if isinstance(x, LazyStrings) and isinstance(y, LazyStrings):
             if x.codes is not None and y.codes is not None:
                 same = x.codes[ia] == y.codes[ib]
             else:
-                xs, ys = x.values(ia), y.values(ib)
+                xs, ys = x.strings(ia), y.strings(ib)
                 same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
                                    count=len(ia))
-        elif x.dtype == object or y.dtype == object:
-            same = np.fromiter((p == q for p, q in zip(x[ia].tolist(), y[ib].tolist(),
-                                                        strict=True)),
-                               dtype=bool, count=len(ia))
         else:
-            same = x[ia] == y[ib]
+            xv = x.take(ia).values(strings)
+            yv = y.take(ib).values(strings)
+            if xv.dtype == object or yv.dtype == object:
+                same = np.fromiter((p == q for p, q in zip(xv.tolist(), yv.tolist(),
+                                                            strict=True)),
+                                   dtype=bool, count=len(ia))
+            else:
+                same = xv == yv
         eq &= np.where(xn | yn, xn & yn, same)
     return eq
 
@@ -98,7 +131,9 @@ def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray) -> np.
 class TableStore:
     """The rows of one table with their counts."""
 
-    def __init__(self) -> None:
+    def __init__(self, strings: StringDict) -> None:
+        self.strings = strings
+        self.key_cols: list[int] | None = None
         self.chunks: list[tuple[RowBatch, np.ndarray]] = []
         self.offsets: list[int] = [0]
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted hashes, entry ids)
@@ -125,7 +160,9 @@ class TableStore:
                 continue
             lo = max(self.indexed - self.offsets[ci], 0)
             part = b if lo == 0 else b.take(np.arange(lo, b.n))
-            hs.append(row_hashes(_hash_columns(part), part.n))
+            if self.key_cols is None:
+                self.key_cols = _index_columns(part, self.strings)
+            hs.append(_index_keys(part, self.key_cols, self.strings))
             ids.append(np.arange(self.offsets[ci] + lo, self.offsets[ci + 1], dtype=np.int64))
         h = np.concatenate(hs)
         e = np.concatenate(ids)
@@ -145,7 +182,8 @@ class TableStore:
     def _matches(self, q: RowBatch) -> tuple[np.ndarray, np.ndarray]:
         """Pairs ``(query row, entry id)`` whose rows are equal."""
         self._index()
-        hq = row_hashes(_hash_columns(q), q.n)
+        assert self.key_cols is not None
+        hq = _index_keys(q, self.key_cols, self.strings)
         qs, es = [], []
         for hs, ids in self.runs:
             lo = np.searchsorted(hs, hq, side="left")
@@ -164,7 +202,7 @@ class TableStore:
         for ci in np.unique(which).tolist():
             sel = np.flatnonzero(which == ci)
             b, _ = self.chunks[ci]
-            keep[sel] = _equal_rows(q, qa[sel], b, ea[sel] - self.offsets[ci])
+            keep[sel] = _equal_rows(q, qa[sel], b, ea[sel] - self.offsets[ci], self.strings)
         return qa[keep], ea[keep]
 
     def _counts_of(self, e: np.ndarray) -> np.ndarray:
@@ -178,7 +216,7 @@ class TableStore:
     def count_of(self, q: RowBatch) -> np.ndarray:
         """How many copies of each given row the table holds."""
         out = np.zeros(q.n, dtype=np.int64)
-        if not self.chunks or q.n == 0:
+        if not self.chunks or q.n == 0 or self.offsets[-1] == 0:
             return out
         qa, ea = self._matches(q)
         if len(qa):
@@ -222,6 +260,7 @@ class TableStore:
         chunks = list(self.live_chunks())
         self.chunks, self.offsets = [], [0]
         self.runs, self.indexed, self.dead = [], 0, 0
+        self.key_cols = None
         for b, c in chunks:
             self.append(b, c)
 
