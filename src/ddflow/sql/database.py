@@ -41,7 +41,8 @@ from ddflow.sql.planner import (
     parse_statements,
     sql_type,
 )
-from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
+from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decode_values
@@ -132,7 +133,7 @@ class View:
         self.name = name
         self.sql = sql
         self.planned = planned
-        self.plan: Plan = prune(planned.plan)
+        self.plan: Plan = prune(split(prune(planned.plan)))
         self.fields = planned.plan.fields
         self.visible = planned.visible
         self.order: tuple[SortKey, ...] = planned.order
@@ -355,11 +356,11 @@ class Database:
         self._anon = itertools.count(1)
         self.time = 0  # commits done
         self._worker: Worker | None = None
-        self._sessions: dict[str, Any] = {}
+        self._sessions: dict[Any, Any] = {}
         self._probes: list[Any] = []
         self._wtime = 0
         self._stale = True
-        self._input_cols: dict[str, tuple[int, ...]] = {}
+        self._input_cols: dict[tuple[str, Any], tuple[int, ...]] = {}
 
     # -- catalog ----------------------------------------------------------------------------
     @property
@@ -474,12 +475,11 @@ class Database:
         w = Worker()
         sessions = {}
         colls = {}
-        self._input_cols = _input_columns([v.plan for v in self._views.values()],
-                                          self._tables)
-        for name, t in self._tables.items():
+        self._input_cols = _input_columns([v.plan for v in self._views.values()])
+        for key, cols in self._input_cols.items():
             s, c = w.new_collection()
-            sessions[name] = s
-            colls[name] = (c, self._input_cols[name], t.fields)
+            sessions[key] = s
+            colls[key] = (c, cols, self._tables[key[0]].fields)
         lowering = Lowering(w, colls, self.ctx)
         env = Env(w.root)
         probes = []
@@ -488,12 +488,10 @@ class Database:
             v._sink = _Sink(w, coll.stream)
             probes.append(coll.probe())
         lowering.feed_constants()
-        for name, t in self._tables.items():
-            pick = self._input_cols[name]
-            if not pick:
-                continue
+        for key, pick in self._input_cols.items():
+            t = self._tables[key[0]]
             for b, counts in t.store.live_chunks():
-                sessions[name].insert_columns(t.records(b, pick), diffs=counts)
+                _feed(sessions[key], t, b, counts, pick, key[1])
         for s in sessions.values():
             s.advance_to(1)
         w.step_while(lambda: any(p.less_than(1) for p in probes))
@@ -513,13 +511,10 @@ class Database:
         assert self._worker is not None
         t_next = self._wtime + 1
         try:
-            for name, t in self._tables.items():
-                pick = self._input_cols[name]
-                if not pick:
-                    continue
+            for key, pick in self._input_cols.items():
+                t = self._tables[key[0]]
                 for b, d in t.pending:
-                    if b.n:
-                        self._sessions[name].insert_columns(t.records(b, pick), diffs=d)
+                    _feed(self._sessions[key], t, b, d, pick, key[1])
             for s in self._sessions.values():
                 s.advance_to(t_next)
             probes = self._probes
@@ -692,21 +687,19 @@ class Database:
         w = Worker()
         colls = {}
         sessions = {}
-        pick = _input_columns([v.plan], self._tables)
-        for name, t in self._tables.items():
-            if not pick[name]:
-                continue
+        pick = _input_columns([v.plan])
+        for key, cols_ in pick.items():
             s, c = w.new_collection()
-            sessions[name], colls[name] = s, (c, pick[name], t.fields)
+            sessions[key], colls[key] = s, (c, cols_, self._tables[key[0]].fields)
         lowering = Lowering(w, colls, self.ctx)
         coll = lowering.lower(v.plan, Env(w.root))
         sink = _Sink(w, coll.stream)
         lowering.feed_constants()
-        for name, s in sessions.items():
-            t = self._tables[name]
+        for key, s in sessions.items():
+            t = self._tables[key[0]]
             cols, counts = self._current(t)
             if len(counts):
-                s.insert_columns(select_columns(cols, t.fields, pick[name]), diffs=counts)
+                _feed(s, t, t.from_records(cols, len(counts)), counts, pick[key], key[1])
             s.close()
         w.run()
         v._accept(sink.drain(), None)
@@ -894,19 +887,36 @@ def _value_at(b: RowBatch, j: int, i: int, t: SqlType, strings: StringDict) -> A
     return decode_values(np.asarray(c.values(strings))[i:i + 1], None, t, strings)[0]
 
 
-def _input_columns(plans: list[Plan], tables: dict[str, _Table]) -> dict[str, tuple[int, ...]]:
-    """For each table, the columns some plan's scans read (sorted)."""
+def _input_columns(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
+    """The dataflow's inputs: for each table and string prefilter some scan reads it with,
+    the columns those scans read (sorted)."""
     from ddflow.sql.plan import Scan
 
-    used: dict[str, set[int]] = {name: set() for name in tables}
+    used: dict[tuple[str, Any], set[int]] = {}
     stack = list(plans)
     while stack:
         p = stack.pop()
         if isinstance(p, Scan):
             cols = p.columns if p.columns is not None else range(len(p.fields))
-            used[p.table].update(cols)
+            used.setdefault((p.table, p.prefilter), set()).update(cols)
         stack.extend(p.inputs())
-    return {name: tuple(sorted(c)) for name, c in used.items()}
+    return {key: tuple(sorted(c)) for key, c in used.items()}
+
+
+def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[int, ...],
+          prefilter: Any) -> None:
+    """Feeds rows ``b`` (with ``diffs``) into an input of the dataflow: the rows its string
+    prefilter keeps, the columns ``pick``."""
+    if not b.n:
+        return
+    if prefilter is not None:
+        mask = keep(prefilter, b)
+        if not mask.all():
+            idx = np.flatnonzero(mask)
+            if not len(idx):
+                return
+            b, diffs = b.take(idx), np.asarray(diffs)[idx]
+    session.insert_columns(t.records(b, pick), diffs=diffs)
 
 
 def _reads(plan: Plan, table: str) -> bool:

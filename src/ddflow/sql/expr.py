@@ -861,6 +861,28 @@ def like_regex(pattern: str, escape: str | None, ci: bool) -> re.Pattern[str]:
     return re.compile("".join(out), re.DOTALL | (re.IGNORECASE if ci else 0))
 
 
+def like_matcher(pattern: str, escape: str | None, ci: bool) -> Any:
+    """A function from an ``object`` array of strings to whether each matches ``pattern``:
+    Arrow's vectorized LIKE when the escape character is its own (or none), else a regular
+    expression per string."""
+    if escape == "\\" or (escape is None and "\\" not in pattern):
+        try:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            def arrow(strs: np.ndarray) -> np.ndarray:
+                arr = pa.array(strs.tolist(), type=pa.string())
+                out = pc.match_like(arr, pattern, ignore_case=ci)
+                return np.asarray(out.to_numpy(zero_copy_only=False), dtype=bool)
+
+            return arrow
+        except ImportError:
+            pass
+    rx = like_regex(pattern, escape, ci)
+    return lambda strs: np.fromiter((rx.fullmatch(x) is not None for x in strs), dtype=bool,
+                                    count=len(strs))
+
+
 def _like(e: Call, f: Frame, ctx: Ctx) -> Result:
     a, an = evaluate(e.args[0], f, ctx)
     pat = e.args[1]
@@ -868,11 +890,8 @@ def _like(e: Call, f: Frame, ctx: Ctx) -> Result:
     if isinstance(pat, Lit):
         if pat.value is None:
             return np.zeros(f.n, bool), np.ones(f.n, bool)
-        rx = like_regex(pat.value, escape, ci)
         m = ctx.memo_for(("like", e))
-        r = ctx.strings.map_codes(
-            a, lambda s: np.fromiter((rx.fullmatch(x) is not None for x in s), dtype=bool,
-                                     count=len(s)), m)
+        r = ctx.strings.map_codes(a, like_matcher(pat.value, escape, ci), m)
         return r.astype(bool), an
     p, pn = evaluate(pat, f, ctx)
     ss, ps = ctx.strings.decode(a), ctx.strings.decode(p)

@@ -140,11 +140,12 @@ def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...]
 class Lowering:
     """Builds the operators of plans on one worker, sharing equal sub-plans."""
 
-    def __init__(self, worker: Any, tables: dict[str, tuple[Any, tuple[int, ...],
+    def __init__(self, worker: Any, tables: dict[Any, tuple[Any, tuple[int, ...],
                                                           tuple[Field, ...]]],
                  ctx: Ctx) -> None:
         self.worker = worker
-        #: table -> (input collection, the table columns its records hold, table fields)
+        #: (table, string prefilter) -> (input collection, the table columns its records
+        #: hold, the table's fields)
         self.tables = tables
         self.ctx = ctx
         self.memo: dict[tuple[Any, ...], Any] = {}
@@ -304,8 +305,8 @@ def _(plan: Scan, lw: Lowering, env: Env) -> Any:
 def _scan_input(plan: Scan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]]]:
     """The table's input collection (entered into ``env``'s scope) and the stage that
     picks this scan's columns from the input's."""
-    coll, input_cols, table_fields = lw.tables[plan.table]
-    key = ("scan", plan.table, id(env.scope))
+    coll, input_cols, table_fields = lw.tables[(plan.table, plan.prefilter)]
+    key = ("scan", plan.table, plan.prefilter, id(env.scope))
     entered = lw.memo.get(key)
     if entered is None:
         entered = coll if env.scope is coll.scope else coll.enter(env.scope)

@@ -72,7 +72,8 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     if isinstance(p, Scan):
         cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
         keep = sorted(need) if need else [0]
-        new = Scan(p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep))
+        new = Scan(p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep),
+                   p.prefilter)
         return new, {old: j for j, old in enumerate(keep)}
     if isinstance(p, Filter):
         inner, m = _prune(p.input, need | uses(p.predicate))

@@ -54,11 +54,14 @@ class Plan:
 @dataclass(frozen=True)
 class Scan(Plan):
     """The rows of a table; ``columns`` (table column positions, None: all) are the fields
-    this scan reads, so a view carries only the columns it uses."""
+    this scan reads, so a view carries only the columns it uses. ``prefilter`` (over the
+    table's columns by position) keeps only rows it holds TRUE for, decided on the rows as
+    they come (strings unencoded), before they enter the dataflow."""
 
     table: str
     fields: tuple[Field, ...]
     columns: tuple[int, ...] | None = None
+    prefilter: Expr | None = None
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,10 @@ class Recursive(Plan):
 def _describe(p: Plan) -> str:
     names = [f.name for f in p.inputs()[0].fields] if p.inputs() else []
     if isinstance(p, Scan):
-        return f"Scan {p.table} [{', '.join(f.name for f in p.fields)}]"
+        pre = ""
+        if p.prefilter is not None:
+            pre = f" where {show(p.prefilter)}"
+        return f"Scan {p.table} [{', '.join(f.name for f in p.fields)}]{pre}"
     if isinstance(p, Values):
         return f"Values {len(p.rows)} row(s) [{', '.join(f.name for f in p.fields)}]"
     if isinstance(p, Filter):

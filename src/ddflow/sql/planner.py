@@ -1884,7 +1884,8 @@ class Planner:
         a = self.bind(node.this, scope)
         p = self.bind(node.expression, scope)
         esc = node.args.get("escape")
-        escape = esc.this if esc is not None else None
+        # Spark escapes with a backslash unless told otherwise; SQLite has no escape
+        escape = esc.this if esc is not None else ("\\" if self.dialect == "spark" else None)
         if a.type.kind not in ("string", "null") or p.type.kind not in ("string", "null"):
             a = self._cast(a, STRING)
         return Call("like", (a, p), BOOLEAN, a.nullable or p.nullable, (escape, ci))

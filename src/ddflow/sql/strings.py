@@ -85,14 +85,19 @@ class StringDict:
 
     def encode_list(self, values: Sequence[str]) -> np.ndarray:
         """Codes of ``values`` (assigning new ones), as an ``int64`` column."""
-        get = self._codes.get
-        out = np.empty(len(values), dtype=np.int64)
-        for i, s in enumerate(values):
-            c = get(s)
-            if c is None:
-                c = self.code(s)
-            out[i] = c
-        return out
+        codes = self._codes
+        got = list(map(codes.get, values))
+        if None in got:
+            new = list(dict.fromkeys(v for v, g in zip(values, got, strict=True) if g is None))
+            if self.hashed:
+                for v in new:
+                    self.code(v)
+            else:
+                start = len(self._strings)
+                codes.update(zip(new, range(start, start + len(new)), strict=True))
+                self._strings.extend(new)
+            got = list(map(codes.__getitem__, values))
+        return np.array(got, dtype=np.int64).reshape(len(got))
 
     def encode_unique(self, uniques: Sequence[str], inverse: np.ndarray) -> np.ndarray:
         """Codes of rows given as distinct strings and each row's index into them."""
@@ -101,10 +106,11 @@ class StringDict:
 
     def array(self) -> np.ndarray:
         """All strings as an ``object`` array indexed by code (sequential codes only)."""
-        if len(self._array) != len(self._strings):
-            arr = np.empty(len(self._strings), dtype=object)
-            arr[:] = self._strings
-            self._array = arr
+        have, n = len(self._array), len(self._strings)
+        if have != n:
+            tail = np.empty(n - have, dtype=object)
+            tail[:] = self._strings[have:]
+            self._array = np.concatenate([self._array, tail]) if have else tail
         return self._array
 
     def decode(self, codes: np.ndarray) -> np.ndarray:
