@@ -232,7 +232,7 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
         k, v = r
         n = len(v)
         s = float_from_keys(v) if dbl else (
-            np.zeros(n, np.int64) if a.func == "count" else _int_sum_column(v))
+            _int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64))
         return k, (np.ones(n, np.int64), s)
 
     ex = distinct.explode(explode, vectorized=True, diff=(0, 0.0 if dbl else 0),

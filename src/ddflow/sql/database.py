@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -527,6 +528,11 @@ class Database:
             self._worker = None
             self._stale = True
             self._rebuild()
+            cause = sys.exc_info()[1]
+            from ddflow.core.errors import OperatorError
+
+            if isinstance(cause, OperatorError) and isinstance(cause.__cause__, DDError):
+                raise cause.__cause__ from None  # the data error itself (it says where)
             raise
         # the commit took: apply it to the tables' rows and the views
         for t in self._tables.values():
@@ -620,7 +626,11 @@ class Database:
             raise UnsupportedSQL(f"CREATE {kind}")
         if isinstance(tree, exp.Drop):
             kind = (tree.args.get("kind") or "").upper()
-            name = tree.this.name
+            target = tree.this if tree.this is not None else (tree.args.get("tables") or
+                                                             [None])[0]
+            if target is None:
+                raise SQLError("DROP needs a name")
+            name = target.name
             if kind == "VIEW":
                 self.drop_view(name, bool(tree.args.get("exists")))
                 return None

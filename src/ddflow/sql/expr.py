@@ -146,7 +146,10 @@ def _or(a: np.ndarray | None, b: np.ndarray | None) -> np.ndarray | None:
 def evaluate(e: Expr, f: Frame, ctx: Ctx) -> Result:
     """``e`` over the rows of ``f``: ``(values, nulls)``."""
     if isinstance(e, Col):
-        return f.val(e.index), f.null(e.index)
+        v = f.val(e.index)
+        if e.type.kind == "boolean" and v.dtype != bool:
+            v = v != 0  # stored as 0 / 1
+        return v, f.null(e.index)
     if isinstance(e, Lit):
         return _lit(e, f.n, ctx)
     assert isinstance(e, Call)
@@ -352,6 +355,8 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
                 r = np.power(x, y)
             else:
                 raise DataError(f"{op} is not defined on {t}")
+        if t.bits == 32:
+            r = r.astype(np.float32).astype(np.float64)  # FLOAT arithmetic is 32-bit
         return float_keys(r), nulls
     if t.kind == "decimal":
         s = t.scale
@@ -722,7 +727,10 @@ def cast_values(a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType
         raise DataError(f"cannot cast {src} to {dst}")
     if d == "double":
         if s in ("int", "decimal", "double"):
-            return float_keys(as_float(a, src)), an
+            x = as_float(a, src)
+            if dst.bits == 32:
+                x = x.astype(np.float32).astype(np.float64)
+            return float_keys(x), an
         raise DataError(f"cannot cast {src} to {dst}")
     if d == "date":
         if s == "timestamp":

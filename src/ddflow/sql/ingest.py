@@ -146,7 +146,7 @@ def _safe(at: Any, t: SqlType) -> bool:
         return bool(pa.types.is_decimal128(at) and at.scale == t.scale
                     and at.precision <= t.precision)
     if k == "double":
-        return bool(pa.types.is_floating(at) or pa.types.is_integer(at))
+        return bool(pa.types.is_floating(at) or pa.types.is_integer(at))  # (rounded if FLOAT)
     if k == "boolean":
         return bool(pa.types.is_boolean(at))
     if k == "date":
@@ -210,6 +210,8 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         if pa.types.is_floating(at) or pa.types.is_integer(at):
             v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False),
                            dtype=np.float64)
+            if t.bits == 32:
+                v = v.astype(np.float32).astype(np.float64)
             return float_keys(v), nulls
         if pa.types.is_decimal(at):
             v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))

@@ -429,6 +429,19 @@ class Planner:
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
         self._check_tables(tree)
+        for sel in tree.find_all(exp.Select):
+            items = list(sel.expressions)
+            for i, item in enumerate(items):
+                if isinstance(item, exp.Subquery) and not item.alias:
+                    items[i] = exp.Alias(this=item, alias=exp.to_identifier(f"_col_{i}"))
+            sel.set("expressions", items)
+        if self.dialect == "sqlite":
+            # SQLite's total(x) is sum(x) as a REAL that is 0.0, not NULL, over no values
+            for node in list(tree.find_all(exp.Anonymous)):
+                if node.name.lower() == "total" and len(node.expressions) == 1:
+                    arg = exp.Cast(this=node.expressions[0].copy(), to=exp.DataType.build("DOUBLE"))
+                    node.replace(exp.Coalesce(this=exp.Sum(this=arg),
+                                              expressions=[exp.Literal.number("0.0")]))
         tree = self.qualify(tree)
         return self.plan_query(tree, None, top=True)
 
@@ -588,11 +601,14 @@ class Planner:
         return self._order_limit(q, plan, len(fields), None, outer)
 
     def _coerce(self, p: Plan, fields: tuple[Field, ...]) -> Plan:
-        if all(a.type == b.type for a, b in zip(p.fields, fields, strict=True)):
+        """``p`` with the types and nullability of ``fields`` (so the parts of a set
+        operation hold records of one shape)."""
+        if all(a.type == b.type and a.nullable == b.nullable
+               for a, b in zip(p.fields, fields, strict=True)):
             return p
         exprs = tuple(self._cast(_col(i, f), g.type) for i, (f, g) in
                       enumerate(zip(p.fields, fields, strict=True)))
-        return Project(p, exprs, tuple(Field(f.name, g.type, f.nullable)
+        return Project(p, exprs, tuple(Field(f.name, g.type, g.nullable)
                                        for f, g in zip(p.fields, fields, strict=True)))
 
     # -- SELECT ----------------------------------------------------------------------------
@@ -711,6 +727,8 @@ class Planner:
     def _source(self, node: Node, scope: Scope) -> tuple[str, Plan]:
         alias = _name(node.args.get("alias")) if node.args.get("alias") else ""
         if isinstance(node, exp.Table):
+            if node.args.get("sample") is not None:
+                raise UnsupportedSQL("TABLESAMPLE: a sampled view cannot be kept exact")
             name = _name(node.this)
             cte = self._lookup_cte(name)
             if cte is not None:
@@ -799,6 +817,7 @@ class Planner:
             e = self._bind_local(c, probe)
             if e is None:
                 continue
+            e = self._cast_bool(e, "WHERE")
             srcs = {owner[i] for i in _uses(e)}
             if _has_outer(e):
                 continue  # correlated conditions stay in WHERE (handled by the caller)
@@ -904,6 +923,7 @@ class Planner:
                 e = self._bind_local(c, probe)
                 if e is None:
                     raise UnsupportedSQL("subqueries in JOIN ... ON conditions")
+                e = self._cast_bool(e, "ON")
                 uses = _uses(e)
                 if uses and all(i >= nl for i in uses) and how in ("left", "inner"):
                     right = Filter(right, _shift(e, -nl))
@@ -999,6 +1019,8 @@ class Planner:
         residual: list[Expr] = []
         for c in conds:
             e = self._bind_local(c, sub)
+            if e is not None:
+                e = self._cast_bool(e, "WHERE")
             if e is not None and _has_outer(e):
                 split = _split_outer(e)
                 if split is not None:
@@ -1452,11 +1474,26 @@ class Planner:
             if idx is None:
                 raise SQLError(f"aggregate {node.sql()} was not planned")
             return _col(idx, fields[idx])
-        if isinstance(node, exp.Paren):
-            return None
         idx = ctx.keys.get(node.sql())
         if idx is not None:
             return _col(idx, fields[idx])
+        if scope.pre_keys and not isinstance(node, exp.Column) and not any(
+                isinstance(n, (*_AGGS, exp.Subquery, exp.Select, exp.Exists, exp.AggFunc))
+                for n in node.walk()):
+            # an expression equal to a group key once bound, e.g. written with parentheses
+            pre = Scope(scope.outer, in_loop=scope.in_loop)
+            pre.sources = scope.sources
+            pre.plan = _agg_input(scope.plan)
+            try:
+                e = self.bind(node, pre)
+            except (SQLError, UnsupportedSQL):
+                e = None
+            if e is not None:
+                for i, k in enumerate(scope.pre_keys):
+                    if k == e:
+                        return _col(i, fields[i])
+        if isinstance(node, exp.Paren):
+            return None
         if isinstance(node, exp.Column):
             # a column equal to a group key expression
             pre = Scope(scope.outer, in_loop=scope.in_loop)
@@ -1492,7 +1529,14 @@ class Planner:
                     raise UnsupportedSQL(f"a correlated reference to '{node.sql()}' from two "
                                          "levels of subqueries down")
                 if s.agg is not None:
-                    raise UnsupportedSQL("a correlated reference into an aggregated query")
+                    # the enclosing query is grouped: the column must be one of its keys
+                    for i, k in enumerate(s.pre_keys):
+                        if isinstance(k, Col) and k.index == idx:
+                            assert s.plan is not None
+                            g = s.plan.fields[i]
+                            return Outer(i, g.type, g.nullable, g.name)
+                    raise SQLError(f"column '{node.sql()}' must appear in GROUP BY to be used "
+                                   "in a subquery of a grouped query")
                 return Outer(idx, f.type, f.nullable, f.name)
             s = s.outer
             depth += 1
@@ -1564,13 +1608,18 @@ class Planner:
             return self._date_arith(op, a, b, what)
         if op == "div" and self.dialect == "sqlite" and ta.kind == "int" and tb.kind == "int":
             op = "idiv"
+        if op == "pow":
+            return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE, nullable)
         if op == "idiv":
             if ta.kind != "int" or tb.kind != "int":
                 a, b = self._cast(a, BIGINT), self._cast(b, BIGINT)
             return Call("idiv", (a, b), BIGINT if self.dialect == "spark" else
                         (ta if ta.bits >= tb.bits else tb), True)
         if "double" in (ta.kind, tb.kind):
-            return Call(op, (a, b), DOUBLE, nullable)
+            # FLOAT with FLOAT or an integer stays FLOAT (32-bit); anything else is DOUBLE
+            narrow32 = all(t.kind != "double" or t.bits == 32 for t in (ta, tb)) and \
+                "decimal" not in (ta.kind, tb.kind) and self.dialect == "spark"
+            return Call(op, (a, b), FLOAT if narrow32 else DOUBLE, nullable)
         if "decimal" in (ta.kind, tb.kind) or (op == "div" and self.dialect == "spark"):
             if op == "div" and ta.kind == "int" and tb.kind == "int":
                 return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE,
@@ -1592,8 +1641,6 @@ class Planner:
             else:
                 raise UnsupportedSQL(f"{op} on decimals")
             return Call(op, (a, b), t, nullable)
-        if op == "pow":
-            return Call(op, (a, b), DOUBLE, nullable)
         t = ta if ta.bits >= tb.bits else tb
         if self.dialect == "sqlite":
             t = BIGINT

@@ -43,6 +43,10 @@ class StringDict:
         self._strings: list[str] = []
         self._by_code: dict[int, str] = {}
         self._array: np.ndarray = np.empty(0, dtype=object)
+        # the empty string first: a NULL's physical value (0) then always decodes
+        self.code("")
+        if hashed:
+            self._by_code.setdefault(0, "")
 
     def __len__(self) -> int:
         return len(self._strings)

@@ -225,7 +225,10 @@ def _encode_nonnull(vals: list[Any], t: SqlType, column: str, strings: Any) -> n
                     v, (int, float, np.integer, np.floating, decimal.Decimal)):
                 raise _bad(v, t, column)
             fl.append(float(v))
-        return float_keys(np.array(fl, dtype=np.float64).reshape(len(fl)))
+        arr = np.array(fl, dtype=np.float64).reshape(len(fl))
+        if t.bits == 32:
+            arr = arr.astype(np.float32).astype(np.float64)  # FLOAT holds 32-bit floats
+        return float_keys(arr)
     if k == "string":
         for v in vals:
             if not isinstance(v, str):
@@ -289,11 +292,14 @@ def int_column(values: list[int]) -> np.ndarray:
 def decode_values(phys: np.ndarray, nulls: np.ndarray | None, t: SqlType, strings: Any
                   ) -> list[Any]:
     """The Python values of a physical column (``None`` for NULL)."""
-    vals = decode_nonnull(phys, t, strings)
     if nulls is not None and nulls.any():
+        if t.kind in ("string", "decimal", "date", "timestamp"):
+            phys = np.where(nulls, 0, phys) if phys.dtype != object else phys
+        vals = decode_nonnull(phys, t, strings)
         for i in np.flatnonzero(nulls).tolist():
             vals[i] = None
-    return vals
+        return vals
+    return decode_nonnull(phys, t, strings)
 
 
 def decode_nonnull(phys: np.ndarray, t: SqlType, strings: Any) -> list[Any]:
