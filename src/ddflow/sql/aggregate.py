@@ -347,6 +347,11 @@ def _linear_value(func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray,
             x = total.astype(np.float64) if at.kind != "double" else total
             return float_keys(np.where(empty, 0.0, x)), nl
         if t.kind == "int":
+            total = np.asarray(total)
+            if total.dtype == object:
+                total = _narrow(total)
+                if total.dtype == object:
+                    raise DataError(f"integer overflow: a sum does not fit {t}")
             return np.where(empty, 0, total).astype(np.int64), nl
         return np.where(empty, 0, total), nl  # decimal: same scale as the argument
     # avg

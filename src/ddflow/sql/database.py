@@ -176,9 +176,12 @@ class View:
         width = len(self.fields)
         fr = Frame(data, width, n)
         out = []
+        sqlite = self.db.dialect == "sqlite"
         for i, f in enumerate(self.fields):
-            out.append(decode_values(np.asarray(data[i]), fr.null(i), f.type,
-                                     self.db.strings))
+            vals = decode_values(np.asarray(data[i]), fr.null(i), f.type, self.db.strings)
+            if sqlite and f.type.kind == "boolean":
+                vals = [None if v is None else int(v) for v in vals]  # SQLite's 0 / 1
+            out.append(vals)
         return out
 
     # -- reading ----------------------------------------------------------------------------
@@ -377,7 +380,8 @@ class Database:
         return {n: t.fields for n, t in self._tables.items()}
 
     def _planner(self) -> Planner:
-        return Planner(self._catalog(), self.dialect)
+        views = {n: _visible_plan(v.planned) for n, v in self._views.items()}
+        return Planner(self._catalog(), self.dialect, views)
 
     def create_table(self, name: str, schema: Any) -> None:
         """A new empty table from a ``pyarrow.Schema`` (or a list of ``(name, SQL type)``)."""
@@ -895,6 +899,18 @@ def _value_at(b: RowBatch, j: int, i: int, t: SqlType, strings: StringDict) -> A
     if nl is not None and nl[i]:
         return None
     return decode_values(np.asarray(c.values(strings))[i:i + 1], None, t, strings)[0]
+
+
+def _visible_plan(planned: Planned) -> Plan:
+    """A view's plan producing just its columns (for views defined over views)."""
+    from ddflow.sql.expr import Col
+    from ddflow.sql.plan import Project
+
+    p = planned.plan
+    if planned.visible == len(p.fields):
+        return p
+    fs = p.fields[: planned.visible]
+    return Project(p, tuple(Col(i, f.type, f.nullable, f.name) for i, f in enumerate(fs)), fs)
 
 
 def _input_columns(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:

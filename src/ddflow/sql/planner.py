@@ -400,20 +400,24 @@ TRUE = Lit(True, BOOLEAN)
 class Planner:
     """Plans queries over a catalog of tables (name -> fields) in one dialect."""
 
-    def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark") -> None:
+    def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark",
+                 views: dict[str, Plan] | None = None) -> None:
         if dialect not in DIALECTS:
             raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
         self.catalog = catalog
         self.dialect = dialect
+        #: views defined earlier, usable as relations (their plans are inlined)
+        self.views = views or {}
         self.ctes: list[dict[str, Plan]] = [{}]
         self._recursive: dict[str, RecRef] = {}
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, tree: Node) -> Node:
+        rels = {**{n: p.fields for n, p in self.views.items()}, **self.catalog}
         schema: dict[str, object] = {name: {f.name: str(f.type) if f.type.kind != "null"
                                             else "INT"
                          for f in fields}
-                  for name, fields in self.catalog.items()}
+                  for name, fields in rels.items()}
         try:
             return qualify(tree, schema=schema, dialect=DIALECTS[self.dialect],
                            quote_identifiers=False, validate_qualify_columns=True,
@@ -439,9 +443,21 @@ class Planner:
             # SQLite's total(x) is sum(x) as a REAL that is 0.0, not NULL, over no values
             for node in list(tree.find_all(exp.Anonymous)):
                 if node.name.lower() == "total" and len(node.expressions) == 1:
-                    arg = exp.Cast(this=node.expressions[0].copy(), to=exp.DataType.build("DOUBLE"))
+                    inner = node.expressions[0].copy()
+                    distinct = isinstance(inner, exp.Distinct)
+                    if distinct:
+                        inner = inner.expressions[0]
+                    arg: Node = exp.Cast(this=inner, to=exp.DataType.build("DOUBLE"))
+                    if distinct:
+                        arg = exp.Distinct(expressions=[arg])
                     node.replace(exp.Coalesce(this=exp.Sum(this=arg),
                                               expressions=[exp.Literal.number("0.0")]))
+            # ``x IN t`` (a table of one column) is ``x IN (SELECT * FROM t)``
+            for in_node in list(tree.find_all(exp.In)):
+                f = in_node.args.get("field")
+                if isinstance(f, exp.Column) and not f.table:
+                    in_node.set("field", None)
+                    in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         tree = self.qualify(tree)
         return self.plan_query(tree, None, top=True)
 
@@ -451,7 +467,7 @@ class Planner:
             name = _name(t.this)
             if t.args.get("db") is not None:
                 name = _name(t.this)
-            if name not in self.catalog and name not in ctes:
+            if name not in self.catalog and name not in ctes and name not in self.views:
                 raise SQLError(f"unknown table '{t.name}'")
 
     # -- queries ---------------------------------------------------------------------------
@@ -733,6 +749,8 @@ class Planner:
             cte = self._lookup_cte(name)
             if cte is not None:
                 plan: Plan = cte
+            elif name in self.views and name not in self.catalog:
+                plan = self.views[name]
             elif name in self.catalog:
                 plan = Scan(name, self.catalog[name])
             else:
@@ -1397,6 +1415,9 @@ class Planner:
             if _has_outer(arg):
                 raise UnsupportedSQL("an aggregate over a correlated reference")
             t = self._agg_type(func, arg.type)
+            if func in ("sum", "avg") and arg.type.kind == "string" and self.dialect == "sqlite":
+                arg = self._cast(arg, DOUBLE)  # SQLite reads the text as a number
+                t = self._agg_type(func, arg.type)
             if func in ("sum", "avg") and arg.type.kind != "null" and not arg.type.numeric:
                 raise SQLError(f"{func} needs a number, got {arg.type}")
             if func in ("sum", "avg") and arg.type.kind == "null":
@@ -1888,6 +1909,8 @@ class Planner:
             raise UnsupportedSQL("IN UNNEST")
         x = self.bind(node.this, scope)
         items = [self.bind(v, scope) for v in node.expressions]
+        if not items:
+            return Lit(False, BOOLEAN)  # x IN () is FALSE, whatever x is
         if all(isinstance(i, Lit) for i in items) and x.type.kind != "null":
             t = x.type
             for i in items:

@@ -123,8 +123,13 @@ def split(plan: Plan) -> Plan:
 def keep(pred: Expr, b: RowBatch) -> np.ndarray:
     """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
 
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     out = _eval(pred, b)
-    mask = out.fill_null(False)
+    if isinstance(out, pa.Scalar):  # a condition without columns
+        return np.full(b.n, bool(out.as_py()), dtype=bool)
+    mask = pc.fill_null(out, False)
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
