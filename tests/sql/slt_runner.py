@@ -825,20 +825,22 @@ def check_oracle(plan: FilePlan) -> None:
 
 
 def run_plan(plan: FilePlan, group_size: int = GROUP_SIZE, tail: int = TAIL_EVENTS,
-             max_queries: int | None = None) -> tuple[dict[int, Outcome], list[str]]:
-    """Every query's outcome on ddflow, and the DDL ddflow failed (or wrongly accepted)."""
+             max_queries: int | None = None, run_cls: type[_Run] = _Run
+             ) -> tuple[dict[int, Outcome], list[str]]:
+    """Every query's outcome on ddflow, and the DDL ddflow failed (or wrongly accepted).
+    ``run_cls`` is the replay (tests pass a subclass that breaks answers on purpose)."""
     qids = sorted(plan.queries)[:max_queries]
     outcomes: dict[int, Outcome] = {}
     ddl_failures: dict[str, None] = {}
     for g in range(0, len(qids), group_size):
         group = qids[g:g + group_size]
-        run = _Run(plan, group, tail)
+        run = run_cls(plan, group, tail)
         try:
             outcomes.update(run.run())
         except _GroupCrash:
             # find the views that crash alone; the others get their own outcomes
             for q in group:
-                solo = _Run(plan, [q], tail)
+                solo = run_cls(plan, [q], tail)
                 try:
                     outcomes.update(solo.run())
                 except _GroupCrash as e:

@@ -17,6 +17,7 @@ refresh the lists with::
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 from pathlib import Path
@@ -126,3 +127,97 @@ def test_format_value() -> None:
     assert slt.result_values([("b", "1"), ("a", "2")], "rowsort") == ["a", "2", "b", "1"]
     assert slt.result_values([("b", "1"), ("a", "2")], "valuesort") == ["1", "2", "a", "b"]
     assert slt.values_hash(["1", "2"]) == "6ddb4095eb719e2a9f0a3f95677d24e0"
+
+
+SCRIPT = """\
+statement ok
+CREATE TABLE t1(a INTEGER, b INTEGER, c TEXT)
+
+statement ok
+INSERT INTO t1 VALUES(1, 10, 'x')
+
+statement ok
+INSERT INTO t1 VALUES(2, 20, 'y')
+
+statement ok
+INSERT INTO t1 VALUES(3, NULL, 'z')
+
+query II rowsort
+SELECT a, b FROM t1 WHERE a > 1
+----
+2
+20
+3
+NULL
+
+query I nosort
+SELECT a FROM t1 ORDER BY a DESC
+----
+3
+2
+1
+
+query I nosort
+SELECT count(b) FROM t1
+----
+2
+
+statement ok
+DELETE FROM t1 WHERE a = 2
+
+query I nosort
+SELECT sum(a) FROM t1
+----
+4
+"""
+
+
+class _Stale(slt._Run):
+    """Views that never lose a row: retractions do not reach them."""
+
+    def __init__(self, *args, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.seen: dict[int, collections.Counter[slt.Row]] = {}
+
+    def _rows(self, q, v):  # type: ignore[no-untyped-def]
+        rows = super()._rows(q, v)
+        if rows is None:
+            return None
+        seen = self.seen.setdefault(q, collections.Counter())
+        seen |= collections.Counter(rows)
+        return list(seen.elements())
+
+
+class _Reversed(slt._Run):
+    """Answers in reverse order (a multiset still right)."""
+
+    def _rows(self, q, v):  # type: ignore[no-untyped-def]
+        rows = super()._rows(q, v)
+        return None if rows is None else rows[::-1]
+
+
+def _outcomes(run_cls: type[slt._Run]) -> dict[int, slt.Outcome]:
+    plan = slt.plan_file("inline.test", SCRIPT)
+    slt.check_oracle(plan)
+    outcomes, _ = slt.run_plan(plan, run_cls=run_cls)
+    return {plan.queries[q].rec.line: o for q, o in outcomes.items()}
+
+
+def test_runner_passes_a_correct_engine() -> None:
+    """ddflow.sql as it is gets these simple queries right at every commit."""
+    assert {ln: o.status for ln, o in _outcomes(slt._Run).items()} == \
+        {13: "passed", 21: "passed", 28: "passed", 36: "passed"}
+
+
+def test_runner_catches_a_view_that_misses_deletions() -> None:
+    """A view stuck with rows it should have lost is reported wrong, at a commit."""
+    out = _outcomes(_Stale)
+    assert all(o.status == "wrong" for o in out.values()), out
+    assert all(not o.final for o in out.values())
+
+
+def test_runner_checks_order_only_where_the_file_fixes_it() -> None:
+    """Reversed rows fail only the nosort query with ORDER BY, at its segment's end."""
+    out = _outcomes(_Reversed)
+    assert out[21].status == "wrong" and out[21].final
+    assert {out[13].status, out[28].status, out[36].status} == {"passed"}
