@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import hashlib
 import json
 import random
@@ -985,13 +986,21 @@ def sample_files(root: Path = SLT_DIR) -> list[Path]:
     return sorted(root.rglob("*.test"))
 
 
+@functools.cache
+def load_plan(path: Path, root: Path = SLT_DIR) -> FilePlan:
+    """The plan of a script file, oracle checked (cached: plans are deterministic)."""
+    name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    plan = plan_file(name, path.read_text())
+    check_oracle(plan)
+    return plan
+
+
 def run_file(path: Path, root: Path = SLT_DIR, group_size: int = GROUP_SIZE,
              max_queries: int | None = None) -> FileResult:
     """Plans the whole file, then runs its queries (the first ``max_queries`` of them)."""
-    name = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
     t0 = time.perf_counter()
-    plan = plan_file(name, path.read_text())
-    check_oracle(plan)
+    plan = load_plan(path, root)
+    name = plan.name
     outcomes, ddl_failures = run_plan(plan, group_size, max_queries=max_queries)
     return FileResult(name, outcomes, plan, ddl_failures, time.perf_counter() - t0)
 
