@@ -565,11 +565,11 @@ def _in_list(e: Call, f: Frame, ctx: Ctx) -> Result:
         hit = np.fromiter((x in set(vals) for x in a.tolist()), dtype=bool, count=len(a))
     else:
         hit = np.isin(a, np.array(vals, dtype=a.dtype)) if vals else np.zeros(len(a), bool)
+    if an is not None:
+        hit = hit & ~an  # a NULL's physical 0 must not match a 0 in the list
     nulls = an
     if m["has_null"]:
-        nulls = _or(nulls, ~hit)
-    if nulls is not None:
-        nulls = nulls & ~hit if an is None or m["has_null"] else nulls
+        nulls = _or(nulls, ~hit)  # no match, and a NULL in the list: unknown
     return hit, nulls
 
 
