@@ -4,6 +4,7 @@ and HAVING; empty ones giving NULL or a count of 0), derived tables and CTEs."""
 
 from __future__ import annotations
 
+import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM
@@ -48,7 +49,8 @@ SUBQUERIES = [
     case("SELECT d.dname, (SELECT sum(e.salary) FROM emp e WHERE e.dept = d.dept) FROM dept d",
          id="scalar-correlated-sum-null-when-none"),
     case("SELECT e.dept, count(*) FROM emp e GROUP BY e.dept HAVING count(*) > "
-         "(SELECT count(*) FROM dept d WHERE d.dept = e.dept)", id="scalar-correlated-having"),
+         "(SELECT count(*) FROM dept d WHERE d.dept = e.dept)", id="scalar-correlated-having",
+         xfail=bugs.CORRELATED_HAVING),
     case("SELECT dept, sum(salary) FROM emp GROUP BY dept HAVING sum(salary) > "
          "(SELECT avg(salary) FROM emp)", id="scalar-uncorrelated-having"),
     case("SELECT x.dept, x.c FROM (SELECT dept, count(*) AS c FROM emp GROUP BY dept) x "
@@ -70,6 +72,29 @@ SUBQUERIES = [
          id="in-subquery-under-or"),
     case("SELECT e.name FROM emp e WHERE EXISTS (SELECT 1 FROM dept d WHERE d.dept = e.dept) "
          "OR e.dept IS NULL", id="exists-under-or"),
+    case("SELECT e.name, (SELECT count(*) FROM dept d WHERE d.dept < e.dept) FROM emp e",
+         id="scalar-correlated-non-equi"),
+    case("SELECT e.name FROM emp e WHERE EXISTS (SELECT 1 FROM emp m WHERE m.id = e.mgr AND "
+         "m.dept = e.dept)", id="exists-two-correlation-columns"),
+    case("SELECT e.name FROM emp e WHERE e.dept + 10 IN (SELECT dept FROM dept)",
+         id="in-subquery-expression-probe"),
+    case("SELECT e.name FROM emp e WHERE e.dept NOT IN (SELECT d.dept FROM dept d "
+         "WHERE d.region = e.name OR d.region IS NULL)", id="not-in-correlated"),
+    case("SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept "
+         "AND EXISTS (SELECT 1 FROM emp m WHERE m.id = e.mgr))", id="nested-exists"),
+    case("SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept "
+         "AND e.salary > (SELECT avg(m.salary) FROM emp m WHERE m.dept = d.dept))",
+         id="correlated-two-levels",
+         xfail=bugs.TWO_LEVELS),
+    case("SELECT e.name, e.salary = (SELECT max(m.salary) FROM emp m WHERE m.dept = e.dept) "
+         "FROM emp e", id="scalar-correlated-in-comparison-value"),
+    case("SELECT e.name FROM emp e WHERE e.dept > ALL (SELECT dept FROM dept "
+         "WHERE region = 'EU')", id="gt-all-with-nulls-and-empty"),
+    case("SELECT e.name FROM emp e WHERE e.dept = ANY (SELECT dept FROM dept)", id="eq-any"),
+    case("SELECT e.name, e.dept < ALL (SELECT d.dept FROM dept d WHERE d.region = 'US') "
+         "FROM emp e", id="lt-all-as-value"),
+    case("SELECT e.name FROM emp e WHERE e.salary >= ALL (SELECT m.salary FROM emp m "
+         "WHERE m.dept = e.dept)", id="ge-all-correlated"),
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal as D
 
+import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import WIDE_DDL, WIDE_STREAM
@@ -22,7 +23,8 @@ PROJECTIONS = [
 
 COMPARISONS = [
     case("SELECT id FROM w WHERE bo", id="bool-column-as-predicate"),
-    case("SELECT id FROM w WHERE NOT bo", id="not-bool"),
+    case("SELECT id FROM w WHERE NOT bo", id="not-bool",
+         xfail=bugs.NOT_BOOL),
     case("SELECT id FROM w WHERE ti > 0", id="tinyint-gt"),
     case("SELECT id FROM w WHERE si <= 7", id="smallint-le"),
     case("SELECT id FROM w WHERE bi >= 1000000000000", id="bigint-ge"),
@@ -59,6 +61,13 @@ ARITHMETIC = [
     case("SELECT id, round(de, 1), round(db, 1), floor(de), ceil(db) FROM w",
          id="round-floor-ceil"),
     case("SELECT id, i + NULL, de * NULL FROM w", id="arithmetic-with-null-literal"),
+    case("SELECT id, i DIV 2, bi DIV -3 FROM w", "SELECT id, i // 2, bi // -3 FROM w",
+         id="div-integer-division-truncates"),
+    case("SELECT id, i / 0, i DIV 0, de / 0, i % 0 FROM w",
+         "SELECT id, NULL, NULL, NULL, NULL FROM w", id="division-by-zero-is-null"),
+    case("SELECT id, sqrt(abs(db)), power(i, 2), power(db, 2) FROM w", id="sqrt-power"),
+    case("SELECT id, power(de, 2) FROM w", id="power-of-decimal-is-double",
+         xfail=bugs.POWER_DECIMAL),
 ]
 
 STRINGS = [
@@ -80,6 +89,12 @@ STRINGS = [
     case("SELECT upper(s), count(*) FROM w GROUP BY upper(s)", id="group-by-upper"),
     case("SELECT id FROM w WHERE s LIKE ''", id="like-empty-pattern"),
     case("SELECT id, replace(s, 'p', 'P') FROM w", id="replace"),
+    case("SELECT id FROM w WHERE s ILIKE 'A%'", id="ilike"),
+    case("SELECT id, lpad(s, 7, '*'), rpad(vc, 4, '-'), lpad(ch, 2, 'x') FROM w",
+         id="lpad-rpad"),
+    case("SELECT id, instr(s, 'an'), instr(s, 'p') FROM w", id="instr"),
+    case("SELECT id, substring(s, 0, 2) FROM w", "SELECT id, substring(s, 1, 2) FROM w",
+         id="substring-position-0-is-first-char"),
 ]
 
 DATES = [
@@ -105,6 +120,14 @@ DATES = [
          id="interval-in-where"),
     case("SELECT EXTRACT(YEAR FROM d), count(*) FROM w GROUP BY EXTRACT(YEAR FROM d)",
          id="group-by-extract"),
+    case("SELECT id, add_months(d, 1), add_months(d, -13) FROM w",
+         "SELECT id, CAST(d + INTERVAL 1 MONTH AS DATE), CAST(d - INTERVAL 13 MONTH AS DATE) "
+         "FROM w", id="add_months"),
+    case("SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d), day(d) FROM w",
+         "SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d) + 1, day(d) FROM w",
+         id="quarter-dayofweek-sunday-is-1"),
+    case("SELECT id, d + INTERVAL '3' DAY FROM w",
+         "SELECT id, CAST(d + INTERVAL 3 DAY AS DATE) FROM w", id="interval-quoted-number"),
 ]
 
 CASTS = [
@@ -199,6 +222,7 @@ def test_decimal_avg_has_scale_plus_4() -> None:
     assert avg == D("0.506250") and avg.as_tuple().exponent == -6
 
 
+@pytest.mark.xfail(strict=True, reason=bugs.DECIMAL_WRAP)
 def test_decimal_sum_beyond_int64_is_exact() -> None:
     """A DECIMAL(38,2) sum whose unscaled value exceeds 2**63 stays exact (no wrap)."""
     db = _db("CREATE TABLE t (c DECIMAL(38,2))")
@@ -222,6 +246,7 @@ def test_decimal_multiplication_adds_scales() -> None:
     assert x == D("0.41625") and x.as_tuple().exponent == -5
 
 
+@pytest.mark.xfail(strict=True, reason=bugs.FLOAT32)
 def test_float_column_is_32_bit() -> None:
     """FLOAT is single precision: 0.1 reads back as float32(0.1), as in DuckDB."""
     o = Oracle("CREATE TABLE t (f FLOAT, g DOUBLE)")
@@ -230,6 +255,7 @@ def test_float_column_is_32_bit() -> None:
     o.commit([Del("t", [(0.1, 0.1)])])
 
 
+@pytest.mark.xfail(strict=True, reason=bugs.MAX_BIGINT)
 def test_integer_widths_hold_their_extremes() -> None:
     """TINYINT..BIGINT hold their full ranges, extremes included."""
     o = Oracle("CREATE TABLE t (a TINYINT, b SMALLINT, c INT, d BIGINT)")
@@ -240,6 +266,7 @@ def test_integer_widths_hold_their_extremes() -> None:
     o.commit([Del("t", [(127, 32767, 2**31 - 1, 2**63 - 1)])])
 
 
+@pytest.mark.xfail(strict=True, reason=bugs.NOT_BOOL)
 def test_boolean_values_are_bools() -> None:
     """A BOOLEAN column and boolean expressions read back as True/False/None, not 0/1."""
     db = _db("CREATE TABLE t (b BOOLEAN, i INT)")
@@ -271,5 +298,28 @@ def test_strings_compare_by_string_order_after_new_strings_arrive() -> None:
     o.view("SELECT s FROM t WHERE s > 'm'")
     o.view("SELECT min(s), max(s) FROM t")
     o.view("SELECT s FROM t ORDER BY s NULLS FIRST", ordered=True)
+    o.view("SELECT s FROM t ORDER BY s DESC NULLS LAST LIMIT 2", ordered=True)
+    o.view("SELECT s FROM t ORDER BY s NULLS LAST LIMIT 2", ordered=True)
+    o.view("SELECT s FROM t WHERE s BETWEEN 'b' AND 'n'")
     o.commit([Ins("t", [("banana",), ("nectarine",), ("",), (None,), ("Zulu",)])])
     o.commit([Del("t", [("zebra",), ("apple",)]), Ins("t", [("aardvark",), ("zz",)])])
+
+
+def test_sum_of_int_is_bigint() -> None:
+    """sum of INT values past 2**31 is exact (the result is BIGINT), as is count."""
+    o = Oracle("CREATE TABLE t (g INT, x INT)")
+    o.view("SELECT g, sum(x), count(*) FROM t GROUP BY g")
+    o.view("SELECT sum(x) FROM t")
+    o.commit([Ins("t", [(1, 2**31 - 1)] * 3 + [(2, -(2**31))] * 2)])
+    o.commit([Del("t", [(1, 2**31 - 1)])])
+
+
+def test_decimal_avg_rounds_half_up_away_from_zero() -> None:
+    """avg of decimals rounds a tie at the 7th place away from zero (Spark's HALF_UP)."""
+    db = _db("CREATE TABLE t (g INT, c DECIMAL(12,2))")
+    v = db.view("SELECT g, avg(c) FROM t GROUP BY g")
+    # -0.01 / 32 = -0.0003125 and 0.01 / 32 = 0.0003125: ties
+    db.insert("t", [(1, D("-0.01"))] + [(1, D("0.00"))] * 31 + [(2, D("0.01"))]
+              + [(2, D("0.00"))] * 31)
+    db.commit()
+    assert dict(v.rows()) == {1: D("-0.000313"), 2: D("0.000313")}
