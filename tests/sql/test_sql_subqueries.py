@@ -49,8 +49,7 @@ SUBQUERIES = [
     case("SELECT d.dname, (SELECT sum(e.salary) FROM emp e WHERE e.dept = d.dept) FROM dept d",
          id="scalar-correlated-sum-null-when-none"),
     case("SELECT e.dept, count(*) FROM emp e GROUP BY e.dept HAVING count(*) > "
-         "(SELECT count(*) FROM dept d WHERE d.dept = e.dept)", id="scalar-correlated-having",
-         xfail=bugs.CORRELATED_HAVING),
+         "(SELECT count(*) FROM dept d WHERE d.dept = e.dept)", id="scalar-correlated-having"),
     case("SELECT dept, sum(salary) FROM emp GROUP BY dept HAVING sum(salary) > "
          "(SELECT avg(salary) FROM emp)", id="scalar-uncorrelated-having"),
     case("SELECT x.dept, x.c FROM (SELECT dept, count(*) AS c FROM emp GROUP BY dept) x "
@@ -105,8 +104,7 @@ def test_subquery(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def test_not_in_tracks_null_arriving_and_leaving() -> None:
-    """x NOT IN (subquery) keeps nothing while the subquery holds a NULL, and a NULL x keeps
-    nothing unless the subquery is empty."""
+    """NOT IN follows a NULL arriving in and leaving the subquery, and NULL probes."""
     o = Oracle(["CREATE TABLE a (x INT)", "CREATE TABLE b (y INT)"])
     o.view("SELECT x FROM a WHERE x NOT IN (SELECT y FROM b)")
     o.view("SELECT x, x NOT IN (SELECT y FROM b) FROM a")

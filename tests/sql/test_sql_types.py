@@ -23,8 +23,7 @@ PROJECTIONS = [
 
 COMPARISONS = [
     case("SELECT id FROM w WHERE bo", id="bool-column-as-predicate"),
-    case("SELECT id FROM w WHERE NOT bo", id="not-bool",
-         xfail=bugs.NOT_BOOL),
+    case("SELECT id FROM w WHERE NOT bo", id="not-bool"),
     case("SELECT id FROM w WHERE ti > 0", id="tinyint-gt"),
     case("SELECT id FROM w WHERE si <= 7", id="smallint-le"),
     case("SELECT id FROM w WHERE bi >= 1000000000000", id="bigint-ge"),
@@ -66,8 +65,7 @@ ARITHMETIC = [
     case("SELECT id, i / 0, i DIV 0, de / 0, i % 0 FROM w",
          "SELECT id, NULL, NULL, NULL, NULL FROM w", id="division-by-zero-is-null"),
     case("SELECT id, sqrt(abs(db)), power(i, 2), power(db, 2) FROM w", id="sqrt-power"),
-    case("SELECT id, power(de, 2) FROM w", id="power-of-decimal-is-double",
-         xfail=bugs.POWER_DECIMAL),
+    case("SELECT id, power(de, 2) FROM w", id="power-of-decimal-is-double"),
 ]
 
 STRINGS = [
@@ -246,7 +244,6 @@ def test_decimal_multiplication_adds_scales() -> None:
     assert x == D("0.41625") and x.as_tuple().exponent == -5
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.FLOAT32)
 def test_float_column_is_32_bit() -> None:
     """FLOAT is single precision: 0.1 reads back as float32(0.1), as in DuckDB."""
     o = Oracle("CREATE TABLE t (f FLOAT, g DOUBLE)")
@@ -266,7 +263,6 @@ def test_integer_widths_hold_their_extremes() -> None:
     o.commit([Del("t", [(127, 32767, 2**31 - 1, 2**63 - 1)])])
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.NOT_BOOL)
 def test_boolean_values_are_bools() -> None:
     """A BOOLEAN column and boolean expressions read back as True/False/None, not 0/1."""
     db = _db("CREATE TABLE t (b BOOLEAN, i INT)")
