@@ -11,6 +11,4 @@ IN_LIST_NULL = ("x IN (0, NULL) is TRUE for a NULL x (with a NULL in the list, a
                 "matches 0, '', DATE '1970-01-01')")
 DECIMAL_WRAP = "a DECIMAL sum whose unscaled value passes 2**63 wraps silently"
 MAX_BIGINT = "max(BIGINT) is -2**63 when the column holds both -2**63 and 2**63-1"
-CONST_NULL_WHERE = ("a WHERE condition that is a constant NULL (NULL = 1, 3 IN (1, NULL)) "
-                    "raises AttributeError ('BooleanScalar' has no 'fill_null')")
 TWO_LEVELS = "UnsupportedSQL for a correlated reference two subquery levels down"

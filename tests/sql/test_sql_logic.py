@@ -12,10 +12,8 @@ from sqldata import WIDE_DDL, WIDE_STREAM
 LOGIC = [
     case("SELECT id, i > 0, i = NULL, NULL = NULL, i <> i FROM w", id="comparison-values"),
     case("SELECT id FROM w WHERE i = NULL", id="where-eq-null-keeps-nothing"),
-    case("SELECT id FROM w WHERE NULL = 1", id="where-constant-null",
-         xfail=bugs.CONST_NULL_WHERE),
-    case("SELECT id FROM w WHERE 3 IN (1, NULL)", id="where-constant-in-list-null",
-         xfail=bugs.CONST_NULL_WHERE),
+    case("SELECT id FROM w WHERE NULL = 1", id="where-constant-null"),
+    case("SELECT id FROM w WHERE 3 IN (1, NULL)", id="where-constant-in-list-null"),
     case("SELECT id FROM w WHERE i > 0 OR 3 IN (1, NULL)", id="where-or-constant-null"),
     case("SELECT id FROM w WHERE 1 = 1", id="where-constant-true"),
     case("SELECT id FROM w WHERE NOT (i > 0)", id="not-comparison-drops-null"),

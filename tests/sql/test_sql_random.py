@@ -17,7 +17,7 @@ FAST = 60
 SLOW = 600
 
 # seed -> what is wrong (each reduced to a minimal repro in FAILURES.md)
-KNOWN: dict[int, str] = {4: bugs.CONST_NULL_WHERE, 482: bugs.IN_LIST_NULL}
+KNOWN: dict[int, str] = {482: bugs.IN_LIST_NULL}
 
 
 def _param(seed: int, slow: bool = False) -> object:
