@@ -1,0 +1,160 @@
+"""Aggregates against DuckDB after every commit: count/sum/avg/min/max and DISTINCT forms,
+NULLs skipped, NULL group keys together, GROUP BY expressions, HAVING, SELECT DISTINCT, and
+the global aggregate that keeps its one row while its input empties and refills."""
+
+from __future__ import annotations
+
+from decimal import Decimal as D
+
+import pytest
+from oracle import Del, Ins, Oracle, case, check_stream
+from sqldata import WIDE_DDL, WIDE_STREAM
+
+import ddflow.sql as dsql
+
+# Spark's avg of DECIMAL(10,2) is a DECIMAL(14,6), DuckDB's a DOUBLE: round DuckDB's.
+GLOBAL = [
+    case("SELECT count(*), count(i), count(s), count(d), count(bo) FROM w",
+         id="count-star-vs-count-column"),
+    case("SELECT sum(ti), sum(si), sum(i), sum(bi), sum(de), sum(db) FROM w", id="sums"),
+    case("SELECT avg(i), avg(db), avg(de) FROM w",
+         "SELECT avg(i), avg(db), round(avg(de), 6) FROM w", id="avgs"),
+    case("SELECT min(i), max(i), min(de), max(de), min(db), max(db) FROM w",
+         id="min-max-numbers"),
+    case("SELECT min(s), max(s), min(vc), max(ch) FROM w", id="min-max-strings"),
+    case("SELECT min(d), max(d), min(ts), max(ts), min(bo), max(bo) FROM w",
+         id="min-max-dates-bools"),
+    case("SELECT count(*), sum(i), max(s) FROM w WHERE i > 100000000",
+         id="global-aggregate-no-match"),
+    case("SELECT count(*) FROM w", id="count-star-only"),
+    case("SELECT sum(i) FROM w", id="sum-only"),
+    case("SELECT max(d) FROM w", id="max-only"),
+    case("SELECT count(DISTINCT s) FROM w", id="count-distinct"),
+    case("SELECT sum(DISTINCT i) FROM w", id="sum-distinct"),
+    case("SELECT avg(DISTINCT i) FROM w", id="avg-distinct"),
+    case("SELECT sum(DISTINCT de) FROM w", id="sum-distinct-decimal"),
+    case("SELECT count(DISTINCT s), count(DISTINCT i), sum(DISTINCT i), avg(DISTINCT i) FROM w",
+         id="several-distinct-aggregates"),
+    case("SELECT count(DISTINCT de), sum(DISTINCT de) FROM w", id="count-and-sum-distinct"),
+    case("SELECT count(DISTINCT i), sum(i) FROM w", id="distinct-and-plain-aggregate"),
+    case("SELECT count(*) + 1, sum(i) * 2, max(i) - min(i) FROM w",
+         id="expressions-over-aggregates"),
+    case("SELECT sum(i + ti), max(upper(s)), count(CASE WHEN i > 0 THEN 1 END) FROM w",
+         id="aggregates-over-expressions"),
+    case("SELECT sum(CASE WHEN i > 0 THEN de ELSE 0 END) FROM w", id="conditional-sum"),
+]
+
+GROUPED = [
+    case("SELECT s, count(*), count(i), sum(de) FROM w GROUP BY s", id="group-by-string-nulls"),
+    case("SELECT bo, d, count(*) FROM w GROUP BY bo, d", id="group-by-two-with-nulls"),
+    case("SELECT i, min(s), max(s), min(ts) FROM w GROUP BY i", id="min-max-per-group"),
+    case("SELECT id, avg(de), avg(i) FROM w GROUP BY id",
+         "SELECT id, round(avg(de), 6), avg(i) FROM w GROUP BY id", id="avg-per-group"),
+    case("SELECT i % 2, sum(bi) FROM w GROUP BY i % 2", id="group-by-expression"),
+    case("SELECT upper(s) AS u, count(*) FROM w GROUP BY upper(s)", id="group-by-function"),
+    case("SELECT CASE WHEN i > 0 THEN 'p' ELSE 'n' END AS k, count(*) FROM w GROUP BY 1",
+         id="group-by-ordinal"),
+    case("SELECT s AS k, count(*) FROM w GROUP BY k", id="group-by-alias"),
+    case("SELECT ch, count(DISTINCT s), sum(DISTINCT ti) FROM w GROUP BY ch",
+         id="distinct-aggregates-per-group"),
+    case("SELECT vc, count(*) FROM w GROUP BY vc HAVING count(*) > 1", id="having-count"),
+    case("SELECT vc, sum(de) FROM w GROUP BY vc HAVING sum(de) > 0", id="having-sum"),
+    case("SELECT s FROM w GROUP BY s HAVING min(i) IS NULL", id="having-aggregate-not-selected"),
+    case("SELECT s, count(*) FROM w GROUP BY s HAVING s LIKE 'a%' OR count(*) > 1",
+         id="having-on-key-and-aggregate"),
+    case("SELECT count(*) FROM w HAVING count(*) > 3", id="having-on-global-aggregate"),
+    case("SELECT d, count(*) FROM w WHERE i IS NOT NULL GROUP BY d HAVING max(i) > 0",
+         id="where-group-having"),
+    case("SELECT s, i FROM w GROUP BY s, i", id="group-by-without-aggregates"),
+]
+
+DISTINCT = [
+    case("SELECT DISTINCT s, bo FROM w", id="distinct-with-nulls"),
+    case("SELECT DISTINCT upper(s) FROM w", id="distinct-expression"),
+    case("SELECT DISTINCT de, db FROM w", id="distinct-numbers"),
+    case("SELECT DISTINCT d FROM w WHERE d IS NOT NULL", id="distinct-dates"),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), GLOBAL)
+def test_global_aggregate(sql: str, duck: str | None, ordered: bool) -> None:
+    """Aggregates without GROUP BY: one row always, NULLs skipped, empty input gives 0/NULL."""
+    check_stream(WIDE_DDL, [(sql, duck, ordered)], WIDE_STREAM, create_after=1)
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), GROUPED)
+def test_grouped_aggregate(sql: str, duck: str | None, ordered: bool) -> None:
+    """GROUP BY columns and expressions (NULL keys in one group) and HAVING."""
+    check_stream(WIDE_DDL, [(sql, duck, ordered)], WIDE_STREAM, create_after=1)
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), DISTINCT)
+def test_select_distinct(sql: str, duck: str | None, ordered: bool) -> None:
+    """SELECT DISTINCT keeps one of each row, NULLs equal for this purpose."""
+    check_stream(WIDE_DDL, [(sql, duck, ordered)], WIDE_STREAM, create_after=1)
+
+
+def test_global_aggregate_on_empty_table_before_any_row() -> None:
+    """A global aggregate over a table that never held a row is (0, NULL, NULL, NULL)."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT, s STRING, c DECIMAL(5,2))")
+    v = db.view("SELECT count(*), sum(a), max(s), avg(c) FROM t")
+    db.commit()
+    assert v.rows() == [(0, None, None, None)]
+
+
+def test_global_aggregate_keeps_its_row_as_input_comes_and_goes() -> None:
+    """The one row of a global aggregate survives emptying: (0, NULL) then back again."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT)")
+    v = db.view("SELECT count(*), sum(a), count(a) FROM t")
+    seen = []
+    for change in [("+", (1,)), ("+", (None,)), ("-", (1,)), ("-", (None,)), ("+", (5,)),
+                   ("-", (5,))]:
+        (db.insert if change[0] == "+" else db.delete)("t", [change[1]])
+        db.commit()
+        seen.append(v.rows())
+    assert seen == [[(1, 1, 1)], [(2, 1, 1)], [(1, None, 0)], [(0, None, 0)], [(1, 5, 1)],
+                    [(0, None, 0)]]
+
+
+def test_sum_returns_to_null_when_only_nulls_remain() -> None:
+    """sum/min/max/avg go back to NULL when the last non-NULL value of a group leaves."""
+    o = Oracle("CREATE TABLE t (g STRING, x DECIMAL(8,2))")
+    o.view("SELECT g, sum(x), min(x), max(x), count(x), count(*) FROM t GROUP BY g")
+    o.view("SELECT g, avg(x) FROM t GROUP BY g", "SELECT g, round(avg(x), 6) FROM t GROUP BY g")
+    o.commit([Ins("t", [("a", D("1.00")), ("a", None), ("b", D("-2.50"))])])
+    o.commit([Del("t", [("a", D("1.00"))])])
+    o.commit([Ins("t", [("a", D("0.00"))]), Del("t", [("b", D("-2.50"))])])
+    o.commit([Del("t", [("a", D("0.00")), ("a", None)])])
+
+
+def test_min_max_follow_retractions() -> None:
+    """Deleting the minimum reveals the next one; deleting every copy of it, the one after."""
+    o = Oracle("CREATE TABLE t (g INT, x INT, s STRING)")
+    o.view("SELECT g, min(x), max(x), min(s), max(s) FROM t GROUP BY g")
+    rows = [(1, 5, "m"), (1, 3, "c"), (1, 3, "c"), (1, 9, "z"), (2, None, None), (2, 4, "d")]
+    o.commit([Ins("t", rows)])
+    o.commit([Del("t", [(1, 3, "c")])])
+    o.commit([Del("t", [(1, 3, "c"), (1, 9, "z")])])
+    o.commit([Ins("t", [(1, 1, "a"), (1, 10, "zz")]), Del("t", [(2, 4, "d")])])
+
+
+def test_count_distinct_follows_duplicates() -> None:
+    """count(DISTINCT x) drops a value only when its last copy leaves."""
+    o = Oracle("CREATE TABLE t (g INT, x STRING)")
+    o.view("SELECT g, count(DISTINCT x), count(x) FROM t GROUP BY g")
+    o.commit([Ins("t", [(1, "a"), (1, "a"), (1, "b"), (1, None), (2, None)])])
+    o.commit([Del("t", [(1, "a")])])
+    o.commit([Del("t", [(1, "a")])])
+    o.commit([Del("t", [(1, "b"), (1, None)])])
+
+
+def test_having_flips_as_groups_change() -> None:
+    """A group enters and leaves a HAVING view as its aggregate crosses the bound."""
+    o = Oracle("CREATE TABLE t (g INT, x INT)")
+    o.view("SELECT g, sum(x) FROM t GROUP BY g HAVING sum(x) >= 10")
+    o.commit([Ins("t", [(1, 5), (2, 20)])])
+    o.commit([Ins("t", [(1, 5)]), Del("t", [(2, 20)]), Ins("t", [(2, 9)])])
+    o.commit([Del("t", [(1, 5)])])
+    o.commit([Ins("t", [(2, 1), (1, 5)])])
