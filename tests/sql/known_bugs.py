@@ -7,8 +7,6 @@ when nothing uses it. (Bugs already fixed are listed at the end of FAILURES.md.)
 
 from __future__ import annotations
 
-IN_LIST_NULL = ("x IN (0, NULL) is TRUE for a NULL x (with a NULL in the list, a NULL x "
-                "matches 0, '', DATE '1970-01-01')")
 DECIMAL_WRAP = "a DECIMAL sum whose unscaled value passes 2**63 wraps silently"
 MAX_BIGINT = "max(BIGINT) is -2**63 when the column holds both -2**63 and 2**63-1"
 TWO_LEVELS = "UnsupportedSQL for a correlated reference two subquery levels down"

@@ -4,7 +4,6 @@ IS [NOT] NULL, IS [NOT] DISTINCT FROM."""
 
 from __future__ import annotations
 
-import known_bugs as bugs
 import pytest
 from oracle import case, check_stream
 from sqldata import WIDE_DDL, WIDE_STREAM
@@ -56,10 +55,9 @@ CONDITIONALS = [
     case("SELECT id, NULLIF(i, 7), NULLIF(s, ''), NULLIF(bo, TRUE) FROM w", id="nullif"),
     case("SELECT id FROM w WHERE i IN (1, 7, 1000)", id="in-list"),
     case("SELECT id FROM w WHERE i IN (1, NULL)", id="in-list-with-null"),
-    case("SELECT id FROM w WHERE i IN (0, NULL)", id="in-list-with-zero-and-null",
-         xfail=bugs.IN_LIST_NULL),
+    case("SELECT id FROM w WHERE i IN (0, NULL)", id="in-list-with-zero-and-null"),
     case("SELECT id, i IN (0, NULL), s IN ('', NULL), d IN (DATE '1970-01-01', NULL) FROM w",
-         id="in-list-with-zero-and-null-values", xfail=bugs.IN_LIST_NULL),
+         id="in-list-with-zero-and-null-values"),
     case("SELECT id FROM w WHERE i NOT IN (1, 7)", id="not-in-list"),
     case("SELECT id FROM w WHERE i NOT IN (1, NULL)", id="not-in-list-with-null-keeps-nothing"),
     case("SELECT id, i IN (1, NULL), i NOT IN (7, NULL) FROM w", id="in-list-values"),

@@ -8,7 +8,6 @@ a strict expected failure: it fails once the bug is fixed, so the entry can go.
 
 from __future__ import annotations
 
-import known_bugs as bugs
 import pytest
 from oracle import Ins, Oracle
 from querygen import AVOID, DDL, generate
@@ -17,7 +16,7 @@ FAST = 60
 SLOW = 600
 
 # seed -> what is wrong (each reduced to a minimal repro in FAILURES.md)
-KNOWN: dict[int, str] = {482: bugs.IN_LIST_NULL}
+KNOWN: dict[int, str] = {}
 
 
 def _param(seed: int, slow: bool = False) -> object:
