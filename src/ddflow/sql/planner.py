@@ -458,8 +458,15 @@ class Planner:
                 if isinstance(f, exp.Column) and not f.table:
                     in_node.set("field", None)
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
+        names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
-        return self.plan_query(tree, None, top=True)
+        planned = self.plan_query(tree, None, top=True)
+        if names is not None and len(names) == planned.visible:
+            p = planned.plan
+            fields = tuple(Field(n, f.type, f.nullable, f.source) for n, f in
+                           zip(names, p.fields, strict=False)) + p.fields[len(names):]
+            planned.plan = _with_fields(p, fields)
+        return planned
 
     def _check_tables(self, tree: Node) -> None:
         ctes = {_name(c.args.get("alias")) for c in tree.find_all(exp.CTE)}
@@ -2508,6 +2515,61 @@ def _agg_input(p: Plan) -> Plan:
             raise SQLError("internal: no aggregate under this scope")
         p = ins[0]
     return p.input
+
+
+def _display_names(tree: Node, dialect: str) -> list[str] | None:
+    """The result's column names as Spark names them (an alias, a column's name, else the
+    expression's text: ``sum(c)``, ``(a + 1)``, ``count(1)``); None to keep the planner's."""
+    if dialect != "spark":
+        return None
+    q = tree
+    while isinstance(q, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+        q = q.left if not isinstance(q, exp.Subquery) else q.this
+    if not isinstance(q, exp.Select):
+        return None
+    out = []
+    for item in q.expressions:
+        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
+                                          isinstance(item.this, exp.Star)):
+            return None
+        if isinstance(item, exp.Alias):
+            out.append(item.alias)
+        elif isinstance(item, exp.Column):
+            out.append(item.name)
+        elif isinstance(item, exp.Subquery):
+            out.append("scalarsubquery()")
+        else:
+            out.append(_spark_text(item))
+    return out
+
+
+def _spark_text(node: Node) -> str:
+    n = node.copy()
+    for c in list(n.find_all(exp.Column)):
+        c.set("table", None)
+    for cnt in list(n.find_all(exp.Count)):
+        if isinstance(cnt.this, exp.Star) or cnt.this is None:
+            cnt.set("this", exp.Literal.number(1))
+    for b in list(n.find_all(exp.Binary)):
+        if not isinstance(b.parent, exp.Paren) and not isinstance(b, exp.Dot):
+            b.replace(exp.Paren(this=b.copy()))
+    if isinstance(n, exp.Binary):
+        n = exp.Paren(this=n)
+    try:
+        return str(n.sql(dialect="spark", normalize_functions="lower"))
+    except Exception:  # noqa: BLE001 - a name is cosmetic; fall back to plain text
+        return str(node.sql(dialect="spark"))
+
+
+def _with_fields(p: Plan, fields: tuple[Field, ...]) -> Plan:
+    """``p`` with its fields renamed (a projection when the node computes them)."""
+    import dataclasses
+
+    if isinstance(p, (Project, Aggregate, Join, UnionAll, SetOp, Values, Recursive)):
+        return dataclasses.replace(p, fields=fields)
+    if isinstance(p, (Filter, Distinct, TopK)):
+        return Project(p, tuple(_project_all(p)), fields)
+    return Project(p, tuple(_project_all(p)), fields)
 
 
 def _reads_fields(e: Expr) -> bool:
