@@ -17,8 +17,8 @@ answer is right: a top-k query orders by enough columns that its ``LIMIT`` picks
 Answers are compared as multisets of rows. Integers, strings, dates and decimals that both
 sides compute exactly must be equal; a number that either side rounds (DuckDB's ``avg`` and
 decimal ``/`` are doubles, Spark's ``avg`` of a ``DECIMAL(p, s)`` is a decimal of scale
-``s + 4``, its ``/`` rounds to the result type's scale) may differ by one unit in the last
-place of the decimal, or by a relative ``1e-9`` between doubles.
+``s + 4``, its ``/`` rounds to the result type's scale) may differ by half a unit in the
+last place of the decimal (Spark rounds half up), or by a relative ``1e-9`` between doubles.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import sys
 import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -426,15 +427,20 @@ def _ulp(v: Any) -> float:
 def _close(a: Any, b: Any) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    num = (int, float, Decimal)
-    if isinstance(a, num) and isinstance(b, num) and not isinstance(a, bool) and not isinstance(
-            b, bool):
-        if isinstance(a, float) or isinstance(b, float) or _ulp(a) != _ulp(b):
-            x, y = float(a), float(b)
-            slack = max(_ulp(a), _ulp(b))
-            return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) or abs(x - y) <= slack
-        return bool(a == b)
+    if _is_number(a) and _is_number(b):
+        exact = (isinstance(a, int) and isinstance(b, int)) or (
+            isinstance(a, Decimal) and isinstance(b, Decimal) and _ulp(a) == _ulp(b))
+        if exact:
+            return bool(a == b)
+        x, y = float(a), float(b)
+        # a decimal rounded to its scale is within half a unit of its last place
+        slack = max(_ulp(a), _ulp(b)) / 2 * (1 + 1e-9)
+        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9) or abs(x - y) <= slack
     return bool(a == b)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, Decimal, Fraction)) and not isinstance(v, bool)
 
 
 def _key(r: Row) -> tuple[Any, ...]:
@@ -444,7 +450,7 @@ def _key(r: Row) -> tuple[Any, ...]:
     for v in r:
         if v is None:
             out.append((0, 0))
-        elif isinstance(v, (int, float, Decimal)) and not isinstance(v, bool):
+        elif _is_number(v):
             out.append((1, round(float(v), 4)))
         elif isinstance(v, (_dt.date, _dt.datetime)):
             out.append((2, v.isoformat()))
