@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -609,12 +610,35 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
         results.append(entry)
         log(_line(entry), quiet=args.quiet)
     doc = {"benchmark": "tpch_sql", "machine": machine_info(("ddflow", "duckdb", "sqlglot")),
+           "ddflow_source": _source_revision(),
            "params": {k: v for k, v in vars(args).items() if k != "replot"},
            "results": results}
     emit_json(doc, path=args.json)
     if not args.quiet:
         sys.stderr.write(table(doc) + "\n")
     return doc
+
+
+def _source_revision() -> dict[str, Any]:
+    """Where the ``ddflow`` that ran was imported from, its git commit and whether its
+    ``src`` differs from that commit (``machine_info`` names this folder's commit)."""
+    import subprocess
+
+    import ddflow
+
+    src = Path(ddflow.__file__).resolve().parents[1]
+
+    def git(*cmd: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(src), *cmd], capture_output=True,
+                                 text=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--", ".")
+    return {"path": str(src), "commit": git("rev-parse", "--short", "HEAD"),
+            "modified": None if status is None else bool(status)}
 
 
 def _line(e: dict[str, Any]) -> str:
