@@ -599,6 +599,7 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
     nums = sorted(_QUERIES) if args.queries == "all" else [
         int(x) for x in args.queries.split(",")]
     batch = int(args.batches.split(",")[0])
+    source = _source_revision()  # what is imported now is what runs
     t0 = time.perf_counter()
     data = load_tables(args.sf)
     raw = raw_tables(args.sf)
@@ -654,7 +655,7 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
         results.append(entry)
         log(_line(entry), quiet=args.quiet)
     doc = {"benchmark": "tpch_sql", "machine": machine_info(("ddflow", "duckdb", "sqlglot")),
-           "ddflow_source": _source_revision(),
+           "ddflow_source": source,
            "params": {k: v for k, v in vars(args).items() if k != "replot"},
            "results": results}
     emit_json(doc, path=args.json)
