@@ -447,7 +447,7 @@ def _is_number(v: Any) -> bool:
 def _key(r: Row) -> tuple[Any, ...]:
     # A total order over mixed rows; numbers rounded so a last-digit difference (the rounding
     # ``_close`` allows) rarely reorders two rows. Ties are resolved by matching below.
-    out = []
+    out: list[tuple[int, Any]] = []
     for v in r:
         if v is None:
             out.append((0, 0))
