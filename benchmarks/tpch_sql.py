@@ -719,34 +719,37 @@ def table(doc: dict[str, Any]) -> str:
 # --- profile -------------------------------------------------------------------------------
 
 #: Where a profile sample's time goes: the first rule (in this order) that matches a frame
-#: on its stack, by the frame's file; so a ``consolidate`` inside a spine merge counts as
-#: the merge, an expression evaluated inside a filter as expression evaluation.
-CATEGORIES = (
-    ("delete: finding the rows (TableStore)", "ddflow/sql/store.py"),
-    ("ingest: Arrow to columns", "ddflow/sql/ingest.py"),
-    ("ingest: lazy batches, strings", "ddflow/sql/batch.py"),
-    ("expressions (sql/expr.py)", "ddflow/sql/expr.py"),
-    ("aggregates (sql/aggregate.py)", "ddflow/sql/aggregate.py"),
-    ("spine merges", "ddflow/trace/spine.py"),
-    ("arrangement batches", "ddflow/trace/batch.py"),
-    ("arrange operator", "ddflow/operators/arrange.py"),
-    ("join", "ddflow/operators/join.py"),
-    ("count_total", "ddflow/operators/count_total.py"),
-    ("min/max_total", "ddflow/operators/min_total.py"),
-    ("reduce", "ddflow/operators/reduce.py"),
-    ("hierarchical reduce", "ddflow/operators/hierarchical.py"),
-    ("map/filter/explode (operators/linear.py)", "ddflow/operators/linear.py"),
-    ("lowered SQL glue (sql/lower.py)", "ddflow/sql/lower.py"),
-    ("database commit bookkeeping", "ddflow/sql/database.py"),
-    ("runtime (worker, scopes, progress)", "ddflow/runtime/"),
-    ("core (updates, columns)", "ddflow/core/"),
+#: on its stack, by the frame's file and (if given) function; so a ``consolidate`` inside a
+#: spine merge counts as the merge, an expression evaluated inside a filter as expression
+#: evaluation, and a trace lookup as the lookup whichever operator makes it.
+CATEGORIES: tuple[tuple[str, str, str], ...] = (
+    ("delete: finding the rows (TableStore)", "ddflow/sql/store.py", ""),
+    ("ingest: Arrow to columns", "ddflow/sql/ingest.py", ""),
+    ("ingest: lazy batches, strings", "ddflow/sql/batch.py", ""),
+    ("expressions (sql/expr.py)", "ddflow/sql/expr.py", ""),
+    ("aggregates (sql/aggregate.py)", "ddflow/sql/aggregate.py", ""),
+    ("trace lookups (TraceBatch.rows_for)", "ddflow/trace/batch.py", "rows_for"),
+    ("spine merges", "ddflow/trace/spine.py", "work"),
+    ("trace reads (spine: key_sums, gather)", "ddflow/trace/spine.py", ""),
+    ("arrangement batches", "ddflow/trace/batch.py", ""),
+    ("arrange operator", "ddflow/operators/arrange.py", ""),
+    ("join", "ddflow/operators/join.py", ""),
+    ("count_total", "ddflow/operators/count_total.py", ""),
+    ("min/max_total", "ddflow/operators/min_total.py", ""),
+    ("reduce", "ddflow/operators/reduce.py", ""),
+    ("hierarchical reduce", "ddflow/operators/hierarchical.py", ""),
+    ("map/filter/explode (operators/linear.py)", "ddflow/operators/linear.py", ""),
+    ("lowered SQL glue (sql/lower.py)", "ddflow/sql/lower.py", ""),
+    ("database commit bookkeeping", "ddflow/sql/database.py", ""),
+    ("runtime (worker, scopes, progress)", "ddflow/runtime/", ""),
+    ("core (updates, columns)", "ddflow/core/", ""),
 )
 
 
 def _categorize(frame: Any, current: int, out: dict[str, float]) -> None:
     path = (frame.file_path or "").replace("\\", "/")
-    for i, (_, pattern) in enumerate(CATEGORIES[:current]):
-        if pattern in path:
+    for i, (_, pattern, function) in enumerate(CATEGORIES[:current]):
+        if pattern in path and (not function or frame.function == function):
             current = i
             break
     name = CATEGORIES[current][0] if current < len(CATEGORIES) else "other"
