@@ -26,6 +26,9 @@ Baselines, in the same run:
   ``bench`` extra).
 
 ``--check`` compares each final answer with DuckDB's. Prints one JSON document.
+
+``--sql`` runs each query from its SQL text through ``ddflow.sql`` instead (see
+``tpch_sql.py``) beside its hand-written dataflow, at the first of ``--batches``.
 """
 
 from __future__ import annotations
@@ -276,6 +279,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--replot", metavar="JSON",
                    help="only redraw --png from an earlier run's JSON")
     p.add_argument("--quiet", action="store_true")
+    p.add_argument("--sql", action="store_true",
+                   help="time the queries from SQL text (ddflow.sql) against the hand-written "
+                        "dataflows (tpch_sql.py; use --window 0: a SQL commit is one batch)")
     return p.parse_args(argv)
 
 
@@ -286,6 +292,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             raise SystemExit("--replot needs --png")
         replot(args.replot, args.png)
         return {}
+    if args.sql:
+        from tpch_sql import sql_benchmark
+
+        return sql_benchmark(args)
     queries = sorted(QUERIES) if args.queries == "all" else [
         int(x) for x in args.queries.split(",")]
     batches = [int(x) for x in args.batches.split(",")]
