@@ -870,6 +870,23 @@ class Planner:
                 # constant condition: filter the first source
                 plans[0] = Filter(plans[0], e)
                 bound.remove((c, e, srcs))
+        # a subquery condition (EXISTS, IN, ...) that reads one source applies to it alone
+        aliases = [a for a, _, _, _ in items]
+        for c in list(conds):
+            one_src = _only_source(c, aliases)
+            if one_src is None:
+                continue
+            one = Scope(scope.outer, in_loop=scope.in_loop)
+            one.sources = [(aliases[one_src], 0, plans[one_src].fields)]
+            one.plan = plans[one_src]
+            width0 = len(plans[one_src].fields)
+            self._apply_predicate(c, one)
+            assert one.plan is not None
+            plans[one_src] = one.plan
+            if len(one.plan.fields) != width0:  # columns a mark join added: drop them
+                plans[one_src] = Project(one.plan, tuple(_project_all(one.plan)[:width0]),
+                                     one.plan.fields[:width0])
+            conds.remove(c)
         # Join order: start from the most restricted source (an equality or IN list on a
         # constant, then any filter, then none; the written order breaks ties) and join the
         # most restricted source connected to what is joined by an equality; a source with
@@ -1164,8 +1181,66 @@ class Planner:
                 scope.plan = Filter(scope.plan, Lit(False, BOOLEAN))
             return
         sub, pairs, residual, _ = self._subquery_rows(sel, scope, "EXISTS", False)
+        if pairs and len(residual) == 1 and self._exists_other(sub, pairs, residual[0], scope,
+                                                               anti):
+            return
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         self._semi(scope, rel, outer_keys, k, null_safe, anti)
+
+    def _exists_other(self, sub: Scope, pairs: list[tuple[Expr, Expr]], cond: Expr,
+                      scope: Scope, anti: bool) -> bool:
+        """``EXISTS (... WHERE inner.k = outer.k AND inner.x <> outer.x)``: some row of the
+        group ``k`` has another ``x`` than the outer row's. With ``G`` the group's distinct
+        non-NULL ``x``: that holds when ``|G| >= 2``, or ``|G| = 1`` and ``x`` is not its
+        value (and never for a NULL ``x``). So the rows are found by semi joins on the keys
+        and on ``(k, x)``, not by a join on ``<>``. False if ``cond`` is not of that form."""
+        if not (isinstance(cond, Call) and cond.op == "ne"):
+            return False
+        a, b = cond.args
+        if _has_outer(a) and not _uses(a) and _uses(b) and not _has_outer(b):
+            a, b = b, a
+        if not (_uses(a) and not _has_outer(a) and _has_outer(b) and not _uses(b)):
+            return False
+        inner_x, outer_x = a, self._outer_to_col(b)
+        assert sub.plan is not None and scope.plan is not None
+        outer = scope.plan
+        keys = [i for i, _ in pairs]
+        okeys = tuple(self._outer_to_col(o) for _, o in pairs)
+        nk = len(keys)
+        kfields = tuple(Field(f"_k{i}", k_.type, False) for i, k_ in enumerate(keys))
+        nn = _not_null([*keys, inner_x])
+        rows = Filter(sub.plan, nn) if nn is not None else sub.plan
+        xf = Field("_x", inner_x.type, False)
+        vals = Distinct(Project(rows, (*keys, inner_x), (*kfields, xf)))
+        kcols = tuple(_col(i, kfields[i]) for i in range(nk))
+        counts = Aggregate(vals, kcols, (Agg("count_star", None),), False,
+                           (*kfields, Field("_n", BIGINT, False)))
+        n = Col(nk, BIGINT, False)
+
+        def keyset(pred: Expr | None) -> Plan:
+            src: Plan = Filter(counts, pred) if pred is not None else counts
+            return Project(src, kcols, kfields)
+
+        k_many = keyset(Call("ge", (n, Lit(2, BIGINT)), BOOLEAN, False))
+        k_one = keyset(Call("eq", (n, Lit(1, BIGINT)), BOOLEAN, False))
+        k_any = keyset(None)
+        one_val = SemiJoin(vals, k_one, kcols, kcols, False)
+        xcol = _col(nk, xf)
+        x_null = Call("is_null", (outer_x,), BOOLEAN, False)
+        with_x = Filter(outer, Call("not", (x_null,), BOOLEAN, False)) if outer_x.nullable \
+            else outer
+        in_one = SemiJoin(with_x, k_one, okeys, kcols, False)
+        if not anti:
+            parts: list[Plan] = [SemiJoin(with_x, k_many, okeys, kcols, False),
+                                 SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol),
+                                          True)]
+        else:
+            parts = [SemiJoin(with_x, k_any, okeys, kcols, True),
+                     SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol), False)]
+            if outer_x.nullable:
+                parts.append(Filter(outer, x_null))
+        scope.plan = UnionAll(tuple(parts), outer.fields)
+        return True
 
     def _semi(self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int, null_safe: bool,
               anti: bool) -> None:
@@ -2570,6 +2645,49 @@ def _with_fields(p: Plan, fields: tuple[Field, ...]) -> Plan:
     if isinstance(p, (Filter, Distinct, TopK)):
         return Project(p, tuple(_project_all(p)), fields)
     return Project(p, tuple(_project_all(p)), fields)
+
+
+def _only_source(c: Node, aliases: list[str]) -> int | None:
+    """The one FROM source (by position) a condition with a subquery reads, or None (no
+    subquery, or several sources)."""
+    if not any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select)) for n in c.walk()):
+        return None
+    used = _outer_tables(c, [])
+    if None in used:
+        return None
+    hit = [i for i, a in enumerate(aliases) if a in used]
+    if len(hit) != 1 or len(used) != 1:
+        return None
+    return hit[0]
+
+
+def _outer_tables(node: Node, inner: list[set[str]]) -> set[str | None]:
+    """The table aliases that columns of ``node`` name outside the subqueries they are in
+    (``inner``: the aliases of the subqueries around ``node``); None for a column without
+    a table."""
+    if isinstance(node, exp.Select):
+        own = {_name(t.alias_or_name) for t in _from_tables(node)}
+        inner = [*inner, own]
+    out: set[str | None] = set()
+    if isinstance(node, exp.Column):
+        t = _name(node.table) if node.table else None
+        if t is None or not any(t in level for level in inner):
+            out.add(t)
+        return out
+    for child in node.iter_expressions():
+        out |= _outer_tables(child, inner)
+    return out
+
+
+def _from_tables(sel: Node) -> list[Node]:
+    """The tables and derived tables a SELECT's own FROM and JOINs name."""
+    out = []
+    f = sel.args.get("from_") or sel.args.get("from")
+    if f is not None:
+        out.append(f.this)
+    for j in sel.args.get("joins") or []:
+        out.append(j.this)
+    return out
 
 
 def _reads_fields(e: Expr) -> bool:
