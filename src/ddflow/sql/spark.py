@@ -1,0 +1,540 @@
+"""SQL views on Spark: refreshed from the changes of their tables, on Spark's executors.
+
+``maintain(spark, views={name: sql}, tables={name: source}, workers=N, checkpoint=dir)``
+runs the views as one barrier job of ``N`` workers (``ddflow.spark``) and returns, per
+view, Spark DataFrames of its contents and of its changes, with the view's column names
+and the Spark SQL types Spark gives them.
+
+A table's source is one of:
+
+- a DataFrame of change rows: data columns, ``time`` (int) and ``diff`` (+1 insert, -1
+  delete; more for several copies);
+- a DataFrame in the shape of Delta's change data feed: ``_change_type`` (insert, delete,
+  update_preimage, update_postimage) and ``_commit_version`` as the time;
+- ``Snapshot(df)``: the table's whole contents now, diffed against the last snapshot seen
+  under the same checkpoint;
+- a path to a Delta table (read with the ``deltalake`` package, no Spark jars): its change
+  data feed from the version after the one the checkpoint covers.
+
+With ``checkpoint=`` the workers keep their state there between calls: a call with only
+the new changes restores it, applies them (changes at times the checkpoint already covers
+are skipped, so feeding the same changes twice changes nothing) and returns the new
+contents and the changes of this call. The driver keeps, beside the workers' state, each
+view's contents, the strings the views' codes stand for and, for snapshot tables, the last
+snapshot.
+
+On the workers: every table's rows are read in the tasks (typed: NULLs, exact decimals,
+dates, timestamps, strings) and string values get codes from their content, so workers in
+different processes agree on them; strings made by expressions travel between workers with
+the updates (``ddflow.runtime.exchange``) and to the driver with each worker's result.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ddflow.core.errors import DataError, DDError
+from ddflow.sql.errors import SQLError, UnsupportedSQL
+from ddflow.sql.expr import Ctx
+from ddflow.sql.lower import Env, Lowering
+from ddflow.sql.optimize import prune
+from ddflow.sql.plan import Plan, Scan, SortKey
+from ddflow.sql.planner import Planner
+from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rows import Field, mask_words
+from ddflow.sql.strings import StringDict
+from ddflow.sql.types import SqlType, decimal_type, decode_values
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["Maintained", "Snapshot", "ViewResult", "maintain", "spark_type", "sql_type_of"]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A table given as its whole contents now (diffed against the previous snapshot)."""
+
+    df: Any
+
+
+# -- types -------------------------------------------------------------------------------------
+
+def sql_type_of(dt: Any, column: str) -> SqlType:
+    """Our SQL type of a Spark type (``UnsupportedSQL`` naming the column for maps, arrays,
+    structs, binary and intervals)."""
+    from ddflow.sql import types as T
+
+    name = type(dt).__name__
+    simple = {"BooleanType": T.BOOLEAN, "ByteType": T.TINYINT, "ShortType": T.SMALLINT,
+              "IntegerType": T.INT, "LongType": T.BIGINT, "FloatType": T.FLOAT,
+              "DoubleType": T.DOUBLE, "StringType": T.STRING, "VarcharType": T.STRING,
+              "CharType": T.STRING, "DateType": T.DATE, "TimestampType": T.TIMESTAMP,
+              "TimestampNTZType": T.TIMESTAMP, "NullType": T.NULLTYPE}
+    if name in simple:
+        return simple[name]
+    if name == "DecimalType":
+        return decimal_type(dt.precision, dt.scale)
+    raise UnsupportedSQL(f"column '{column}' has Spark type {dt.simpleString()}, which ddflow "
+                         "does not ingest (maps, arrays, structs, binary and intervals are not "
+                         "SQL table columns here)")
+
+
+def spark_type(t: SqlType) -> Any:
+    """The Spark type of one of our SQL types."""
+    from pyspark.sql import types as st
+
+    k = t.kind
+    if k == "boolean":
+        return st.BooleanType()
+    if k == "int":
+        return {8: st.ByteType(), 16: st.ShortType(), 32: st.IntegerType(),
+                64: st.LongType()}[t.bits]
+    if k == "decimal":
+        return st.DecimalType(t.precision, t.scale)
+    if k == "double":
+        return st.FloatType() if t.bits == 32 else st.DoubleType()
+    if k == "string":
+        return st.StringType()
+    if k == "date":
+        return st.DateType()
+    if k == "timestamp":
+        return st.TimestampType()
+    return st.NullType()
+
+
+# -- the job -------------------------------------------------------------------------------------
+
+class SqlJob:
+    """SQL views as a ``ddflow.spark`` job: the tasks' ingestion of table rows and the
+    dataflow each worker builds. Picklable; each task holds its own copy (and its own
+    content-coded string dictionary)."""
+
+    def __init__(self, tables: dict[str, tuple[Field, ...]], plans: dict[str, Plan],
+                 dialect: str, known: dict[int, str] | None = None) -> None:
+        self.tables = tables
+        self.plans = plans
+        self.dialect = dialect
+        self.known = known or {}
+        self.inputs = _input_keys(list(plans.values()))
+        self.input_names = {key: f"{key[0]}#{i}" for i, key in enumerate(self.inputs)}
+        self._strings: StringDict | None = None
+
+    @property
+    def strings(self) -> StringDict:
+        if self._strings is None:
+            s = StringDict(hashed=True)
+            if self.known:
+                s.learn(self.known)
+            self._strings = s
+        return self._strings
+
+    def __getstate__(self) -> dict[str, Any]:
+        st = dict(self.__dict__)
+        st["_strings"] = None
+        return st
+
+    def ingest(self, rows: Mapping[str, Any], kind: Any) -> dict[str, Any]:
+        """Per dataflow input, a ``Changes`` log from the task's rows of each table (an
+        Arrow table of the data columns, ``__time`` and ``__diff``)."""
+        from ddflow.runtime.job import Changes
+        from ddflow.sql.ingest import to_batch
+
+        logs: dict[str, Any] = {}
+        for key, cols in self.inputs.items():
+            table, pre = key
+            fields = self.tables[table]
+            t = rows.get(table)
+            name = self.input_names[key]
+            width = len(cols) + mask_words([fields[c] for c in cols])
+            if t is None or t.num_rows == 0:
+                logs[name] = Changes(tuple(np.zeros(0, np.int64) for _ in range(width)),
+                                     np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
+                continue
+            data = t.select([f.name for f in fields])
+            b = to_batch(data, fields, self.strings, table)
+            times = np.asarray(t.column("__time").to_numpy(), dtype=np.int64)
+            diffs = np.asarray(t.column("__diff").to_numpy(), dtype=np.int64)
+            if pre is not None:
+                m = keep(pre, b)
+                if not m.all():
+                    idx = np.flatnonzero(m)
+                    b, times, diffs = b.take(idx), times[idx], diffs[idx]
+            rec = b.record(fields, cols, self.strings)
+            logs[name] = Changes(tuple(rec), times.reshape(-1, 1), diffs)
+        return logs
+
+    def __call__(self, colls: dict[str, Any]) -> dict[str, Any]:
+        """The build: every view's output collection, over the inputs ``colls``."""
+        worker = next(iter(colls.values())).worker
+        strings = self.strings
+        worker.string_dict = strings  # the exchanges carry new strings to the peers
+        tables = {key: (colls[self.input_names[key]], cols, self.tables[key[0]])
+                  for key, cols in self.inputs.items()}
+        lowering = Lowering(worker, tables, Ctx(strings, self.dialect))
+        env = Env(worker.root)
+        outs = {name: lowering.lower(plan, env) for name, plan in self.plans.items()}
+        lowering.feed_constants()
+        return outs
+
+    def extras(self) -> dict[str, Any]:
+        """What a worker sends back beside its outputs: the strings it knows."""
+        return {"strings": self.strings.entries()}
+
+
+def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
+    used: dict[tuple[str, Any], set[int]] = {}
+    stack = list(plans)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Scan):
+            cols = p.columns if p.columns is not None else range(len(p.fields))
+            used.setdefault((p.table, p.prefilter), set()).update(cols)
+        stack.extend(p.inputs())
+    return {key: tuple(sorted(c)) for key, c in sorted(used.items(),
+                                                        key=lambda kv: (kv[0][0],
+                                                                        repr(kv[0][1])))}
+
+
+# -- results ---------------------------------------------------------------------------------------
+
+@dataclass
+class ViewResult:
+    """One view after a refresh: ``contents`` and ``changes`` (the same columns plus
+    ``time`` and ``diff``) as Spark DataFrames, and ``rows()`` as Python tuples."""
+
+    name: str
+    columns: list[str]
+    types: list[SqlType]
+    contents: Any
+    changes: Any
+    order: tuple[SortKey, ...]
+    _rows: list[tuple[Any, ...]]
+
+    def rows(self) -> list[tuple[Any, ...]]:
+        """The contents as Python tuples (ORDER BY respected)."""
+        return list(self._rows)
+
+
+class Maintained(dict):
+    """``{view name: ViewResult}`` of one refresh, plus ``seconds`` and ``job`` (the
+    ``ddflow.spark`` job result with timings and worker statistics)."""
+
+    seconds: float
+    job: Any
+
+
+def _spark_schema(columns: list[str], types: list[SqlType], extra: bool) -> Any:
+    from pyspark.sql import types as st
+
+    fields = [st.StructField(c, spark_type(t), True) for c, t in zip(columns, types,
+                                                                     strict=True)]
+    if extra:
+        fields += [st.StructField("time", st.LongType(), False),
+                   st.StructField("diff", st.LongType(), False)]
+    return st.StructType(fields)
+
+
+def _arrow_table(columns: list[str], types: list[SqlType], rows: list[tuple[Any, ...]],
+                 extra: list[tuple[int, int]] | None = None) -> Any:
+    import pyarrow as pa
+
+    from ddflow.sql.database import arrow_type
+
+    arrays = [pa.array([r[i] for r in rows], type=arrow_type(t))
+              for i, t in enumerate(types)]
+    names = list(columns)
+    if extra is not None:
+        arrays.append(pa.array([e[0] for e in extra], type=pa.int64()))
+        arrays.append(pa.array([e[1] for e in extra], type=pa.int64()))
+        names += ["time", "diff"]
+    return pa.Table.from_arrays(arrays, names=_unique(names))
+
+
+def _unique(names: list[str]) -> list[str]:
+    seen: dict[str, int] = {}
+    out = []
+    for n in names:
+        k = seen.get(n, 0)
+        seen[n] = k + 1
+        out.append(n if k == 0 else f"{n}_{k}")
+    return out
+
+
+def _decode(u: Any, fields: tuple[Field, ...], visible: int, strings: StringDict
+            ) -> list[tuple[Any, ...]]:
+    from ddflow.sql.rows import Frame
+
+    n = len(u)
+    fr = Frame(u.data, len(fields), n)
+    cols = [decode_values(np.asarray(u.data[i]), fr.null(i), f.type, strings)
+            for i, f in enumerate(fields[:visible])]
+    return list(zip(*cols, strict=True)) if cols else [() for _ in range(n)]
+
+
+# -- inputs ------------------------------------------------------------------------------------------
+
+def _is_cdf(df: Any) -> bool:
+    cols = set(df.columns)
+    return "_change_type" in cols and "_commit_version" in cols
+
+
+def _change_rows(name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None
+                 ) -> tuple[Any, list[str]]:
+    """A table source as a DataFrame of data columns, ``time`` and ``diff`` (and the data
+    column names)."""
+    from pyspark.sql import DataFrame as SparkDF
+    from pyspark.sql import functions as F
+
+    if isinstance(src, (str, os.PathLike)):
+        src = _delta_changes(name, os.fspath(src), spark, state)
+    if isinstance(src, Snapshot):
+        return _snapshot_changes(name, src.df, spark, state, ckdir)
+    if not isinstance(src, SparkDF):
+        raise SQLError(f"table {name!r}: give a DataFrame, Snapshot(DataFrame) or a Delta "
+                       f"table path, not {type(src).__name__}")
+    if _is_cdf(src):
+        data = [c for c in src.columns if c not in ("_change_type", "_commit_version",
+                                                     "_commit_timestamp")]
+        ct = F.col("_change_type")
+        diff = (F.when(ct.isin("insert", "update_postimage"), F.lit(1))
+                .when(ct.isin("delete", "update_preimage"), F.lit(-1)))
+        out = src.select(*[F.col(c) for c in data],
+                         F.col("_commit_version").cast("bigint").alias("time"),
+                         diff.cast("bigint").alias("diff"))
+        bad = out.filter(F.col("diff").isNull()).limit(1).collect()
+        if bad:
+            raise DataError(f"table {name!r}: unknown _change_type in its change feed")
+        return out, data
+    cols = src.columns
+    data = [c for c in cols if c not in ("time", "diff")]
+    out = src
+    if "time" not in cols:
+        out = out.withColumn("time", F.lit(0).cast("bigint"))
+    if "diff" not in cols:
+        out = out.withColumn("diff", F.lit(1).cast("bigint"))
+    return out.select(*data, F.col("time").cast("bigint"), F.col("diff").cast("bigint")), data
+
+
+def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> Any:
+    """A Delta table's change data feed after the version the state covers, as a Spark
+    DataFrame (read with ``deltalake``)."""
+    import pyarrow as pa
+
+    try:
+        from deltalake import DeltaTable
+    except ImportError as e:
+        raise SQLError("reading a Delta table needs the deltalake package: "
+                       "pip install 'ddflow[spark]'") from e
+    dt = DeltaTable(path)
+    last = state.setdefault("delta", {}).get(name)
+    start = 0 if last is None else int(last) + 1
+    latest = dt.version()
+    if start > latest:
+        schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
+        t = schema.empty_table()
+        t = t.append_column("_change_type", pa.array([], pa.string()))
+        t = t.append_column("_commit_version", pa.array([], pa.int64()))
+    else:
+        t = pa.table(dt.load_cdf(starting_version=start).read_all())
+        if "_commit_timestamp" in t.column_names:
+            t = t.drop(["_commit_timestamp"])
+    state["delta"][name] = latest
+    t = _plain_strings(t)
+    return spark.createDataFrame(t)
+
+
+def _plain_strings(t: Any) -> Any:
+    import pyarrow as pa
+
+    cols = []
+    for c in t.columns:
+        ty = c.type
+        if getattr(pa.types, "is_string_view", lambda _: False)(ty) or pa.types.is_large_string(ty):
+            c = c.cast(pa.string())
+        elif pa.types.is_uint64(ty):
+            c = c.cast(pa.int64())
+        cols.append(c)
+    return pa.Table.from_arrays(cols, names=t.column_names)
+
+
+def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
+                      ckdir: str | None) -> tuple[Any, list[str]]:
+    from pyspark.sql import functions as F
+
+    from ddflow.spark import changes_between
+
+    snaps = state.setdefault("snapshots", {})
+    t = int(state.get("time", -1)) + 1
+    prev = snaps.get(name)
+    data = list(df.columns)
+    if prev is not None and ckdir is not None and os.path.exists(prev):
+        old = spark.read.parquet(prev)
+        out = changes_between(old.select(*data), df.select(*data), time=t)
+    else:
+        out = df.withColumn("diff", F.lit(1).cast("bigint")).withColumn(
+            "time", F.lit(t).cast("bigint"))
+    if ckdir is not None:
+        path = os.path.join(ckdir, "snapshots", f"{name}-{t}.parquet")
+        df.write.mode("overwrite").parquet(path)
+        snaps[name] = path
+    state["time"] = t
+    return out.select(*data, "time", "diff"), data
+
+
+# -- maintain ----------------------------------------------------------------------------------------
+
+def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str, Any], *,
+             workers: int = 2, checkpoint: str | os.PathLike[str] | None = None,
+             dialect: str = "spark", timeout: float = 600.0, progress: float | None = None,
+             _fault: Mapping[str, Any] | None = None) -> Maintained:
+    """Refreshes SQL ``views`` from the changes of ``tables`` on ``workers`` Spark barrier
+    tasks (see the module docstring); returns ``{view: ViewResult}``."""
+    import time as _time
+
+    from ddflow.spark import SparkJobError, spark_job
+
+    started = _time.perf_counter()
+    if not views:
+        raise SQLError("maintain needs at least one view")
+    ckdir = os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
+    state = _load_state(ckdir)
+    inputs: dict[str, Any] = {}
+    fields: dict[str, tuple[Field, ...]] = {}
+    for name, src in tables.items():
+        key = name.lower()
+        df, data = _change_rows(key, src, spark, state, ckdir)
+        schema = {f.name: f.dataType for f in df.schema.fields}
+        fields[key] = tuple(Field(c.lower(), sql_type_of(schema[c], c), True) for c in data)
+        inputs[key] = df.select(*data, "time", "diff")
+    if "tables" in state and state["tables"] != {k: [str(f.type) for f in v]
+                                                  for k, v in fields.items()}:
+        raise SQLError("the tables' columns differ from the ones this checkpoint was made "
+                       "with; use a new checkpoint directory")
+    planner = Planner(fields, dialect)
+    plans: dict[str, Plan] = {}
+    meta: dict[str, tuple[list[str], list[SqlType], int, tuple[SortKey, ...], Plan]] = {}
+    for vname, sql in views.items():
+        planned = planner.plan_sql(sql)
+        plan = prune(split(prune(planned.plan)))
+        plans[vname] = plan
+        visible = planned.visible
+        meta[vname] = ([f.name for f in plan.fields[:visible]],
+                       [f.type for f in plan.fields[:visible]], visible, planned.order, plan)
+    known = {int(k): v for k, v in state.get("strings", {}).items()}
+    job = SqlJob(fields, plans, dialect, known)
+    try:
+        res = spark_job(spark, job, inputs, workers=workers, timeout=timeout,
+                        progress=progress, checkpoint=ckdir, checkpoint_every=0,
+                        _fault=_fault, columns={k: [f.name for f in v] + ["time", "diff"]
+                                                for k, v in fields.items()},
+                        sql=True)
+    except SparkJobError:
+        raise
+    strings = StringDict(hashed=True)
+    strings.learn(known)
+    for st in res.worker_stats:
+        got = (st.get("extras") or {}).get("strings")
+        if got:
+            strings.learn(got)
+    out = Maintained()
+    contents_state = state.setdefault("contents", {})
+    for vname, (cols, types, visible, order, plan) in meta.items():
+        o = res.get(vname)
+        u = o.columns() if o is not None else None
+        change_rows: list[tuple[Any, ...]] = []
+        extra: list[tuple[int, int]] = []
+        if u is not None and len(u):
+            recs = _decode(u, plan.fields, visible, strings)
+            change_rows = recs
+            extra = list(zip(u.times[:, 0].tolist(), np.asarray(u.diffs).tolist(),
+                             strict=True))
+        prev = _load_contents(ckdir, vname, contents_state)
+        now = _apply(prev, change_rows, extra)
+        rows = [r for r, c in now.items() for _ in range(c)]
+        if order:
+            from ddflow.sql.database import _sort_rows
+
+            rows = _sort_rows(rows, tuple(SortKey(k.index, k.desc, k.nulls_first)
+                                          for k in order if k.index < visible))
+        _save_contents(ckdir, vname, now, contents_state)
+        ctab = _arrow_table(cols, types, rows)
+        chtab = _arrow_table(cols, types, change_rows, extra)
+        contents_df = spark.createDataFrame(ctab, schema=_spark_schema(cols, types, False))
+        changes_df = spark.createDataFrame(chtab, schema=_spark_schema(cols, types, True))
+        out[vname] = ViewResult(vname, cols, types, contents_df, changes_df, order, rows)
+    state["strings"] = {str(k): v for k, v in strings.entries().items()}
+    state["tables"] = {k: [str(f.type) for f in v] for k, v in fields.items()}
+    _save_state(ckdir, state)
+    out.seconds = _time.perf_counter() - started
+    out.job = res
+    return out
+
+
+def _apply(prev: dict[tuple[Any, ...], int], rows: list[tuple[Any, ...]],
+           extra: list[tuple[int, int]]) -> dict[tuple[Any, ...], int]:
+    now = dict(prev)
+    for r, (_, d) in zip(rows, extra, strict=True):
+        c = now.get(r, 0) + d
+        if c:
+            now[r] = c
+        else:
+            now.pop(r, None)
+    bad = [r for r, c in now.items() if c < 0]
+    if bad:
+        raise DDError(f"a view holds a negative multiplicity for {bad[0]!r} (internal error)")
+    return now
+
+
+def _state_path(ckdir: str) -> str:
+    return os.path.join(ckdir, "sql-state.json")
+
+
+def _load_state(ckdir: str | None) -> dict[str, Any]:
+    if ckdir is None or not os.path.exists(_state_path(ckdir)):
+        return {}
+    with open(_state_path(ckdir)) as f:
+        return dict(json.load(f))
+
+
+def _save_state(ckdir: str | None, state: dict[str, Any]) -> None:
+    if ckdir is None:
+        return
+    os.makedirs(ckdir, exist_ok=True)
+    tmp = _state_path(ckdir) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(state, f)
+    os.replace(tmp, _state_path(ckdir))
+
+
+def _load_contents(ckdir: str | None, view: str, st: dict[str, Any]
+                   ) -> dict[tuple[Any, ...], int]:
+    import pickle
+
+    path = st.get(view)
+    if ckdir is None or path is None or not os.path.exists(path):
+        return {}
+    with open(path, "rb") as f:
+        return dict(pickle.load(f))
+
+
+def _save_contents(ckdir: str | None, view: str, now: dict[tuple[Any, ...], int],
+                   st: dict[str, Any]) -> None:
+    import pickle
+
+    if ckdir is None:
+        return
+    d = os.path.join(ckdir, "views")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, f"{view}.pickle")
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(now, f, protocol=5)
+    os.replace(tmp, path)
+    st[view] = path
