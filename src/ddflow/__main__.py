@@ -138,7 +138,8 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
             spark = local_session(max(2, workers))
     print(f"Spark {spark.version} in local mode", flush=True)
     rows_df = spark.read.parquet(str(path))
-    n = rows_df.count()
+    with working("reading lineitem with Spark"):
+        n = rows_df.count()
     inserts = -(-n // batch)
     deleted = int(n * delete_fraction)
     cols = list(Q1_COLUMNS[1:])
@@ -156,8 +157,10 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
         return {"q1": q1(inputs["lineitem"])}
 
     t0 = time.perf_counter()
-    result = run_on_spark(spark, build, {"lineitem": changes}, workers=workers,
-                          columns={"lineitem": cols}, progress=2.0)
+    with working(f"running the dataflow on {workers} Spark workers (each loads its share of "
+                 f"the changes, then the rounds run; worker 0 reports rounds on stderr)"):
+        result = run_on_spark(spark, build, {"lineitem": changes}, workers=workers,
+                              columns={"lineitem": cols}, progress=2.0)
     wall = time.perf_counter() - t0
     out = result.job["q1"]
     incremental = sum(result.round_seconds)
