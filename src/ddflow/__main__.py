@@ -137,8 +137,8 @@ def q1_job(sf: float, batch: int, delete_fraction: float, workers: int,
         with working("starting Spark in local mode"):
             spark = local_session(max(2, workers))
     print(f"Spark {spark.version} in local mode", flush=True)
-    rows_df = spark.read.parquet(str(path))
     with working("reading lineitem with Spark"):
+        rows_df = spark.read.parquet(str(path))
         n = rows_df.count()
     inserts = -(-n // batch)
     deleted = int(n * delete_fraction)
