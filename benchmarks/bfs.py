@@ -1,4 +1,4 @@
-"""BFS under edge changes (seed 004's dataflow), in-process.
+"""BFS under edge changes (differential dataflow's BFS dataflow), in-process.
 
 A random directed graph (``--nodes``, ``--edges``, uniform endpoints) and root node 0:
 ``ddflow.algorithms.bfs`` loads it at time 0, then each round changes edges and the round
@@ -18,8 +18,8 @@ its last answer is checked against the reference.
     python benchmarks/bfs.py --json benchmarks/results/bfs.json --png benchmarks/results/bfs.png
     python benchmarks/bfs.py --nodes 10000 --edges 100000 --rounds 20   # quick
 
-Bars (issue 4): load <= 15 s, one-change round median <= 6 ms, 1000-change round median
-<= 100 ms (100 k nodes, 1 M edges).
+Targets (the JSON's ``bars``): load <= 15 s, one-change round median <= 6 ms, 1000-change
+round median <= 100 ms (100 k nodes, 1 M edges).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Checkpoint benchmark (issue 6): write, incremental write and restore of a dataflow whose
+"""Checkpoint benchmark: write, incremental write and restore of a dataflow whose
 arrangements hold 1 M keys.
 
 The dataflow: ``pairs`` of ``(key, value)`` with ``--keys`` distinct keys, ``pairs.min()``

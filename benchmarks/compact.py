@@ -1,5 +1,6 @@
-"""Compact state benchmark (seed 004, constraint 1 and its "specialization"): the memory an
-arrangement of a static graph takes once its times are compacted.
+"""Compact state benchmark: the memory an arrangement of a static graph takes once its
+times are compacted (a batch whose times, or diffs, are all one value stores that column
+once).
 
 The dataflow is one ``edges.arrange_by_key()`` of ``--edges`` random distinct ``(src, dst)``
 int64 pairs over ``--nodes`` nodes (src is the key, dst the value). Two scenarios, each in a

@@ -1,5 +1,5 @@
-"""Degrees benchmark (seed 000, DD's examples/degrees.rs): the out-degree distribution of a
-changing random graph.
+"""Degrees benchmark (DD's examples/degrees.rs): the out-degree distribution of a changing
+random graph, with the total-order count.
 
 The dataflow::
 
@@ -515,7 +515,7 @@ def run_parent(args: argparse.Namespace) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="ddflow degrees benchmark (seed 000): out-degree distribution of a "
+        description="ddflow degrees benchmark: out-degree distribution of a "
         "changing random graph; prints JSON.",
     )
     p.add_argument("--nodes", type=int, default=10_000, help="number of nodes (default 10000)")

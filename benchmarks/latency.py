@@ -1,4 +1,5 @@
-"""Update latencies that stay flat as a computation runs (seed 004's figures).
+"""Update latencies that stay flat as a computation runs (compacted, progressively merged
+traces).
 
 BFS (``ddflow.algorithms.bfs``) over a random graph of ``--nodes`` nodes and
 ``--edges`` edges, then ``--updates`` rounds of one edge change each (a random edge added,
@@ -7,13 +8,13 @@ from handing the change to the input until the output frontier passes the round.
 
 The roots are nodes ``0 .. --roots - 1`` (default 10). With one root of average
 out-degree 2, random edge removals cut the root off for hundreds of updates at a time
-(seed 004 notes the same: "the roots weren't actually connected to the graph"), and a
+(a root that is not connected to the graph at all), and a
 window measured then times an almost empty computation; with ten roots the reached set
 stays the giant component, so the windows compare the same work and what changes between
 them is the accumulated history.
 
-Seed 004 showed latencies degrading with the number of updates when state is an
-append-only log, and flat once traces are compacted and merged progressively. This script
+Latencies degrade with the number of updates when state is an append-only log, and stay
+flat once traces are compacted and merged progressively. This script
 prints, as JSON, the percentiles of the 1,000 latencies after 10^3, 10^4, 10^5 (...)
 updates and of the last 1,000, the state held by the arrangements at each of those points,
 and draws their CDFs (``--png``).
@@ -22,8 +23,8 @@ and draws their CDFs (``--png``).
         --png benchmarks/results/latency.png
     python benchmarks/latency.py --updates 20000          # quicker
 
-Bar (issue 4): median and p99 of the last 1,000 of 10^5 updates within 1.5x of those of
-the 1,000 after the first 1,000.
+Target (the JSON's ``bars``): median and p99 of the last 1,000 of 10^5 updates within 1.5x
+of those of the 1,000 after the first 1,000.
 """
 
 from __future__ import annotations

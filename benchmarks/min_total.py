@@ -1,4 +1,4 @@
-"""Seed 003's skew experiment for the minimum: one hot key, 10 k updates a round.
+"""Skew for the minimum: one hot key, 10 k updates a round.
 
 Each round inserts ``--per-round`` random values for key 0 and retracts ``--retract`` of
 the values present, plus the current minimum every other round on average (so the answer
@@ -7,7 +7,7 @@ keeps moving and ``min_total`` must scan past it). Per-round time, for the same 
 * ``min_total``: reads the batch, and from the history only a short scan from the old
   minimum when the batch retracts it: flat in the number of rounds;
 * ``hierarchical``: ``reduce_hierarchical("min", buckets=256)``: ``min_total`` per
-  ``(key, value-hash bucket)``, then per key (seed 003's remedy for skew);
+  ``(key, value-hash bucket)``, then per key (the hierarchical remedy for skew);
 * ``min``: the vectorized lattice ``min`` (any partial order), which re-reads all of the
   key's values: grows with the history;
 * ``reduce``: ``reduce`` with a Python min logic (``--reduce-rounds``, default 30: it grows

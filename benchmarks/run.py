@@ -9,13 +9,13 @@ Usage::
 
 Workloads (each a script in this folder with its own CLI, JSON and PNG):
 
-- ``degrees``: seed 000's out-degree distribution (``degrees.py``), with its dict-per-record
+- ``degrees``: the out-degree distribution (``degrees.py``), with its dict-per-record
   and Pathway baselines;
 - ``tpch``: the 22 TPC-H queries over their change streams (``tpch.py``), with the
   dict-per-record, DuckDB-recompute and Pathway baselines;
-- ``bfs``: seed 004's BFS on 100k nodes / 1M edges under edge changes (``bfs.py``);
-- ``skew``: seed 003's hot key, ``reduce`` versus ``explode`` + ``count_total`` (``skew.py``);
-- ``soak``: issue 6's bounded state, degrees and BFS over 10^6 changes: RSS, updates held
+- ``bfs``: BFS on 100k nodes / 1M edges under edge changes (``bfs.py``);
+- ``skew``: one hot key, ``reduce`` versus ``explode`` + ``count_total`` (``skew.py``);
+- ``soak``: bounded state, degrees and BFS over 10^6 changes: RSS, updates held
   and round latency per 10^5 changes (``soak.py``);
 - ``checkpoint``: full, incremental and restore times of a 1 M-key dataflow
   (``checkpoint.py``);

@@ -1,6 +1,6 @@
 """Scaling of the runtimes: in-process, local processes and Spark barrier tasks.
 
-Seed 000's degrees dataflow (out-degree histogram via two ``count_total``s) over a random
+The degrees dataflow (out-degree histogram via two ``count_total``s) over a random
 graph: time 0 loads the graph, then every round replaces edges (half the batch inserted,
 half of the oldest edges removed). The same generated data runs on every runtime in this
 process, one after the other, and every runtime's output must equal the in-process one.

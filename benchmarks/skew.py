@@ -1,4 +1,4 @@
-"""Seed 003's skew experiment: one hot key summed with ``reduce`` versus ``explode`` +
+"""Skew: one hot key summed with ``reduce`` versus ``explode`` +
 ``count_total``.
 
 Usage::
@@ -12,10 +12,10 @@ the key's sum:
 
 - ``reduce``: ``(key, value)`` records and ``reduce`` with a Python ``logic`` that adds the
   values up; every round it is handed the key's whole accumulated input, so its time grows
-  with the key's history (seed 003's first figure);
+  with the key's history;
 - ``explode``: the value moved into the diff (``explode`` to ``(key, (1, value))``) and
   ``count_total``; a round reads the key's accumulated diff, one row, so its time stays
-  flat however long the history (seed 003's second figure).
+  flat however long the history.
 
 Both outputs are checked equal to the running sum after every round. The JSON holds every
 round's time; the PNG plots both against the round number.
@@ -113,7 +113,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ax.set_xlabel("round")
             ax.set_ylabel("round time (ms)")
             ax.set_yscale("log")
-            ax.set_title(f"One hot key, {args.updates} updates per round (seed 003)")
+            ax.set_title(f"One hot key, {args.updates} updates per round")
             ax.legend()
             fig.tight_layout()
         save_png(args.png, draw, quiet=args.quiet)

@@ -1,17 +1,17 @@
-"""Soak benchmark (issue 6, seed 004): does a dataflow's memory and latency stay flat as it
+"""Soak benchmark: does a dataflow's memory and latency stay flat as it
 sees many changes to a fixed amount of data?
 
 With the input frontier advancing, what a dataflow holds must depend on the distinct data
 it holds, not on how many updates it has seen. Two workloads, each in its own fresh
 subprocess, run ``--changes`` changes (default 10^6) in rounds of ``--batch`` changes:
 
-- ``degrees`` (seed 000): ``edges.map(src).count_total().map(count).count_total()`` on a
+- ``degrees``: ``edges.map(src).count_total().map(count).count_total()`` on a
   random graph of ``--degrees-nodes`` nodes / ``--degrees-edges`` edges;
-- ``bfs`` (seed 004): ``ddflow.algorithms.bfs`` from node 0 on a random graph of
+- ``bfs``: ``ddflow.algorithms.bfs`` from node 0 on a random graph of
   ``--bfs-nodes`` nodes / ``--bfs-edges`` edges (default 20k / 100k: one ``--every``
   window of changes replaces the whole graph, so the first checkpoint is already past the
-  first full turnover; seed 004 notes state stabilizes "only once we have processed about
-  as many changes as we have initial data". A larger graph, e.g. 50k / 250k, still climbs
+  first full turnover; state stabilizes only once about as many changes as there is
+  initial data have been processed. A larger graph, e.g. 50k / 250k, still climbs
   towards its steady state after 10^5 changes while its spine's largest batch goes
   through its first merges).
 
@@ -37,7 +37,7 @@ bounded by the distinct output data. At the end the answer is checked against a
 from-scratch computation over the final edge multiset (numpy bincount for degrees,
 frontier-expansion BFS for bfs); ``--no-check`` drops the sink and the check.
 
-The issue's two bars, per workload:
+The two targets (the JSON's ``bars``), per workload:
 
 - memory: RSS after all changes <= 1.2 x RSS after the first ``--every`` changes;
 - latency: p99 round latency of the last window <= 1.5 x p99 of the second window.
@@ -395,7 +395,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def bars(res: dict[str, Any], every: int) -> dict[str, Any]:
-    """The issue's two bars for one workload's checkpoints."""
+    """The two targets (memory, latency) for one workload's checkpoints."""
     cps = {cp["changes"]: cp for cp in res["checkpoints"]}
     last = res["checkpoints"][-1]
     first = cps.get(every)
@@ -539,8 +539,8 @@ def run_parent(args: argparse.Namespace) -> int:
     doc: dict[str, Any] = {
         "benchmark": "soak",
         "description": (
-            "memory and round latency over many changes to a fixed-size graph (issue 6, "
-            "seed 004): degrees (count_total twice) and bfs; a change removes the oldest "
+            "memory and round latency over many changes to a fixed-size graph: "
+            "degrees (count_total twice) and bfs; a change removes the oldest "
             "edge and adds a random one"
         ),
         "machine": machine_info(),
@@ -589,7 +589,7 @@ def run_parent(args: argparse.Namespace) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="ddflow soak benchmark (issue 6): memory and latency over many changes; "
+        description="ddflow soak benchmark: memory and latency over many changes; "
         "prints JSON.",
     )
     p.add_argument("--changes", type=int, default=1_000_000, help="changes per workload")

@@ -1,18 +1,20 @@
-"""Shortest paths: the monoid version against the ordinary iterative one (seed 002).
+"""Shortest paths: the monoid version against the ordinary iterative one.
 
-Seed 002's experiment, scaled to this machine: a random directed graph with ``--nodes``
-nodes, average out-degree ``--degree`` and integer weights in ``[0, --max-weight]``, root
-node 0. Both ``ddflow.algorithms.shortest_paths`` (distances as data, ``min`` per node,
-retractions allowed) and ``ddflow.algorithms.shortest_paths_monoid`` (distances in
-``MinSum`` diffs, ``reduce_solve``, insert-only) load the graph, then take ``--additions``
-rounds of one random edge addition each. Each implementation runs in its own worker, one
-after the other, on the same data; their answers must be equal after the load and at the
-end (and equal to a from-scratch Dijkstra with ``--check``).
+Insert-only shortest paths over the min-sum monoid, scaled to this machine: a random
+directed graph with ``--nodes`` nodes, average out-degree ``--degree`` and integer weights
+in ``[0, --max-weight]``, root node 0. Both ``ddflow.algorithms.shortest_paths``
+(distances as data, ``min`` per node, retractions allowed) and
+``ddflow.algorithms.shortest_paths_monoid`` (distances in ``MinSum`` diffs,
+``reduce_solve``, insert-only) load the graph, then take ``--additions`` rounds of one
+random edge addition each. Each implementation runs in its own worker, one after the
+other, on the same data; their answers must be equal after the load and at the end (and
+equal to a from-scratch Dijkstra with ``--check``).
 
     python benchmarks/sssp.py --json benchmarks/results/sssp.json --png benchmarks/results/sssp.png
     python benchmarks/sssp.py --nodes 10000 --additions 200          # quick
 
-Bar (issue 4): the monoid version's 1000 additions at least 3x faster than the ordinary one's.
+Target (the JSON's ``bars``): the monoid version's 1000 additions at least 3x faster than
+the ordinary one's.
 """
 
 from __future__ import annotations

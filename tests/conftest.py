@@ -1,6 +1,11 @@
 """Shared fixtures: one runtime fixture over every way ddflow runs a dataflow, and one Spark
 session per test session (local[2], UI off, few shuffle partitions, Spark's Python workers
-on this interpreter)."""
+on this interpreter).
+
+Every test that starts Spark is marked ``spark``: those using the ``spark`` fixture or the
+``runtime`` fixture's Spark case get the mark here, others (a subprocess that starts its
+own session) carry it themselves. ``-m 'not spark'`` runs everything else.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,14 @@ from ddflow.core.time import time_kind_of  # noqa: E402 - after the environment 
 from ddflow.runtime.job import Changes, JobResult, run_job  # noqa: E402
 
 RUNTIMES = ["inprocess", "processes", "spark"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks ``spark`` every test that uses the Spark session or the Spark runtime."""
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if "spark" in getattr(item, "fixturenames", ()) or params.get("runtime") == "spark":
+            item.add_marker(pytest.mark.spark)
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,16 @@
-"""Graph algorithms as incremental dataflows (seeds 002 and 004).
+"""Graph algorithms as incremental dataflows: BFS, shortest paths (ordinary and over the
+min-sum monoid), reachability and components.
 
 Every function takes collections of one worker (any runtime) and returns a collection that
 stays correct as edges and roots are added and removed. Nodes are ints (any orderable
 values work through the per-record paths, the vectorized paths assume numbers); edges are
 ``(src, dst)`` records, weighted edges ``(src, dst, weight)`` with non-negative int weights.
 
-* ``bfs``: hop distances from the roots, seed 004's dataflow: ``iterate`` over
+* ``bfs``: hop distances from the roots, differential dataflow's BFS: ``iterate`` over
   ``join_map`` with the edges, the roots folded back in, and ``min`` per node.
-* ``shortest_paths``: the same over weighted edges (seed 002's "ordinary" version: it
+* ``shortest_paths``: the same over weighted edges (the "ordinary" version: it
   keeps every node's least distance found in at most ``i`` hops).
-* ``shortest_paths_monoid``: seed 002's monoid version: distances live in ``MinSum`` diffs
+* ``shortest_paths_monoid``: the min-sum monoid version: distances live in ``MinSum`` diffs
   (plus is min, times is +), ``join`` adds weights, ``reduce_solve`` keeps a node's
   least distance and only ever adds; the loop folds the roots in each round and needs no
   subtraction. Edges and roots may only be inserted (a retraction is an error).
@@ -101,8 +102,8 @@ def _dst(e: Any) -> Any:
 def shortest_paths_monoid(edges: Collection, roots: Collection, *,
                           limit: int | None = None) -> Collection:
     """Like ``shortest_paths`` for insert-only inputs, with distances as ``MinSum`` diffs
-    (seed 002). Returns ``(node, distance)`` records with diff 1 (the accumulated ``MinSum``
-    diffs turned back into data at the end)."""
+    (the min-sum monoid). Returns ``(node, distance)`` records with diff 1 (the accumulated
+    ``MinSum`` diffs turned back into data at the end)."""
     wedges = edges.explode(_edge_weight, vectorized=True, diff=MinSum,
                            name="sssp_monoid_edges")  # (src, dst) with MinSum(weight)
     start = roots.explode(_root_zero, vectorized=True, diff=MinSum,

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import sysconfig
 from decimal import Decimal
 from pathlib import Path
 
@@ -178,9 +180,12 @@ def test_generate_is_cached(raw: Path) -> None:
 
 def test_missing_tpchgen_cli_says_how_to_install(tmp_path: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without tpchgen-cli on PATH, generate() raises and names `pip install tpchgen-cli`."""
+    """With tpchgen-cli neither beside the interpreter nor on PATH, generate() raises
+    (a RuntimeError) naming the pip command that installs the tpch extra, and writes nothing."""
     monkeypatch.setenv("DDFLOW_CACHE", str(tmp_path))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(RuntimeError, match="pip install tpchgen-cli"):
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python"))
+    monkeypatch.setattr(sysconfig, "get_path", lambda *a, **k: str(tmp_path / "bin"))
+    with pytest.raises(RuntimeError, match=r"-m pip install -e '\.\[tpch\]'"):
         generate(SF)
     assert not list((tmp_path / "tpch").glob("sf*/*.parquet"))

@@ -1,8 +1,8 @@
 """TPC-H data on disk: tables generated once by ``tpchgen-cli`` and exact integer views of them.
 
-Why it exists: the TPC-H workloads (design section 6) feed ``lineitem`` into a dataflow as
-numpy columns, and their answers are checked against SQL engines reading the same Parquet
-files. Generating SF 1 takes seconds and converting it more, so both are cached under
+Why it exists: the TPC-H workloads feed ``lineitem`` into a dataflow as numpy columns, and
+their answers are checked against SQL engines reading the same Parquet files. Generating
+SF 1 takes seconds and converting it more, so both are cached under
 ``cache_dir()/tpch/sf<SF>/``.
 
 ``tpchgen-cli`` 4.x writes Parquet with ``decimal128(15, 2)`` money and quantity columns,
@@ -36,9 +36,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ddflow._tools import find_tool
+
 __all__ = [
     "Q1_COLUMNS",
     "cache_dir",
+    "cached_path",
     "generate",
     "lineitem_path",
     "lineitem_q1",
@@ -75,13 +78,22 @@ def _sf_dir(sf: float) -> Path:
     return cache_dir() / "tpch" / f"sf{_sf_text(sf)}"
 
 
+def cached_path(sf: float, name: str) -> Path:
+    """Where file ``name`` of scale factor ``sf`` lives in the cache (``lineitem.parquet``,
+    ``lineitem_q1.parquet``, ...), whether or not it is there yet; nothing is generated. A
+    file at that path is complete (see the invariant above)."""
+    return _sf_dir(sf) / name
+
+
 def generate(sf: float, tables: Sequence[str] = ("lineitem",)) -> Path:
     """Generates TPC-H ``tables`` at scale factor ``sf`` as Parquet, once; returns their folder.
 
     The folder is ``cache_dir()/tpch/sf<SF>`` and holds ``<table>.parquet``. Tables already
     there are not generated again. Missing ones are written by ``tpchgen-cli parquet`` into
-    a temporary folder beside it and moved in file by file. Raises ``RuntimeError`` if
-    ``tpchgen-cli`` is not installed or fails.
+    a temporary folder beside it and moved in file by file. ``tpchgen-cli`` is found beside
+    the running interpreter first, then on PATH (``ddflow._tools.find_tool``). Raises
+    ``ToolNotFoundError`` (a ``RuntimeError``) if it is not installed, ``RuntimeError`` if
+    it fails.
     """
     if isinstance(tables, str):
         tables = (tables,)
@@ -89,12 +101,7 @@ def generate(sf: float, tables: Sequence[str] = ("lineitem",)) -> Path:
     missing = [t for t in tables if not (out / f"{t}.parquet").is_file()]
     if not missing:
         return out
-    exe = shutil.which("tpchgen-cli")
-    if exe is None:
-        raise RuntimeError(
-            "tpchgen-cli is needed to generate TPC-H data and was not found on PATH: "
-            "install it with `pip install tpchgen-cli`"
-        )
+    exe = find_tool("tpchgen-cli", extra="tpch")
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".sf{_sf_text(sf)}-", dir=out.parent))
     try:

@@ -1,7 +1,8 @@
 """TPC-H query 1 as a dataflow: the aggregates of each ``(returnflag, linestatus)`` group moved
-into a tuple diff with ``explode`` and added up by ``count_total`` (seeds 000 and 002).
+into a tuple diff with ``explode`` and added up by ``count_total`` (the total-order count
+over tuple diffs, an abelian group).
 
-Why it exists: Q1 is the seeds' benchmark for ``count_total`` with vector diffs, and its
+Why it exists: Q1 is the standard benchmark for ``count_total`` with vector diffs, and its
 answer can be checked exactly against SQL engines (DuckDB, Spark SQL) on the same Parquet.
 
 The dataflow's input records are ``(returnflag, linestatus, quantity, extendedprice,

@@ -4,7 +4,7 @@ Why it exists: TPC-H is what our users know; maintaining its answers incremental
 exactly is the demonstration that the model (joins, ``explode`` + ``count_total``, ``min`` /
 ``max``, ``distinct``, top-k) covers real queries.
 
-How the queries are written (seed 002's Q1 style):
+How the queries are written (in the style of Q1 with tuple diffs, ``ddflow.tpch.q1``):
 
 - Inputs are the tables' columns (``ddflow.tpch.tables``): ints, unscaled decimals (cents,
   hundredths), days, dictionary codes for strings. A query's input record for a table is
@@ -651,7 +651,8 @@ group by c_count
 order by custdist desc, c_count desc""")
 def q13(inp: dict[str, Any], d: Tables) -> Any:
     # A left join that only counts: each customer's (orders, 1) added up per customer key by
-    # ``count_total`` (seed 000), then the histogram of order counts by ``count_total`` again.
+    # ``count_total`` (the total-order count), then the histogram of order counts by
+    # ``count_total`` again.
     plain = d.lookup("o_comment", lambda s: _not_special_requests(s))
     orders = inp["orders"].explode(
         lambda r: (r[1], (_ones(r[1]), np.zeros(len(r[1]), np.int64)), plain[r[2]]),
