@@ -467,7 +467,7 @@ class Database:
         if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
             tree = tree.expression
         planned = self._planner().plan_sql(tree)
-        text = explain(planned.plan)
+        text = explain(prune(split(prune(planned.plan))))  # the plan as it runs
         if planned.order:
             text += "\nOrder rows by " + ", ".join(
                 f"{planned.plan.fields[k.index].name}{' DESC' if k.desc else ''}"
