@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, Layout, lex_order, pack_small, run_starts, take_columns
+from ddflow.core.columns import (
+    Columns,
+    Layout,
+    concat_columns,
+    lex_order,
+    pack_small,
+    run_starts,
+    take_columns,
+)
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import TimeKind
@@ -55,12 +63,13 @@ class Updates:
 
 
 def concat_updates(parts: Sequence[Updates]) -> Updates:
-    """All updates of ``parts`` in one batch (same layout and diff type)."""
+    """All updates of ``parts`` in one batch (same layout and diff type); every value of
+    the data columns is kept exactly (``concat_columns``)."""
     parts = [p for p in parts if len(p)] or list(parts[:1])
     if len(parts) == 1:
         return parts[0]
     width = len(parts[0].data)
-    data = tuple(np.concatenate([p.data[i] for p in parts]) for i in range(width))
+    data = tuple(concat_columns([p.data[i] for p in parts]) for i in range(width))
     times = np.concatenate([p.times for p in parts])
     dt = parts[0].diff_type
     return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)

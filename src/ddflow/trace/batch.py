@@ -298,6 +298,11 @@ class TraceBatch:
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
+        if probe.dtype != self.keys.dtype:
+            # Keys of another representation (an int64 column beside floats or Python ints,
+            # a structured key beside tuples, two keys of different shapes): numpy would
+            # compare them after a lossy cast, or not at all. Equal means equal in Python.
+            return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
         table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
@@ -322,8 +327,10 @@ class TraceBatch:
         return rows, hit[owner]
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``rows_for`` with a dict, for a batch and a probe of a few keys each (numpy's
-        per-call cost dominates there: one-update rounds leave many such batches)."""
+        """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
+        per-call cost dominates there: one-update rounds leave many such batches), and for
+        probe keys numpy cannot compare exactly with this batch's (a dict matches keys that
+        are equal in Python: ``1 == 1.0``, never ``"a" == b"a"``)."""
         index = self._index
         if index is None:
             index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}

@@ -64,7 +64,11 @@ class _Merge:
         while self.result is None:
             if fuel <= 0:
                 return False
-            if self.ka >= na or self.kb >= nb or fuel >= self.size:
+            if (self.ka >= na or self.kb >= nb or fuel >= self.size
+                    or a.keys.dtype != b.keys.dtype):
+                # (keys of two representations, e.g. int64 and Python ints, are not
+                # compared to cut chunks: the whole merge is one chunk, made exact by
+                # ``concat_columns``)
                 self._chunk(na, nb)
                 fuel = 0
                 self._finish()

@@ -1,0 +1,146 @@
+"""Operators fed values at the edges of their columns: diffs whose sums leave int64, the
+least int64, ints beyond int64 and above 2**53 sharing a field with floats, frozensets,
+collections of different record shapes, keys of types that do not compare.
+
+Each case gives the exact answer (what plain Python dicts and ints compute) or a ``DDError``
+naming the operator, and then a later valid step still works: the worker is left usable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import ddflow as dd
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+class Flow:
+    """A worker with ``n`` int-time inputs, one output built by ``build`` and its capture."""
+
+    def __init__(self, build: Callable[..., dd.Collection], n: int = 1) -> None:
+        self.worker = dd.Worker()
+        pairs = [self.worker.new_collection() for _ in range(n)]
+        self.inputs = [p[0] for p in pairs]
+        self.out = build(*[p[1] for p in pairs]).capture()
+        self.time = 0
+
+    def round(self, *updates: list[tuple[Any, int]]) -> dict[Any, Any]:
+        """Feeds one list of ``(record, diff)`` per input at the current time, completes that
+        time and returns the output collection at it."""
+        for inp, ups in zip(self.inputs, updates, strict=False):
+            for r, d in ups:
+                inp.update(r, d)
+        t = self.time
+        self.time += 1
+        for inp in self.inputs:
+            inp.advance_to(self.time)
+        self.worker.run()
+        return self.out.at(t)
+
+
+def _same(got: dict[Any, Any], want: dict[Any, Any]) -> None:
+    """Equal collections, and equal values exactly (an int stays the int it was)."""
+    assert got == want
+    assert sorted(map(repr, got)) == sorted(map(repr, want)), (got, want)
+
+
+# ---- ints above 2**53 sharing a field with floats ---------------------------------------------
+
+
+def test_count_keeps_ints_above_2_to_the_53_apart_from_floats() -> None:
+    """2**53 and 2**53 + 1 stay two records when a float shares their field."""
+    f = Flow(lambda c: c.count())
+    _same(f.round([(2**53, 1), (2**53 + 1, 1), (0.5, 1)]),
+          {(2**53, 1): 1, (2**53 + 1, 1): 1, (0.5, 1): 1})
+    # 2.0**53 == 2**53: one record (either may stand for it)
+    assert f.round([(2.0**53, 1)]) == {(2**53, 2): 1, (2**53 + 1, 1): 1, (0.5, 1): 1}
+
+
+def test_captured_output_never_changes_after_the_fact() -> None:
+    """A float arriving later does not rewrite what a capture already returned."""
+    f = Flow(lambda c: c)
+    first = f.round([(2**53 + 1, 1), (I64_MAX, 1)])
+    _same(first, {2**53 + 1: 1, I64_MAX: 1})
+    f.round([(0.5, 1)])
+    _same(f.out.at(0), first)
+    _same(f.out.at(1), {2**53 + 1: 1, I64_MAX: 1, 0.5: 1})
+
+
+def test_mixed_batch_of_ints_and_floats_is_exact() -> None:
+    """One batch of ints above 2**53 and floats keeps every value (records and columns)."""
+    f = Flow(lambda c: c.map(lambda x: (x, x)).count())
+    _same(f.round([(2**53 + 1, 1), (1.5, 1), (2**60 + 1, 1)]),
+          {((2**53 + 1, 2**53 + 1), 1): 1, ((1.5, 1.5), 1): 1, ((2**60 + 1, 2**60 + 1), 1): 1})
+    g = Flow(lambda c: c.count())
+    g.inputs[0].insert_columns(np.array([2**53 + 1, 2**53], dtype=np.int64))
+    g.inputs[0].insert_columns(np.array([0.5, 2.0**53]))
+    _same(g.round([]), {(2**53 + 1, 1): 1, (2**53, 2): 1, (0.5, 1): 1})
+
+
+def test_join_and_semijoin_match_equal_values_only() -> None:
+    """int 2**53 + 1 does not match float 2.0**53; int 2**53 does (they are equal)."""
+    f = Flow(lambda a, b: a.join(b), 2)
+    _same(f.round([((2**53 + 1, "i"), 1)], [((2.0**53, "f"), 1), ((0.5, "h"), 1)]), {})
+    got = f.round([((2**53, "j"), 1)], [])
+    assert got == {(2**53, ("j", "f")): 1}
+    g = Flow(lambda a, b: a.semijoin(b), 2)
+    _same(g.round([((2**53 + 1, "i"), 1), ((3, "k"), 1)], [(2.0**53, 1), (3.0, 1)]),
+          {(3, "k"): 1})
+
+
+@pytest.mark.parametrize("op", ["min", "max", "min_total", "max_total", "top_k"])
+def test_min_max_top_k_over_mixed_ints_and_floats(op: str) -> None:
+    """The least / greatest / two least values of a field mixing ints above 2**53 with
+    floats are exact values, also when the float arrives later."""
+    def build(c: dd.Collection) -> dd.Collection:
+        return c.top_k(2) if op == "top_k" else getattr(c, op)()
+
+    f = Flow(build)
+    f.round([((0, 2**53 + 1), 1), ((0, 2**53 + 3), 1)])
+    got = f.round([((0, 2.0**53 + 2), 1), ((0, 0.5), 1), ((0, 0.5), -1)])
+    want = {"min": {(0, 2**53 + 1): 1}, "max": {(0, 2**53 + 3): 1},
+            "top_k": {(0, 2**53 + 1): 1, (0, 2.0**53 + 2): 1}}[op.removesuffix("_total")]
+    _same(got, want)
+
+
+def test_reduce_over_mixed_ints_and_floats() -> None:
+    """reduce's logic sees the exact values of a field mixing ints and floats."""
+    f = Flow(lambda c: c.reduce(lambda _k, vs: [(max(v for v, _d in vs) - 2**53, 1)]))
+    f.round([((0, 2**53 + 1), 1)])
+    _same(f.round([((0, 0.5), 1)]), {(0, 1): 1})
+
+
+# ---- a field that outgrows int64 ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["count", "distinct", "count_total", "distinct_total"])
+def test_a_field_that_outgrows_int64(op: str) -> None:
+    """(1, 5) then (1, 2**64): the field's column becomes Python ints, counts are exact."""
+    f = Flow(lambda c: getattr(c, op)())
+    cnt = op.startswith("count")
+    _same(f.round([((1, 5), 1)]), {((1, 5), 1): 1} if cnt else {(1, 5): 1})
+    _same(f.round([((1, 2**64), 1), ((1, 5), 1)]),
+          {((1, 5), 2): 1, ((1, 2**64), 1): 1} if cnt else {(1, 5): 1, (1, 2**64): 1})
+    _same(f.round([((1, 2**64), -1), ((1, -(2**70)), 1)]),
+          {((1, 5), 2): 1, ((1, -(2**70)), 1): 1} if cnt else {(1, 5): 1, (1, -(2**70)): 1})
+
+
+def test_keys_that_outgrow_int64_join() -> None:
+    """A key column that outgrows int64 on one side still matches the other side's keys."""
+    f = Flow(lambda a, b: a.join(b), 2)
+    _same(f.round([((1, "a"), 1)], [((1, "b"), 1)]), {(1, ("a", "b")): 1})
+    _same(f.round([((2**64, "c"), 1)], [((2**64, "d"), 1), ((1, "e"), 1)]),
+          {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (2**64, ("c", "d")): 1})
+    _same(f.round([((1, "f"), 1)], []),
+          {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (1, ("f", "b")): 1, (1, ("f", "e")): 1,
+           (2**64, ("c", "d")): 1})
