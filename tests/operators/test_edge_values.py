@@ -144,3 +144,28 @@ def test_keys_that_outgrow_int64_join() -> None:
     _same(f.round([((1, "f"), 1)], []),
           {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (1, ("f", "b")): 1, (1, ("f", "e")): 1,
            (2**64, ("c", "d")): 1})
+
+
+# ---- keys that do not compare ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("a,b", [
+    (("a", 1), (b"a", 2)),
+    (((1, 2), 1), (1, 2)),
+    ((1, 1), ((1, 2), 2)),
+    ((1, 1), ("a", 2)),
+    (("a", 1), (1.5, 2)),
+])
+@pytest.mark.parametrize("op", ["join", "semijoin"])
+def test_join_of_keys_that_do_not_compare(a: Any, b: Any, op: str) -> None:
+    """join / semijoin of keys of types that do not compare (str and bytes, pairs and ints)
+    match nothing, as a dict would; later matching keys still join."""
+    def build(x: dd.Collection, y: dd.Collection) -> dd.Collection:
+        return x.join(y) if op == "join" else x.semijoin(y.map(lambda kv: kv[0]))
+
+    f = Flow(build, 2)
+    assert f.round([(a, 1)], [(b, 1)]) == {}
+    assert f.round([(a, 1)], [(b, 1)]) == {}
+    g = Flow(build, 2)  # the same keys, each side its own type: they do match
+    assert g.round([(a, 1)], [((a[0], b[1]), 1)]) == (
+        {(a[0], (a[1], b[1])): 1} if op == "join" else {a: 1})

@@ -316,9 +316,14 @@ class TraceBatch:
             hit = inside[ok]
             kpos = kp[ok].astype(np.int64)
         else:
-            pos = np.searchsorted(self.keys, probe)
+            try:
+                pos = np.searchsorted(self.keys, probe)
+            except TypeError:
+                # object keys of types that do not compare (str and bytes, ...): none of them
+                # are equal either, as a dict lookup tells
+                return self._rows_small(probe)
             clipped = np.minimum(pos, nk - 1)
-            found = (pos < nk) & (self.keys[clipped] == probe)
+            found = (pos < nk) & np.asarray(self.keys[clipped] == probe, dtype=bool)
             hit = np.flatnonzero(found)
             kpos = pos[hit]
         if self.bounds.shape[0] - 1 == self.times.shape[0]:  # one row per key
