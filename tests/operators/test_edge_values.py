@@ -155,6 +155,7 @@ def test_keys_that_outgrow_int64_join() -> None:
     ((1, 1), ((1, 2), 2)),
     ((1, 1), ("a", 2)),
     (("a", 1), (1.5, 2)),
+    ((((1, 2), 3), 1), ((1, (2, 3)), 2)),
 ])
 @pytest.mark.parametrize("op", ["join", "semijoin"])
 def test_join_of_keys_that_do_not_compare(a: Any, b: Any, op: str) -> None:

@@ -22,7 +22,6 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
-from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.operators.arrange import Arrange
@@ -73,6 +72,10 @@ class Join(Operator):
 
     def _match(self, batch: TraceBatch, others: list[TraceBatch],
                batch_is_a: bool) -> list[tuple[Updates, Layout]]:
+        if self.a.key_layout != self.b.key_layout:
+            # keys of different shapes (pairs and ints, ((1, 2), 3) and (1, (2, 3))) are
+            # never equal records, whatever their columns hold: a dict join matches none
+            return []
         out = []
         for other in others:
             rows, owner = other.rows_for(batch.keys)
@@ -98,11 +101,6 @@ class Join(Operator):
     def _emit(self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch,
               rb: np.ndarray) -> tuple[Updates, Layout]:
         kw = self.a.key_width
-        if self.b.key_width != kw:
-            raise DataError(
-                f"'{self.name}': keys of the two inputs have different shapes "
-                f"({self.a.key_layout} vs {self.b.key_layout})"
-            )
         kcols = tuple(c[ra] for c in ta.data[:kw])
         va = tuple(c[ra] for c in ta.data[kw:])
         vb = tuple(c[rb] for c in tb.data[kw:])
