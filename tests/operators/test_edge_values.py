@@ -146,6 +146,29 @@ def test_keys_that_outgrow_int64_join() -> None:
            (2**64, ("c", "d")): 1})
 
 
+# ---- frozensets -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("record", [frozenset({1}), (frozenset({1, 2}), "a"),
+                                    ("a", (1, frozenset()))])
+def test_frozensets_are_refused_at_input(record: Any) -> None:
+    """frozensets (ordered by inclusion, not totally) are refused up front with DataError;
+    the session goes on."""
+    f = Flow(lambda c: c.count())
+    with pytest.raises(dd.DataError, match="frozenset"):
+        f.inputs[0].insert(record)
+    with pytest.raises(dd.DataError, match="frozenset"):
+        f.inputs[0].insert_columns(np.array([frozenset({1}), frozenset({2})], dtype=object))
+    assert f.round([(("ok", 1), 1)]) == {(("ok", 1), 1): 1}
+
+
+def test_frozensets_made_by_map_are_refused_by_the_arrangement() -> None:
+    """frozensets a map makes are refused where they would be ordered (DataError)."""
+    f = Flow(lambda c: c.map(lambda x: frozenset({x})).count())
+    with pytest.raises(dd.DataError, match="frozenset"):
+        f.round([(1, 1)])
+
+
 # ---- keys that do not compare ----------------------------------------------------------------
 
 

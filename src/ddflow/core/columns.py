@@ -40,6 +40,7 @@ __all__ = [
     "make_column",
     "run_starts",
     "take_columns",
+    "unordered_set_message",
 ]
 
 Columns = tuple[np.ndarray, ...]
@@ -293,6 +294,16 @@ def take_columns(cols: Columns, idx: np.ndarray | slice) -> Columns:
 def _check_orderable(c: np.ndarray) -> None:
     if c.dtype.kind == "f" and np.isnan(c).any():
         raise DataError("NaN cannot be ordered; arranged data (keys and values) must not hold NaN")
+    if c.dtype.kind == "O" and len(c) and isinstance(c[0], (set, frozenset)):
+        # a column mixing sets with anything else fails to sort (TypeError) below
+        raise DataError(unordered_set_message(c[0]))
+
+
+def unordered_set_message(x: Any) -> str:
+    """Why a set value cannot be data, and what to use instead."""
+    return (f"{type(x).__name__} {x!r:.60} cannot be ordered: < on sets is the subset order, "
+            "not a total order, so arranged data cannot hold frozensets; use a sorted tuple "
+            "of the elements instead")
 
 
 def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
@@ -371,6 +382,8 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False, split: int | No
     """
     n = cols[0].shape[0] if cols else 0
     if n <= 1:
+        for c in cols:
+            _check_orderable(c)  # (the rows may meet others later, in a merge)
         return np.arange(n)
     live = []
     for c in cols:

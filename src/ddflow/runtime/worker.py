@@ -31,7 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view
+from ddflow.core.columns import (
+    Layout,
+    Leaf,
+    Tup,
+    infer_layout,
+    layout_of_view,
+    unordered_set_message,
+)
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import (
     DataError,
@@ -374,6 +381,8 @@ class InputSession:
                 raise DataError(
                     "a column holds tuples; give a tuple of columns (one per field) instead"
                 )
+            if issubclass(t, (set, frozenset)):
+                raise DataError(unordered_set_message(next(v for v in c if type(v) is t)))
             if t.__hash__ is None:
                 raise DataError(
                     f"a column holds {t.__name__} values, which cannot be hashed; records must "
@@ -503,6 +512,8 @@ def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
             raise DataError("NaN cannot be ordered; records must not hold NaN")
         out.append("num")
         return
+    if isinstance(x, (set, frozenset)):
+        raise DataError(unordered_set_message(x))
     try:
         hash(x)
     except TypeError as e:
