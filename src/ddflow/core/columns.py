@@ -215,6 +215,10 @@ def _normalize(arr: np.ndarray, values: Sequence[Any] | None) -> np.ndarray:
     return _obj(values if values is not None else arr.tolist())
 
 
+#: every int of at most this magnitude is exactly a float64 value (and 2**53 + 1 is not)
+FLOAT_EXACT = 2**53
+
+
 def make_column(values: Sequence[Any]) -> np.ndarray:
     """A typed column from Python values (numbers typed, everything else ``object``).
 
@@ -232,24 +236,21 @@ def make_column(values: Sequence[Any]) -> np.ndarray:
         arr = np.array(values)
     except (ValueError, OverflowError, TypeError):
         return _obj(values)
-    if arr.dtype.kind == "f" and not _floats_exact(arr, values):
+    if arr.dtype.kind == "f" and not _floats_exact(values):
         return _obj(values)
     return _normalize(arr, values)
 
 
-def _floats_exact(arr: np.ndarray, values: Sequence[Any]) -> bool:
-    """Whether the float column numpy made of ``values`` keeps them: they hold a float, and
-    every int among them is exactly a float (NaN is let through: it is refused elsewhere)."""
+def _floats_exact(values: Sequence[Any]) -> bool:
+    """Whether a float column keeps ``values`` (numbers of which numpy made one): they hold
+    a float, and every int among them has ``|x| <= 2**53`` (``concat_columns``' rule)."""
     types = set(map(type, values))
     if all(issubclass(t, (float, np.floating)) for t in types):
         return True
     if not any(issubclass(t, (float, np.floating)) for t in types):
         return False  # ints only, some beyond int64: Python ints, not floats
-    return arr.tolist() == list(values) or bool(np.isnan(arr).any())
-
-
-#: ints with at most this magnitude are exactly float64 values
-FLOAT_EXACT = 2**53
+    return all(isinstance(v, (float, np.floating)) or -FLOAT_EXACT <= v <= FLOAT_EXACT
+               for v in values)
 
 
 def concat_columns(parts: Sequence[np.ndarray]) -> np.ndarray:
