@@ -54,6 +54,113 @@ def _same(got: dict[Any, Any], want: dict[Any, Any]) -> None:
     assert sorted(map(repr, got)) == sorted(map(repr, want)), (got, want)
 
 
+# ---- diffs whose sums leave int64 -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["count", "count_total"])
+def test_count_of_diffs_summing_beyond_int64(op: str) -> None:
+    """count / count_total add diffs exactly: 2**62 + 2**62 is 2**63, not -2**63, in one
+    batch and over two; retracting comes back into int64."""
+    f = Flow(lambda c: getattr(c, op)())
+    assert f.round([("a", 2**62), ("a", 2**62)]) == {("a", 2**63): 1}
+    assert f.round([("a", 2**62)]) == {("a", 3 * 2**62): 1}
+    assert f.round([("a", I64_MAX), ("b", 1)]) == {("a", 3 * 2**62 + I64_MAX): 1, ("b", 1): 1}
+    assert f.round([("a", -I64_MAX), ("a", -(2**62)), ("a", -(2**62))]) == {
+        ("a", 2**62): 1, ("b", 1): 1}
+    assert f.round([("a", -(2**62))]) == {("b", 1): 1}
+
+
+@pytest.mark.parametrize("op", ["distinct", "distinct_total"])
+def test_distinct_keeps_a_record_whose_diffs_sum_to_2_to_the_64(op: str) -> None:
+    """A record whose diffs sum to 2**64 (zero modulo 2**64) is present."""
+    f = Flow(lambda c: getattr(c, op)())
+    assert f.round([("a", I64_MAX), ("a", I64_MAX), ("a", 2)]) == {"a": 1}
+    assert f.round([("a", I64_MAX)]) == {"a": 1}
+    assert f.round([("a", -I64_MAX), ("a", -I64_MAX), ("a", -I64_MAX), ("a", -2)]) == {}
+    assert f.round([("a", 1)]) == {"a": 1}
+
+
+@pytest.mark.parametrize("op", ["threshold", "threshold_total"])
+def test_threshold_sees_the_exact_count(op: str) -> None:
+    """threshold's function gets the exact count (2**63, not -2**63)."""
+    seen: list[int] = []
+
+    def f(n: int) -> int:
+        seen.append(n)
+        return 1 if n > 0 else 0
+
+    flow = Flow(lambda c: getattr(c, op)(f))
+    assert flow.round([("a", 2**62)]) == {"a": 1}
+    assert flow.round([("a", 2**62)]) == {"a": 1}
+    assert 2**63 in seen and all(n > 0 for n in seen)
+
+
+def test_threshold_may_return_diffs_beyond_int64() -> None:
+    """threshold_total's output diffs are exact ints, also beyond int64."""
+    flow = Flow(lambda c: c.threshold_total(lambda n: n * 2**40))
+    assert flow.round([("a", 2**30)]) == {"a": 2**70}
+    assert flow.round([("a", -(2**30) + 1)]) == {"a": 2**40}
+
+
+def test_reduce_sums_diffs_beyond_int64() -> None:
+    """reduce's logic sees exact diffs and its output keeps an int value beyond int64."""
+    def total(_k: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
+        return [(sum(d for _v, d in vals), 1)]
+
+    f = Flow(lambda c: c.reduce(total))
+    _same(f.round([((1, "a"), 2**62)]), {(1, 2**62): 1})
+    _same(f.round([((1, "a"), 2**62)]), {(1, 2**63): 1})
+    _same(f.round([((1, "b"), 2**62)]), {(1, 3 * 2**62): 1})
+
+
+@pytest.mark.parametrize("op", ["join", "semijoin"])
+def test_join_multiplies_diffs_exactly(op: str) -> None:
+    """join's diff products leave int64 exactly: 2**32 * 2**32 is 2**64, not 0."""
+    def build(a: dd.Collection, b: dd.Collection) -> dd.Collection:
+        return a.join(b) if op == "join" else a.semijoin(b.map(lambda kv: kv[0]))
+
+    f = Flow(build, 2)
+    rec = (1, ("x", "y")) if op == "join" else (1, "x")
+    assert f.round([((1, "x"), 2**32)], [((1, "y"), 2**32)]) == {rec: 2**64}
+    assert f.round([((1, "x"), -(2**62))], [((1, "y"), 2**32)]) == {
+        rec: (2**32 - 2**62) * 2**33}
+    assert f.round([((1, "x"), I64_MIN)], []) == {rec: (2**32 - 2**62 + I64_MIN) * 2**33}
+
+
+def test_a_diff_split_into_int64_parts_adds_up() -> None:
+    """A diff beyond int64 is refused with advice to split it; the split parts add up."""
+    f = Flow(lambda c: c.count())
+    with pytest.raises(dd.DiffTypeError, match="split it"):
+        f.inputs[0].update("a", 2**64)
+    assert f.round([("a", I64_MAX), ("a", I64_MAX), ("a", 2)]) == {("a", 2**64): 1}
+
+
+def test_negate_and_antijoin_of_the_least_int64_diff() -> None:
+    """Negating the diff -2**63 gives 2**63 (negate, antijoin)."""
+    f = Flow(lambda c: c.negate().count())
+    assert f.round([("a", I64_MIN)]) == {("a", 2**63): 1}
+    g = Flow(lambda a, b: a.antijoin(b).count(), 2)
+    assert g.round([((1, "x"), I64_MIN)], [(2, 1)]) == {((1, "x"), I64_MIN): 1}
+    assert g.round([], [(1, 1)]) == {}
+
+
+def test_explode_scales_diffs_exactly() -> None:
+    """explode multiplies exploded diffs by the multiplicity exactly."""
+    f = Flow(lambda c: c.explode(lambda x: [(x, 2**40)]).count_total())
+    assert f.round([("a", 2**40)]) == {("a", 2**80): 1}
+
+
+def test_diffs_beyond_int64_through_many_merges() -> None:
+    """Many rounds of 2**62 diffs: trace merges and consolidation stay exact."""
+    f = Flow(lambda c: c.count())
+    total = 0
+    for i in range(40):
+        total += 2**62
+        got = f.round([("a", 2**62), (str(i % 3), 1)])
+        assert got[("a", total)] == 1
+    assert f.round([("a", -(2**62))] * 40) == {("0", 14): 1, ("1", 13): 1, ("2", 13): 1}
+
+
 # ---- ints above 2**53 sharing a field with floats ---------------------------------------------
 
 

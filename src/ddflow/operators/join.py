@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
+from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.operators.arrange import Arrange
@@ -105,9 +106,14 @@ class Join(Operator):
         va = tuple(c[ra] for c in ta.data[kw:])
         vb = tuple(c[rb] for c in tb.data[kw:])
         times = np.maximum(ta.times[ra], tb.times[rb])
-        dt, diffs = ta.diff_type.multiply(
-            ta.diff_type.take(ta.diffs, ra), tb.diff_type, tb.diff_type.take(tb.diffs, rb)
-        )
+        da, db = ta.diff_type.take(ta.diffs, ra), tb.diff_type.take(tb.diffs, rb)
+        ma, mb = ta.diff_magnitude(), tb.diff_magnitude()
+        dt: DiffType
+        if (type(ta.diff_type) is IntDiff and type(tb.diff_type) is IntDiff
+                and ma is not None and mb is not None and ma * mb <= I64_MAX):
+            dt, diffs = INT_DIFF, da * db  # int64 products that cannot leave int64
+        else:
+            dt, diffs = ta.diff_type.multiply(da, tb.diff_type, db)  # exact, checked
         kl, val, vbl = self.a.key_layout, self.a.val_layout, self.b.val_layout
         assert kl is not None and val is not None and vbl is not None
         n = len(times)

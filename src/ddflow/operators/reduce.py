@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
-from ddflow.core.diff import INT_DIFF, DiffType, MinSumDiff, diff_type_of
+from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, MinSumDiff, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
@@ -40,7 +40,7 @@ from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index
-from ddflow.trace.spine import Spine, key_sums
+from ddflow.trace.spine import Spine, key_sums, sums_fit
 
 __all__ = ["Reduce"]
 
@@ -185,9 +185,13 @@ class Reduce(Operator):
             nb = TraceBatch.build(kw, u, batches[0].desc)
         spine = self.arr.spine
         history = [b for b in spine.batches_through(lower)]
-        prior = key_sums(history, nb.keys, dt)
+        fit = type(dt) is IntDiff and sums_fit([*history, nb])
+        prior = key_sums(history, nb.keys, dt, bounded=fit)
         starts = nb.bounds[:-1]
-        new = dt.running_sums(nb.diffs, starts, prior)
+        if fit:
+            new = INT_DIFF.running_sums(nb.diffs, starts, prior, bounded=True)
+        else:
+            new = dt.running_sums(nb.diffs, starts, prior)
         n = len(nb)
         not_first = np.ones(n, dtype=bool)
         not_first[starts] = False
@@ -199,7 +203,8 @@ class Reduce(Operator):
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
             cur_t = times[starts][owner]
-            parts.append(Updates(cur.data, cur_t, -cur.diffs, cur.diff_type))
+            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs),
+                                 cur.diff_type))
         old = dt.take(new, prev_rows - 1)
         if self.mode == "count":
             if self.out_val_layout is None:
@@ -216,7 +221,7 @@ class Reduce(Operator):
             g_old = threshold_values(self, dt, old, self.mode, self.f)
             parts.append(Updates(tuple(key_cols), times, g_new, INT_DIFF))
             parts.append(Updates(tuple(c[prev_rows] for c in key_cols), times[prev_rows],
-                                 -g_old, INT_DIFF))
+                                 INT_DIFF.negate(g_old), INT_DIFF))
         return consolidate(concat_updates(parts))
 
     # -- any lattice, built-in reducers: over columns ---------------------------------------------

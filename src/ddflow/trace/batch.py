@@ -213,7 +213,7 @@ class TraceBatch:
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "uid", "lineage",
+        "_index", "_magnitude", "uid", "lineage",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -233,6 +233,7 @@ class TraceBatch:
         self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
+        self._magnitude: int | None = None
         self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
         # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
         self.lineage: tuple[Any, ...] | None = None
@@ -291,6 +292,18 @@ class TraceBatch:
 
     def updates(self) -> Updates:
         return Updates(self.data, self.times, self.diffs, self.diff_type)
+
+    def diff_magnitude(self) -> int | None:
+        """The largest ``|diff|`` of an int64 diff column (computed once), so readers can
+        bound sums of the batch's diffs; None for other diff columns (Python ints beyond
+        int64, floats, tuples, objects)."""
+        if self._magnitude is None:
+            d = self.diffs
+            if not isinstance(d, np.ndarray) or d.dtype.kind != "i":
+                return None
+            self._magnitude = (0 if not len(d) else abs(int(d[0])) if d.strides[0] == 0
+                               else max(int(d.max()), -int(d.min())))
+        return self._magnitude
 
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
@@ -358,7 +371,7 @@ class TraceBatch:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "lineage")}
+                 if k not in ("_table", "_index", "_magnitude", "lineage")}
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -368,6 +381,7 @@ class TraceBatch:
             setattr(self, k, _unpack(v) if k in ("data", "times", "diffs") else v)
         self._table = None
         self._index = None
+        self._magnitude = None
         self.lineage = None
 
     def __repr__(self) -> str:

@@ -23,12 +23,13 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import take_columns
+from ddflow.core.diff import I64_MAX, IntDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch, buffer_nbytes, merged_lineage
 
-__all__ = ["Spine", "TraceHandle", "key_sums"]
+__all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
 
 
 class _Merge:
@@ -342,9 +343,16 @@ class Spine:
         return total
 
 
-def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any) -> Any:
-    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``."""
-    acc = dt.zeros(probe.shape[0])
+def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
+             bounded: bool | None = None) -> Any:
+    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``.
+
+    Exact for every diff type. Int64 diffs whose sums provably stay in int64 (``bounded``,
+    computed with ``sums_fit`` unless given) are added without checks on the way."""
+    if bounded is None:
+        bounded = sums_fit(batches)
+    plain = bounded and type(dt) is IntDiff
+    acc = np.zeros(probe.shape[0], dtype=np.int64) if plain else dt.zeros(probe.shape[0])
     for b in batches:
         rows, owner = b.rows_for(probe)
         if not len(rows):
@@ -354,9 +362,26 @@ def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any) -> Any:
         np.not_equal(owner[1:], owner[:-1], out=flags[1:])
         starts = np.flatnonzero(flags)
         keys = owner[starts]
+        if plain:
+            d = dt.take(b.diffs, rows)
+            acc[keys] += d if len(starts) == len(d) else np.add.reduceat(d, starts)
+            continue
         sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
-        dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
+        acc = dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
     return acc
+
+
+def sums_fit(batches: list[TraceBatch]) -> bool:
+    """Whether every sum of the diffs of ``batches`` (int64 columns) stays in int64: the
+    rows times the largest ``|diff|`` of each batch (computed once per batch) add up to at
+    most the int64 maximum. False for other diff columns."""
+    bound = 0
+    for b in batches:
+        m = b.diff_magnitude()
+        if m is None:
+            return False
+        bound += len(b) * m
+    return bound <= I64_MAX
 
 
 class TraceHandle:
