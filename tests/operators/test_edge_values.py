@@ -161,7 +161,33 @@ def test_diffs_beyond_int64_through_many_merges() -> None:
     assert f.round([("a", -(2**62))] * 40) == {("0", 14): 1, ("1", 13): 1, ("2", 13): 1}
 
 
-# ---- ints above 2**53 sharing a field with floats ---------------------------------------------
+# ---- the least and the greatest int64 values ------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["max_total", "max", "hier"])
+def test_max_with_the_least_int64(op: str) -> None:
+    """The greatest of {-2**63, 5} is 5 (negating -2**63 overflows; max must not need it)."""
+    def build(c: dd.Collection) -> dd.Collection:
+        return c.reduce_hierarchical("max") if op == "hier" else getattr(c, op)()
+
+    f = Flow(build)
+    assert f.round([((0, I64_MIN), 1), ((0, 5), 1)]) == {(0, 5): 1}
+    assert f.round([((0, 5), -1)]) == {(0, I64_MIN): 1}
+    assert f.round([((0, I64_MAX), 1), ((1, I64_MIN), 1)]) == {(0, I64_MAX): 1, (1, I64_MIN): 1}
+
+
+@pytest.mark.parametrize("op", ["min_total", "min", "hier"])
+def test_min_with_the_greatest_int64(op: str) -> None:
+    """The least of {2**63 - 1, -5} is -5; of {2**63 - 1} alone, 2**63 - 1."""
+    def build(c: dd.Collection) -> dd.Collection:
+        return c.reduce_hierarchical("min") if op == "hier" else getattr(c, op)()
+
+    f = Flow(build)
+    assert f.round([((0, I64_MAX), 1), ((0, -5), 1)]) == {(0, -5): 1}
+    assert f.round([((0, -5), -1), ((1, I64_MIN), 1)]) == {(0, I64_MAX): 1, (1, I64_MIN): 1}
+
+
+# ---- ints above 2**53 sharing a field with floats -------------------------------------------
 
 
 def test_count_keeps_ints_above_2_to_the_53_apart_from_floats() -> None:
@@ -227,6 +253,26 @@ def test_reduce_over_mixed_ints_and_floats() -> None:
     _same(f.round([((0, 0.5), 1)]), {(0, 1): 1})
 
 
+# ---- least and greatest values beyond int64 -------------------------------------------------
+
+
+def test_min_total_with_ints_beyond_int64() -> None:
+    """min_total over values beyond int64 gives the exact least value."""
+    f = Flow(lambda c: c.min_total())
+    _same(f.round([((0, 2**70 + 1), 1)]), {(0, 2**70 + 1): 1})
+    _same(f.round([((0, 5), 1), ((0, 2**63), 1)]), {(0, 5): 1})
+    _same(f.round([((0, 5), -1)]), {(0, 2**63): 1})
+    _same(f.round([((0, -(2**64)), 1), ((1, 7), 1)]), {(0, -(2**64)): 1, (1, 7): 1})
+
+
+def test_max_total_with_ints_beyond_int64() -> None:
+    """max_total over values beyond int64 gives the exact greatest value."""
+    f = Flow(lambda c: c.max_total())
+    _same(f.round([((0, 5), 1)]), {(0, 5): 1})
+    _same(f.round([((0, 2**70 + 1), 1), ((0, 2**63), 1)]), {(0, 2**70 + 1): 1})
+    _same(f.round([((0, 2**70 + 1), -1)]), {(0, 2**63): 1})
+
+
 # ---- a field that outgrows int64 ------------------------------------------------------------
 
 
@@ -253,6 +299,65 @@ def test_keys_that_outgrow_int64_join() -> None:
            (2**64, ("c", "d")): 1})
 
 
+# ---- a random walk over edge values, against dicts ------------------------------------------
+
+EDGE = [I64_MIN, I64_MIN + 1, -(2**53) - 1, -1, 0, 1, 2**53, 2**53 + 1, I64_MAX - 1, I64_MAX,
+        2**63, 2**64, -(2**64), 2**70 + 1, 0.5, -0.5, 2.0**53, 2.0**64, 1e300, True, False]
+
+
+@st.composite
+def edge_stream(draw: st.DrawFn) -> list[list[tuple[Any, int]]]:
+    """Rounds of ``((key, value), ±1)`` updates, values from ``EDGE``, retractions of
+    present values only (so every count stays positive)."""
+    present: Counter[tuple[int, Any]] = Counter()
+    rounds = []
+    for _ in range(draw(st.integers(1, 6))):
+        ups = []
+        for _ in range(draw(st.integers(0, 5))):
+            live = [r for r, c in present.items() if c > 0]
+            if live and draw(st.booleans()):
+                r = draw(st.sampled_from(live))
+                present[r] -= 1
+                ups.append((r, -1))
+            else:
+                r = (draw(st.integers(0, 1)), draw(st.sampled_from(EDGE)))
+                present[r] += 1
+                ups.append((r, 1))
+        rounds.append(ups)
+    return rounds
+
+
+def _extreme(acc: Counter[tuple[int, Any]], pick: Callable[..., Any]) -> dict[Any, Any]:
+    per_key: defaultdict[int, list[Any]] = defaultdict(list)
+    for (k, v), c in acc.items():
+        if c:
+            per_key[k].append(v)
+    return {(k, pick(vs)): 1 for k, vs in per_key.items()}
+
+
+@SETTINGS
+@given(rounds=edge_stream(), op=st.sampled_from(["min", "max", "min_total", "max_total",
+                                                 "count", "count_total", "distinct"]))
+def test_edge_values_against_dicts(rounds: list[list[tuple[Any, int]]], op: str) -> None:
+    """min / max (both forms), count and distinct over values at the int64 and float
+    edges equal a recomputation with Python dicts at every time."""
+    f = Flow(lambda c: getattr(c, op)())
+    acc: Counter[tuple[int, Any]] = Counter()
+    for ups in rounds:
+        for r, d in ups:
+            acc[r] += d
+        got = f.round(ups)
+        if op.startswith("min"):
+            want = _extreme(acc, min)
+        elif op.startswith("max"):
+            want = _extreme(acc, max)
+        elif op.startswith("count"):
+            want = {(r, c): 1 for r, c in acc.items() if c}
+        else:
+            want = {r: 1 for r, c in acc.items() if c}
+        assert got == want
+
+
 # ---- frozensets -----------------------------------------------------------------------------
 
 
@@ -276,7 +381,7 @@ def test_frozensets_made_by_map_are_refused_by_the_arrangement() -> None:
         f.round([(1, 1)])
 
 
-# ---- keys that do not compare ----------------------------------------------------------------
+# ---- keys that do not compare ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize("a,b", [
