@@ -358,6 +358,38 @@ def test_edge_values_against_dicts(rounds: list[list[tuple[Any, int]]], op: str)
         assert got == want
 
 
+# ---- records of different shapes ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("first,second", [
+    ([(1, 1)], [((1, 2), 1)]),
+    ([((1, 2), 1)], [((1, 2, 3), 1)]),
+    ([((1, 2), 1)], [(1, 1)]),
+    ([(((1, 2), 3), 1)], [((1, (2, 3)), 1)]),
+])
+def test_concat_of_different_shapes(first: list[Any], second: list[Any]) -> None:
+    """concat of collections whose records have different shapes raises DataError naming
+    concat at the first mismatching batch, which it refuses; later batches of the right
+    shape still flow."""
+    f = Flow(lambda a, b: a.concat(b, name="both").count(), 2)
+    with pytest.raises(dd.DataError, match="'both'.*shape.*refused"):
+        f.round(first, second)
+    f.worker.run()  # the batch of the right shape goes on
+    rec = first[0][0]
+    assert f.out.at(0) == {(rec, 1): 1}
+    assert f.round(first, []) == {(rec, 2): 1}
+    with pytest.raises(dd.DataError, match="'both'"):
+        f.round([], second)
+    assert f.round(first, []) == {(rec, 3): 1}
+
+
+def test_concat_of_one_shape_still_works() -> None:
+    """concat of collections of one shape (learnt at different times) is unchanged."""
+    f = Flow(lambda a, b: a.concat(b).count(), 2)
+    assert f.round([((1, 2), 1)], []) == {((1, 2), 1): 1}
+    assert f.round([], [((1, 2), 1), ((3, 4), 1)]) == {((1, 2), 2): 1, ((3, 4), 1): 1}
+
+
 # ---- frozensets -----------------------------------------------------------------------------
 
 

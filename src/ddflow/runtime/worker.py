@@ -8,7 +8,9 @@ upstream operators' output frontiers, and an input session's frontier is ``{its 
 one vectorized batch however many distinct times it holds.
 
 A step is transactional per operator: an operator that raises leaves its inbox as it was and
-has pushed nothing, so the error reaches the caller and the dataflow stays usable.
+has pushed nothing, so the error reaches the caller and the dataflow stays usable. Only
+batches it refuses (a ``DataError`` naming them in ``refused``, e.g. records of another
+shape reaching a ``concat``) are dropped, so a later step does not meet them again.
 
 Several workers: a worker built with a communicator (``ddflow.runtime.comm``) is one of
 ``peers`` workers that each host the same dataflow for a share of the keys. Keyed operators
@@ -710,8 +712,10 @@ class Worker:
         saved = [list(q) for q in op.inbox]
         try:
             op.run(f)
-        except BaseException:
-            op.inbox = saved
+        except BaseException as e:
+            refused = {id(u) for u in getattr(e, "refused", ())}
+            op.inbox = [[u for u in q if id(u) not in refused] for q in saved] if refused \
+                else saved
             raise
         new = op.output_frontier(f)
         changed = busy or new != op.frontier
