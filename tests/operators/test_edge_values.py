@@ -358,6 +358,49 @@ def test_edge_values_against_dicts(rounds: list[list[tuple[Any, int]]], op: str)
         assert got == want
 
 
+@SETTINGS
+@given(ups=st.lists(st.tuples(st.tuples(st.integers(0, 1), st.sampled_from(EDGE)),
+                              st.tuples(st.integers(0, 2), st.integers(0, 2))), max_size=12),
+       op=st.sampled_from(["min", "max", "count", "distinct", "top_k"]))
+def test_edge_values_under_partially_ordered_times(ups: list[Any], op: str) -> None:
+    """The same at Product times (interesting times over history), a round per outer time."""
+    w = dd.Worker()
+    inp, c = w.new_collection(time=dd.Product(0, 0))
+    out = (c.top_k(2) if op == "top_k" else getattr(c, op)()).capture()
+    for outer in range(3):
+        for r, (a, b) in ups:
+            if a == outer:
+                inp.update_at(r, dd.Product(a, b), 1)
+        inp.advance_to(dd.Product(outer + 1, 0))
+        w.run()
+    for a in range(3):
+        for b in range(3):
+            acc: Counter[tuple[int, Any]] = Counter()
+            for r, (x, y) in ups:
+                if x <= a and y <= b:
+                    acc[r] += 1
+            if op in ("min", "max"):
+                want = _extreme(acc, min if op == "min" else max)
+            elif op == "count":
+                want = {(r, n): 1 for r, n in acc.items()}
+            elif op == "distinct":
+                want = {r: 1 for r in acc}
+            else:
+                want = _top2(acc)
+            assert out.at(dd.Product(a, b)) == want
+
+
+def _top2(acc: Counter[tuple[int, Any]]) -> dict[Any, Any]:
+    per_key: defaultdict[int, list[Any]] = defaultdict(list)
+    for (k, v), n in acc.items():
+        per_key[k].extend([v] * n)
+    out: Counter[Any] = Counter()
+    for k, vs in per_key.items():
+        for v in sorted(vs)[:2]:
+            out[(k, v)] += 1
+    return dict(out)
+
+
 # ---- records of different shapes ------------------------------------------------------------
 
 

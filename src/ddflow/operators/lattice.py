@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import lex_order
+from ddflow.core.columns import concat_columns, lex_order
 from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType, narrow
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
@@ -377,7 +377,7 @@ def lattice_reduce(
             all_q = np.concatenate([d_q, oq])
             nv = len(d_v) if len(d_q) else len(ov)
             all_v = tuple(
-                np.concatenate([d_v[k] if len(d_q) else ov[k][:0],
+                concat_columns([d_v[k] if len(d_q) else ov[k][:0],
                                 ov[k] if len(oq) else d_v[k][:0]])
                 for k in range(nv)
             )

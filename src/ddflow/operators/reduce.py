@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
+from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_order, run_starts
 from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, MinSumDiff, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
@@ -39,7 +39,7 @@ from ddflow.operators.count_total import threshold_values
 from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
-from ddflow.trace.batch import Description, TraceBatch, key_index
+from ddflow.trace.batch import Description, TraceBatch, comparable, key_index
 from ddflow.trace.spine import Spine, key_sums, sums_fit
 
 __all__ = ["Reduce"]
@@ -246,20 +246,21 @@ class Reduce(Operator):
         pk = self.pend_keys
         if pk is not None and len(due_rows):
             key_parts.append(tuple(c[due_rows] for c in pk))
-        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
         order = lex_order(kcols)
         kcols = tuple(c[order] for c in kcols)
         starts = run_starts(kcols, len(order))
         probe_cols = tuple(c[starts] for c in kcols)
         probe = key_index(probe_cols)
-        c_owner = [np.searchsorted(probe, key_index(p)) for p in key_parts[: len(batches)]]
+        c_owner = [np.searchsorted(*comparable(probe, key_index(p)))
+                   for p in key_parts[: len(batches)]]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
-            pidx = key_index(pk)
-            pos = np.searchsorted(probe, pidx)
+            sprobe, pidx = comparable(probe, key_index(pk))
+            pos = np.searchsorted(sprobe, pidx)
             posc = np.minimum(pos, len(probe) - 1)
-            hit = probe[posc] == pidx
+            hit = np.asarray(sprobe[posc] == pidx, dtype=bool)
             c_owner.append(pos[hit])
             c_times.append(self.pend_times[hit])
             keep_pending = ~hit
@@ -296,7 +297,7 @@ class Reduce(Operator):
             new_keys.append(tuple(c[pend_o] for c in probe_cols))
             new_times.append(pend_t)
         if new_keys:
-            nk = tuple(np.concatenate([p[i] for p in new_keys]) for i in range(kw))
+            nk = tuple(concat_columns([p[i] for p in new_keys]) for i in range(kw))
             return out, (nk, np.concatenate(new_times))
         return out, (None, np.zeros((0, dim), dtype=np.int64))
 
@@ -370,7 +371,7 @@ class Reduce(Operator):
             key_parts.append(tuple(new_u.data[:kw]))
         if due:
             key_parts.append(kl.to_columns(due))
-        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
         order = lex_order(kcols) if kw else np.arange(0)
         kcols = tuple(c[order] for c in kcols)
         starts = run_starts(kcols, len(order))
@@ -397,7 +398,7 @@ class Reduce(Operator):
         outputs = grouped(out_u, out_owner, out_vl) if out_u is not None else [[] for _ in keys]
         new_times: list[set[Flat]] = [set() for _ in range(nk)]
         if new_u is not None:
-            pos = np.searchsorted(probe, key_index(tuple(new_u.data[:kw])))
+            pos = np.searchsorted(*comparable(probe, key_index(tuple(new_u.data[:kw]))))
             for p, t in zip(pos.tolist(), new_u.times.tolist(), strict=True):
                 new_times[p].add(tuple(t))
         pending = {k: set(ts) for k, ts in self.pending.items()}

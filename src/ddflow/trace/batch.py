@@ -46,6 +46,7 @@ __all__ = [
     "TraceBatch",
     "buffer_nbytes",
     "compact_column",
+    "comparable",
     "is_zero_stride",
     "key_index",
     "merged_lineage",
@@ -82,6 +83,23 @@ def key_index(cols: Sequence[np.ndarray]) -> np.ndarray:
         return out
     out = np.empty(n, dtype=object)
     out[:] = list(zip(*[c.tolist() for c in cols], strict=True))
+    return out
+
+
+def comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Key indexes ``a`` and ``b`` in forms numpy compares exactly with each other: as they
+    are when their dtypes agree, else both as Python values (tuples for several columns),
+    which keep the order of sorted numeric indexes and compare ints and floats exactly."""
+    if a.dtype == b.dtype:
+        return a, b
+    return _as_objects(a), _as_objects(b)
+
+
+def _as_objects(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.tolist()  # a structured index gives tuples of Python numbers
     return out
 
 
