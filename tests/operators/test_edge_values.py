@@ -150,6 +150,20 @@ def test_explode_scales_diffs_exactly() -> None:
     assert f.round([("a", 2**40)]) == {("a", 2**80): 1}
 
 
+@pytest.mark.parametrize("op", ["count_total", "count"])
+def test_tuple_diffs_sum_beyond_int64(op: str) -> None:
+    """Tuple diffs (an int, a float and a Sum beside them) add their int parts exactly."""
+    f = Flow(lambda c: getattr(c.explode(lambda x: [(x[0], (x[1], 0.5, dd.Sum(x[1], 1)))]),
+                               op)())
+    big = 2**62
+    want_1 = {("k", (2 * big, 1.0, dd.Sum(2 * big, 2))): 1}
+    assert f.round([(("k", big), 1), (("k", big), 1)]) == want_1
+    for i in range(8):  # several history batches (merged as they come)
+        f.round([(("k", big), 1), (("j", i), 1)])
+    got = f.round([(("k", -big), 1)])
+    assert got[("k", (9 * big, 5.5, dd.Sum(9 * big, 11)))] == 1
+
+
 def test_diffs_beyond_int64_through_many_merges() -> None:
     """Many rounds of 2**62 diffs: trace merges and consolidation stay exact."""
     f = Flow(lambda c: c.count())

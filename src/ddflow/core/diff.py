@@ -206,8 +206,10 @@ class DiffType:
             return other, other.scale(e, d)
         raise DiffTypeError(f"cannot multiply {self.name} diffs by {other.name} diffs")
 
-    def running_sums(self, d: Any, starts: np.ndarray, base: Any) -> Any:
-        """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``."""
+    def running_sums(self, d: Any, starts: np.ndarray, base: Any, *,
+                     bounded: bool = False) -> Any:
+        """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``.
+        ``bounded``: the caller knows no int result leaves int64 (its check is skipped)."""
         raise NotImplementedError
 
     # -- single values (the per-key reference path) ------------------------------------------
@@ -334,7 +336,6 @@ class IntDiff(DiffType):
 
     def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
                      bounded: bool = False) -> np.ndarray:
-        """``bounded``: the caller knows every result stays in int64 (no check)."""
         if len(d) == 0:
             return np.cumsum(d)
         exact = (d.dtype.kind == "i" and base.dtype.kind == "i" and (bounded or (
@@ -465,10 +466,10 @@ class TupleDiff(DiffType):
     def scale(self, d: tuple[Any, ...], k: np.ndarray) -> tuple[Any, ...]:
         return tuple(p.scale(c, k) for p, c in zip(self.parts, d, strict=True))
 
-    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any) -> tuple[Any, ...]:
-        return tuple(
-            p.running_sums(c, starts, b) for p, c, b in zip(self.parts, d, base, strict=True)
-        )
+    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any, *,
+                     bounded: bool = False) -> tuple[Any, ...]:
+        return tuple(p.running_sums(c, starts, b, bounded=bounded)
+                     for p, c, b in zip(self.parts, d, base, strict=True))
 
     def value_layout(self) -> Layout:
         children = tuple(p.value_layout() for p in self.parts)
@@ -543,7 +544,8 @@ class MinSumDiff(DiffType):
             )
         return d
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty_like(d)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
@@ -637,7 +639,8 @@ class ObjectDiff(DiffType):
             return diff_type_of(vals[0]) if vals else self, arr
         return super().multiply(d, other, e)
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty(len(d), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):

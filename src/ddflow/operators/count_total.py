@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup
-from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, int_column
+from ddflow.core.diff import INT_DIFF, DiffType, int_column
 from ddflow.core.errors import TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
@@ -83,13 +83,10 @@ class CountTotal(Operator):
         dt = batch.diff_type
         history = self.arr.spine.batches_through(batch.desc.lower)
         # counts before and during the batch are sums of these batches' diffs
-        fit = type(dt) is IntDiff and sums_fit([*history, batch])
+        fit = sums_fit([*history, batch])
         prior = key_sums(history, batch.keys, dt, bounded=fit)
         starts = batch.bounds[:-1]
-        if fit:
-            new = INT_DIFF.running_sums(batch.diffs, starts, prior, bounded=True)
-        else:
-            new = dt.running_sums(batch.diffs, starts, prior)
+        new = dt.running_sums(batch.diffs, starts, prior, bounded=fit)
         n = len(batch)
         # value before each row: the previous row's running value, or the prior at a key start
         prev_idx = np.arange(-1, n - 1)

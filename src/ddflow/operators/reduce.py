@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_order, run_starts
-from ddflow.core.diff import INT_DIFF, DiffType, IntDiff, MinSumDiff, diff_type_of
+from ddflow.core.diff import INT_DIFF, DiffType, MinSumDiff, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
@@ -185,13 +185,10 @@ class Reduce(Operator):
             nb = TraceBatch.build(kw, u, batches[0].desc)
         spine = self.arr.spine
         history = [b for b in spine.batches_through(lower)]
-        fit = type(dt) is IntDiff and sums_fit([*history, nb])
+        fit = sums_fit([*history, nb])
         prior = key_sums(history, nb.keys, dt, bounded=fit)
         starts = nb.bounds[:-1]
-        if fit:
-            new = INT_DIFF.running_sums(nb.diffs, starts, prior, bounded=True)
-        else:
-            new = dt.running_sums(nb.diffs, starts, prior)
+        new = dt.running_sums(nb.diffs, starts, prior, bounded=fit)
         n = len(nb)
         not_first = np.ones(n, dtype=bool)
         not_first[starts] = False

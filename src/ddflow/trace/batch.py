@@ -103,6 +103,17 @@ def _as_objects(a: np.ndarray) -> np.ndarray:
     return out
 
 
+def _column_magnitude(d: Any) -> int | None:
+    """The largest ``|value|`` of an int64 column; 0 for float64; None for other columns."""
+    if not isinstance(d, np.ndarray) or d.dtype.kind not in "if":
+        return None
+    if d.dtype.kind == "f" or not len(d):
+        return 0
+    if d.strides[0] == 0:  # a compact batch's constant column
+        return abs(int(d[0]))
+    return max(int(d.max()), -int(d.min()))
+
+
 def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Concatenated ``arange(s, e)`` for each range, and the range number of each index."""
     lens = ends - starts
@@ -312,16 +323,27 @@ class TraceBatch:
         return Updates(self.data, self.times, self.diffs, self.diff_type)
 
     def diff_magnitude(self) -> int | None:
-        """The largest ``|diff|`` of an int64 diff column (computed once), so readers can
-        bound sums of the batch's diffs; None for other diff columns (Python ints beyond
-        int64, floats, tuples, objects)."""
+        """The largest ``|diff|`` in the batch's int64 diff columns (the column, or every int
+        component of a tuple diff; float components never wrap and do not count), computed
+        once, so readers can bound sums of the batch's diffs. None when some column is
+        neither int64 nor float64 (Python ints beyond int64, user objects)."""
         if self._magnitude is None:
-            d = self.diffs
-            if not isinstance(d, np.ndarray) or d.dtype.kind != "i":
+            mags = [_column_magnitude(c) for c in
+                    (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))]
+            if any(m is None for m in mags):
                 return None
-            self._magnitude = (0 if not len(d) else abs(int(d[0])) if d.strides[0] == 0
-                               else max(int(d.max()), -int(d.min())))
+            self._magnitude = max([0, *(m for m in mags if m is not None)])
         return self._magnitude
+
+    def key_sum_bound(self) -> int | None:
+        """A bound on ``|sum|`` of the int diffs of any one key's rows, or of any run of them
+        (rows per key times ``diff_magnitude``); None where ``diff_magnitude`` is None."""
+        mag = self.diff_magnitude()
+        if mag is None:
+            return None
+        if not mag or len(self.bounds) < 2:
+            return 0
+        return int(np.diff(self.bounds).max()) * mag
 
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import take_columns
-from ddflow.core.diff import I64_MAX, IntDiff
+from ddflow.core.diff import I64_MAX, FloatDiff, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
@@ -347,40 +347,66 @@ def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
              bounded: bool | None = None) -> Any:
     """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``.
 
-    Exact for every diff type. Int64 diffs whose sums provably stay in int64 (``bounded``,
-    computed with ``sums_fit`` unless given) are added without checks on the way."""
+    Exact for every diff type. Numeric diff columns whose per-key sums provably stay in
+    int64 (``bounded``, computed with ``sums_fit`` unless given) are added with plain numpy
+    arithmetic, without the checks of ``IntDiff``'s operations."""
     if bounded is None:
         bounded = sums_fit(batches)
-    plain = bounded and type(dt) is IntDiff
-    acc = np.zeros(probe.shape[0], dtype=np.int64) if plain else dt.zeros(probe.shape[0])
+    if not (bounded and _numeric(dt)):
+        acc = dt.zeros(probe.shape[0])
+        for b in batches:
+            found = _key_rows(b, probe)
+            if found is not None:
+                rows, starts, keys = found
+                sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
+                acc = dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
+        return acc
+    tuple_diff = isinstance(dt, TupleDiff)
+    zeros = dt.zeros(probe.shape[0])
+    accs = list(zeros) if tuple_diff else [zeros]
     for b in batches:
-        rows, owner = b.rows_for(probe)
-        if not len(rows):
+        found = _key_rows(b, probe)
+        if found is None:
             continue
-        flags = np.empty(len(owner), dtype=bool)
-        flags[0] = True
-        np.not_equal(owner[1:], owner[:-1], out=flags[1:])
-        starts = np.flatnonzero(flags)
-        keys = owner[starts]
-        if plain:
-            d = dt.take(b.diffs, rows)
+        rows, starts, keys = found
+        for acc, col in zip(accs, b.diffs if tuple_diff else (b.diffs,), strict=True):
+            d = col[rows]
             acc[keys] += d if len(starts) == len(d) else np.add.reduceat(d, starts)
-            continue
-        sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
-        acc = dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
-    return acc
+    return tuple(accs) if tuple_diff else accs[0]
+
+
+def _key_rows(b: TraceBatch, probe: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows of ``b`` holding probe keys, where each key's run of them starts, and the
+    probe index of each run; None if none."""
+    rows, owner = b.rows_for(probe)
+    if not len(rows):
+        return None
+    flags = np.empty(len(owner), dtype=bool)
+    flags[0] = True
+    np.not_equal(owner[1:], owner[:-1], out=flags[1:])
+    starts = np.flatnonzero(flags)
+    return rows, starts, owner[starts]
+
+
+def _numeric(dt: Any) -> bool:
+    """Whether ``dt``'s columns are plain int64 / float64 arrays (ints, floats, tuples of
+    them): the diff types ``key_sums`` can add with numpy alone once sums are bounded."""
+    if isinstance(dt, TupleDiff):
+        return all(type(p) in (IntDiff, FloatDiff) for p in dt.parts)
+    return type(dt) in (IntDiff, FloatDiff)
 
 
 def sums_fit(batches: list[TraceBatch]) -> bool:
-    """Whether every sum of the diffs of ``batches`` (int64 columns) stays in int64: the
-    rows times the largest ``|diff|`` of each batch (computed once per batch) add up to at
-    most the int64 maximum. False for other diff columns."""
+    """Whether the int diffs of any one key, summed over ``batches`` (or over any run of its
+    rows in them), stay in int64: the batches' ``key_sum_bound``s (computed once per batch)
+    add up to at most the int64 maximum. False when some batch has no bound."""
     bound = 0
     for b in batches:
-        m = b.diff_magnitude()
+        m = b.key_sum_bound()
         if m is None:
             return False
-        bound += len(b) * m
+        bound += m
     return bound <= I64_MAX
 
 
