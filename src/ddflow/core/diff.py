@@ -182,8 +182,9 @@ class DiffType:
     def zero_mask(self, d: Any) -> np.ndarray:
         raise NotImplementedError
 
-    def sum_segments(self, d: Any, starts: np.ndarray) -> Any:
-        """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0)."""
+    def sum_segments(self, d: Any, starts: np.ndarray, *, bounded: bool = False) -> Any:
+        """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0).
+        ``bounded``: the caller knows no int sum leaves int64 (its check is skipped)."""
         raise NotImplementedError
 
     def sum_groups(self, d: Any, group: np.ndarray, groups: int) -> Any:
@@ -299,12 +300,13 @@ class IntDiff(DiffType):
     def py_negate(self, a: Any) -> Any:
         return -a
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         if len(starts) == len(d) or not len(d):
             return d
         if d.dtype.kind == "i":
             # every partial sum stays within len(d) * the largest magnitude
-            if len(d) * _magnitude(d) <= I64_MAX:
+            if bounded or len(d) * _magnitude(d) <= I64_MAX:
                 return np.add.reduceat(d, starts)
             return narrow(np.add.reduceat(_wide(d), starts))
         if d.dtype == object:
@@ -447,8 +449,10 @@ class TupleDiff(DiffType):
             mask = mask & p.zero_mask(c)
         return mask
 
-    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray) -> tuple[Any, ...]:
-        return tuple(p.sum_segments(c, starts) for p, c in zip(self.parts, d, strict=True))
+    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray, *,
+                     bounded: bool = False) -> tuple[Any, ...]:
+        return tuple(p.sum_segments(c, starts, bounded=bounded)
+                     for p, c in zip(self.parts, d, strict=True))
 
     def sum_groups(self, d: tuple[Any, ...], group: np.ndarray, groups: int
                    ) -> tuple[Any, ...] | None:
@@ -520,7 +524,8 @@ class MinSumDiff(DiffType):
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.minimum(a, b)
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         return np.minimum.reduceat(d, starts) if len(d) else d
 
     def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
@@ -599,7 +604,8 @@ class ObjectDiff(DiffType):
             out[i] = y if x is None else (x if y is None else x.plus(y))
         return out
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty(len(starts), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):

@@ -76,11 +76,13 @@ def concat_updates(parts: Sequence[Updates]) -> Updates:
 
 
 def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
-                compact: bool = False) -> Updates:
+                compact: bool = False, bounded: bool = False) -> Updates:
     """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
 
     ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
-    ``split`` where the second of two runs starts. ``compact=True`` (for trace batches,
+    ``split`` where the second of two runs starts. ``bounded=True`` says the caller knows
+    no sum of int diffs leaves int64 (a merge, from its batches' bounds), which spares the
+    sums their check. ``compact=True`` (for trace batches,
     which store such columns so) returns times that are all equal as a zero-stride,
     read-only view of one row, and does not reorder an integer diff column whose diffs are
     all equal (typically all 1: inserted records).
@@ -104,7 +106,7 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
         sorted_diffs = np.broadcast_to(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
     else:
         sorted_diffs = dt.take(u.diffs, order)
-    diffs = dt.sum_segments(sorted_diffs, starts)
+    diffs = dt.sum_segments(sorted_diffs, starts, bounded=bounded)
     keep = ~dt.zero_mask(diffs)
     all_kept = bool(keep.all())
     idx = starts if all_kept else starts[keep]

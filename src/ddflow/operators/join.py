@@ -107,7 +107,7 @@ class Join(Operator):
         vb = tuple(c[rb] for c in tb.data[kw:])
         times = np.maximum(ta.times[ra], tb.times[rb])
         da, db = ta.diff_type.take(ta.diffs, ra), tb.diff_type.take(tb.diffs, rb)
-        ma, mb = ta.diff_magnitude(), tb.diff_magnitude()
+        ma, mb = ta.diff_bound(), tb.diff_bound()  # (bounds on any row's |diff|)
         dt: DiffType
         if (type(ta.diff_type) is IntDiff and type(tb.diff_type) is IntDiff
                 and ma is not None and mb is not None and ma * mb <= I64_MAX):

@@ -40,7 +40,7 @@ the batch when the spine merges it).
 The vectorized path needs columns it can compare exactly and counts that stay in int64: a
 field held with one dtype throughout (not int64 in one batch and Python ints or floats in
 another), values ``max`` can reverse (int64, bool, float64) and batches whose diffs cannot
-add up beyond int64 (bounded by rows times the largest ``|diff|`` of each batch). Anything
+add up beyond int64 for any key (``sums_fit``, from the batches' bounds). Anything
 else takes the reference path, ``_reference``: each touched key's counts recomputed from its
 whole history in Python, then the batch's times walked in order. Slower, exact.
 
@@ -55,14 +55,14 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Tup, lex_order, run_starts
-from ddflow.core.diff import I64_MAX, INT_DIFF, IntDiff
+from ddflow.core.diff import INT_DIFF, IntDiff
 from ddflow.core.errors import DataError, DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.operators.arrange import Arrange
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index, ranges_to_indices
-from ddflow.trace.spine import Spine
+from ddflow.trace.spine import Spine, sums_fit
 
 __all__ = ["MinMaxTotal"]
 
@@ -254,17 +254,11 @@ class MinMaxTotal(Operator):
                 raise DataError(f"'{self.name}' needs numeric values (got {dtypes[kw]}); "
                                 "use max()")
             return False  # Python ints beyond int64 (or beside floats): the reference path
-        mag = nb.diff_magnitude()
-        if mag is None:
+        if not sums_fit([*history, nb]):  # (counts are sums of one key's diffs)
             return False
-        bound = len(nb) * mag
         for b in history:
-            mag = b.diff_magnitude()
-            if mag is None or [c.dtype for c in b.data[: kw + 1]] != dtypes:
+            if [c.dtype for c in b.data[: kw + 1]] != dtypes:
                 return False
-            bound += len(b) * mag
-        if bound > I64_MAX:
-            return False
         return all([c.dtype for c in b.data[: kw + 1]] == dtypes
                    for b in self.out_spine.batches())
 

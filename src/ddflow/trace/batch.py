@@ -49,6 +49,7 @@ __all__ = [
     "comparable",
     "is_zero_stride",
     "key_index",
+    "merged_bound",
     "merged_lineage",
     "ranges_to_indices",
 ]
@@ -101,6 +102,17 @@ def _as_objects(a: np.ndarray) -> np.ndarray:
     out = np.empty(len(a), dtype=object)
     out[:] = a.tolist()  # a structured index gives tuples of Python numbers
     return out
+
+
+def merged_bound(parts: Sequence[TraceBatch]) -> int | None:
+    """The ``diff_bound`` of a merge of ``parts``: the sum of theirs (None if one has none)."""
+    total = 0
+    for p in parts:
+        b = p.diff_bound()
+        if b is None:
+            return None
+        total += b
+    return total
 
 
 def _column_magnitude(d: Any) -> int | None:
@@ -242,7 +254,7 @@ class TraceBatch:
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "_magnitude", "uid", "lineage",
+        "_index", "_bound", "uid", "lineage",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -262,7 +274,7 @@ class TraceBatch:
         self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
-        self._magnitude: int | None = None
+        self._bound: int | None = None
         self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
         # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
         self.lineage: tuple[Any, ...] | None = None
@@ -322,28 +334,25 @@ class TraceBatch:
     def updates(self) -> Updates:
         return Updates(self.data, self.times, self.diffs, self.diff_type)
 
-    def diff_magnitude(self) -> int | None:
-        """The largest ``|diff|`` in the batch's int64 diff columns (the column, or every int
-        component of a tuple diff; float components never wrap and do not count), computed
-        once, so readers can bound sums of the batch's diffs. None when some column is
-        neither int64 nor float64 (Python ints beyond int64, user objects)."""
-        if self._magnitude is None:
+    def diff_bound(self) -> int | None:
+        """An upper bound on the sum of ``|diff|`` over the rows of any one key: so also on
+        any row's ``|diff|`` and on any sum of one key's diffs. It covers int64 diff columns
+        and the int components of tuple diffs (float components do not wrap, and count as
+        0); None when some column is neither int64 nor float64 (Python ints beyond int64,
+        user objects). Readers use it to prove that sums and products cannot leave int64.
+
+        Computed once, as rows per key times the largest ``|diff|``, unless a merge handed
+        it down: the merge of batches holds, per key, sums of their rows, so the sum of
+        their bounds bounds it too, without a pass over the merged diffs."""
+        if self._bound is None:
             mags = [_column_magnitude(c) for c in
                     (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))]
             if any(m is None for m in mags):
                 return None
-            self._magnitude = max([0, *(m for m in mags if m is not None)])
-        return self._magnitude
-
-    def key_sum_bound(self) -> int | None:
-        """A bound on ``|sum|`` of the int diffs of any one key's rows, or of any run of them
-        (rows per key times ``diff_magnitude``); None where ``diff_magnitude`` is None."""
-        mag = self.diff_magnitude()
-        if mag is None:
-            return None
-        if not mag or len(self.bounds) < 2:
-            return 0
-        return int(np.diff(self.bounds).max()) * mag
+            mag = max([0, *(m for m in mags if m is not None)])
+            run = int(np.diff(self.bounds).max()) if mag and len(self.bounds) > 1 else 0
+            self._bound = run * mag
+        return self._bound
 
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
@@ -411,7 +420,7 @@ class TraceBatch:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "_magnitude", "lineage")}
+                 if k not in ("_table", "_index", "_bound", "lineage")}
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -421,7 +430,7 @@ class TraceBatch:
             setattr(self, k, _unpack(v) if k in ("data", "times", "diffs") else v)
         self._table = None
         self._index = None
-        self._magnitude = None
+        self._bound = None
         self.lineage = None
 
     def __repr__(self) -> str:

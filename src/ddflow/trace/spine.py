@@ -27,7 +27,13 @@ from ddflow.core.diff import I64_MAX, FloatDiff, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, buffer_nbytes, merged_lineage
+from ddflow.trace.batch import (
+    Description,
+    TraceBatch,
+    buffer_nbytes,
+    merged_bound,
+    merged_lineage,
+)
 
 __all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
 
@@ -43,6 +49,9 @@ class _Merge:
         self.result: TraceBatch | None = None
         self.size = len(a) + len(b)
         self.credit = 0
+        # sums of a key's rows in the merge cannot leave int64 when the bounds say so
+        self.bound = merged_bound([a, b])
+        self.bounded = self.bound is not None and self.bound <= I64_MAX
 
     def _chunk(self, ka_end: int, kb_end: int) -> None:
         a, b = self.a, self.b
@@ -53,7 +62,7 @@ class _Merge:
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
             split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
-            u = consolidate(u, runs=True, split=split)
+            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
             if len(u):
                 self.chunks.append(u)
         self.ka, self.kb = ka_end, kb_end
@@ -111,6 +120,8 @@ class _Merge:
                 a.diff_type,
             )
         self.result = TraceBatch(a.key_width, u, desc)
+        if self.bounded:  # (else computed from the merged rows when asked: maybe smaller)
+            self.result._bound = self.bound
         self.result.lineage = merged_lineage((a, b), self.since)
         self.chunks = []
 
@@ -126,9 +137,12 @@ def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
     """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
     u = concat_updates([b.updates() for b in batches])
     u = u.with_times(columns_advance_by(u.times, since.arr))
-    u = consolidate(u, runs=True)
+    bound = merged_bound(batches)
+    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
     desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
     out = TraceBatch(batches[0].key_width, u, desc)
+    if bound is not None and bound <= I64_MAX:
+        out._bound = bound
     out.lineage = merged_lineage(batches, since)
     return out
 
@@ -399,15 +413,10 @@ def _numeric(dt: Any) -> bool:
 
 def sums_fit(batches: list[TraceBatch]) -> bool:
     """Whether the int diffs of any one key, summed over ``batches`` (or over any run of its
-    rows in them), stay in int64: the batches' ``key_sum_bound``s (computed once per batch)
-    add up to at most the int64 maximum. False when some batch has no bound."""
-    bound = 0
-    for b in batches:
-        m = b.key_sum_bound()
-        if m is None:
-            return False
-        bound += m
-    return bound <= I64_MAX
+    rows in them), stay in int64: the batches' ``diff_bound``s add up to at most the int64
+    maximum. False when some batch has no bound."""
+    bound = merged_bound(batches)
+    return bound is not None and bound <= I64_MAX
 
 
 class TraceHandle:
