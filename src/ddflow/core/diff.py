@@ -47,6 +47,7 @@ __all__ = [
     "TupleDiff",
     "diff_type_of",
     "int_column",
+    "magnitude",
     "narrow",
 ]
 
@@ -54,10 +55,13 @@ MINSUM_ZERO = np.iinfo(np.int64).max
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 
-def _magnitude(d: np.ndarray) -> int:
+def magnitude(d: np.ndarray) -> int:
     """The largest absolute value in a non-empty int64 column, as a Python int."""
     if d.strides[0] == 0:  # a constant column (compact trace batches): one value
         return abs(int(d[0]))
+    if len(d) <= 64:  # (two numpy reductions cost more than this on a few values)
+        v = d.tolist()
+        return max(max(v), -min(v))
     return max(int(d.max()), -int(d.min()))
 
 
@@ -277,7 +281,7 @@ class IntDiff(DiffType):
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         if a.dtype.kind == "i" and b.dtype.kind == "i":
-            if not len(a) or _magnitude(a) + _magnitude(b) <= I64_MAX:
+            if not len(a) or magnitude(a) + magnitude(b) <= I64_MAX:
                 return a + b
             return narrow(_wide(a) + _wide(b))
         if a.dtype == object or b.dtype == object:
@@ -306,7 +310,7 @@ class IntDiff(DiffType):
             return d
         if d.dtype.kind == "i":
             # every partial sum stays within len(d) * the largest magnitude
-            if bounded or len(d) * _magnitude(d) <= I64_MAX:
+            if bounded or len(d) * magnitude(d) <= I64_MAX:
                 return np.add.reduceat(d, starts)
             return narrow(np.add.reduceat(_wide(d), starts))
         if d.dtype == object:
@@ -314,7 +318,7 @@ class IntDiff(DiffType):
         return np.add.reduceat(d, starts)
 
     def sum_groups(self, d: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray | None:
-        if d.dtype.kind != "i" or (len(d) and len(d) * _magnitude(d) > I64_MAX):
+        if d.dtype.kind != "i" or (len(d) and len(d) * magnitude(d) > I64_MAX):
             # float sums would depend on the order, int sums could leave int64: the sorted
             # path (``sum_segments``) makes both exact
             return None
@@ -329,7 +333,7 @@ class IntDiff(DiffType):
 
     def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
         if d.dtype.kind == "i" and k.dtype.kind == "i":
-            if not len(d) or _magnitude(d) * _magnitude(k) <= I64_MAX:
+            if not len(d) or magnitude(d) * magnitude(k) <= I64_MAX:
                 return d * k
             return narrow(_wide(d) * _wide(k))
         if d.dtype == object or k.dtype == object:
@@ -341,7 +345,7 @@ class IntDiff(DiffType):
         if len(d) == 0:
             return np.cumsum(d)
         exact = (d.dtype.kind == "i" and base.dtype.kind == "i" and (bounded or (
-            len(d) * _magnitude(d) + (_magnitude(base) if len(base) else 0) <= I64_MAX)))
+            len(d) * magnitude(d) + (magnitude(base) if len(base) else 0) <= I64_MAX)))
         if not exact and (d.dtype.kind == "i" or d.dtype == object):
             d, base = _wide(d), _wide(base)
         c = np.cumsum(d)

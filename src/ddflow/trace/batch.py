@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Columns, run_starts
-from ddflow.core.diff import DiffType
+from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
 
@@ -121,9 +121,7 @@ def _column_magnitude(d: Any) -> int | None:
         return None
     if d.dtype.kind == "f" or not len(d):
         return 0
-    if d.strides[0] == 0:  # a compact batch's constant column
-        return abs(int(d[0]))
-    return max(int(d.max()), -int(d.min()))
+    return magnitude(d)
 
 
 def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -350,7 +348,9 @@ class TraceBatch:
             if any(m is None for m in mags):
                 return None
             mag = max([0, *(m for m in mags if m is not None)])
-            run = int(np.diff(self.bounds).max()) if mag and len(self.bounds) > 1 else 0
+            n, nk = len(self), len(self.bounds) - 1
+            run = (0 if not mag or not nk else 1 if nk == n  # (one row per key: common)
+                   else int(np.diff(self.bounds).max()))
             self._bound = run * mag
         return self._bound
 
