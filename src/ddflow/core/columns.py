@@ -264,7 +264,10 @@ def concat_columns(parts: Sequence[np.ndarray]) -> np.ndarray:
     if len(parts) == 1:
         return parts[0]
     dtype = parts[0].dtype
-    if all(p.dtype == dtype for p in parts):
+    for p in parts:
+        if p.dtype != dtype:
+            break
+    else:
         return np.concatenate(parts)
     parts = [p for p in parts if len(p)] or list(parts[:1])
     kinds = {p.dtype.kind for p in parts}
