@@ -344,20 +344,38 @@ def output_table(out: Output, names: Sequence[str] | None = None) -> pa.Table:
         arrays["diff"] = pa.array([], pa.int64())
         return pa.table(arrays)
     for c, a in zip(cols, u.data, strict=True):
-        arrays[c] = pa.array(a.tolist() if a.dtype == object else a)
+        arrays[c] = _arrow_column(a, f"data column {c!r}")
     if out.kind.dim == 1:
         arrays["time"] = pa.array(u.times[:, 0])
     else:
         arrays["time"] = pa.FixedSizeListArray.from_arrays(pa.array(u.times.ravel()),
                                                            out.kind.dim).cast(pa.list_(pa.int64()))
     if isinstance(u.diff_type, IntDiff):
-        arrays["diff"] = pa.array(u.diffs)
+        arrays["diff"] = _arrow_column(u.diffs, "the diff column")
     elif isinstance(u.diff_type, TupleDiff):
-        parts = [pa.array(np.asarray(p)) for p in u.diffs]
+        parts = [_arrow_column(np.asarray(p), f"diff component {j}")
+                 for j, p in enumerate(u.diffs)]
         arrays["diff"] = pa.StructArray.from_arrays(parts, [f"_{j}" for j in range(len(parts))])
     else:
         arrays["diff"] = pa.array([repr(v) for v in u.diff_type.to_values(u.diffs)])
     return pa.table(arrays)
+
+
+def _arrow_column(a: np.ndarray, what: str) -> Any:
+    """An Arrow array of column ``a``; ``DataError`` for values no Arrow type holds exactly
+    (ints beyond int64, a field mixing ints and floats)."""
+    import pyarrow as pa
+
+    if a.dtype != object:
+        return pa.array(a)
+    try:
+        return pa.array(a.tolist())
+    except (OverflowError, pa.ArrowException) as e:
+        raise DataError(
+            f"{what} of an output holds values no one Arrow column type holds exactly ({e}); "
+            "ints beyond int64 and fields mixing ints with floats cannot be written to Spark: "
+            "map them to strings (or to floats, if rounding is acceptable) first"
+        ) from e
 
 
 # -- the barrier task -------------------------------------------------------------------------

@@ -13,8 +13,16 @@ After every rule:
   the outputs, which later valid calls keep comparing) what it will deliver.
 
 A collection learns its record shape (tuple shape and field types) from its first accepted
-record or non-empty batch; the machine picks one of three schemas and only ever feeds records
+record or non-empty batch; the machine picks one of five schemas and only ever feeds records
 of it, so a shape learned from a rejected call shows as a rejected valid call.
+
+Two schemas hold edge values: numbers near int64's ends, around 2**53, beyond int64, floats
+equal to ints and bools mixed in one field (``edge``), and the same nested in tuples
+(``nested``, ``((number, small int), number)``); with them, diffs are drawn near int64's
+ends so that sums and products leave int64. Equal numbers are one record (``1 == 1.0 ==
+True``), as in the dicts of the oracle. Keyed schemas (``pair``, ``nested``) also capture
+``distinct``, ``min_total``, ``max_total`` and the collection joined with itself (diffs
+multiply).
 """
 
 from __future__ import annotations
@@ -35,16 +43,23 @@ from hypothesis.stateful import (
 )
 
 import ddflow as dd
+from ddflow.testing.strategies import edge_diffs, edge_numbers
 
-SCHEMAS = ("int", "pair", "str")
+SCHEMAS = ("int", "pair", "str", "edge", "nested")
+EDGE_SCHEMAS = ("edge", "nested")
+KEYED = ("pair", "nested")
 STRS = ("a", "b", "c", "", "zé")
 BIG = 2**63  # one past the largest int64
+#: a few edge numbers for the huge batch (equal ones of different types among them)
+EDGE_POOL = (2**64, 2.0**64, 2**53 + 1, 2.0**53, True, 1, -(2**63))
 
 int_key = st.integers(-4, 4)
 records_of = {
     "int": int_key,
     "pair": st.tuples(st.integers(-3, 3), st.integers(-2, 2)),
     "str": st.sampled_from(STRS),
+    "edge": edge_numbers(),
+    "nested": st.tuples(st.tuples(edge_numbers(), st.integers(0, 1)), edge_numbers()),
 }
 diffs = st.integers(-3, 3) | st.sampled_from([np.int64(2), np.int32(-1)])
 
@@ -54,22 +69,42 @@ BAD_DIFFS = [
     BIG, -BIG - 1, np.uint64(2**64 - 1), dd.Sum(1, 1), decimal.Decimal(1), 1j,
 ]
 BAD_TIMES = ["1", 1.0, 2.5, True, None, [1], (1,), dd.Product(0, 0), BIG, 2**70, np.float64(3)]
-# records that no collection accepts: NaN, unhashable values, or both
+# records that no collection accepts: NaN, unhashable values, frozensets (not totally
+# ordered), or several of these
 ALWAYS_BAD_RECORDS = [
     float("nan"), np.float64("nan"), np.float32("nan"), decimal.Decimal("NaN"),
     [1, 2], {"a": 1}, {1, 2}, np.array([1, 2]), (1, [2]), ([1], 2), (float("nan"), 1),
-    (1, float("nan")), ((1, float("nan")),),
+    (1, float("nan")), ((1, float("nan")),), frozenset({1}), (frozenset(), 1),
+    ((1, frozenset({2})), 3),
 ]
 
 
+def _number_column(values: list, typed: bool) -> np.ndarray:
+    """Numbers as a column: typed (int64 or float64) when ``typed`` and numpy holds them
+    exactly, else an object column of the Python values."""
+    if typed and values:
+        if all(type(v) is int and -BIG <= v < BIG for v in values):
+            return np.array(values, dtype=np.int64)
+        if all(type(v) is float for v in values):
+            return np.array(values, dtype=np.float64)
+    return _obj(values)
+
+
 def _columns(schema: str, records: list, unicode: bool = False):
-    """The columns of ``records`` (in the collection's shape)."""
+    """The columns of ``records`` (in the collection's shape); ``unicode`` picks '<U' string
+    columns and typed number columns where they hold the values."""
     if schema == "int":
         return np.array(records, dtype=np.int64)
     if schema == "str":
         if unicode and records:
             return np.array(records)  # a '<U' array: stored as Python strings
         return np.array(records, dtype=object)
+    if schema == "edge":
+        return _number_column(records, unicode)
+    if schema == "nested":
+        return ((_number_column([r[0][0] for r in records], unicode),
+                 np.array([r[0][1] for r in records], dtype=np.int64)),
+                _number_column([r[1] for r in records], unicode))
     keys = np.array([r[0] for r in records], dtype=np.int64)
     vals = np.array([r[1] for r in records], dtype=np.int64)
     return (keys, vals)
@@ -86,6 +121,8 @@ def _wrong_shape_batches(schema: str, n: int) -> list:
     i = np.arange(n, dtype=np.int64)
     if schema == "pair":
         return [i, (i, i, i), ((i,), i), (i, (i, i)), ((i, i),)]
+    if schema == "nested":
+        return [i, (i, i), (i, (i, i)), ((i, i, i), i), ((i,), i), (i, i, i)]
     return [(i, i), (i,), ((i, i), i)]
 
 
@@ -96,10 +133,13 @@ def _wrong_kind_batches(schema: str, n: int) -> list:
     i = np.arange(n, dtype=np.int64)
     f = np.arange(n, dtype=np.float64) + 0.5
     nones = _obj([None] * n)
-    if schema == "int":
-        return [s, u, nones]
+    if schema in ("int", "edge"):
+        return [s, u, nones, _obj([b"a"] * n)]
     if schema == "str":
         return [i, f, nones, _obj(list(range(n)))]
+    if schema == "nested":
+        return [((s, i), i), ((i, u), i), ((i, i), nones), ((i, i), _obj([2**64] * (n - 1)
+                                                                        + ["x"]))]
     return [(s, i), (i, u), (nones, i), (i, nones)]
 
 
@@ -140,7 +180,28 @@ def _accumulate(by_time: dict[int, Counter], t: int) -> dict:
 
 
 def _key(schema: str, r):
-    return r[0] if schema == "pair" else r
+    return r[0] if schema in KEYED else r
+
+
+def _extreme(acc: dict, pick) -> dict:
+    """``(key, least / greatest value with a non-zero count)`` of ``(key, value)`` records."""
+    per_key: dict = {}
+    for (k, v), _d in acc.items():
+        per_key.setdefault(k, []).append(v)
+    return {(k, pick(vs)): 1 for k, vs in per_key.items()}
+
+
+def _self_join(acc: dict) -> dict:
+    """The ``(key, value)`` records joined with themselves: ``(k, (v, w))``, diffs multiply."""
+    by_key: dict = {}
+    for (k, v), d in acc.items():
+        by_key.setdefault(k, []).append((v, d))
+    out: Counter = Counter()
+    for k, vs in by_key.items():
+        for v, d in vs:
+            for w, e in vs:
+                out[(k, (v, w))] += d * e
+    return {r: d for r, d in out.items() if d != 0}
 
 
 class HostileInput(RuleBasedStateMachine):
@@ -151,12 +212,17 @@ class HostileInput(RuleBasedStateMachine):
         self.schema = schema
         self.worker = dd.Worker()
         self.inp, coll = self.worker.new_collection()
-        keys = coll.map(lambda r: r[0], vectorized=True) if schema == "pair" else coll
+        keys = coll.map(lambda r: r[0], vectorized=True) if schema in KEYED else coll
         self.outs = {
             "input": coll.capture(),
             "count_total": keys.count_total().capture(),
             "count": coll.count().capture(),
+            "distinct": coll.distinct().capture(),
         }
+        if schema in KEYED:
+            self.outs["min_total"] = coll.min_total().capture()
+            self.outs["max_total"] = coll.max_total().capture()
+            self.outs["join"] = coll.join(coll).capture()
         # the oracle
         self.time = 0
         self.closed = False
@@ -183,6 +249,12 @@ class HostileInput(RuleBasedStateMachine):
             return acc
         if name == "count":
             return {(r, d): 1 for r, d in acc.items()}
+        if name == "distinct":
+            return {r: 1 for r in acc}
+        if name in ("min_total", "max_total"):
+            return _extreme(acc, min if name == "min_total" else max)
+        if name == "join":
+            return _self_join(acc)
         per_key: Counter = Counter()
         for r, d in acc.items():
             per_key[_key(self.schema, r)] += d
@@ -199,11 +271,18 @@ class HostileInput(RuleBasedStateMachine):
     def _record(self, data):
         return data.draw(records_of[self.schema])
 
+    def _diff(self, data, diff):
+        """``diff``, or for the edge schemas a diff near int64's ends (sums leave int64)."""
+        if self.schema in EDGE_SCHEMAS:
+            return data.draw(edge_diffs())
+        return diff
+
     # -- valid calls ---------------------------------------------------------------------------
     @precondition(lambda self: not self.closed)
     @rule(data=st.data(), diff=diffs)
     def update(self, data, diff) -> None:
         r = self._record(data)
+        diff = self._diff(data, diff)
         self.inp.update(r, diff)
         self._add_rows([r], [self.time], [diff])
 
@@ -234,6 +313,7 @@ class HostileInput(RuleBasedStateMachine):
     @rule(data=st.data(), dt=st.integers(0, 3), diff=diffs, np_time=st.booleans())
     def update_at(self, data, dt: int, diff, np_time: bool) -> None:
         r = self._record(data)
+        diff = self._diff(data, diff)
         t = self.time + dt
         self.inp.update_at(r, np.int64(t) if np_time else t, diff)
         self._add_rows([r], [t], [diff])
@@ -244,8 +324,8 @@ class HostileInput(RuleBasedStateMachine):
     def insert_columns(self, data, n: int, with_diffs: bool, with_times: bool, unicode: bool,
                        as_lists: bool) -> None:
         records = [self._record(data) for _ in range(n)]
-        ds = data.draw(st.lists(st.integers(-3, 3), min_size=n, max_size=n)) if with_diffs \
-            else [1] * n
+        each = edge_diffs() if self.schema in EDGE_SCHEMAS else st.integers(-3, 3)
+        ds = data.draw(st.lists(each, min_size=n, max_size=n)) if with_diffs else [1] * n
         ts = [self.time + dt for dt in
               data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))] if with_times \
             else [self.time] * n
@@ -265,7 +345,7 @@ class HostileInput(RuleBasedStateMachine):
         e = np.empty(0, dtype=dtype)
         shapes = [e, (e, e), (e, e, e), ((e,), e), (e, (e, e))]
         batch = shapes[which % len(shapes)]
-        fits = {"int": e, "str": e, "pair": (e, e)}[self.schema]
+        fits = {"int": e, "str": e, "edge": e, "pair": (e, e), "nested": ((e, e), e)}[self.schema]
         if self.learned and not _same_shape(batch, fits):
             self._rejected(dd.DataError, self.inp.insert_columns, batch)
             return
@@ -282,15 +362,23 @@ class HostileInput(RuleBasedStateMachine):
         idx = np.zeros(n, dtype=np.int64) if same else rng.integers(0, 5, n)
         ds = rng.choice(np.array([-1, 1, 2], dtype=np.int64), n)
         ts = self.time + rng.integers(0, 3, n)
+        pool = _obj(list(EDGE_POOL))
         if self.schema == "int":
             cols = idx - 2
         elif self.schema == "str":
             cols = np.array(STRS, dtype=object)[idx]
+        elif self.schema == "edge":
+            cols = pool[idx]
+        elif self.schema == "nested":
+            cols = ((pool[idx], idx % 2), pool[(idx + 1) % 5])
         else:
             cols = (idx - 2, idx % 2)
         self.inp.insert_columns(cols, diffs=ds, times=ts)
         if self.schema == "pair":
             records = list(zip(cols[0].tolist(), cols[1].tolist(), strict=True))
+        elif self.schema == "nested":
+            records = list(zip(zip(cols[0][0].tolist(), cols[0][1].tolist(), strict=True),
+                               cols[1].tolist(), strict=True))
         else:
             records = cols.tolist()
         self._add_rows(records, ts.tolist(), ds.tolist())
@@ -374,14 +462,21 @@ class HostileInput(RuleBasedStateMachine):
     @rule(data=st.data(), how=st.sampled_from(["update", "at", "insert"]))
     def wrong_record(self, data, how: str) -> None:
         """Records of another schema, with None in a key, lists instead of tuples."""
-        other = data.draw(st.sampled_from([s for s in SCHEMAS if s != self.schema]))
+        # (int and edge records are both numbers: one field kind, each valid for the other)
+        other = data.draw(st.sampled_from([s for s in SCHEMAS if s != self.schema
+                                           and {s, self.schema} != {"int", "edge"}]))
         bad = [data.draw(records_of[other]), None]
         if self.schema == "pair":
             k, v = data.draw(records_of["pair"])
             bad += [(None, v), (k, None), [k, v], (k, v, 0), ((k,), v), (k, (v,)), (str(k), v),
                     (k, 1.5j), (k,)]
-        elif self.schema == "int":
-            bad += [(1,), "1", b"1", 1j]
+        elif self.schema == "nested":
+            (a, b), v = data.draw(records_of["nested"])
+            bad += [(a, v), ((a, b, 0), v), ((a,), v), (a, (b, v)), ((a, b), (v,)),
+                    ((None, b), v), ((a, "x"), v), ((a, b), b"v"), ((a, b), frozenset()),
+                    [(a, b), v], ((a, b), 1j)]
+        elif self.schema in ("int", "edge"):
+            bad += [(1,), "1", b"1", 1j, frozenset({1})]
         else:
             bad += [("a",), b"a", 1.5]
         r = data.draw(st.sampled_from(bad))

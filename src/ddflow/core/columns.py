@@ -5,7 +5,11 @@ column; ``Tup`` is a tuple of sub-layouts; ``Struct`` is a frozen class rebuilt 
 (``Sum``, ``DiffPair``). The columns of a record are the leaves in depth-first order.
 
 Columns are 1-d numpy arrays: ``int64``, ``float64`` and ``bool`` for numbers, ``object`` for
-everything else (strings, None, arbitrary objects): correct, just slower.
+everything else (strings, None, arbitrary objects, ints beyond int64): correct, just slower.
+A column holds every value exactly: ints share a ``float64`` column with floats only while
+each of them is a float too (``|x| <= 2**53``), otherwise the column is ``object`` (Python
+compares ints and floats exactly). ``make_column`` and ``concat_columns`` keep this, so two
+equal-looking ints never merge and output already read never changes.
 
 Vectorized user functions see a *view* in the record's shape: a leaf is an array, a tuple is a
 tuple of views, so ``lambda e: e[0]`` means the same per record and per column.
@@ -29,12 +33,14 @@ __all__ = [
     "Leaf",
     "Struct",
     "Tup",
+    "concat_columns",
     "infer_layout",
     "layout_of_view",
     "lex_order",
     "make_column",
     "run_starts",
     "take_columns",
+    "unordered_set_message",
 ]
 
 Columns = tuple[np.ndarray, ...]
@@ -209,8 +215,16 @@ def _normalize(arr: np.ndarray, values: Sequence[Any] | None) -> np.ndarray:
     return _obj(values if values is not None else arr.tolist())
 
 
+#: every int of at most this magnitude is exactly a float64 value (and 2**53 + 1 is not)
+FLOAT_EXACT = 2**53
+
+
 def make_column(values: Sequence[Any]) -> np.ndarray:
-    """A typed column from Python values (numbers typed, everything else ``object``)."""
+    """A typed column from Python values (numbers typed, everything else ``object``).
+
+    Every value is kept exactly: numbers that numpy would only approximate in one typed
+    column (an int above 2**53 beside a float, an int beyond int64) make an ``object``
+    column."""
     if isinstance(values, np.ndarray):
         return _normalize(values, None)
     if not values:
@@ -222,7 +236,47 @@ def make_column(values: Sequence[Any]) -> np.ndarray:
         arr = np.array(values)
     except (ValueError, OverflowError, TypeError):
         return _obj(values)
+    if arr.dtype.kind == "f" and not _floats_exact(values):
+        return _obj(values)
     return _normalize(arr, values)
+
+
+def _floats_exact(values: Sequence[Any]) -> bool:
+    """Whether a float column keeps ``values`` (numbers of which numpy made one): they hold
+    a float, and every int among them has ``|x| <= 2**53`` (``concat_columns``' rule)."""
+    types = set(map(type, values))
+    if all(issubclass(t, (float, np.floating)) for t in types):
+        return True
+    if not any(issubclass(t, (float, np.floating)) for t in types):
+        return False  # ints only, some beyond int64: Python ints, not floats
+    return all(isinstance(v, (float, np.floating)) or -FLOAT_EXACT <= v <= FLOAT_EXACT
+               for v in values)
+
+
+def concat_columns(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The values of the columns ``parts``, one after another, in one column, each exactly.
+
+    Parts of one dtype are concatenated as they are (the common case: no extra work). numpy
+    would put ``int64`` beside ``float64`` into ``float64``, rounding ints above 2**53 onto
+    their neighbours; here such a mix is ``float64`` only when every int is exactly a float,
+    otherwise ``object``. Empty parts do not take part in choosing the dtype.
+    """
+    if len(parts) == 1:
+        return parts[0]
+    dtype = parts[0].dtype
+    for p in parts:
+        if p.dtype != dtype:
+            break
+    else:
+        return np.concatenate(parts)
+    parts = [p for p in parts if len(p)] or list(parts[:1])
+    kinds = {p.dtype.kind for p in parts}
+    if "f" in kinds and kinds & {"i", "u"}:
+        ints = [p for p in parts if p.dtype.kind in "iu"]
+        if not all(p.dtype.kind == "i" and int(p.min()) >= -FLOAT_EXACT
+                   and int(p.max()) <= FLOAT_EXACT for p in ints):
+            return np.concatenate([p.astype(object) for p in parts])
+    return np.concatenate(parts)
 
 
 def _as_column(v: Any, n: int) -> np.ndarray:
@@ -244,6 +298,16 @@ def take_columns(cols: Columns, idx: np.ndarray | slice) -> Columns:
 def _check_orderable(c: np.ndarray) -> None:
     if c.dtype.kind == "f" and np.isnan(c).any():
         raise DataError("NaN cannot be ordered; arranged data (keys and values) must not hold NaN")
+    if c.dtype.kind == "O" and len(c) and isinstance(c[0], (set, frozenset)):
+        # a column mixing sets with anything else fails to sort (TypeError) below
+        raise DataError(unordered_set_message(c[0]))
+
+
+def unordered_set_message(x: Any) -> str:
+    """Why a set value cannot be data, and what to use instead."""
+    return (f"{type(x).__name__} {x!r:.60} cannot be ordered: < on sets is the subset order, "
+            "not a total order, so arranged data cannot hold frozensets; use a sorted tuple "
+            "of the elements instead")
 
 
 def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
@@ -322,6 +386,8 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False, split: int | No
     """
     n = cols[0].shape[0] if cols else 0
     if n <= 1:
+        for c in cols:
+            _check_orderable(c)  # (the rows may meet others later, in a merge)
         return np.arange(n)
     live = []
     for c in cols:

@@ -11,6 +11,14 @@ an ``int64`` array (``IntDiff``, ``MinSumDiff``), a tuple of component columns (
 tuples, ``DiffPair``, ``Sum``; zero iff every component is zero), or an ``object`` array of
 user semigroup values (``ObjectDiff``: correct, per-element Python calls).
 
+Int diffs are exact integers, never wrapped: an ``IntDiff`` column is ``int64`` while its
+values fit, and an ``object`` column of Python ints when some sum, product or negation
+leaves int64. Each int64 operation first bounds its result from its inputs' largest
+magnitudes (a sum of ``n`` values of magnitude at most ``m`` stays within ``n * m``): two
+numpy reductions per column, no per-row Python. Only when the bound exceeds int64 is the
+operation redone over Python ints, and its result is narrowed back to ``int64`` when every
+value fits, so one large diff does not slow the rest of the dataflow.
+
 Values shipped here: ``Sum(value, count)`` (seed 003: zero only when both are zero, so a sum of
 0 over a non-empty group survives) and ``MinSum(value)`` (seed 002: plus is ``min``, times is
 ``+``, zero is +infinity; a monoid without subtraction).
@@ -38,9 +46,50 @@ __all__ = [
     "Sum",
     "TupleDiff",
     "diff_type_of",
+    "int_column",
+    "magnitude",
+    "narrow",
 ]
 
 MINSUM_ZERO = np.iinfo(np.int64).max
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+
+def magnitude(d: np.ndarray) -> int:
+    """The largest absolute value in a non-empty int64 column, as a Python int."""
+    if d.strides[0] == 0:  # a constant column (compact trace batches): one value
+        return abs(int(d[0]))
+    if len(d) <= 64:  # (two numpy reductions cost more than this on a few values)
+        v = d.tolist()
+        return max(max(v), -min(v))
+    return max(int(d.max()), -int(d.min()))
+
+
+def narrow(d: np.ndarray) -> np.ndarray:
+    """An ``object`` column of Python ints as ``int64`` when every value fits; any other
+    column as it is."""
+    if d.dtype != object:
+        return d
+    if not len(d):
+        return np.empty(0, dtype=np.int64)
+    if min(d) >= I64_MIN and max(d) <= I64_MAX:
+        return d.astype(np.int64)
+    return d
+
+
+def int_column(values: Sequence[int]) -> np.ndarray:
+    """A column of Python ints: ``int64``, or ``object`` if some value does not fit."""
+    try:
+        return np.asarray(values, dtype=np.int64).reshape(len(values))
+    except OverflowError:
+        out = np.empty(len(values), dtype=object)
+        out[:] = [int(v) for v in values]
+        return out
+
+
+def _wide(d: np.ndarray) -> np.ndarray:
+    """``d`` as Python ints (an ``object`` column)."""
+    return d if d.dtype == object else d.astype(object)
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -127,16 +176,19 @@ class DiffType:
         """Elementwise ``a + b`` of two diff columns of equal length."""
         raise NotImplementedError
 
-    def put(self, target: Any, idx: np.ndarray, values: Any) -> None:
-        """``target[idx] = values`` for a diff column."""
+    def put(self, target: Any, idx: np.ndarray, values: Any) -> Any:
+        """``target[idx] = values`` for a diff column; returns the column (a new one when
+        ``target`` cannot hold the values, e.g. Python ints beyond int64)."""
         target[idx] = values
+        return target
 
     # -- algebra -----------------------------------------------------------------------------
     def zero_mask(self, d: Any) -> np.ndarray:
         raise NotImplementedError
 
-    def sum_segments(self, d: Any, starts: np.ndarray) -> Any:
-        """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0)."""
+    def sum_segments(self, d: Any, starts: np.ndarray, *, bounded: bool = False) -> Any:
+        """Sum each run ``d[starts[i]:starts[i+1]]`` (``starts`` sorted, first is 0).
+        ``bounded``: the caller knows no int sum leaves int64 (its check is skipped)."""
         raise NotImplementedError
 
     def sum_groups(self, d: Any, group: np.ndarray, groups: int) -> Any:
@@ -159,8 +211,10 @@ class DiffType:
             return other, other.scale(e, d)
         raise DiffTypeError(f"cannot multiply {self.name} diffs by {other.name} diffs")
 
-    def running_sums(self, d: Any, starts: np.ndarray, base: Any) -> Any:
-        """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``."""
+    def running_sums(self, d: Any, starts: np.ndarray, base: Any, *,
+                     bounded: bool = False) -> Any:
+        """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``.
+        ``bounded``: the caller knows no int result leaves int64 (its check is skipped)."""
         raise NotImplementedError
 
     # -- single values (the per-key reference path) ------------------------------------------
@@ -196,7 +250,8 @@ def _segment_ids(starts: np.ndarray, n: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class IntDiff(DiffType):
-    """Signed 64-bit integer diffs (the default)."""
+    """Integer diffs (the default): ``int64`` columns, Python ints in ``object`` columns
+    where values leave int64 (see the module docstring); arithmetic is exact."""
 
     name: str = "int"
 
@@ -204,7 +259,7 @@ class IntDiff(DiffType):
         for v in values:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
                 raise DiffTypeError(f"diff {v!r} is not an int; this collection has int diffs")
-        return np.asarray(values, dtype=np.int64).reshape(len(values))
+        return int_column(values)
 
     def from_columns(self, cols: Any, n: int) -> np.ndarray:
         arr = np.asarray(cols)
@@ -225,7 +280,20 @@ class IntDiff(DiffType):
         return np.zeros(n, dtype=self.one(0).dtype)
 
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        if a.dtype.kind == "i" and b.dtype.kind == "i":
+            if not len(a) or magnitude(a) + magnitude(b) <= I64_MAX:
+                return a + b
+            return narrow(_wide(a) + _wide(b))
+        if a.dtype == object or b.dtype == object:
+            return narrow(a + b)
         return a + b
+
+    def put(self, target: np.ndarray, idx: np.ndarray, values: Any) -> np.ndarray:
+        if (target.dtype.kind == "i" and isinstance(values, np.ndarray)
+                and values.dtype.kind == "O"):
+            target = target.astype(object)
+        target[idx] = values
+        return target
 
     def py_plus(self, a: Any, b: Any) -> Any:
         return b if a is None else (a if b is None else a + b)
@@ -236,31 +304,55 @@ class IntDiff(DiffType):
     def py_negate(self, a: Any) -> Any:
         return -a
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
-        if len(starts) == len(d):
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
+        if len(starts) == len(d) or not len(d):
             return d
-        return np.add.reduceat(d, starts) if len(d) else d
+        if d.dtype.kind == "i":
+            # every partial sum stays within len(d) * the largest magnitude
+            if bounded or len(d) * magnitude(d) <= I64_MAX:
+                return np.add.reduceat(d, starts)
+            return narrow(np.add.reduceat(_wide(d), starts))
+        if d.dtype == object:
+            return narrow(np.add.reduceat(d, starts))
+        return np.add.reduceat(d, starts)
 
     def sum_groups(self, d: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray | None:
-        if d.dtype.kind not in "iu":
-            return None  # float sums would depend on the order; the sorted path fixes it
+        if d.dtype.kind != "i" or (len(d) and len(d) * magnitude(d) > I64_MAX):
+            # float sums would depend on the order, int sums could leave int64: the sorted
+            # path (``sum_segments``) makes both exact
+            return None
         out = np.zeros(groups, dtype=d.dtype)
-        np.add.at(out, group, d)  # exact in int64 (wraps on overflow like every int64 sum)
+        np.add.at(out, group, d)
         return out
 
     def negate(self, d: np.ndarray) -> np.ndarray:
+        if d.dtype.kind == "i" and len(d) and int(d.min()) == I64_MIN:
+            return narrow(-_wide(d))  # -(-2**63) is 2**63, beyond int64
         return -d
 
     def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
+        if d.dtype.kind == "i" and k.dtype.kind == "i":
+            if not len(d) or magnitude(d) * magnitude(k) <= I64_MAX:
+                return d * k
+            return narrow(_wide(d) * _wide(k))
+        if d.dtype == object or k.dtype == object:
+            return narrow(_wide(d) * _wide(k))
         return d * k
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
-        c = np.cumsum(d)
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         if len(d) == 0:
-            return c
+            return np.cumsum(d)
+        exact = (d.dtype.kind == "i" and base.dtype.kind == "i" and (bounded or (
+            len(d) * magnitude(d) + (magnitude(base) if len(base) else 0) <= I64_MAX)))
+        if not exact and (d.dtype.kind == "i" or d.dtype == object):
+            d, base = _wide(d), _wide(base)
+        c = np.cumsum(d)
         seg = _segment_ids(starts, len(d))
-        before = np.concatenate(([0], c))[starts]
-        return c - before[seg] + base[seg]
+        before = np.concatenate((np.zeros(1, dtype=c.dtype), c))[starts]
+        out = c - before[seg] + base[seg]
+        return out if exact else narrow(out)
 
 
 INT_DIFF = IntDiff()
@@ -286,6 +378,9 @@ class FloatDiff(IntDiff):
 
     def one(self, n: int) -> np.ndarray:
         return np.ones(n, dtype=np.float64)
+
+    def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return d * np.asarray(k, dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -337,9 +432,9 @@ class TupleDiff(DiffType):
     def add(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(p.add(x, y) for p, x, y in zip(self.parts, a, b, strict=True))
 
-    def put(self, target: tuple[Any, ...], idx: np.ndarray, values: tuple[Any, ...]) -> None:
-        for p, t, v in zip(self.parts, target, values, strict=True):
-            p.put(t, idx, v)
+    def put(self, target: tuple[Any, ...], idx: np.ndarray, values: tuple[Any, ...]
+            ) -> tuple[Any, ...]:
+        return tuple(p.put(t, idx, v) for p, t, v in zip(self.parts, target, values, strict=True))
 
     def length(self, d: tuple[Any, ...]) -> int:
         return self.parts[0].length(d[0])
@@ -358,8 +453,10 @@ class TupleDiff(DiffType):
             mask = mask & p.zero_mask(c)
         return mask
 
-    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray) -> tuple[Any, ...]:
-        return tuple(p.sum_segments(c, starts) for p, c in zip(self.parts, d, strict=True))
+    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray, *,
+                     bounded: bool = False) -> tuple[Any, ...]:
+        return tuple(p.sum_segments(c, starts, bounded=bounded)
+                     for p, c in zip(self.parts, d, strict=True))
 
     def sum_groups(self, d: tuple[Any, ...], group: np.ndarray, groups: int
                    ) -> tuple[Any, ...] | None:
@@ -377,10 +474,10 @@ class TupleDiff(DiffType):
     def scale(self, d: tuple[Any, ...], k: np.ndarray) -> tuple[Any, ...]:
         return tuple(p.scale(c, k) for p, c in zip(self.parts, d, strict=True))
 
-    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any) -> tuple[Any, ...]:
-        return tuple(
-            p.running_sums(c, starts, b) for p, c, b in zip(self.parts, d, base, strict=True)
-        )
+    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any, *,
+                     bounded: bool = False) -> tuple[Any, ...]:
+        return tuple(p.running_sums(c, starts, b, bounded=bounded)
+                     for p, c, b in zip(self.parts, d, base, strict=True))
 
     def value_layout(self) -> Layout:
         children = tuple(p.value_layout() for p in self.parts)
@@ -431,7 +528,8 @@ class MinSumDiff(DiffType):
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.minimum(a, b)
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         return np.minimum.reduceat(d, starts) if len(d) else d
 
     def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
@@ -455,7 +553,8 @@ class MinSumDiff(DiffType):
             )
         return d
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty_like(d)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
@@ -509,7 +608,8 @@ class ObjectDiff(DiffType):
             out[i] = y if x is None else (x if y is None else x.plus(y))
         return out
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty(len(starts), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -549,7 +649,8 @@ class ObjectDiff(DiffType):
             return diff_type_of(vals[0]) if vals else self, arr
         return super().multiply(d, other, e)
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray) -> np.ndarray:
+    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
+                     bounded: bool = False) -> np.ndarray:
         out = np.empty(len(d), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -611,6 +712,8 @@ def diff_column_from_view(dt: DiffType | None, view: Any, n: int) -> tuple[DiffT
     if arr.shape == () or arr.shape[0] != n:
         arr = np.broadcast_to(arr, (n,)).copy()
     if arr.dtype.kind in "iu":
+        if arr.dtype.kind == "u" and arr.size and int(arr.max()) > I64_MAX:
+            return INT_DIFF, int_column(arr.tolist())
         return INT_DIFF, arr.astype(np.int64)
     if arr.dtype.kind == "f":
         return FloatDiff(), arr.astype(np.float64)

@@ -6,6 +6,8 @@ is raised before any state changes, so the dataflow stays usable after it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "DDError",
     "DataError",
@@ -41,7 +43,16 @@ class DiffTypeError(DDError, TypeError):
 
 
 class DataError(DDError, TypeError):
-    """Data an arrangement cannot order or hash, or that does not fit the collection's shape."""
+    """Data an arrangement cannot order or hash, or that does not fit the collection's shape.
+
+    ``refused`` holds the input batches an operator refused: the worker drops them from the
+    operator's inbox (everything else is left as it was), so a later step goes on without
+    them instead of meeting them again. Empty when nothing was refused.
+    """
+
+    def __init__(self, *args: object, refused: Sequence[object] = ()) -> None:
+        super().__init__(*args)
+        self.refused = tuple(refused)
 
 
 class OperatorError(DDError, RuntimeError):

@@ -17,7 +17,15 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, Layout, lex_order, pack_small, run_starts, take_columns
+from ddflow.core.columns import (
+    Columns,
+    Layout,
+    concat_columns,
+    lex_order,
+    pack_small,
+    run_starts,
+    take_columns,
+)
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import TimeKind
@@ -55,23 +63,26 @@ class Updates:
 
 
 def concat_updates(parts: Sequence[Updates]) -> Updates:
-    """All updates of ``parts`` in one batch (same layout and diff type)."""
+    """All updates of ``parts`` in one batch (same layout and diff type); every value of
+    the data columns is kept exactly (``concat_columns``)."""
     parts = [p for p in parts if len(p)] or list(parts[:1])
     if len(parts) == 1:
         return parts[0]
     width = len(parts[0].data)
-    data = tuple(np.concatenate([p.data[i] for p in parts]) for i in range(width))
+    data = tuple(concat_columns([p.data[i] for p in parts]) for i in range(width))
     times = np.concatenate([p.times for p in parts])
     dt = parts[0].diff_type
     return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)
 
 
 def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
-                compact: bool = False) -> Updates:
+                compact: bool = False, bounded: bool = False) -> Updates:
     """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
 
     ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
-    ``split`` where the second of two runs starts. ``compact=True`` (for trace batches,
+    ``split`` where the second of two runs starts. ``bounded=True`` says the caller knows
+    no sum of int diffs leaves int64 (a merge, from its batches' bounds), which spares the
+    sums their check. ``compact=True`` (for trace batches,
     which store such columns so) returns times that are all equal as a zero-stride,
     read-only view of one row, and does not reorder an integer diff column whose diffs are
     all equal (typically all 1: inserted records).
@@ -95,7 +106,7 @@ def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
         sorted_diffs = np.broadcast_to(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
     else:
         sorted_diffs = dt.take(u.diffs, order)
-    diffs = dt.sum_segments(sorted_diffs, starts)
+    diffs = dt.sum_segments(sorted_diffs, starts, bounded=bounded)
     keep = ~dt.zero_mask(diffs)
     all_kept = bool(keep.all())
     idx = starts if all_kept else starts[keep]

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup
-from ddflow.core.diff import INT_DIFF, DiffType
+from ddflow.core.diff import INT_DIFF, DiffType, int_column
 from ddflow.core.errors import TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
@@ -27,7 +27,7 @@ from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch
-from ddflow.trace.spine import key_sums
+from ddflow.trace.spine import key_sums, sums_fit
 
 __all__ = ["CountTotal", "threshold_values"]
 
@@ -45,13 +45,13 @@ def threshold_values(op: Operator, dt: DiffType, counts: Any, mode: str,
     sub = dt.take(counts, nz)
     try:
         if vectorized:
-            out[nz] = np.asarray(f(sub), dtype=np.int64)
+            res = np.asarray(f(sub))
+            vals = res.astype(np.int64) if res.dtype.kind in "bi" else int_column(res.tolist())
         else:
-            vals = dt.to_values(sub)
-            out[nz] = np.fromiter((int(f(v)) for v in vals), np.int64, count=len(vals))
+            vals = int_column([int(f(v)) for v in dt.to_values(sub)])
     except Exception as e:
         raise user_error(op, e) from e
-    return out
+    return INT_DIFF.put(out, nz, vals)  # (Python ints where f's values leave int64)
 
 
 class CountTotal(Operator):
@@ -82,14 +82,16 @@ class CountTotal(Operator):
     def _batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
         dt = batch.diff_type
         history = self.arr.spine.batches_through(batch.desc.lower)
-        prior = key_sums(history, batch.keys, dt)
+        # counts before and during the batch are sums of these batches' diffs
+        fit = sums_fit([*history, batch])
+        prior = key_sums(history, batch.keys, dt, bounded=fit)
         starts = batch.bounds[:-1]
-        new = dt.running_sums(batch.diffs, starts, prior)
+        new = dt.running_sums(batch.diffs, starts, prior, bounded=fit)
         n = len(batch)
         # value before each row: the previous row's running value, or the prior at a key start
         prev_idx = np.arange(-1, n - 1)
         old = dt.take(new, np.maximum(prev_idx, 0))
-        dt.put(old, starts, prior)
+        old = dt.put(old, starts, prior)
         key_cols = batch.data[: self.arr.key_width]
         key_layout = self.arr.key_layout
         assert key_layout is not None
@@ -106,8 +108,11 @@ class CountTotal(Operator):
                 return None
             return Updates(cols, out_t, out_d, INT_DIFF), layout
         # distinct / threshold: output diff f(new) - f(old) on the key
-        d = (threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
-             - threshold_values(self, dt, old, self.mode, self.f, self.vectorized))
+        g_new = threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
+        g_old = threshold_values(self, dt, old, self.mode, self.f, self.vectorized)
+        # (distinct's values are 0 and 1; a threshold function's may be any ints)
+        d = g_new - g_old if self.mode == "distinct" else INT_DIFF.add(g_new,
+                                                                      INT_DIFF.negate(g_old))
         keep = np.flatnonzero(d != 0)
         if not len(keep):
             return None

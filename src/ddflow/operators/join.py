@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
-from ddflow.core.errors import DataError
+from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.operators.arrange import Arrange
@@ -73,6 +73,10 @@ class Join(Operator):
 
     def _match(self, batch: TraceBatch, others: list[TraceBatch],
                batch_is_a: bool) -> list[tuple[Updates, Layout]]:
+        if self.a.key_layout != self.b.key_layout:
+            # keys of different shapes (pairs and ints, ((1, 2), 3) and (1, (2, 3))) are
+            # never equal records, whatever their columns hold: a dict join matches none
+            return []
         out = []
         for other in others:
             rows, owner = other.rows_for(batch.keys)
@@ -98,18 +102,18 @@ class Join(Operator):
     def _emit(self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch,
               rb: np.ndarray) -> tuple[Updates, Layout]:
         kw = self.a.key_width
-        if self.b.key_width != kw:
-            raise DataError(
-                f"'{self.name}': keys of the two inputs have different shapes "
-                f"({self.a.key_layout} vs {self.b.key_layout})"
-            )
         kcols = tuple(c[ra] for c in ta.data[:kw])
         va = tuple(c[ra] for c in ta.data[kw:])
         vb = tuple(c[rb] for c in tb.data[kw:])
         times = np.maximum(ta.times[ra], tb.times[rb])
-        dt, diffs = ta.diff_type.multiply(
-            ta.diff_type.take(ta.diffs, ra), tb.diff_type, tb.diff_type.take(tb.diffs, rb)
-        )
+        da, db = ta.diff_type.take(ta.diffs, ra), tb.diff_type.take(tb.diffs, rb)
+        ma, mb = ta.diff_bound(), tb.diff_bound()  # (bounds on any row's |diff|)
+        dt: DiffType
+        if (type(ta.diff_type) is IntDiff and type(tb.diff_type) is IntDiff
+                and ma is not None and mb is not None and ma * mb <= I64_MAX):
+            dt, diffs = INT_DIFF, da * db  # int64 products that cannot leave int64
+        else:
+            dt, diffs = ta.diff_type.multiply(da, tb.diff_type, db)  # exact, checked
         kl, val, vbl = self.a.key_layout, self.a.val_layout, self.b.val_layout
         assert kl is not None and val is not None and vbl is not None
         n = len(times)

@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import lex_order
-from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType
+from ddflow.core.columns import concat_columns, lex_order
+from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType, narrow
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
@@ -377,7 +377,7 @@ def lattice_reduce(
             all_q = np.concatenate([d_q, oq])
             nv = len(d_v) if len(d_q) else len(ov)
             all_v = tuple(
-                np.concatenate([d_v[k] if len(d_q) else ov[k][:0],
+                concat_columns([d_v[k] if len(d_q) else ov[k][:0],
                                 ov[k] if len(oq) else d_v[k][:0]])
                 for k in range(nv)
             )
@@ -443,15 +443,17 @@ def _desired(mode: str, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...], isu
     if mode == "top_k":
         # The k least values of each key, with their multiplicities (a value counted c
         # times fills c places): exclusive running counts within each key pick them.
-        counts = np.asarray(isum, dtype=np.int64)
+        counts = isum  # an int diff column: int64, or Python ints beyond it
         if (counts < 0).any():
             raise DataError("top_k needs non-negative accumulated counts")
         k = int(f)  # type: ignore[call-overload]
+        if counts.dtype == object or int(counts.sum(dtype=np.float64)) >= 2**62:
+            counts = counts.astype(object)  # running counts in Python ints: exact
         run = np.cumsum(counts)
         group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
         before = run - counts - (run[group_start] - counts[group_start])
         keep = np.flatnonzero(before < k)
-        take = np.minimum(counts[keep], k - before[keep])
+        take = narrow(np.minimum(counts[keep], k - before[keep]))
         return iq[keep], tuple(c[keep] for c in iv), take
     totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
     qs = iq[starts]

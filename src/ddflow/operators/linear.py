@@ -18,7 +18,7 @@ import numpy as np
 
 from ddflow.core.columns import Layout, infer_layout, layout_of_view
 from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
-from ddflow.core.errors import DiffTypeError, OperatorError
+from ddflow.core.errors import DataError, DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate, split_complete
 from ddflow.runtime.worker import Operator, Stream, Worker
@@ -225,15 +225,42 @@ class Negate(_PerBatch):
         return Updates(u.data, u.times, dt.negate(u.diffs), dt), self.in_layout
 
 
-class Concat(_PerBatch):
+class Concat(Operator):
+    """The updates of every input, as they arrive. All inputs must hold records of one shape
+    (the first batch through fixes it): a batch of another shape is refused with a
+    ``DataError`` naming both shapes (the worker drops it; later batches flow on)."""
+
     name = "concat"
 
     def __init__(self, worker: Worker, streams: Sequence[Stream], name: str | None = None) -> None:
         super().__init__(worker, streams, name)
 
-    def apply(self, u: Updates) -> tuple[Updates, Layout | None]:
-        layouts = [s.layout for s in self.inputs if s.layout is not None]
-        return u, layouts[0] if layouts else None
+    def run(self, frontier: Antichain) -> None:
+        layout = self.output.layout
+        out: list[tuple[Updates, Layout | None]] = []
+        refused: list[tuple[int, Updates, Layout | None]] = []
+        for port, q in enumerate(self.inbox):
+            lay = self.inputs[port].layout
+            for u in q:
+                if layout is None:
+                    layout = lay
+                if lay == layout:
+                    out.append((u, lay))
+                else:
+                    refused.append((port, u, lay))
+        if refused:
+            port, _u, lay = refused[0]
+            n = sum(len(u) for _p, u, _l in refused)
+            raise DataError(
+                f"'{self.name}' got records of shape {lay} from its input {port}, but the "
+                f"collection holds records of shape {layout}: the collections a concat joins "
+                "must have one record shape (map them to one first). The batch was refused "
+                f"({n} updates not taken in); other batches go on.",
+                refused=[u for _p, u, _l in refused])
+        for port in range(len(self.inbox)):
+            self.inbox[port] = []
+        for u, lay in out:
+            self.output.push(u, lay)
 
 
 class Inspect(_PerBatch):

@@ -4,7 +4,8 @@ with work per batch that grows with the batch, not with the key's history (seed 
 Records are ``(key, val)`` with int diffs; the output is ``(key, least val)`` among the
 values whose accumulated count is non-zero (DD's meaning, as ``min``; negative counts
 included), one record per key with diff 1, replaced by ``-1`` old / ``+1`` new at each time
-the answer changes. ``max_total`` runs the same on negated (numeric) values.
+the answer changes. ``max_total`` runs the same on values mapped to the reverse order:
+``~x`` for ints and bools (``-x`` would overflow at -2**63), ``-x`` for floats.
 
 Why a plain ``reduce`` degrades (seed 003): it re-reads every value of a touched key, so a
 hot key's cost grows with everything it ever received. Here, per touched key with previous
@@ -36,6 +37,13 @@ key lookups as any arrangement; a dict would cost a Python operation per key. Th
 ``(key, val)`` indexes of history batches are cached per batch (built once, dropped with
 the batch when the spine merges it).
 
+The vectorized path needs columns it can compare exactly and counts that stay in int64: a
+field held with one dtype throughout (not int64 in one batch and Python ints or floats in
+another), values ``max`` can reverse (int64, bool, float64) and batches whose diffs cannot
+add up beyond int64 for any key (``sums_fit``, from the batches' bounds). Anything
+else takes the reference path, ``_reference``: each touched key's counts recomputed from its
+whole history in Python, then the batch's times walked in order. Slower, exact.
+
 Instrumentation: ``rows_read`` counts history rows read by the scans and count lookups
 (tests use it to show the work does not grow with history).
 """
@@ -54,7 +62,7 @@ from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.operators.arrange import Arrange
 from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index, ranges_to_indices
-from ddflow.trace.spine import Spine
+from ddflow.trace.spine import Spine, sums_fit
 
 __all__ = ["MinMaxTotal"]
 
@@ -133,11 +141,16 @@ class MinMaxTotal(Operator):
         return out
 
     def _vals(self, col: np.ndarray) -> np.ndarray:
+        """Values in the order the path works in: as they are for ``min``, reversed for
+        ``max`` (``~x`` for ints and bools, exact at -2**63; ``-x`` for floats). Mapping
+        twice gives the values back."""
         if self.mode == "min":
             return col
-        if col.dtype.kind not in "iuf":
-            raise DataError(f"max_total needs numeric values (got {col.dtype}); use max()")
-        return -col
+        if col.dtype.kind in "ib":
+            return ~col
+        if col.dtype.kind == "f":
+            return -col
+        raise DataError(f"max_total needs numeric values (got {col.dtype}); use max()")
 
     # -- driver ----------------------------------------------------------------------------------
     def run(self, frontier: Antichain) -> None:
@@ -175,7 +188,9 @@ class MinMaxTotal(Operator):
         if not len(nb):
             return None
         history = self.arr.spine.batches_through(lower)
-        vals = self._vals(nb.data[kw])  # in sort order (negated for max)
+        if not self._vectorizable(nb, history):
+            return self._reference(nb, history)
+        vals = self._vals(nb.data[kw])  # in sort order (reversed for max)
         # touched pairs (key, val), sorted: rows of nb are sorted by (key, val, time)
         # (for max the negated values sort the other way, so sort the pairs again)
         pcols = list(nb.data[:kw]) + [vals]
@@ -225,6 +240,96 @@ class MinMaxTotal(Operator):
             q = rp[need]
             hist[need] = self._counts(history, [c[q] for c in pairs[:kw]], pvals[q])
         return self._walk(nb, rp, hist, row_pair, pair_key, pvals, keys, unt, has_unt)
+
+    def _vectorizable(self, nb: TraceBatch, history: list[TraceBatch]) -> bool:
+        """Whether the vectorized path is exact here (see the module docstring): one dtype
+        per key and value column in the batch, the history and the output, values ``max``
+        can reverse, and int64 diffs whose sums cannot leave int64."""
+        kw = self.arr.key_width
+        dtypes = [c.dtype for c in nb.data[: kw + 1]]
+        if self.mode == "max" and dtypes[kw].kind not in "ibf":
+            numbers = dtypes[kw].kind == "O" and all(
+                issubclass(t, (int, float, np.number)) for t in set(map(type, nb.data[kw])))
+            if not numbers:
+                raise DataError(f"'{self.name}' needs numeric values (got {dtypes[kw]}); "
+                                "use max()")
+            return False  # Python ints beyond int64 (or beside floats): the reference path
+        if not sums_fit([*history, nb]):  # (counts are sums of one key's diffs)
+            return False
+        for b in history:
+            if [c.dtype for c in b.data[: kw + 1]] != dtypes:
+                return False
+        return all([c.dtype for c in b.data[: kw + 1]] == dtypes
+                   for b in self.out_spine.batches())
+
+    def _reference(self, nb: TraceBatch, history: list[TraceBatch]) -> Updates | None:
+        """The output changes for batch ``nb``, in Python: each touched key's counts per
+        value from its whole history (exact ints, values compared as Python compares them),
+        its answer before the batch, then the batch's rows in time order, the answer
+        recomputed for each key touched at each time."""
+        kw = self.arr.key_width
+        kl, vl = self.arr.key_layout, self.arr.val_layout
+        assert kl is not None and vl is not None
+        nk = nb.num_keys
+        counts: list[dict[Any, int]] = [{} for _ in range(nk)]
+        hist_u, owner = self.arr.spine.gather(nb.keys, history)
+        if hist_u is not None:
+            self.rows_read += len(hist_u)
+            for o, v, d in zip(owner.tolist(), vl.to_records(hist_u.data[kw:], len(hist_u)),
+                               hist_u.diff_type.to_values(hist_u.diffs), strict=True):
+                counts[o][v] = counts[o].get(v, 0) + d
+        pick = min if self.mode == "min" else max
+
+        def answer(c: dict[Any, int]) -> list[Any]:
+            live = [v for v, n in c.items() if n != 0]
+            if not live:
+                return []
+            try:
+                return [pick(live)]
+            except TypeError as e:
+                raise DataError(f"'{self.name}': values of one key cannot be ordered ({e})"
+                                ) from e
+
+        current = [answer(c) for c in counts]
+        keys = kl.to_records(tuple(c[nb.bounds[:-1]] for c in nb.data[:kw]), nk)
+        row_key = np.repeat(np.arange(nk), np.diff(nb.bounds)).tolist()
+        vals = vl.to_records(nb.data[kw:], len(nb))
+        diffs = nb.diff_type.to_values(nb.diffs)
+        times = nb.times[:, 0].tolist()
+        recs: list[tuple[Any, Any]] = []
+        out_t: list[int] = []
+        out_d: list[int] = []
+        rows = sorted(range(len(nb)), key=times.__getitem__)
+        for i, row in enumerate(rows):
+            k = row_key[row]
+            counts[k][vals[row]] = counts[k].get(vals[row], 0) + diffs[row]
+            t = times[row]
+            if i + 1 < len(rows) and times[rows[i + 1]] == t:
+                continue
+            # the end of time t: every key touched at t gets its new answer
+            j = i
+            touched = set()
+            while j >= 0 and times[rows[j]] == t:
+                touched.add(row_key[rows[j]])
+                j -= 1
+            for k in sorted(touched):
+                new = answer(counts[k])
+                if new == current[k]:
+                    continue
+                for v in current[k]:
+                    recs.append((keys[k], v))
+                    out_t.append(t)
+                    out_d.append(-1)
+                for v in new:
+                    recs.append((keys[k], v))
+                    out_t.append(t)
+                    out_d.append(1)
+                current[k] = new
+        if not recs:
+            return None
+        cols = Tup((kl, vl)).to_columns(recs)
+        return consolidate(Updates(cols, np.array(out_t, dtype=np.int64).reshape(-1, 1),
+                                   np.array(out_d, dtype=np.int64), INT_DIFF))
 
     def _walk(self, nb: TraceBatch, rp: np.ndarray, cnt: np.ndarray, row_pair: np.ndarray,
               pair_key: np.ndarray, pvals: np.ndarray, keys: list[np.ndarray],
@@ -345,7 +450,7 @@ class MinMaxTotal(Operator):
     def _rows(self, keys: list[np.ndarray], k: np.ndarray, v: np.ndarray, t: int,
               sign: int) -> Updates:
         n = len(k)
-        vcol = v if self.mode == "min" else -v
+        vcol = self._vals(v)  # (reversing twice gives the values back)
         return Updates(tuple(c[k] for c in keys) + (vcol,), np.full((n, 1), t, np.int64),
                        np.full(n, sign, np.int64), INT_DIFF)
 

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Tup, infer_layout, lex_order, run_starts
+from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_order, run_starts
 from ddflow.core.diff import INT_DIFF, DiffType, MinSumDiff, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
@@ -39,8 +39,8 @@ from ddflow.operators.count_total import threshold_values
 from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
 from ddflow.runtime.worker import Operator, Worker
-from ddflow.trace.batch import Description, TraceBatch, key_index
-from ddflow.trace.spine import Spine, key_sums
+from ddflow.trace.batch import Description, TraceBatch, comparable, key_index
+from ddflow.trace.spine import Spine, key_sums, sums_fit
 
 __all__ = ["Reduce"]
 
@@ -185,9 +185,10 @@ class Reduce(Operator):
             nb = TraceBatch.build(kw, u, batches[0].desc)
         spine = self.arr.spine
         history = [b for b in spine.batches_through(lower)]
-        prior = key_sums(history, nb.keys, dt)
+        fit = sums_fit([*history, nb])
+        prior = key_sums(history, nb.keys, dt, bounded=fit)
         starts = nb.bounds[:-1]
-        new = dt.running_sums(nb.diffs, starts, prior)
+        new = dt.running_sums(nb.diffs, starts, prior, bounded=fit)
         n = len(nb)
         not_first = np.ones(n, dtype=bool)
         not_first[starts] = False
@@ -199,7 +200,8 @@ class Reduce(Operator):
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
             cur_t = times[starts][owner]
-            parts.append(Updates(cur.data, cur_t, -cur.diffs, cur.diff_type))
+            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs),
+                                 cur.diff_type))
         old = dt.take(new, prev_rows - 1)
         if self.mode == "count":
             if self.out_val_layout is None:
@@ -216,7 +218,7 @@ class Reduce(Operator):
             g_old = threshold_values(self, dt, old, self.mode, self.f)
             parts.append(Updates(tuple(key_cols), times, g_new, INT_DIFF))
             parts.append(Updates(tuple(c[prev_rows] for c in key_cols), times[prev_rows],
-                                 -g_old, INT_DIFF))
+                                 INT_DIFF.negate(g_old), INT_DIFF))
         return consolidate(concat_updates(parts))
 
     # -- any lattice, built-in reducers: over columns ---------------------------------------------
@@ -241,20 +243,21 @@ class Reduce(Operator):
         pk = self.pend_keys
         if pk is not None and len(due_rows):
             key_parts.append(tuple(c[due_rows] for c in pk))
-        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
         order = lex_order(kcols)
         kcols = tuple(c[order] for c in kcols)
         starts = run_starts(kcols, len(order))
         probe_cols = tuple(c[starts] for c in kcols)
         probe = key_index(probe_cols)
-        c_owner = [np.searchsorted(probe, key_index(p)) for p in key_parts[: len(batches)]]
+        c_owner = [np.searchsorted(*comparable(probe, key_index(p)))
+                   for p in key_parts[: len(batches)]]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
-            pidx = key_index(pk)
-            pos = np.searchsorted(probe, pidx)
+            sprobe, pidx = comparable(probe, key_index(pk))
+            pos = np.searchsorted(sprobe, pidx)
             posc = np.minimum(pos, len(probe) - 1)
-            hit = probe[posc] == pidx
+            hit = np.asarray(sprobe[posc] == pidx, dtype=bool)
             c_owner.append(pos[hit])
             c_times.append(self.pend_times[hit])
             keep_pending = ~hit
@@ -291,7 +294,7 @@ class Reduce(Operator):
             new_keys.append(tuple(c[pend_o] for c in probe_cols))
             new_times.append(pend_t)
         if new_keys:
-            nk = tuple(np.concatenate([p[i] for p in new_keys]) for i in range(kw))
+            nk = tuple(concat_columns([p[i] for p in new_keys]) for i in range(kw))
             return out, (nk, np.concatenate(new_times))
         return out, (None, np.zeros((0, dim), dtype=np.int64))
 
@@ -365,7 +368,7 @@ class Reduce(Operator):
             key_parts.append(tuple(new_u.data[:kw]))
         if due:
             key_parts.append(kl.to_columns(due))
-        kcols = tuple(np.concatenate([p[i] for p in key_parts]) for i in range(kw))
+        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
         order = lex_order(kcols) if kw else np.arange(0)
         kcols = tuple(c[order] for c in kcols)
         starts = run_starts(kcols, len(order))
@@ -392,7 +395,7 @@ class Reduce(Operator):
         outputs = grouped(out_u, out_owner, out_vl) if out_u is not None else [[] for _ in keys]
         new_times: list[set[Flat]] = [set() for _ in range(nk)]
         if new_u is not None:
-            pos = np.searchsorted(probe, key_index(tuple(new_u.data[:kw])))
+            pos = np.searchsorted(*comparable(probe, key_index(tuple(new_u.data[:kw]))))
             for p, t in zip(pos.tolist(), new_u.times.tolist(), strict=True):
                 new_times[p].add(tuple(t))
         pending = {k: set(ts) for k, ts in self.pending.items()}

@@ -3,11 +3,15 @@
 A keyed operator (arrange, and through it join, reduce, count, ...) must see every update of
 a key on one worker; the owner of a key is ``stable_hash(key) % peers``. The hash must be the
 same in every process (Python's ``hash`` of a string is salted per process), so it is
-computed here from the values: int, bool and integral float columns by a 64-bit mix of the
-value (so ``1`` and ``1.0``, equal as data, have one owner), other floats by their bits,
-strings by BLAKE2b of their UTF-8 bytes, tuples by combining their parts. Only objects of
-other types fall back to ``hash()``, which is stable across processes only with a fixed
-``PYTHONHASHSEED``.
+computed here from the values. Equal data must have one owner whatever its type (as
+``hash(2**64) == hash(2.0**64)`` in Python), so a number's code depends on its value only:
+an integral value within int64 is coded by that int (``1``, ``1.0``, ``True`` alike), any
+other value a float holds exactly by the float's bits (``2**64`` and ``2.0**64`` alike), an
+int beyond int64 that no float equals by its low 64 bits. Int64, bool and float columns are
+coded vectorized; the same rule per value codes object columns (Python ints beyond int64,
+ints mixed with floats, ``Decimal``, ``Fraction``). Strings are coded by BLAKE2b of their
+UTF-8 bytes, tuples by combining their parts. Only objects of other types fall back to
+``hash()``, which is stable across processes only with a fixed ``PYTHONHASHSEED``.
 
 Combining: before sending, an exchange consolidates its updates when that pays (DD leaves
 this to the operator; here it is adaptive): updates at equal ``(data, time)`` are added up,
@@ -25,6 +29,7 @@ is complete on every worker.
 from __future__ import annotations
 
 import hashlib
+import numbers
 import struct
 from typing import Any
 
@@ -68,14 +73,43 @@ def _float_code(x: float) -> int:
     return int(struct.unpack("<Q", struct.pack("<d", x + 0.0))[0])
 
 
+def _int_code(v: int) -> int:
+    """An int's code: itself within int64; beyond, the code of the float equal to it if
+    there is one (``2**64`` and ``2.0**64`` are equal data), else its low 64 bits."""
+    if -(2**63) <= v < 2**63:
+        return v & _MASK
+    try:
+        f = float(v)
+    except OverflowError:
+        return v & _MASK
+    return _float_code(f) if f == v else v & _MASK
+
+
+def _number_code(x: numbers.Number) -> int:
+    """The code of a number of another type (``Decimal``, ``Fraction``) by its value: that
+    of the int or float equal to it, else Python's hash (value-based and unsalted for
+    numbers)."""
+    try:
+        i = int(x)  # type: ignore[call-overload]
+        if i == x:
+            return _int_code(i)
+        f = float(x)  # type: ignore[arg-type]
+        if f == x:
+            return _float_code(f)
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return hash(x) & _MASK
+
+
 def stable_hash(x: Any) -> int:
-    """The value code of one field; equal to what ``hash_columns`` computes per element."""
+    """The value code of one field; equal to what ``hash_columns`` computes per element, and
+    equal for equal numbers of any type."""
     if x is None:
         return _NONE_CODE
     if isinstance(x, (bool, np.bool_)):
         return int(x)
     if isinstance(x, (int, np.integer)):
-        return int(x) & _MASK
+        return _int_code(int(x))
     if isinstance(x, (float, np.floating)):
         return _float_code(float(x))
     if isinstance(x, str):
@@ -95,6 +129,8 @@ def stable_hash(x: Any) -> int:
     fields = getattr(x, "__dataclass_fields__", None)
     if fields is not None:  # e.g. Product: hash its fields in order
         return stable_hash(tuple(getattr(x, f) for f in fields))
+    if isinstance(x, numbers.Number):
+        return _number_code(x)
     return hash(x) & _MASK
 
 
@@ -108,7 +144,7 @@ def _column_codes(c: np.ndarray) -> np.ndarray:
         return c.astype(np.uint64)
     if kind == "f":
         f = c.astype(np.float64) + 0.0  # -0.0 becomes 0.0
-        integral = (np.floor(f) == f) & (np.abs(f) < 2.0**63)
+        integral = (np.floor(f) == f) & (f >= -(2.0**63)) & (f < 2.0**63)  # as _float_code
         codes = f.view(np.uint64).copy()
         if integral.any():
             codes[integral] = f[integral].astype(np.int64).view(np.uint64)

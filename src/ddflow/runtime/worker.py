@@ -8,7 +8,9 @@ upstream operators' output frontiers, and an input session's frontier is ``{its 
 one vectorized batch however many distinct times it holds.
 
 A step is transactional per operator: an operator that raises leaves its inbox as it was and
-has pushed nothing, so the error reaches the caller and the dataflow stays usable.
+has pushed nothing, so the error reaches the caller and the dataflow stays usable. Only
+batches it refuses (a ``DataError`` naming them in ``refused``, e.g. records of another
+shape reaching a ``concat``) are dropped, so a later step does not meet them again.
 
 Several workers: a worker built with a communicator (``ddflow.runtime.comm``) is one of
 ``peers`` workers that each host the same dataflow for a share of the keys. Keyed operators
@@ -31,7 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Leaf, Tup, infer_layout, layout_of_view
+from ddflow.core.columns import (
+    Layout,
+    Leaf,
+    Tup,
+    infer_layout,
+    layout_of_view,
+    unordered_set_message,
+)
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import (
     DataError,
@@ -374,6 +383,8 @@ class InputSession:
                 raise DataError(
                     "a column holds tuples; give a tuple of columns (one per field) instead"
                 )
+            if issubclass(t, (set, frozenset)):
+                raise DataError(unordered_set_message(next(v for v in c if type(v) is t)))
             if t.__hash__ is None:
                 raise DataError(
                     f"a column holds {t.__name__} values, which cannot be hashed; records must "
@@ -503,6 +514,8 @@ def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
             raise DataError("NaN cannot be ordered; records must not hold NaN")
         out.append("num")
         return
+    if isinstance(x, (set, frozenset)):
+        raise DataError(unordered_set_message(x))
     try:
         hash(x)
     except TypeError as e:
@@ -699,8 +712,10 @@ class Worker:
         saved = [list(q) for q in op.inbox]
         try:
             op.run(f)
-        except BaseException:
-            op.inbox = saved
+        except BaseException as e:
+            refused = {id(u) for u in getattr(e, "refused", ())}
+            op.inbox = [[u for u in q if id(u) not in refused] for q in saved] if refused \
+                else saved
             raise
         new = op.output_frontier(f)
         changed = busy or new != op.frontier

@@ -14,6 +14,11 @@ Invariants:
 * a ``Schedule`` assigns every update of every input to a round; within a round, each
   update's time is ``>=`` the meet of that input's updates not yet sent, so a session advanced
   to that meet between rounds never receives an update before its time.
+
+Edge values (``edge_ints``, ``edge_numbers``, ``edge_diffs``) are the other end: numbers where
+typed columns stop being exact (int64's ends, 2**53 where floats stop holding every int,
+ints beyond int64, floats equal to ints, bools equal to 0 and 1), for tests that values are
+kept exactly and diffs never wrap.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from ddflow import Product
 __all__ = [
     "Schedule",
     "data_for",
+    "edge_diffs",
+    "edge_ints",
+    "edge_numbers",
     "int_times",
     "key_vals",
     "nested_product_times",
@@ -54,6 +62,34 @@ def scalars(max_value: int = 4) -> st.SearchStrategy[int]:
 def key_vals(max_key: int = 2, max_val: int = 3) -> st.SearchStrategy[tuple[int, int]]:
     """Key-value records ``(k, v)`` over a small grid."""
     return st.tuples(st.integers(0, max_key), st.integers(0, max_val))
+
+
+I64_MIN, I64_MAX = -(2**63), 2**63 - 1
+
+#: ints at the edges of int64 and of the ints a float64 holds exactly, and beyond int64
+EDGE_INTS = (I64_MIN, I64_MIN + 1, -(2**62), -(2**53) - 1, -(2**53), -1, 0, 1, 2, 2**53,
+             2**53 + 1, 2**62, I64_MAX - 1, I64_MAX, 2**63, 2**64, 2**64 + 1, -(2**64),
+             2**70 + 1, -(2**70))
+#: floats equal to some edge ints, and others
+EDGE_FLOATS = (0.5, -0.5, 0.0, 1.0, 2.0**53, 2.0**53 + 2, 2.0**63, -(2.0**63), 2.0**64,
+               1e300)
+
+
+def edge_ints(*, beyond: bool = True) -> st.SearchStrategy[int]:
+    """Ints near int64's ends and 2**53 (and, with ``beyond``, outside int64)."""
+    vals = EDGE_INTS if beyond else tuple(v for v in EDGE_INTS if I64_MIN <= v <= I64_MAX)
+    return st.sampled_from(vals) | st.integers(-3, 3)
+
+
+def edge_numbers() -> st.SearchStrategy[Any]:
+    """Edge ints, floats (some equal to those ints) and bools: one numeric field kind."""
+    return edge_ints() | st.sampled_from(EDGE_FLOATS) | st.booleans()
+
+
+def edge_diffs() -> st.SearchStrategy[int]:
+    """Int diffs a session accepts (within int64) whose sums and products leave int64."""
+    return st.sampled_from((I64_MIN, I64_MAX, 2**62, -(2**62), 2**32, -(2**32))) | \
+        st.integers(-3, 3)
 
 
 def data_for(kind: str) -> st.SearchStrategy[Any]:

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Columns, run_starts
-from ddflow.core.diff import DiffType
+from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
 
@@ -46,8 +46,10 @@ __all__ = [
     "TraceBatch",
     "buffer_nbytes",
     "compact_column",
+    "comparable",
     "is_zero_stride",
     "key_index",
+    "merged_bound",
     "merged_lineage",
     "ranges_to_indices",
 ]
@@ -83,6 +85,43 @@ def key_index(cols: Sequence[np.ndarray]) -> np.ndarray:
     out = np.empty(n, dtype=object)
     out[:] = list(zip(*[c.tolist() for c in cols], strict=True))
     return out
+
+
+def comparable(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Key indexes ``a`` and ``b`` in forms numpy compares exactly with each other: as they
+    are when their dtypes agree, else both as Python values (tuples for several columns),
+    which keep the order of sorted numeric indexes and compare ints and floats exactly."""
+    if a.dtype == b.dtype:
+        return a, b
+    return _as_objects(a), _as_objects(b)
+
+
+def _as_objects(a: np.ndarray) -> np.ndarray:
+    if a.dtype == object:
+        return a
+    out = np.empty(len(a), dtype=object)
+    out[:] = a.tolist()  # a structured index gives tuples of Python numbers
+    return out
+
+
+def merged_bound(parts: Sequence[TraceBatch]) -> int | None:
+    """The ``diff_bound`` of a merge of ``parts``: the sum of theirs (None if one has none)."""
+    total = 0
+    for p in parts:
+        b = p.diff_bound()
+        if b is None:
+            return None
+        total += b
+    return total
+
+
+def _column_magnitude(d: Any) -> int | None:
+    """The largest ``|value|`` of an int64 column; 0 for float64; None for other columns."""
+    if not isinstance(d, np.ndarray) or d.dtype.kind not in "if":
+        return None
+    if d.dtype.kind == "f" or not len(d):
+        return 0
+    return magnitude(d)
 
 
 def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -213,7 +252,7 @@ class TraceBatch:
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "uid", "lineage",
+        "_index", "_bound", "uid", "lineage",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -233,6 +272,7 @@ class TraceBatch:
         self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
+        self._bound: int | None = None
         self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
         # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
         self.lineage: tuple[Any, ...] | None = None
@@ -292,12 +332,39 @@ class TraceBatch:
     def updates(self) -> Updates:
         return Updates(self.data, self.times, self.diffs, self.diff_type)
 
+    def diff_bound(self) -> int | None:
+        """An upper bound on the sum of ``|diff|`` over the rows of any one key: so also on
+        any row's ``|diff|`` and on any sum of one key's diffs. It covers int64 diff columns
+        and the int components of tuple diffs (float components do not wrap, and count as
+        0); None when some column is neither int64 nor float64 (Python ints beyond int64,
+        user objects). Readers use it to prove that sums and products cannot leave int64.
+
+        Computed once, as rows per key times the largest ``|diff|``, unless a merge handed
+        it down: the merge of batches holds, per key, sums of their rows, so the sum of
+        their bounds bounds it too, without a pass over the merged diffs."""
+        if self._bound is None:
+            mags = [_column_magnitude(c) for c in
+                    (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))]
+            if any(m is None for m in mags):
+                return None
+            mag = max([0, *(m for m in mags if m is not None)])
+            n, nk = len(self), len(self.bounds) - 1
+            run = (0 if not mag or not nk else 1 if nk == n  # (one row per key: common)
+                   else int(np.diff(self.bounds).max()))
+            self._bound = run * mag
+        return self._bound
+
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
         nk = self.keys.shape[0]
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
+        if probe.dtype != self.keys.dtype:
+            # Keys of another representation (an int64 column beside floats or Python ints,
+            # a structured key beside tuples, two keys of different shapes): numpy would
+            # compare them after a lossy cast, or not at all. Equal means equal in Python.
+            return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
         table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
@@ -311,9 +378,14 @@ class TraceBatch:
             hit = inside[ok]
             kpos = kp[ok].astype(np.int64)
         else:
-            pos = np.searchsorted(self.keys, probe)
+            try:
+                pos = np.searchsorted(self.keys, probe)
+            except TypeError:
+                # object keys of types that do not compare (str and bytes, ...): none of them
+                # are equal either, as a dict lookup tells
+                return self._rows_small(probe)
             clipped = np.minimum(pos, nk - 1)
-            found = (pos < nk) & (self.keys[clipped] == probe)
+            found = (pos < nk) & np.asarray(self.keys[clipped] == probe, dtype=bool)
             hit = np.flatnonzero(found)
             kpos = pos[hit]
         if self.bounds.shape[0] - 1 == self.times.shape[0]:  # one row per key
@@ -322,8 +394,10 @@ class TraceBatch:
         return rows, hit[owner]
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``rows_for`` with a dict, for a batch and a probe of a few keys each (numpy's
-        per-call cost dominates there: one-update rounds leave many such batches)."""
+        """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
+        per-call cost dominates there: one-update rounds leave many such batches), and for
+        probe keys numpy cannot compare exactly with this batch's (a dict matches keys that
+        are equal in Python: ``1 == 1.0``, never ``"a" == b"a"``)."""
         index = self._index
         if index is None:
             index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}
@@ -346,7 +420,7 @@ class TraceBatch:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "lineage")}
+                 if k not in ("_table", "_index", "_bound", "lineage")}
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -356,6 +430,7 @@ class TraceBatch:
             setattr(self, k, _unpack(v) if k in ("data", "times", "diffs") else v)
         self._table = None
         self._index = None
+        self._bound = None
         self.lineage = None
 
     def __repr__(self) -> str:

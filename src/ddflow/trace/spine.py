@@ -23,12 +23,19 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import take_columns
+from ddflow.core.diff import I64_MAX, FloatDiff, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, buffer_nbytes, merged_lineage
+from ddflow.trace.batch import (
+    Description,
+    TraceBatch,
+    buffer_nbytes,
+    merged_bound,
+    merged_lineage,
+)
 
-__all__ = ["Spine", "TraceHandle", "key_sums"]
+__all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
 
 
 class _Merge:
@@ -42,6 +49,9 @@ class _Merge:
         self.result: TraceBatch | None = None
         self.size = len(a) + len(b)
         self.credit = 0
+        # sums of a key's rows in the merge cannot leave int64 when the bounds say so
+        self.bound = merged_bound([a, b])
+        self.bounded = self.bound is not None and self.bound <= I64_MAX
 
     def _chunk(self, ka_end: int, kb_end: int) -> None:
         a, b = self.a, self.b
@@ -52,7 +62,7 @@ class _Merge:
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
             split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
-            u = consolidate(u, runs=True, split=split)
+            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
             if len(u):
                 self.chunks.append(u)
         self.ka, self.kb = ka_end, kb_end
@@ -64,7 +74,11 @@ class _Merge:
         while self.result is None:
             if fuel <= 0:
                 return False
-            if self.ka >= na or self.kb >= nb or fuel >= self.size:
+            if (self.ka >= na or self.kb >= nb or fuel >= self.size
+                    or a.keys.dtype != b.keys.dtype):
+                # (keys of two representations, e.g. int64 and Python ints, are not
+                # compared to cut chunks: the whole merge is one chunk, made exact by
+                # ``concat_columns``)
                 self._chunk(na, nb)
                 fuel = 0
                 self._finish()
@@ -106,6 +120,8 @@ class _Merge:
                 a.diff_type,
             )
         self.result = TraceBatch(a.key_width, u, desc)
+        if self.bounded:  # (else computed from the merged rows when asked: maybe smaller)
+            self.result._bound = self.bound
         self.result.lineage = merged_lineage((a, b), self.since)
         self.chunks = []
 
@@ -121,9 +137,12 @@ def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
     """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
     u = concat_updates([b.updates() for b in batches])
     u = u.with_times(columns_advance_by(u.times, since.arr))
-    u = consolidate(u, runs=True)
+    bound = merged_bound(batches)
+    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
     desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
     out = TraceBatch(batches[0].key_width, u, desc)
+    if bound is not None and bound <= I64_MAX:
+        out._bound = bound
     out.lineage = merged_lineage(batches, since)
     return out
 
@@ -338,21 +357,66 @@ class Spine:
         return total
 
 
-def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any) -> Any:
-    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``."""
-    acc = dt.zeros(probe.shape[0])
+def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
+             bounded: bool | None = None) -> Any:
+    """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``.
+
+    Exact for every diff type. Numeric diff columns whose per-key sums provably stay in
+    int64 (``bounded``, computed with ``sums_fit`` unless given) are added with plain numpy
+    arithmetic, without the checks of ``IntDiff``'s operations."""
+    if bounded is None:
+        bounded = sums_fit(batches)
+    if not (bounded and _numeric(dt)):
+        acc = dt.zeros(probe.shape[0])
+        for b in batches:
+            found = _key_rows(b, probe)
+            if found is not None:
+                rows, starts, keys = found
+                sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
+                acc = dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
+        return acc
+    tuple_diff = isinstance(dt, TupleDiff)
+    zeros = dt.zeros(probe.shape[0])
+    accs = list(zeros) if tuple_diff else [zeros]
     for b in batches:
-        rows, owner = b.rows_for(probe)
-        if not len(rows):
+        found = _key_rows(b, probe)
+        if found is None:
             continue
-        flags = np.empty(len(owner), dtype=bool)
-        flags[0] = True
-        np.not_equal(owner[1:], owner[:-1], out=flags[1:])
-        starts = np.flatnonzero(flags)
-        keys = owner[starts]
-        sums = dt.sum_segments(dt.take(b.diffs, rows), starts)
-        dt.put(acc, keys, dt.add(dt.take(acc, keys), sums))
-    return acc
+        rows, starts, keys = found
+        for acc, col in zip(accs, b.diffs if tuple_diff else (b.diffs,), strict=True):
+            d = col[rows]
+            acc[keys] += d if len(starts) == len(d) else np.add.reduceat(d, starts)
+    return tuple(accs) if tuple_diff else accs[0]
+
+
+def _key_rows(b: TraceBatch, probe: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The rows of ``b`` holding probe keys, where each key's run of them starts, and the
+    probe index of each run; None if none."""
+    rows, owner = b.rows_for(probe)
+    if not len(rows):
+        return None
+    flags = np.empty(len(owner), dtype=bool)
+    flags[0] = True
+    np.not_equal(owner[1:], owner[:-1], out=flags[1:])
+    starts = np.flatnonzero(flags)
+    return rows, starts, owner[starts]
+
+
+def _numeric(dt: Any) -> bool:
+    """Whether ``dt``'s columns are plain int64 / float64 arrays (ints, floats, tuples of
+    them): the diff types ``key_sums`` can add with numpy alone once sums are bounded."""
+    if isinstance(dt, TupleDiff):
+        return all(type(p) in (IntDiff, FloatDiff) for p in dt.parts)
+    return type(dt) in (IntDiff, FloatDiff)
+
+
+def sums_fit(batches: list[TraceBatch]) -> bool:
+    """Whether the int diffs of any one key, summed over ``batches`` (or over any run of its
+    rows in them), stay in int64: the batches' ``diff_bound``s add up to at most the int64
+    maximum. False when some batch has no bound."""
+    bound = merged_bound(batches)
+    return bound is not None and bound <= I64_MAX
 
 
 class TraceHandle:
