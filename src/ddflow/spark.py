@@ -139,7 +139,8 @@ def _check_session(spark: SparkSession, workers: int) -> None:
 
 
 _DATA_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
-               "BooleanType", "StringType", "DateType")
+               "BooleanType", "StringType", "VarcharType", "CharType", "DateType",
+               "DecimalType", "TimestampType", "TimestampNTZType", "NullType")
 _INT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
 
 
@@ -170,8 +171,9 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
             if tname not in _DATA_TYPES:
                 raise SparkJobError(
                     f"input {name!r} column {c!r} has type {fields[c].simpleString()}, which "
-                    f"ddflow does not ingest; cast it to one of long, double, boolean, string, "
-                    f"date (decimals: to a scaled long)"
+                    f"ddflow does not ingest (maps, arrays, structs, binary and intervals are "
+                    f"not); use columns of integers, floats, decimals, booleans, strings, "
+                    f"dates or timestamps"
                 )
         if "time" in fields:
             t = fields["time"]
@@ -250,13 +252,24 @@ def _check_build(build: Callable[..., Any]) -> None:
 
 
 def _column_to_numpy(arr: Any) -> np.ndarray:
+    """One input column as a record column: ints (all widths) int64, floats float64,
+    booleans bool, dates days since 1970 (int64), strings ``str``; decimals ``Decimal``
+    (exact) and timestamps ``datetime``; a column holding NULLs is an ``object`` column
+    with ``None`` for them."""
     import pyarrow as pa
 
-    if arr.null_count:
-        raise DataError(
-            "input rows hold nulls; ddflow records cannot hold null (fill or drop them)"
-        )
     t = arr.type
+    if arr.null_count or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or \
+            pa.types.is_null(t):
+        if pa.types.is_date32(t):
+            days = arr.cast(pa.int32()).to_pylist()
+            out = np.empty(len(days), dtype=object)
+            out[:] = days
+            return out
+        vals = arr.to_pylist()
+        out = np.empty(len(vals), dtype=object)
+        out[:] = vals
+        return out
     if pa.types.is_date32(t):
         return arr.cast(pa.int32()).to_numpy().astype(np.int64)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -266,6 +279,29 @@ def _column_to_numpy(arr: Any) -> np.ndarray:
     out = arr.to_numpy(zero_copy_only=False)
     if out.dtype.kind in "iu":
         return out.astype(np.int64, copy=False)
+    return out
+
+
+def rows_by_input(table: pa.Table | None, names: list[str]) -> dict[str, pa.Table]:
+    """A task's input rows (the union of ``_prepare``) per input: its data columns (as
+    given) with ``__time`` and ``__diff``, for a job that reads typed rows itself (its
+    ``build`` has ``ingest(rows, kind) -> logs``)."""
+    import pyarrow as pa
+
+    out: dict[str, pa.Table] = {}
+    if table is None or table.num_rows == 0:
+        return out
+    tag = table.column("__input").to_numpy()
+    for i, name in enumerate(names):
+        idx = np.flatnonzero(tag == i)
+        if not len(idx):
+            continue
+        sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
+        struct = sub.column(f"__d{i}").combine_chunks()
+        cols = [struct.field(j) for j in range(struct.type.num_fields)]
+        names_ = [struct.type.field(j).name for j in range(struct.type.num_fields)]
+        cols += [sub.column("__time").combine_chunks(), sub.column("__diff").combine_chunks()]
+        out[name] = pa.Table.from_arrays(cols, names=[*names_, "__time", "__diff"])
     return out
 
 
@@ -420,13 +456,18 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], time: 
         kind_out = _RESULT
         try:
             table = pa.Table.from_batches(got) if got else None
-            logs = logs_from_arrow(table, names, kind, widths)
+            if hasattr(build, "ingest"):
+                logs = build.ingest(rows_by_input(table, names), kind)
+            else:
+                logs = logs_from_arrow(table, names, kind, widths)
             worker = Worker(comm=mesh)
             on_round = _combine(_fault_hook(fault, index),
                                 _progress_hook(progress) if index == 0 else None)
             result = drive(worker, build, logs, time=time, on_round=on_round,
                            **(checkpoint or {}))
             result.stats["mesh_bytes_sent"] = mesh.bytes_sent
+            if hasattr(build, "extras"):
+                result.stats["extras"] = build.extras()
             payload = pickle.dumps(result, protocol=5)
         except (MeshError, ConnectionError):
             raise  # the mesh broke (a peer died): let Spark rerun the stage
@@ -561,7 +602,10 @@ def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind
     """Run ``build`` in-process on the first rows of the inputs: errors surface before the
     job starts (one small Spark query; some inputs may get no rows)."""
     table = union.limit(rows).toArrow()
-    logs = logs_from_arrow(table, names, kind, widths)
+    if hasattr(build, "ingest"):
+        logs = build.ingest(rows_by_input(table, names), kind)
+    else:
+        logs = logs_from_arrow(table, names, kind, widths)
     try:
         run_job(build, logs, time=time)
     except DDError as e:

@@ -93,13 +93,13 @@ def test_diff_laws(vals):
 
 
 def test_sum_zero_only_when_both_zero():
-    """Seed 003: Sum(0, 1) is not zero, Sum(0, 0) is."""
+    """Sum(0, 1) is not zero, Sum(0, 0) is."""
     dt = diff_type_of(Sum)
     assert not dt.py_is_zero(Sum(0, 1)) and dt.py_is_zero(Sum(0, 0))
 
 
 def test_minsum_is_min_plus():
-    """Seed 002: MinSum adds by min and multiplies by +."""
+    """MinSum adds by min and multiplies by +."""
     dt = diff_type_of(MinSum)
     assert dt.py_plus(MinSum(3), MinSum(5)) == MinSum(3)
     out_t, prod = dt.multiply(np.array([3]), dt, np.array([4]))

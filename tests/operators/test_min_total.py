@@ -1,4 +1,4 @@
-"""``min_total`` / ``max_total`` and ``reduce_hierarchical`` on seed 003's hot-key streams.
+"""``min_total`` / ``max_total`` and ``reduce_hierarchical`` on hot-key streams.
 
 Answers: random streams of ``(key, val)`` updates in which key 0 is hot and the current
 minimum (maximum) of a key is retracted again and again, cut at random into batches that
@@ -167,7 +167,7 @@ def check(build: Callable[[Any], Any], oracle: Callable[[dict[Any, Any]], dict[A
 
 
 def hier_sum_oracle(a: dict[Any, Any]) -> dict[Any, Any]:
-    """Seed 003's ``Sum{value, count}``: a key is there while its (sum, count) is not (0, 0)."""
+    """The ``Sum{value, count}`` diff: a key is there while its (sum, count) is not (0, 0)."""
     out = {}
     for k, group in O._by_key(O.consolidate(a)).items():
         s, n = sum(v * r for v, r in group), sum(r for _, r in group)

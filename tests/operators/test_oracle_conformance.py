@@ -518,7 +518,7 @@ CASES = [
          hier_sum_oracle),
     Case("hierarchical_count", (KV,), lambda a: a.reduce_hierarchical("count", buckets=2),
          hier_count_oracle),
-    # loops (seeds 002 and 004): fixed points checked against a from-scratch iteration
+    # loops: fixed points checked against a from-scratch iteration
     Case("iterate_reach", (KV, S), reach_build, reach_oracle),
     Case("iterate_bfs", (KV, S), bfs_build, bfs_oracle),
     Case("iterate_bfs_python_reduce", (KV, S), lambda e, r: bfs_build(e, r, True), bfs_oracle),

@@ -19,9 +19,9 @@ numpy reductions per column, no per-row Python. Only when the bound exceeds int6
 operation redone over Python ints, and its result is narrowed back to ``int64`` when every
 value fits, so one large diff does not slow the rest of the dataflow.
 
-Values shipped here: ``Sum(value, count)`` (seed 003: zero only when both are zero, so a sum of
-0 over a non-empty group survives) and ``MinSum(value)`` (seed 002: plus is ``min``, times is
-``+``, zero is +infinity; a monoid without subtraction).
+Values shipped here: ``Sum(value, count)`` (zero only when both are zero, so a sum of
+0 over a non-empty group survives) and ``MinSum(value)`` (the min-sum monoid: plus is
+``min``, times is ``+``, zero is +infinity; a monoid without subtraction).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _wide(d: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, order=True, slots=True)
 class DiffPair:
-    """A pair of diffs added, negated and zero-tested componentwise (seed 002)."""
+    """A pair of diffs added, negated and zero-tested componentwise."""
 
     element1: Any
     element2: Any
@@ -102,7 +102,7 @@ class DiffPair:
 
 @dataclass(frozen=True, order=True, slots=True)
 class Sum:
-    """A sum together with the number of summed records (seed 003).
+    """A sum together with the number of summed records.
 
     Zero only when both ``value`` and ``count`` are zero, so a group whose values sum to 0
     still has an output.
@@ -114,7 +114,7 @@ class Sum:
 
 @dataclass(frozen=True, order=True, slots=True)
 class MinSum:
-    """A monoid diff where ``plus`` is ``min`` and ``times`` is ``+`` (seed 002); zero is +inf."""
+    """The min-sum monoid: ``plus`` is ``min``, ``times`` is ``+``, zero is +inf."""
 
     value: int
 

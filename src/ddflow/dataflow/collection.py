@@ -94,8 +94,8 @@ class Collection:
         ``body`` gets the loop variable (a collection of the loop's scope, ``x.scope``);
         outer collections it uses must be entered (``edges.enter(x.scope)``). With
         ``fold_initial=True`` the loop is ``x_{i+1} = body(x_i) + self`` from an empty
-        ``x_0``, which needs no subtraction (monoid diffs, seed 002). ``limit`` bounds the
-        iterations (``IterationLimitError``)."""
+        ``x_0``, which needs no subtraction (monoid diffs such as the min-sum monoid).
+        ``limit`` bounds the iterations (``IterationLimitError``)."""
         from ddflow.dataflow.iterate import iterate
 
         return iterate(self, body, limit=limit, fold_initial=fold_initial, name=name)
@@ -118,7 +118,7 @@ class Collection:
 
     def explode(self, f: Callable[[Any], Any], *, vectorized: bool = False, diff: Any = None,
                 name: str | None = None) -> Collection:
-        """Moves data into diffs: ``f(x)`` yields ``(data, diff)`` pairs (seeds 002, 003)."""
+        """Moves data into diffs: ``f(x)`` yields ``(data, diff)`` pairs (aggregates in diffs)."""
         op = Explode(self.worker, self.stream, f, vectorized, diff, name)
         return self._wrap(op, op.dt)
 
@@ -205,7 +205,7 @@ class Collection:
         return self.arrange_by_key().top_k(k, name=name)
 
     def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
-        """Seed 002's ``group_solve``, for monoid diffs that cannot be subtracted: the output
+        """DD's ``group_solve``, for monoid diffs that cannot be subtracted: the output
         only ever receives additions.
 
         ``logic="min"`` (the default, vectorized): records are keys with ``MinSum`` diffs, and
@@ -230,7 +230,8 @@ class Collection:
         return self.arrange_by_self().threshold(f, name=name)
 
     def count_total(self, *, name: str | None = None) -> Collection:
-        """``count`` for totally ordered times (seed 000): no output trace, vectorized."""
+        """``count`` for totally ordered times (the total-order count): no output trace,
+        vectorized."""
         return self.arrange_by_self().count_total(name=name)
 
     def distinct_total(self, *, name: str | None = None) -> Collection:
@@ -243,7 +244,7 @@ class Collection:
         return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
 
     def min_total(self, *, name: str | None = None) -> Collection:
-        """``(k, v)`` records -> ``(k, least v)`` for totally ordered times (seed 003): the work
+        """``(k, v)`` records -> ``(k, least v)`` for totally ordered times: the work
         per batch grows with the batch, not with the key's history."""
         return self.arrange_by_key().min_total(name=name)
 
@@ -253,7 +254,7 @@ class Collection:
 
     def reduce_hierarchical(self, how: str, *, buckets: int = 256,
                             name: str | None = None) -> Collection:
-        """``reduce`` for skewed keys (seed 003) with an associative ``how`` (``"min"``,
+        """``reduce`` for skewed keys with an associative ``how`` (``"min"``,
         ``"max"``, ``"sum"``, ``"count"``): each key's values are split into ``buckets``
         sub-groups by a hash of the value, reduced, and the partial results reduced again."""
         from ddflow.operators.hierarchical import reduce_hierarchical

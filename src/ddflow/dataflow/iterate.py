@@ -8,7 +8,7 @@ A loop lives in a scope (``worker.iterative()``, or made by ``iterate``); inside
 ``i + 1``, whatever was ``set`` as its value at iteration ``i`` (DD's ``Variable::new_from``:
 the feedback carries ``result - initial``, so ``initial`` needs diffs with subtraction).
 ``Variable(scope)`` without ``initial`` starts empty and needs no subtraction (DD's
-``SemigroupVariable``, seed 002): it is what the form ``x = logic(x) + initial`` uses, with
+``SemigroupVariable``): it is what the form ``x = logic(x) + initial`` uses, with
 ``initial`` folded into the body.
 """
 

@@ -1,6 +1,6 @@
 """``count_total``, ``distinct_total``, ``threshold_total``: counting for totally ordered time.
 
-Seed 000's algorithm, vectorized. For each batch of an arrangement by self: look up each
+The total-order count, vectorized. For each batch of an arrangement by self: look up each
 key's accumulated count in the trace *before* the batch, then walk the batch's times in
 order, emitting ``((key, old), t, -1)`` and ``((key, new), t, +1)`` for counts that are not
 zero. With a total order the count "now" is always the count before plus the batch's

@@ -1,7 +1,7 @@
-"""``reduce_hierarchical``: a keyed reduction for skewed keys, in two stages (seed 003).
+"""``reduce_hierarchical``: a keyed reduction for skewed keys, in two stages.
 
 A hot key makes one ``reduce`` re-read all of its values whenever any of them changes.
-Seed 003's remedy: key the values by ``(key, bucket)`` with ``bucket`` a hash of the value
+The remedy for a hot key: key the values by ``(key, bucket)`` with ``bucket`` a hash of the value
 (modulo ``buckets``), reduce each sub-group, then reduce the partial results per key. A
 change then re-reads one sub-group (about ``1 / buckets`` of the key's values) and the
 key's ``buckets`` partial results. This needs an associative reduction:
@@ -9,7 +9,7 @@ key's ``buckets`` partial results. This needs an associative reduction:
 * ``min`` / ``max``: per sub-group, then of the partial results (``min_total`` /
   ``max_total`` for totally ordered times, ``min`` / ``max`` otherwise);
 * ``sum``: values moved into ``(sum, count)`` tuple diffs with ``explode`` and added with
-  ``count`` (seed 003's ``Sum{value, count}``: a key whose values sum to 0 still has a
+  ``count`` (the ``Sum{value, count}`` diff: a key whose values sum to 0 still has a
   result, ``(key, 0)``), per sub-group, then the partial results exploded again per key;
 * ``count``: the number of records (with multiplicity), the same way with int diffs.
 

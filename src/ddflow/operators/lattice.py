@@ -25,7 +25,7 @@ rank, so after rank ``r`` the output accumulated at each of its times is the des
 Reducers (``mode``): ``min`` / ``max`` (the least / greatest value with a non-zero count),
 ``top_k`` (the ``k = f`` least values, each with its count capped to the places left),
 ``count``, ``distinct``, ``threshold`` (with ``f``), and ``solve_min`` for ``MinSum`` diffs
-(seed 002's ``group_solve``: add the input's minimum when it is below the output's,
+(DD's ``group_solve``: add the input's minimum when it is below the output's,
 never subtract).
 """
 

@@ -1,5 +1,5 @@
 """``min_total`` / ``max_total``: the least (greatest) value per key for totally ordered times,
-with work per batch that grows with the batch, not with the key's history (seed 003).
+with work per batch that grows with the batch, not with the key's history.
 
 Records are ``(key, val)`` with int diffs; the output is ``(key, least val)`` among the
 values whose accumulated count is non-zero (DD's meaning, as ``min``; negative counts
@@ -7,7 +7,7 @@ included), one record per key with diff 1, replaced by ``-1`` old / ``+1`` new a
 the answer changes. ``max_total`` runs the same on values mapped to the reverse order:
 ``~x`` for ints and bools (``-x`` would overflow at -2**63), ``-x`` for floats.
 
-Why a plain ``reduce`` degrades (seed 003): it re-reads every value of a touched key, so a
+Why a plain ``reduce`` degrades on skewed keys: it re-reads every value of a touched key, so a
 hot key's cost grows with everything it ever received. Here, per touched key with previous
 answer ``old`` (the least value with a non-zero count before the batch):
 

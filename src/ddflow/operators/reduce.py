@@ -63,7 +63,7 @@ class Reduce(Operator):
     ``"max"``, ``"solve_min"`` (``MinSum`` diffs), ``"general"`` (with
     ``logic(key, [(val, diff)]) -> [(out, diff)]`` and output diff type ``out_diff``) or
     ``"solve"`` (with ``logic(key, input, output) -> [(out, diff)]`` updates that are only
-    added, seed 002's ``group_solve``)."""
+    added, DD's ``group_solve``)."""
 
     def __init__(self, worker: Worker, arr: Arrange, mode: str, *,
                  logic: Callable[..., Any] | None = None, f: Callable[..., Any] | None = None,
@@ -272,7 +272,7 @@ class Reduce(Operator):
             # new input time has been evaluated: every input update at s <= t was evaluated
             # at s, so out(t) <= in(t), and every output is some in(s) with s <= t, so
             # out(t) >= in(t). Hence only the new times need evaluating (no interesting
-            # times), against the new updates and the output: O(batch), seed 002's gain.
+            # times), against the new updates and the output: O(batch), the monoid's gain.
             in_u = concat_updates([b.updates() for b in batches]) if batches else None
             in_owner = (np.concatenate(c_owner[: len(batches)]) if batches
                         else np.empty(0, dtype=np.int64))

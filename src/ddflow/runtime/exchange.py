@@ -207,11 +207,18 @@ class Exchange(Operator):
                 if hi > lo:
                     parts[j] = u.take(order[lo:hi]) if hi - lo < n else u
             self.sent += n - (len(parts[self.worker.index] or ()))
-        msgs = [(parts[j], layout, frontier.elements) for j in range(peers)]
+        # A content-coded string dictionary (SQL) travels with the updates: the strings this
+        # worker made since its last exchange go to every peer before any code of theirs can.
+        strings = getattr(self.worker, "string_dict", None)
+        side = strings.take_new() if strings is not None else None
+        msgs = [(parts[j], layout, frontier.elements, side) for j in range(peers)]
         received = self.worker.comm.exchange(msgs)
         dim = frontier.dim
         elements: list[tuple[int, ...]] = []
-        for j, (part, lay, fr) in enumerate(received):
+        for j, (_, _, _, got) in enumerate(received):
+            if got and j != self.worker.index and strings is not None:
+                strings.learn(got)
+        for j, (part, lay, fr, _) in enumerate(received):
             elements.extend(fr)
             if part is not None and len(part):
                 if j != self.worker.index:

@@ -52,7 +52,7 @@ from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decimal_type, decode_values
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 __all__ = ["Maintained", "Snapshot", "ViewResult", "maintain", "spark_type", "sql_type_of"]
 
@@ -337,7 +337,7 @@ def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> A
     start = 0 if last is None else int(last) + 1
     latest = dt.version()
     if start > latest:
-        schema = pa.schema(dt.schema().to_arrow())  # type: ignore[arg-type]
+        schema = pa.schema(dt.schema().to_arrow())
         t = schema.empty_table()
         t = t.append_column("_change_type", pa.array([], pa.string()))
         t = t.append_column("_commit_version", pa.array([], pa.int64()))
@@ -356,7 +356,8 @@ def _plain_strings(t: Any) -> Any:
     cols = []
     for c in t.columns:
         ty = c.type
-        if getattr(pa.types, "is_string_view", lambda _: False)(ty) or pa.types.is_large_string(ty):
+        view = getattr(pa.types, "is_string_view", lambda _: False)(ty)
+        if view or pa.types.is_large_string(ty):
             c = c.cast(pa.string())
         elif pa.types.is_uint64(ty):
             c = c.cast(pa.int64())
@@ -412,7 +413,8 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         df, data = _change_rows(key, src, spark, state, ckdir)
         schema = {f.name: f.dataType for f in df.schema.fields}
         fields[key] = tuple(Field(c.lower(), sql_type_of(schema[c], c), True) for c in data)
-        inputs[key] = df.select(*data, "time", "diff")
+        inputs[key] = df.select(*data, "time", "diff").toDF(*[c.lower() for c in data],
+                                                             "time", "diff")
     if "tables" in state and state["tables"] != {k: [str(f.type) for f in v]
                                                   for k, v in fields.items()}:
         raise SQLError("the tables' columns differ from the ones this checkpoint was made "
@@ -432,9 +434,7 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     try:
         res = spark_job(spark, job, inputs, workers=workers, timeout=timeout,
                         progress=progress, checkpoint=ckdir, checkpoint_every=0,
-                        _fault=_fault, columns={k: [f.name for f in v] + ["time", "diff"]
-                                                for k, v in fields.items()},
-                        sql=True)
+                        _fault=_fault)
     except SparkJobError:
         raise
     strings = StringDict(hashed=True)

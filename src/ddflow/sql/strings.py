@@ -43,6 +43,7 @@ class StringDict:
         self._strings: list[str] = []
         self._by_code: dict[int, str] = {}
         self._array: np.ndarray = np.empty(0, dtype=object)
+        self._unsent: list[int] = []  # hashed: codes made here, not yet sent to peers
         # the empty string first: a NULL's physical value (0) then always decodes
         self.code("")
         if hashed:
@@ -62,11 +63,21 @@ class StringDict:
                     raise DataError(f"strings {other!r} and {s!r} have the same 64-bit "
                                     "hash; they cannot both be stored")
                 self._by_code[c] = s
+                self._unsent.append(c)
             else:
                 c = len(self._strings)
             self._codes[s] = c
             self._strings.append(s)
         return c
+
+    def take_new(self) -> dict[int, str] | None:
+        """The strings this dictionary made since the last call (for its peers), or None."""
+        if not self._unsent:
+            return None
+        by = self._by_code
+        out = {c: by[c] for c in self._unsent}
+        self._unsent = []
+        return out
 
     def entries(self) -> dict[int, str]:
         """Code -> string of every string seen."""

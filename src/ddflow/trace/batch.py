@@ -14,7 +14,7 @@ several numeric columns, an object array of tuples otherwise) and ``bounds[i]:bo
 are the rows of key ``i`` (``int32`` while rows fit, else ``int64``). Lookups search sorted
 probe keys in ``keys`` in one vectorized call.
 
-Compact batches (seed 004, "specialization"): once compaction has advanced every time of a
+Compact batches (specialized storage): once compaction has advanced every time of a
 batch to one time, a per-update time column carries no information, and neither does a diff
 column whose diffs are all equal (typically all 1: a static collection). Such a column is
 stored as a zero-stride, read-only view (``np.broadcast_to``) of its one row (for tuple
@@ -279,8 +279,9 @@ class TraceBatch:
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
-        ``key - min`` to key position (-1 if absent), built once (seed 000's ``count_total_u``
-        idea: dense unsigned keys index an array instead of being searched)."""
+        ``key - min`` to key position (-1 if absent), built once (the total-order count's
+        ``count_total_u`` idea: dense unsigned keys index an array instead of being
+        searched)."""
         if self._table is None:
             self._table = False
             keys = self.keys

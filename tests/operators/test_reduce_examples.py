@@ -1,6 +1,6 @@
-"""The exact outputs printed in seed 003 (reduce output shape, the Sum{value,count} example).
+"""The exact outputs printed for reduce's output shape and the Sum{value,count} example.
 
-Seed 003 runs ``count`` over four rounds that insert 1, 2, 3 and 4 copies of ``"a"`` and
+``count`` over four rounds that insert 1, 2, 3 and 4 copies of ``"a"`` and
 prints seven updates: each new count arrives with the retraction of the previous one at the
 same time. It then shows that summing values through ``explode`` into int diffs loses a
 group whose sum is 0, and that the ``Sum{value, count}`` diff keeps it. ``count_total`` must
@@ -43,7 +43,7 @@ def _updates(cap: Any) -> list[tuple[Any, Any, Any]]:
 
 @pytest.mark.parametrize("op", COUNTS)
 def test_count_over_rounds_prints_the_seed_updates(op: str) -> None:
-    """Rounds inserting 1,2,3,4 copies of "a" give seed 003's seven updates, in time order."""
+    """Rounds inserting 1,2,3,4 copies of "a" give the seven updates DD prints, in time order."""
     with dd.Worker() as worker:
         inp, coll = worker.new_collection()
         cap = getattr(coll, op)().capture()
@@ -58,7 +58,7 @@ def test_count_over_rounds_prints_the_seed_updates(op: str) -> None:
 
 @pytest.mark.parametrize("op", COUNTS)
 def test_count_over_rounds_with_probe_sync(op: str) -> None:
-    """The seed's sync! loop (step while the probe is behind) gives the same seven updates."""
+    """DD's sync! loop (step while the probe is behind) gives the same seven updates."""
     with dd.Worker() as worker:
         inp, coll = worker.new_collection()
         counted = getattr(coll, op)()
@@ -109,7 +109,7 @@ def _sum_example(op: str, explode_to: Any) -> list[tuple[Any, Any, Any]]:
 
 @pytest.mark.parametrize("op", COUNTS)
 def test_sum_diff_keeps_zero_sum_groups(op: str) -> None:
-    """explode to dd.Sum(v, 1), count, map to (k, sum) gives exactly seed 003's two updates."""
+    """explode to dd.Sum(v, 1), count, map to (k, sum) gives exactly the two updates DD prints."""
     with dd.Worker() as worker:
         inp, coll = worker.new_collection()
         out = getattr(coll.explode(lambda kv: [(kv[0], dd.Sum(kv[1], 1))]), op)().map(
@@ -140,6 +140,6 @@ def test_sum_diff_count_values(op: str) -> None:
 
 @pytest.mark.parametrize("op", COUNTS)
 def test_int_diff_loses_zero_sum_group(op: str) -> None:
-    """explode to int diffs drops "a" (its sum 0 is a zero diff), as seed 003 explains."""
+    """explode to int diffs drops "a" (its sum 0 is a zero diff), as DD's output shows."""
     got = _sum_example(op, lambda v: v)
     assert got == [(("b", -1), 1, 1)]
