@@ -278,7 +278,7 @@ def _decode(u: Any, fields: tuple[Field, ...], visible: int, strings: StringDict
     return list(zip(*cols, strict=True)) if cols else [() for _ in range(n)]
 
 
-# -- inputs ------------------------------------------------------------------------------------------
+# -- inputs ------------------------------------------------------------------------------------
 
 def _is_cdf(df: Any) -> bool:
     cols = set(df.columns)
@@ -389,7 +389,7 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
     return out.select(*data, "time", "diff"), data
 
 
-# -- maintain ----------------------------------------------------------------------------------------
+# -- maintain ----------------------------------------------------------------------------------
 
 def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str, Any], *,
              workers: int = 2, checkpoint: str | os.PathLike[str] | None = None,
