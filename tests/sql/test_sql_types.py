@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal as D
 
-import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import WIDE_DDL, WIDE_STREAM
@@ -220,7 +219,6 @@ def test_decimal_avg_has_scale_plus_4() -> None:
     assert avg == D("0.506250") and avg.as_tuple().exponent == -6
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.DECIMAL_WRAP)
 def test_decimal_sum_beyond_int64_is_exact() -> None:
     """A DECIMAL(38,2) sum whose unscaled value exceeds 2**63 stays exact (no wrap)."""
     db = _db("CREATE TABLE t (c DECIMAL(38,2))")
@@ -252,7 +250,6 @@ def test_float_column_is_32_bit() -> None:
     o.commit([Del("t", [(0.1, 0.1)])])
 
 
-@pytest.mark.xfail(strict=True, reason=bugs.MAX_BIGINT)
 def test_integer_widths_hold_their_extremes() -> None:
     """TINYINT..BIGINT hold their full ranges, extremes included."""
     o = Oracle("CREATE TABLE t (a TINYINT, b SMALLINT, c INT, d BIGINT)")
