@@ -123,9 +123,9 @@ class Ctx:
     def __init__(self, strings: StringDict, dialect: str = "spark") -> None:
         self.strings = strings
         self.dialect = dialect
-        self.memo: dict[Any, dict[str, Any]] = {}
+        self.memo: dict[Any, dict[Any, Any]] = {}
 
-    def memo_for(self, key: Any) -> dict[str, Any]:
+    def memo_for(self, key: Any) -> dict[Any, Any]:
         m = self.memo.get(key)
         if m is None:
             m = self.memo[key] = {}
@@ -172,13 +172,22 @@ def _lit(e: Lit, n: int, ctx: Ctx) -> Result:
             phys, _ = encode_values([e.value], e.type, "literal", ctx.strings)
             v = phys[0]
         m["v"] = v
-    if e.type.kind == "boolean":
-        return np.full(n, v, dtype=bool), None
-    if isinstance(v, int) and not (I64_MIN <= v <= I64_MAX):
-        arr = np.empty(n, dtype=object)
-        arr[:] = [v] * n
-        return arr, None
-    return np.full(n, v, dtype=np.int64), None
+    # the column of a literal is made once per batch length (read-only: shared)
+    arr = m.get(n)
+    if arr is None:
+        if e.type.kind == "boolean":
+            arr = np.full(n, v, dtype=bool)
+        elif isinstance(v, int) and not (I64_MIN <= v <= I64_MAX):
+            arr = np.empty(n, dtype=object)
+            arr[:] = [v] * n
+        else:
+            arr = np.full(n, v, dtype=np.int64)
+        arr.flags.writeable = False
+        if len(m) > 8:
+            for k in [k for k in m if k != "v"]:
+                del m[k]
+        m[n] = arr
+    return arr, None
 
 
 def _args(e: Call, f: Frame, ctx: Ctx) -> list[Result]:

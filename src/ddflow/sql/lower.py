@@ -320,6 +320,33 @@ def _scan_input(plan: Scan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any
     return entered, [("project", in_fields, exprs, plan.fields)]
 
 
+class _Taken:
+    """Columns ``cols`` restricted to rows ``idx``, each taken on first read (a filter's
+    later stages read only the columns they use)."""
+
+    __slots__ = ("_cache", "cols", "idx")
+
+    def __init__(self, cols: Any, idx: np.ndarray) -> None:
+        self.cols = cols
+        self.idx = idx
+        self._cache: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self.cols)))]
+        got = self._cache.get(i)
+        if got is None:
+            got = self.cols[i][self.idx]
+            self._cache[i] = got
+        return got
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self.cols)))
+
+
 def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
     """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
     stages: list[tuple[Any, ...]] = []
@@ -352,7 +379,7 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         return lw.filter(base, fin, pred)
 
     def run(view: tuple[np.ndarray, ...]) -> Any:
-        cols = view
+        cols: Any = view
         n = len(cols[0]) if cols else 0
         rows: np.ndarray | None = None
         for st in stages:
@@ -361,7 +388,8 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
                 mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
                 if not mask.all():
                     idx = np.flatnonzero(mask)
-                    cols = tuple(c[idx] for c in cols)
+                    # the kept rows of a column are taken when something reads it
+                    cols = _Taken(cols, idx)
                     rows = idx if rows is None else rows[idx]
                     n = len(idx)
             else:
@@ -373,6 +401,7 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
                     vals.append(_phys(v))
                     nulls.append(nl)
                 cols = pack(vals, nulls, mask_words(fout), n)
+        cols = tuple(cols)
         if not has_filter:
             return cols
         return (np.arange(len(view[0])) if rows is None else rows), cols
