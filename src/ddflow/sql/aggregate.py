@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.core.errors import DataError
 from ddflow.sql.expr import Ctx, Expr, evaluate
 from ddflow.sql.expr import narrow as _narrow
-from ddflow.sql.lower import DescStr
+from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.plan import Agg, Aggregate
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
@@ -98,7 +98,8 @@ def _key_columns(fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...
 
 def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     ctx: Ctx = lw.ctx
-    src = lw.lower(plan.input, env)
+    # the Filter / Project stages under the aggregate run inside its explode
+    src, stages = chain(plan.input, lw, env)
     in_fields = plan.input.fields
     win = len(in_fields)
     nk = len(plan.keys)
@@ -109,7 +110,8 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     keys = plan.keys
 
     def explode(view: tuple[np.ndarray, ...]) -> Any:
-        fr = Frame(view, win)
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
         kcols = _key_columns(fr, keys, key_fields, ctx)
         n = fr.n
         diffs: list[np.ndarray] = []
@@ -140,7 +142,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                         if nl is not None:
                             x = np.where(nl, 0, x)
                         diffs.append(x)
-        return tuple(kcols), tuple(diffs)
+        if rows is None:
+            return tuple(kcols), tuple(diffs)
+        return tuple(kcols), tuple(diffs), rows
 
     rows = src.explode(explode, vectorized=True, diff=sample, name="aggregate")
     if plan.scalar:
@@ -168,7 +172,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         if k in done:
             extras.append((a, done[k]))
             continue
-        part = _part(a, src, in_fields, keys, key_fields, lw, env)
+        part = _part(a, src, stages, in_fields, keys, key_fields, lw, env)
         done[k] = part
         extras.append((a, part))
     # attach the extra parts: records (key, (linear components, part values...))
@@ -176,7 +180,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     for _, p in extras:
         if not any(p is q for q in parts_order):
             parts_order.append(p)
-    combined = linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
+    # records (key, (linear components, part values...)); with no parts, (key, components)
+    combined = linear if not parts_order else linear.map(lambda r: (r[0], (r[1],)),
+                                                          vectorized=True, name="group")
     for p in parts_order:
         width = 1 if any(a.func in ("min", "max") for a, q in extras if q is p) else 2
         combined = _left_attach(combined, p, width, env)
@@ -186,8 +192,8 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
 _INT64 = SqlType("int", 64)
 
 
-def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...],
-          key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
+def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],
+          keys: tuple[Expr, ...], key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
     """``(key, value-tuple)`` records, one per group that has a non-NULL argument."""
     ctx: Ctx = lw.ctx
     win = len(in_fields)
@@ -196,7 +202,8 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
     is_str = arg.type.kind == "string"
 
     def values(view: tuple[np.ndarray, ...]) -> Any:
-        fr = Frame(view, win)
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
         kcols = _key_columns(fr, keys, key_fields, ctx)
         v, nl = evaluate(arg, fr, ctx)
         if v.dtype == bool:
@@ -206,10 +213,11 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
         elif is_str and a.func == "max":
             # the greatest string is the least DescStr: min_total orders any objects
             v = np.array([DescStr(x) for x in ctx.strings.decode(v).tolist()], dtype=object)
+        base_rows = np.arange(len(view[0])) if rows is None else rows
         if nl is None:
-            return np.arange(fr.n), (tuple(kcols), v)
+            return base_rows, (tuple(kcols), v)
         keep = np.flatnonzero(~nl)
-        return keep, (tuple(c[keep] for c in kcols), v[keep])
+        return base_rows[keep], (tuple(c[keep] for c in kcols), v[keep])
 
     kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
     if a.func in ("min", "max"):
@@ -285,8 +293,12 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
                 break
         agg_specs.append((a, fields[nk + j].type, part_slot))
 
+    flat = not parts_order
+
     def out(r: Any) -> Any:
         k, slots = r
+        if flat:
+            slots = (slots,)
         comps = slots[0]
         n = len(comps[0])
         rows = comps[rows_at]

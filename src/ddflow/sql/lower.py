@@ -347,8 +347,9 @@ class _Taken:
         return (self[i] for i in range(len(self.cols)))
 
 
-def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
-    """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
+def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The collection under a run of Filter / Project nodes (and a scan's column choice)
+    and those stages, bottom first, for an operator to apply itself."""
     stages: list[tuple[Any, ...]] = []
     node = plan
     while isinstance(node, (Filter, Project)):
@@ -367,6 +368,41 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         stages = pick + stages
     else:
         base = lw.lower(node, env)
+    return base, stages
+
+
+def run_stages(view: Any, stages: list[tuple[Any, ...]], ctx: Ctx
+               ) -> tuple[np.ndarray | None, Any, int]:
+    """Applies filter / project stages to a batch: the input rows kept (None: all), the
+    resulting columns (taken lazily after a filter) and their number of rows."""
+    cols: Any = view
+    n = len(cols[0]) if len(cols) else 0
+    rows: np.ndarray | None = None
+    for st in stages:
+        if st[0] == "filter":
+            _, fin, pred = st
+            mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
+            if not mask.all():
+                idx = np.flatnonzero(mask)
+                # the kept rows of a column are taken when something reads it
+                cols = _Taken(cols, idx)
+                rows = idx if rows is None else rows[idx]
+                n = len(idx)
+        else:
+            _, fin, exprs, fout = st
+            fr = Frame(cols, len(fin), n)
+            vals, nulls = [], []
+            for e in exprs:
+                v, nl = evaluate(e, fr, ctx)
+                vals.append(_phys(v))
+                nulls.append(nl)
+            cols = pack(vals, nulls, mask_words(fout), n)
+    return rows, cols, n
+
+
+def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
+    """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
+    base, stages = chain(plan, lw, env)
     if not stages:
         return base
     ctx = lw.ctx
@@ -379,28 +415,7 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         return lw.filter(base, fin, pred)
 
     def run(view: tuple[np.ndarray, ...]) -> Any:
-        cols: Any = view
-        n = len(cols[0]) if cols else 0
-        rows: np.ndarray | None = None
-        for st in stages:
-            if st[0] == "filter":
-                _, fin, pred = st
-                mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
-                if not mask.all():
-                    idx = np.flatnonzero(mask)
-                    # the kept rows of a column are taken when something reads it
-                    cols = _Taken(cols, idx)
-                    rows = idx if rows is None else rows[idx]
-                    n = len(idx)
-            else:
-                _, fin, exprs, fout = st
-                fr = Frame(cols, len(fin), n)
-                vals, nulls = [], []
-                for e in exprs:
-                    v, nl = evaluate(e, fr, ctx)
-                    vals.append(_phys(v))
-                    nulls.append(nl)
-                cols = pack(vals, nulls, mask_words(fout), n)
+        rows, cols, _ = run_stages(view, stages, ctx)
         cols = tuple(cols)
         if not has_filter:
             return cols
