@@ -23,9 +23,11 @@ import numpy as np
 
 from ddflow.core.errors import DataError
 from ddflow.sql.expr import Ctx, Expr, evaluate
+from ddflow.sql.expr import _mul
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
-from ddflow.sql.plan import Agg, Aggregate
+from ddflow.sql.optimize import remap, uses
+from ddflow.sql.plan import Agg, Aggregate, Join, grouped_by_join_key
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
     I64_MAX,
@@ -98,6 +100,9 @@ def _key_columns(fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...
 
 def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     ctx: Ctx = lw.ctx
+    over_join = _over_join(plan, lw, env)
+    if over_join is not None:
+        return over_join
     # the Filter / Project stages under the aggregate run inside its explode
     src, stages = chain(plan.input, lw, env)
     in_fields = plan.input.fields
@@ -190,6 +195,144 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
 
 
 _INT64 = SqlType("int", 64)
+
+
+def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
+    """An aggregate grouped by the join key of the join under it, without the join.
+
+    Per key, the join holds ``cL * cR`` rows (``cL``, ``cR``: the two sides' rows with
+    that key), so ``count(*)`` is ``cL * cR``, a sum over the left side's values is
+    ``sL * cR`` and one over the right side's ``cL * sR``; a left join's unmatched key
+    (``cR = 0``) holds ``cL`` rows padded with NULLs. Both sides' rows therefore go into
+    one total-order count of ``(cL, cR, per-side counts and sums)`` by key, and the
+    products are taken per key after it: no arrangement of either side and no join."""
+    got = grouped_by_join_key(plan)
+    if got is None:
+        return None
+    side, other_keys = got
+    j = plan.input
+    assert isinstance(j, Join)
+    ctx: Ctx = lw.ctx
+    nl = len(j.left.fields)
+    nk = len(plan.keys)
+    key_fields = plan.fields[:nk]
+    kwidth = nk + mask_words(key_fields)
+    lin = _Linear(plan.aggs, plan.scalar)
+    # the per-side components: cL, cR, then each linear part's value from its own side
+    parts = lin.parts[1:]  # after "rows" (never scalar here)
+
+    def side_of(arg: Expr | None) -> int:
+        # an argument without fields (count(1)) counts the grouped side's rows, which a
+        # left join keeps when they have no match
+        if arg is None or not uses(arg):
+            return side
+        return 1 if min(uses(arg)) >= nl else 0
+
+    comp_side = [side_of(arg) for _, arg in parts]
+    sample = (0, 0) + tuple(0.0 if kind == "s" and arg is not None and
+                            arg.type.kind == "double" else 0 for kind, arg in parts)
+    left_join = j.kind == "left" if side == 0 else j.kind == "right"
+
+    def make(which: int) -> Any:
+        sub = j.left if which == 0 else j.right
+        src, stages = chain(sub, lw, env)
+        win = len(sub.fields)
+        if which == side:
+            keys: list[Expr] = list(plan.keys)
+            if which == 1:
+                keys = [remap_by(k, -nl) for k in keys]
+        else:
+            keys = list(other_keys)
+        drop_null = not j.null_safe and not (which == side and left_join)
+        mine = [remap_by(arg, -nl) if which == 1 and arg is not None else arg
+                for _, arg in parts]
+
+        def explode(view: tuple[np.ndarray, ...]) -> Any:
+            rows, cols, m = run_stages(view, stages, ctx)
+            fr = Frame(cols, win, m)
+            vals, nulls = [], []
+            gone = None
+            for k in keys:
+                v, nl_ = evaluate(k, fr, ctx)
+                vals.append(v.astype(np.int64) if v.dtype == bool else v)
+                nulls.append(nl_)
+                if nl_ is not None and drop_null:
+                    gone = nl_ if gone is None else gone | nl_
+            kcols = pack(vals, nulls, mask_words(key_fields), m)
+            n = m
+            diffs: list[np.ndarray] = [np.ones(n, np.int64) if which == 0 else
+                                       np.zeros(n, np.int64),
+                                       np.ones(n, np.int64) if which == 1 else
+                                       np.zeros(n, np.int64)]
+            cache: dict[Any, Any] = {}
+            for (kind, _), arg, at in zip(parts, mine, comp_side, strict=True):
+                if at != which:
+                    diffs.append(np.zeros(n, np.float64 if kind == "s" and arg is not None
+                                          and arg.type.kind == "double" else np.int64))
+                    continue
+                assert arg is not None
+                got = cache.get(arg)
+                if got is None:
+                    got = evaluate(arg, fr, ctx)
+                    cache[arg] = got
+                v, nl_ = got
+                if kind == "n":
+                    diffs.append(np.ones(n, np.int64) if nl_ is None else
+                                 (~nl_).astype(np.int64))
+                elif arg.type.kind == "double":
+                    x = float_from_keys(v)
+                    diffs.append(x if nl_ is None else np.where(nl_, 0.0, x))
+                else:
+                    x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
+                    diffs.append(x if nl_ is None else np.where(nl_, 0, x))
+            base = np.arange(len(view[0])) if rows is None else rows
+            if gone is not None:
+                keep = np.flatnonzero(~gone)
+                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs),
+                        base[keep])
+            return tuple(kcols), tuple(diffs), base
+
+        return src.explode(explode, vectorized=True, diff=sample,
+                           name="left_sums" if which == 0 else "right_sums")
+
+    both = make(0).concat(make(1), name="both_sides")
+    totals = both.count_total(name="sums") if env.total else both.count(name="sums")
+    mine_side = side
+
+    def combine(r: Any) -> Any:
+        k, c = r
+        cm, co = (c[0], c[1]) if mine_side == 0 else (c[1], c[0])
+        matched = co != 0
+        out: list[np.ndarray] = []
+        if left_join:
+            out.append(np.where(matched, _mul(cm, co), cm))
+        else:
+            out.append(_mul(cm, co))
+        for (kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
+            if at == mine_side:  # this side's values, once per row of the other side
+                out.append(np.where(matched, _times(x, co), x) if left_join else
+                           _times(x, co))
+            else:
+                out.append(np.where(matched, _times(x, cm), 0 * x))
+        # keys that only the other side holds (or, inner, only one side) have no rows
+        keep = np.flatnonzero(out[0] != 0)
+        if len(keep) == len(cm):
+            return keep, (k, tuple(out))
+        return keep, (tuple(c[keep] for c in k), tuple(c[keep] for c in out))
+
+    linear = totals.flat_map(combine, vectorized=True, name="join_products")
+    return _finish(plan, linear, lin, [], [], kwidth, ctx)
+
+
+def remap_by(e: Expr, by: int) -> Expr:
+    """``e`` reading field ``i + by`` where it read field ``i``."""
+    return remap(e, {i: i + by for i in uses(e)})
+
+
+def _times(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    if x.dtype == np.float64:
+        return x * n
+    return _mul(x, n)
 
 
 def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],

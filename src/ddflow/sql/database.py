@@ -43,6 +43,7 @@ from ddflow.sql.planner import (
     sql_type,
 )
 from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rewrite import rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore
 from ddflow.sql.strings import StringDict
@@ -134,7 +135,7 @@ class View:
         self.name = name
         self.sql = sql
         self.planned = planned
-        self.plan: Plan = prune(split(prune(planned.plan)))
+        self.plan: Plan = optimized(planned.plan)
         self.fields = planned.plan.fields
         self.visible = planned.visible
         self.order: tuple[SortKey, ...] = planned.order
@@ -234,6 +235,13 @@ class View:
         for i, f in enumerate(self.fields[: self.visible]):
             arrays.append(pa.array([r[i] for r in rows], type=arrow_type(f.type)))
         return pa.Table.from_arrays(arrays, names=_unique_names(self.columns))
+
+
+def optimized(plan: Plan) -> Plan:
+    """The plan as it runs: unused columns pruned, outer joins made inner where a filter
+    allows, aggregates restricted to the groups asked about, string conditions moved into
+    the scans."""
+    return prune(split(prune(rewrite(prune(plan)))))
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -467,7 +475,7 @@ class Database:
         if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
             tree = tree.expression
         planned = self._planner().plan_sql(tree)
-        text = explain(prune(split(prune(planned.plan))))  # the plan as it runs
+        text = explain(optimized(planned.plan))  # the plan as it runs
         if planned.order:
             text += "\nOrder rows by " + ", ".join(
                 f"{planned.plan.fields[k.index].name}{' DESC' if k.desc else ''}"
