@@ -22,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.expr import Ctx, Expr, evaluate
-from ddflow.sql.expr import _mul
+from ddflow.sql.expr import Ctx, Expr, _mul, evaluate
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -308,7 +307,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
             out.append(np.where(matched, _mul(cm, co), cm))
         else:
             out.append(_mul(cm, co))
-        for (kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
+        for (_kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
             if at == mine_side:  # this side's values, once per row of the other side
                 out.append(np.where(matched, _times(x, co), x) if left_join else
                            _times(x, co))

@@ -241,7 +241,7 @@ class Lowering:
         if got is None:
             got = self._arrange(plan, env, keys, null_safe)
             self.memo[key] = got
-        return got  # type: ignore[no-any-return]
+        return got
 
     def _arrange(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
                  ) -> tuple[Any, Any]:

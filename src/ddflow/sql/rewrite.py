@@ -20,8 +20,8 @@ import dataclasses
 from typing import Any
 
 from ddflow.sql.expr import Call, Col, Expr
-from ddflow.sql.optimize import uses
 from ddflow.sql.optimize import _strict as strict
+from ddflow.sql.optimize import uses
 from ddflow.sql.plan import (
     Aggregate,
     Distinct,
@@ -105,9 +105,7 @@ def _inner_outer(p: Plan) -> Plan:
     no_right_pad = any(_rejects_null(c, right_cols) for c in conj)
     no_left_pad = any(_rejects_null(c, left_cols) for c in conj)
     kind = j.kind
-    if kind == "left" and no_right_pad:
-        kind = "inner"
-    elif kind == "right" and no_left_pad:
+    if kind == "left" and no_right_pad or kind == "right" and no_left_pad:
         kind = "inner"
     elif kind == "full":
         # rows padded on the right are the left side's unmatched ones (and vice versa)
@@ -153,14 +151,14 @@ def _domain(p: Plan, col: int, null_safe: bool) -> tuple[Plan, int] | None:
     ``col`` of ``p`` can hold (NULL aside unless ``null_safe``), or None."""
     if _leaf_chain(p):
         return p, col
-    if isinstance(p, Filter) or isinstance(p, Distinct):
+    if isinstance(p, (Filter, Distinct)):
         return _domain(p.inputs()[0], col, null_safe)
     if isinstance(p, Project):
         e = p.exprs[col]
         return _domain(p.input, e.index, null_safe) if isinstance(e, Col) else None
     if isinstance(p, Aggregate):
         if col < len(p.keys) and isinstance(p.keys[col], Col) and not p.scalar:
-            return _domain(p.input, p.keys[col].index, null_safe)  # type: ignore[union-attr]
+            return _domain(p.input, p.keys[col].index, null_safe)  # type: ignore[attr-defined]
         return None
     if isinstance(p, SemiJoin):
         if p.anti:
@@ -202,7 +200,7 @@ def _semi_below(p: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> Pla
     if isinstance(p, Filter):
         return Filter(_semi_below(p.input, col, dom, dcol, null_safe), p.predicate)
     if isinstance(p, Project) and isinstance(p.exprs[col], Col):
-        inner = _semi_below(p.input, p.exprs[col].index, dom, dcol,  # type: ignore[union-attr]
+        inner = _semi_below(p.input, p.exprs[col].index, dom, dcol,  # type: ignore[attr-defined]
                             null_safe)
         return Project(inner, p.exprs, p.fields)
     if isinstance(p, Join) and p.kind == "inner":
