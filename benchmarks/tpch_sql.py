@@ -111,10 +111,11 @@ def _sql_type(t: pa.DataType) -> str:
     return "STRING"
 
 
-#: ``CREATE TABLE`` statements (Spark SQL) of the eight tables.
+#: ``CREATE TABLE`` statements (Spark SQL) of the eight tables; every column is NOT NULL,
+#: as in the TPC-H specification's schema.
 DDL: dict[str, str] = {
     name: f"CREATE TABLE {name} ("
-          + ", ".join(f"{f.name} {_sql_type(f.type)}" for f in schema) + ")"
+          + ", ".join(f"{f.name} {_sql_type(f.type)} NOT NULL" for f in schema) + ")"
     for name, schema in SCHEMAS.items()
 }
 

@@ -69,6 +69,9 @@ class _Linear:
     def _add(self, kind: str, arg: Expr | None) -> None:
         if (kind, arg) in self.index:
             return
+        if kind == "n" and arg is not None and not arg.nullable:
+            self.index[(kind, arg)] = self.rows_at()  # never NULL: counts the rows
+            return
         self.index[(kind, arg)] = len(self.parts)
         self.parts.append((kind, arg))
 
