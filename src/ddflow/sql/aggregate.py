@@ -115,6 +115,21 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     lin = _Linear(plan.aggs, plan.scalar)
     sample = lin.sample()
     keys = plan.keys
+    args = {a.arg for a in plan.aggs}
+    if not plan.scalar and plan.aggs and len(args) == 1 and all(
+            a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggs) and \
+            plan.aggs[0].arg is not None and not plan.aggs[0].arg.nullable:
+        # only DISTINCT aggregates of one never-NULL argument: a group is present exactly
+        # when it has a distinct value, so the distinct part alone gives every column
+        part = _part(plan.aggs[0], src, stages, in_fields, keys, key_fields, lw, env)
+
+        def slots(r: Any) -> Any:
+            k, (cnt, total) = r
+            return k, ((cnt,), (np.ones(len(cnt), np.int64), cnt, total))
+
+        combined = part.map(slots, vectorized=True, name="group")
+        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth,
+                       ctx)
 
     def explode(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)

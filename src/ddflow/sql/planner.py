@@ -1018,8 +1018,7 @@ class Planner:
                 continue
             if isinstance(node, exp.In) and node.args.get("query") is not None \
                     and scope.agg is None:
-                if not neg:
-                    self._semi_in(node, scope)
+                if self._semi_in(node, scope, anti=neg):
                     continue
                 e = self.bind(exp.Not(this=node), scope)
             else:
@@ -1255,14 +1254,23 @@ class Planner:
         scope.plan = SemiJoin(scope.plan, keyset, tuple(outer_keys),
                               tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
 
-    def _semi_in(self, node: Node, scope: Scope) -> None:
+    def _semi_in(self, node: Node, scope: Scope, anti: bool = False) -> bool:
+        """``x IN (q)`` as a semi join; ``x NOT IN (q)`` as an anti join when neither ``x``
+        nor ``q``'s column can be NULL (then it is ``NOT EXISTS (q WHERE y = x)``; with
+        NULLs SQL's rule needs the counts, and the caller binds it as an expression).
+        Whether it was applied."""
         x = self.bind(node.this, scope)
+        if anti and x.nullable:
+            return False
         sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
         assert y is not None
+        if anti and y.nullable:
+            return False
         t = common_type(x.type, y.type, "IN")
         pairs = pairs + [(self._cast(y, t), self._to_outer(self._cast(x, t)))]
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
-        self._semi(scope, rel, outer_keys, k, null_safe, anti=False)
+        self._semi(scope, rel, outer_keys, k, null_safe, anti=anti)
+        return True
 
     def _to_outer(self, e: Expr) -> Expr:
         """An expression of the enclosing scope written as outer references."""
