@@ -451,7 +451,12 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             if aa == a:
                 part_slot = slot_of[id(p)]
                 break
-        agg_specs.append((a, fields[nk + j].type, part_slot))
+        n_at = s_at = None
+        if part_slot is None and a.func != "count_star":
+            n_at = lin.index[("n", a.arg)]
+            if a.func in ("sum", "avg"):
+                s_at = lin.index[("s", a.arg)]
+        agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at))
 
     flat = not parts_order
 
@@ -477,7 +482,7 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             for i in range(nk):
                 vals.append(sel(k[i]))
                 nulls.append(kf.null(i) if kf is not None else None)
-        for a, t, part_slot in agg_specs:
+        for a, t, part_slot, n_at, s_at in agg_specs:
             if part_slot is not None:
                 s = slots[part_slot]
                 present = sel(s[0]) != 0
@@ -496,8 +501,8 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
                 vals.append(sel(rows))
                 nulls.append(None)
                 continue
-            cnt = sel(comps[lin.index[("n", a.arg)]])
-            tot = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
+            cnt = sel(comps[n_at])
+            tot = sel(comps[s_at]) if s_at is not None else None
             v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
             nulls.append(nl)

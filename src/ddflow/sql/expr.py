@@ -156,7 +156,18 @@ def evaluate(e: Expr, f: Frame, ctx: Ctx) -> Result:
     fn = _OPS.get(e.op)
     if fn is None:
         raise DataError(f"no evaluator for {e.op}")
+    if e.op in _SHARED:
+        # arithmetic met twice in one batch (``a * (1 - b)`` inside two sums) is computed
+        # once: results are never written to (like the batch's own columns)
+        seen = f.seen
+        got = seen.get(e)
+        if got is None:
+            got = seen[e] = fn(e, f, ctx)
+        return got
     return fn(e, f, ctx)
+
+
+_SHARED = frozenset(("add", "sub", "mul", "div", "cast"))
 
 
 def _lit_value(e: Lit, ctx: Ctx) -> tuple[Any, dict[Any, Any]]:

@@ -165,11 +165,19 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """One Arrow column (Array or ChunkedArray) as ``(physical, nulls)`` of type ``t``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if isinstance(c, pa.ChunkedArray):
         c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
     if pa.types.is_dictionary(c.type):
+        if t.kind == "string" and (pa.types.is_string(c.type.value_type)
+                                   or pa.types.is_large_string(c.type.value_type)):
+            nulls = None
+            if c.null_count:
+                nulls = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            codes = strings.encode_arrow(c)
+            if nulls is not None:
+                codes[nulls] = 0
+            return codes, nulls
         c = c.dictionary_decode()
     if getattr(pa.types, "is_string_view", lambda _: False)(c.type):
         c = c.cast(pa.string())
@@ -190,11 +198,10 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             raise bad()
         if n == 0:
             return np.zeros(0, np.int64), None
-        enc = pc.dictionary_encode(c)
-        uniq = enc.dictionary.to_pylist()
-        idx = _filled(enc.indices, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
-        return codes[idx], nulls
+        codes = strings.encode_arrow(c)
+        if nulls is not None:
+            codes[nulls] = 0
+        return codes, nulls
     if k == "boolean":
         if not pa.types.is_boolean(at):
             raise bad()

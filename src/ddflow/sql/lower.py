@@ -308,7 +308,9 @@ class Lowering:
             coll = self.lower(plan, env)
             k = self.keyed(coll, plan.fields, keys, null_safe, row=False)
             only = k.map(lambda kv: kv[0], vectorized=True, name="keys")
-            got = (only.distinct_total() if env.total else only.distinct()).arrange_by_self()
+            if not _distinct_keys(plan, keys):
+                only = only.distinct_total() if env.total else only.distinct()
+            got = only.arrange_by_self()
             self.memo[key] = got
         return got
 
@@ -334,6 +336,15 @@ class Lowering:
                 session.insert_columns(tuple(data))
             session.close()
         self.constants = []
+
+
+def _distinct_keys(plan: Plan, keys: tuple[Expr, ...]) -> bool:
+    """Whether ``keys`` (columns of ``plan``) take distinct values on distinct rows already
+    (they hold a set of columns no two rows agree on; dropping NULL keys keeps that)."""
+    from ddflow.sql.rewrite import unique_sets
+
+    cols = {k.index for k in keys if isinstance(k, Col)}
+    return any(u <= cols for u in unique_sets(plan))
 
 
 def concat_masks(lview: tuple[np.ndarray, ...], lf: tuple[Field, ...],

@@ -59,6 +59,7 @@ from ddflow.sql.plan import (
     UnionAll,
     Values,
 )
+from ddflow.sql.rewrite import unique_sets
 from ddflow.sql.rows import Field
 from ddflow.sql.types import (
     BIGINT,
@@ -401,13 +402,16 @@ class Planner:
     """Plans queries over a catalog of tables (name -> fields) in one dialect."""
 
     def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark",
-                 views: dict[str, Plan] | None = None) -> None:
+                 views: dict[str, Plan] | None = None,
+                 keys: dict[str, list[frozenset[int]]] | None = None) -> None:
         if dialect not in DIALECTS:
             raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
         self.catalog = catalog
         self.dialect = dialect
         #: views defined earlier, usable as relations (their plans are inlined)
         self.views = views or {}
+        #: declared unique column sets of tables (join order only, never answers)
+        self.keys = keys or {}
         self.ctes: list[dict[str, Plan]] = [{}]
         self._recursive: dict[str, RecRef] = {}
 
@@ -891,6 +895,32 @@ class Planner:
         # constant, then any filter, then none; the written order breaks ties) and join the
         # most restricted source connected to what is joined by an equality; a source with
         # no such connection comes last, as a cross join.
+        # With declared keys, a join whose new side is matched on a key of its own (each
+        # row joined finds at most one) comes before one matched on a key of what is
+        # joined (each new row finds at most one), and both before a join on no key (which
+        # can multiply rows: suppliers and customers of one nation).
+        uniq = [unique_sets(p, self.keys) for p in plans]
+
+        def join_kind(i: int, have: set[int]) -> int:
+            mine: set[int] = set()
+            theirs: dict[int, set[int]] = {}
+            for _, e, srcs in bound:
+                if i in srcs and (srcs - {i}) <= have:
+                    parts = _equi_parts(e, offsets, owner, i, have)
+                    if parts is None:
+                        continue
+                    lk, rk = parts
+                    if isinstance(rk, Col):
+                        mine.add(rk.index - offsets[i])
+                    if isinstance(lk, Col):
+                        j = owner[lk.index]
+                        theirs.setdefault(j, set()).add(lk.index - offsets[j])
+            if any(u <= mine for u in uniq[i]):
+                return 0
+            if any(u <= cols for j, cols in theirs.items() for u in uniq[j]):
+                return 1
+            return 2
+
         first = min(range(len(items)), key=lambda i: (rank[i], i))
         order = [first]
         remaining = [i for i in range(len(items)) if i != first]
@@ -901,7 +931,9 @@ class Planner:
             connected = [i for i in remaining if any(
                 i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
                 and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound)]
-            pick = min(connected or remaining, key=lambda i: (rank[i], i))
+            have = set(order)
+            pick = min(connected or remaining,
+                       key=lambda i: (join_kind(i, have), rank[i], i))
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []

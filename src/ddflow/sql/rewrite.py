@@ -12,6 +12,10 @@ filtered table (``part WHERE p_brand = ..``), the aggregate's input is first sem
 with that table's keys, so the aggregate follows a few groups instead of all of them. The
 keys are taken from the filtered table itself, not from the join above it: any superset of
 the keys that meet is correct, and a table's distinct keys are cheap to keep.
+
+``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
+aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
+column sets of a plan hold no two equal rows.
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ from ddflow.sql.plan import (
     SemiJoin,
 )
 
-__all__ = ["inner_outer", "restrict_groups", "rewrite"]
+__all__ = ["drop_distinct", "inner_outer", "restrict_groups", "rewrite", "unique_sets"]
 
 
 def rewrite(plan: Plan) -> Plan:
     """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
-    return restrict_groups(inner_outer(plan))
+    return drop_distinct(restrict_groups(inner_outer(plan)))
 
 
 def with_inputs(plan: Plan, new: list[Plan]) -> Plan:
@@ -270,3 +274,48 @@ def restrict_groups(plan: Plan) -> Plan:
     """``plan`` with aggregates joined on their group keys restricted to the keys the
     other side of the join can hold, where those come from a filtered table."""
     return _bottom_up(plan, _restrict)
+
+
+# -- rows known to be distinct ----------------------------------------------------------------
+
+def unique_sets(p: Plan, keys: dict[str, list[frozenset[int]]] | None = None
+                ) -> list[frozenset[int]]:
+    """Sets of ``p``'s columns on which no two of its rows agree (NULL agreeing with NULL),
+    as far as the plan shows; [] when none is known. ``keys``: tables' declared keys
+    (informational; pass them only where a wrong declaration cannot change an answer)."""
+    if isinstance(p, Aggregate):
+        return [frozenset()] if p.scalar else [frozenset(range(len(p.keys)))]
+    if isinstance(p, Distinct):
+        return [frozenset(range(len(p.fields))), *unique_sets(p.input, keys)]
+    if isinstance(p, Filter):
+        return unique_sets(p.input, keys)
+    if isinstance(p, SemiJoin):
+        return unique_sets(p.left, keys)
+    if isinstance(p, Scan) and keys:
+        declared = keys.get(p.table, [])
+        if p.columns is None:
+            return list(declared)
+        at = {c: j for j, c in enumerate(p.columns)}
+        return [frozenset(at[c] for c in k) for k in declared if k <= at.keys()]
+    if isinstance(p, Project):
+        out = []
+        for cols in unique_sets(p.input, keys):
+            where: dict[int, int] = {}
+            for j, e in enumerate(p.exprs):
+                if isinstance(e, Col) and e.index in cols:
+                    where.setdefault(e.index, j)
+            if len(where) == len(cols):
+                out.append(frozenset(where.values()))
+        return out
+    return []
+
+
+def _drop(p: Plan) -> Plan:
+    if isinstance(p, Distinct) and unique_sets(p.input):
+        return p.input
+    return p
+
+
+def drop_distinct(plan: Plan) -> Plan:
+    """``plan`` without DISTINCTs over rows that are distinct already."""
+    return _bottom_up(plan, _drop)

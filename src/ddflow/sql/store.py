@@ -111,6 +111,11 @@ def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
         if isinstance(x, LazyStrings) and isinstance(y, LazyStrings):
             if x.codes is not None and y.codes is not None:
                 same = x.codes[ia] == y.codes[ib]
+            elif not isinstance(x.raw, list) and not isinstance(y.raw, list):
+                import pyarrow.compute as pc
+
+                got = pc.equal(x.arrow(ia), y.arrow(ib)).fill_null(False)
+                same = np.asarray(got.to_numpy(zero_copy_only=False), dtype=bool)
             else:
                 xs, ys = x.strings(ia), y.strings(ib)
                 same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
