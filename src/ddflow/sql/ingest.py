@@ -234,13 +234,13 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         # the usual case, read from the buffer: a DECIMAL(p <= 18) value's 128-bit integer
         # is its low word (checked: the high word is the sign)
         words = np.frombuffer(c.buffers()[1], dtype=np.int64, count=2 * (c.offset + n))
-        lo, hi = words[2 * c.offset::2], words[2 * c.offset + 1::2]
-        if nulls is None and not (hi == (lo >> 63)).all():
+        low, high = words[2 * c.offset::2], words[2 * c.offset + 1::2]
+        if nulls is None and not (high == (low >> 63)).all():
             raise DataError(f"a value of column '{name}' does not fit {t}")
-        out = lo.copy()
+        out = low.copy()
         if nulls is not None:
             out[nulls] = 0
-            if not (hi[~nulls] == (out[~nulls] >> 63)).all():
+            if not (high[~nulls] == (out[~nulls] >> 63)).all():
                 raise DataError(f"a value of column '{name}' does not fit {t}")
         return out, nulls
     if k == "date" and pa.types.is_date32(at) and n:
