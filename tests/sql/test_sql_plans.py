@@ -179,3 +179,36 @@ def test_arrow_columns_read_from_buffers_honour_slices_and_nulls() -> None:
     via_arrow.delete("t", table.slice(8, 3))  # deleting sliced rows finds them too
     via_arrow.commit()
     assert len(va.rows()) == 22 and {r[0] for r in va.rows()}.isdisjoint({8, 9, 10})
+
+
+SHARED_PARTIALS = [
+    "SELECT d.dname, e.dept, sum(e.salary), count(e.salary), count(*), min(e.salary), "
+    "max(e.salary) FROM dept d JOIN emp e ON d.dept = e.dept WHERE d.dept IN (SELECT dept "
+    "FROM emp GROUP BY dept HAVING sum(salary) > 100 AND count(salary) >= 1 AND "
+    "count(*) > 1 AND min(salary) <= max(salary)) GROUP BY d.dname, e.dept",
+    "SELECT d.region, sum(e.salary) FROM emp e JOIN dept d ON e.dept = d.dept "
+    "WHERE d.dept IN (SELECT dept FROM emp GROUP BY dept HAVING sum(salary) > 50) "
+    "GROUP BY d.region",
+    "SELECT d.dname, avg(e.salary) FROM dept d JOIN emp e ON d.dept = e.dept "
+    "WHERE d.dept IN (SELECT dept FROM emp GROUP BY dept HAVING sum(salary) > 50) "
+    "GROUP BY d.dname",
+]
+
+
+@pytest.mark.parametrize("sql", SHARED_PARTIALS, ids=["all-partials", "group-by-other-side",
+                                                      "avg-not-shared"])
+def test_aggregate_over_join_reads_shared_partials(sql: str) -> None:
+    check_stream(EMP_DDL, [sql], EMP_STREAM, create_after=1)
+
+
+def test_shared_partials_fire_where_an_aggregate_is_already_computed() -> None:
+    db = dsql.Database()
+    for ddl in EMP_DDL:
+        db.execute(ddl)
+    plan = db.explain(SHARED_PARTIALS[0])
+    # the join meets the grouped emp rows, the same aggregate the IN subquery keeps
+    assert plan.count("Aggregate keys [dept] aggs [max(salary), min(salary), count_star(*), "
+                      "count(salary), sum(salary)]") == 2, plan
+    plain = db.explain("SELECT d.dname, sum(e.salary) FROM dept d JOIN emp e "
+                       "ON d.dept = e.dept GROUP BY d.dname")
+    assert plain.count("Aggregate") == 1  # nothing to share: the rows are joined
