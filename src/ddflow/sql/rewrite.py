@@ -30,9 +30,8 @@ import dataclasses
 from typing import Any
 
 from ddflow.sql.expr import Call, Col, Expr
-from ddflow.sql.optimize import _shift
+from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
-from ddflow.sql.optimize import uses
 from ddflow.sql.plan import (
     Agg,
     Aggregate,
