@@ -299,16 +299,23 @@ def _slot(pushed: list[Expr], e: Expr) -> int:
 
 
 def _push_parts(e: Call, nl: int, kind: str, lpush: list[Expr], rpush: list[Expr]) -> Expr:
-    """``e`` with each largest computed part over one join side replaced by a reference
-    to that part, appended to (or found in) ``lpush`` / ``rpush``."""
+    """``e`` with each largest computed part over one join side that reads two or more of
+    its fields replaced by a reference to that part, appended to (or found in) ``lpush`` /
+    ``rpush``. (A part of one field saves no column and would be computed for every row of
+    its side, not only the rows the join keeps: ``CAST(l_quantity AS DECIMAL(21,7))`` for
+    all line items instead of those of a few parts.)"""
     args: list[Expr] = []
     for a in e.args:
         u = uses(a)
-        if isinstance(a, Call) and u and max(u) < nl and (kind in ("inner", "left")
-                                                           or _strict(a)):
+        if len(u) < 2:
+            args.append(_push_parts(a, nl, kind, lpush, rpush) if isinstance(a, Call)
+                        else a)
+            continue
+        if isinstance(a, Call) and max(u) < nl and (kind in ("inner", "left")
+                                                    or _strict(a)):
             args.append(Call("_pushed", (), a.type, a.nullable, ("l", _slot(lpush, a))))
-        elif isinstance(a, Call) and u and min(u) >= nl and (kind in ("inner", "right")
-                                                             or _strict(a)):
+        elif isinstance(a, Call) and min(u) >= nl and (kind in ("inner", "right")
+                                                       or _strict(a)):
             args.append(Call("_pushed", (), a.type, a.nullable,
                              ("r", _slot(rpush, _shift(a, -nl)))))
         elif isinstance(a, Call):
