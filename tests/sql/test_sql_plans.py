@@ -212,3 +212,30 @@ def test_shared_partials_fire_where_an_aggregate_is_already_computed() -> None:
     plain = db.explain("SELECT d.dname, sum(e.salary) FROM dept d JOIN emp e "
                        "ON d.dept = e.dept GROUP BY d.dname")
     assert plain.count("Aggregate") == 1  # nothing to share: the rows are joined
+
+
+EQUI_FILTERS = [
+    "SELECT e.name, e.salary FROM emp e WHERE e.salary = (SELECT max(salary) FROM emp)",
+    "SELECT e.name FROM emp e WHERE e.salary = (SELECT max(e2.salary) FROM emp e2 "
+    "WHERE e2.dept = e.dept)",
+    "SELECT e.name FROM emp e WHERE e.id = (SELECT min(mgr) FROM emp)",
+    "SELECT e.name FROM emp e WHERE e.mgr = (SELECT max(salary) FROM emp)",
+    "SELECT e.name, d.dname FROM emp e, (SELECT max(dept) AS m FROM dept) t, dept d "
+    "WHERE e.dept = t.m AND d.dept = t.m AND e.salary > 10",
+]
+
+
+@pytest.mark.parametrize("sql", EQUI_FILTERS, ids=["equal-to-max", "correlated-max",
+                                                   "int-min", "int-vs-decimal",
+                                                   "derived-one-row"])
+def test_equality_with_a_one_row_side_is_a_join_key(sql: str) -> None:
+    check_stream(EMP_DDL, [sql], EMP_STREAM, create_after=1)
+
+
+def test_equality_filter_above_a_join_becomes_its_key() -> None:
+    db = dsql.Database()
+    for ddl in EMP_DDL:
+        db.execute(ddl)
+    plan = db.explain(EQUI_FILTERS[0])
+    assert "Join inner on [salary = _v]" in plan or "on [salary =" in plan, plan
+    assert "0 = 0" not in plan

@@ -19,6 +19,11 @@ the same query already aggregates that side by the join key (``WHERE o IN (SELEC
 joins that aggregate instead of the side's rows and adds up its partial results: the side
 is aggregated once, for both uses, and the join meets one row per key.
 
+``equi_filters``: an equality between the two sides of an inner join, written as a filter
+above it (``WHERE total = (SELECT max(total) ..)`` attaches the one-row subquery with a join
+on nothing), becomes a key of the join: the join meets only equal rows instead of pairing
+every row with the other side and filtering.
+
 ``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
 aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
 column sets of a plan hold no two equal rows.
@@ -44,13 +49,13 @@ from ddflow.sql.plan import (
     SemiJoin,
 )
 
-__all__ = ["drop_distinct", "inner_outer", "restrict_groups", "rewrite", "share_partials",
-           "unique_sets"]
+__all__ = ["drop_distinct", "equi_filters", "inner_outer", "restrict_groups", "rewrite",
+           "share_partials", "unique_sets"]
 
 
 def rewrite(plan: Plan) -> Plan:
     """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
-    return share_partials(drop_distinct(restrict_groups(inner_outer(plan))))
+    return share_partials(drop_distinct(restrict_groups(equi_filters(inner_outer(plan)))))
 
 
 def with_inputs(plan: Plan, new: list[Plan]) -> Plan:
@@ -438,3 +443,46 @@ def share_partials(plan: Plan) -> Plan:
     if len(found) < 2:
         return plan
     return _bottom_up(plan, lambda p: _share(p, found))
+
+
+# -- equalities across a join as its keys ----------------------------------------------------
+
+def _equi(p: Plan) -> Plan:
+    if not (isinstance(p, Filter) and isinstance(p.input, Join)):
+        return p
+    j = p.input
+    if j.kind != "inner" or j.null_safe:
+        return p
+    nl = len(j.left.fields)
+    lk, rk, rest = list(j.left_keys), list(j.right_keys), []
+    for c in _conjuncts(p.predicate):
+        if isinstance(c, Call) and c.op == "eq":
+            a, b = c.args
+            ua, ub = uses(a), uses(b)
+            if ub and ua and max(ub) < nl <= min(ua):
+                a, b, ua, ub = b, a, ub, ua
+            # (not doubles: a join matches stored values, and SQL's = on doubles has its
+            # own cases, NaN and -0.0)
+            if ua and ub and max(ua) < nl <= min(ub) and a.type == b.type \
+                    and a.type.kind != "double":
+                lk.append(a)
+                rk.append(_shift(b, -nl))
+                continue
+        rest.append(c)
+    if len(lk) == len(j.left_keys):
+        return p
+    # key pairs of constants only (a one-row side attached on nothing) are dropped
+    pairs = [(x, y) for x, y in zip(lk, rk, strict=True) if uses(x) or uses(y)]
+    new = dataclasses.replace(j, left_keys=tuple(x for x, _ in pairs),
+                              right_keys=tuple(y for _, y in pairs))
+    if not rest:
+        return new
+    pred = rest[0] if len(rest) == 1 else Call("and", tuple(rest), p.predicate.type,
+                                                p.predicate.nullable)
+    return Filter(new, pred)
+
+
+def equi_filters(plan: Plan) -> Plan:
+    """``plan`` with equalities between the sides of an inner join, filtered above it,
+    made keys of the join."""
+    return _bottom_up(plan, _equi)
