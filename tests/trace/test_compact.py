@@ -14,7 +14,8 @@ from ddflow.core.diff import INT_DIFF, diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import COMPACT_MIN_ROWS, Description, TraceBatch, compact_column
-from ddflow.trace.spine import Spine, _Merge, _merge_all, key_sums
+from ddflow.trace.merge import Merge, merge_all
+from ddflow.trace.spine import Spine, key_sums
 
 
 def _desc(lo: int, hi: int, since: int = 0) -> Description:
@@ -164,17 +165,17 @@ def test_merges_with_later_noncompact_batches(since):
     later = _changes(base, since, 4)
     expect = {t: _accumulate([base, *later], t) for t in range(6)}
     s = Antichain.of([(since,)], 1)
-    merged = _merge_all([base, *later], s)
-    merged_plain = _merge_all([_plain(base), *later], s)
+    merged = merge_all([base, *later], s)
+    merged_plain = merge_all([_plain(base), *later], s)
     assert _rows(merged) == _rows(merged_plain)
     for t in range(since, 6):
         assert _accumulate([merged], t) == expect[t]
-    m = _Merge(base, _merge_all(later, s), s)
+    m = Merge(base, merge_all(later, s), s)
     while not m.work(500):
         pass
     assert m.result is not None and _rows(m.result) == _rows(merged)
     # everything advanced to one time and the removals merged away: compact again
-    final = _merge_all([base, *later], Antichain.of([(9,)], 1))
+    final = merge_all([base, *later], Antichain.of([(9,)], 1))
     assert final.is_compact == all(d == 1 for *_, d in _rows(final))
 
 

@@ -10,7 +10,8 @@ from ddflow.core.diff import diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import Description, TraceBatch
-from ddflow.trace.spine import Spine, _merge_all
+from ddflow.trace.merge import merge_all
+from ddflow.trace.spine import Spine
 
 INT = diff_type_of(int)
 rows_st = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 2),
@@ -46,8 +47,8 @@ def test_merge_associative(r1, r2, r3):
     """(a + b) + c and a + (b + c) hold the same collection at every time."""
     z = Antichain.of([(0, 0)], 2)
     a, b, c = _batch(r1, (0, 0), (9, 9)), _batch(r2, (0, 0), (9, 9)), _batch(r3, (0, 0), (9, 9))
-    left = _merge_all([_merge_all([a, b], z), c], z)
-    right = _merge_all([a, _merge_all([b, c], z)], z)
+    left = merge_all([merge_all([a, b], z), c], z)
+    right = merge_all([a, merge_all([b, c], z)], z)
     for t in ALL_TIMES:
         assert _accumulate([left], t) == _accumulate([right], t) == _accumulate([a, b, c], t)
 
@@ -130,7 +131,7 @@ def test_progressive_merge_of_composite_keys() -> None:
     from ddflow.core.frontier import Antichain
     from ddflow.core.updates import Updates, consolidate
     from ddflow.trace.batch import Description, TraceBatch
-    from ddflow.trace.spine import _Merge
+    from ddflow.trace.merge import Merge
 
     rng = np.random.default_rng(0)
 
@@ -142,7 +143,7 @@ def test_progressive_merge_of_composite_keys() -> None:
                                                   Antichain.of([(0,)], 1)))
 
     a, b = batch(5000, 0), batch(3000, 1)
-    m = _Merge(a, b, Antichain.of([(0,)], 1))
+    m = Merge(a, b, Antichain.of([(0,)], 1))
     steps = 0
     while not m.work(500):
         steps += 1

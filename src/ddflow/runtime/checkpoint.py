@@ -56,7 +56,7 @@ import numpy as np
 from ddflow.core.errors import DDError
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import TraceBatch
-from ddflow.trace.spine import _Merge, _merge_all
+from ddflow.trace.merge import Merge, merge_all
 
 if TYPE_CHECKING:
     from ddflow.runtime.scope import Scope
@@ -347,9 +347,9 @@ class _StatePickler(pickle.Pickler):
         return ("worker",)
 
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is _Merge:
+        if type(obj) is Merge:
             # a merge in progress restarts from its two (immutable) sources
-            return (_Merge, (obj.a, obj.b, obj.since))
+            return (Merge, (obj.a, obj.b, obj.since))
         return NotImplemented
 
 
@@ -394,7 +394,7 @@ class _StateUnpickler(pickle.Unpickler):
             return self._load_batch(node)
         if node[0] != "merge":
             raise CheckpointError(f"unknown lineage node {node[0]!r} in a checkpoint's state")
-        return _merge_all([self._rebuild(p) for p in node[1]], node[2])
+        return merge_all([self._rebuild(p) for p in node[1]], node[2])
 
 
 def _op_state(op: Any) -> dict[str, Any]:

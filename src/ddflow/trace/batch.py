@@ -355,6 +355,12 @@ class TraceBatch:
             self._bound = run * mag
         return self._bound
 
+    def set_diff_bound(self, bound: int) -> None:
+        """Record a ``diff_bound`` known from how the batch was made (a merge hands down the
+        sum of its sources' bounds). It is an error to give a bound smaller than the true
+        one: readers trust it to prove that sums cannot leave int64."""
+        self._bound = bound
+
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
         nk = self.keys.shape[0]

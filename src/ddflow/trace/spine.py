@@ -14,6 +14,8 @@ physical frontier has passed its upper; until then it waits in ``pending``, so e
 still see the trace "through" the batches it has processed (``batches_through``).
 
 Readers hold ``TraceHandle``s; a closed handle releases its hold on both frontiers.
+
+What a merge computes is in ``ddflow.trace.merge``; this module decides when to merge.
 """
 
 from __future__ import annotations
@@ -22,129 +24,13 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import take_columns
 from ddflow.core.diff import I64_MAX, FloatDiff, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.time import columns_advance_by
-from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import (
-    Description,
-    TraceBatch,
-    buffer_nbytes,
-    merged_bound,
-    merged_lineage,
-)
+from ddflow.core.updates import Updates, concat_updates
+from ddflow.trace.batch import TraceBatch, buffer_nbytes, merged_bound
+from ddflow.trace.merge import Merge, merge_all
 
 __all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
-
-
-class _Merge:
-    """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
-
-    def __init__(self, a: TraceBatch, b: TraceBatch, since: Antichain) -> None:
-        self.a, self.b, self.since = a, b, since
-        self.ka = 0  # next key index of a
-        self.kb = 0
-        self.chunks: list[Updates] = []
-        self.result: TraceBatch | None = None
-        self.size = len(a) + len(b)
-        self.credit = 0
-        # sums of a key's rows in the merge cannot leave int64 when the bounds say so
-        self.bound = merged_bound([a, b])
-        self.bounded = self.bound is not None and self.bound <= I64_MAX
-
-    def _chunk(self, ka_end: int, kb_end: int) -> None:
-        a, b = self.a, self.b
-        ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
-        rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
-        ua, ub = _slice(a, ra), _slice(b, rb)
-        u = concat_updates([ua, ub])
-        if len(u):
-            u = u.with_times(columns_advance_by(u.times, self.since.arr))
-            split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
-            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
-            if len(u):
-                self.chunks.append(u)
-        self.ka, self.kb = ka_end, kb_end
-
-    def work(self, fuel: int) -> bool:
-        """Merge about ``fuel`` more rows; return whether the merge is complete."""
-        a, b = self.a, self.b
-        na, nb = a.num_keys, b.num_keys
-        while self.result is None:
-            if fuel <= 0:
-                return False
-            if (self.ka >= na or self.kb >= nb or fuel >= self.size
-                    or a.keys.dtype != b.keys.dtype):
-                # (keys of two representations, e.g. int64 and Python ints, are not
-                # compared to cut chunks: the whole merge is one chunk, made exact by
-                # ``concat_columns``)
-                self._chunk(na, nb)
-                fuel = 0
-                self._finish()
-                break
-            half = max(fuel // 2, 1)
-            ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
-            ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
-            ia = min(max(ia, self.ka + 1), na)
-            ib = min(max(ib, self.kb + 1), nb)
-            if ia >= na and ib >= nb:
-                self._chunk(na, nb)
-                self._finish()
-                break
-            # the smaller of the two boundary keys bounds this chunk in both batches
-            # (compared through a sort: composite keys are structured or object arrays,
-            # whose scalars do not order with ``<=``)
-            if ib >= nb:
-                bound = a.keys[ia:ia + 1]
-            elif ia >= na:
-                bound = b.keys[ib:ib + 1]
-            else:
-                bound = np.sort(np.concatenate([a.keys[ia:ia + 1], b.keys[ib:ib + 1]]))[:1]
-            ka_end = int(np.searchsorted(a.keys, bound, side="left")[0])
-            kb_end = int(np.searchsorted(b.keys, bound, side="left")[0])
-            before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
-            self._chunk(ka_end, kb_end)
-            fuel -= int(a.bounds[self.ka]) - before[0] + int(b.bounds[self.kb]) - before[1]
-        return True
-
-    def _finish(self) -> None:
-        a, b = self.a, self.b
-        desc = Description(a.desc.lower, b.desc.upper, self.since)
-        if self.chunks:
-            u = concat_updates(self.chunks)
-        else:
-            u = Updates(
-                take_columns(a.data, slice(0, 0)), a.times[:0],
-                a.diff_type.take(a.diffs, slice(0, 0)),
-                a.diff_type,
-            )
-        self.result = TraceBatch(a.key_width, u, desc)
-        if self.bounded:  # (else computed from the merged rows when asked: maybe smaller)
-            self.result._bound = self.bound
-        self.result.lineage = merged_lineage((a, b), self.since)
-        self.chunks = []
-
-
-def _slice(batch: TraceBatch, rows: slice) -> Updates:
-    return Updates(
-        take_columns(batch.data, rows), batch.times[rows], batch.diff_type.take(batch.diffs, rows),
-        batch.diff_type,
-    )
-
-
-def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
-    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
-    u = concat_updates([b.updates() for b in batches])
-    u = u.with_times(columns_advance_by(u.times, since.arr))
-    bound = merged_bound(batches)
-    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
-    desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
-    out = TraceBatch(batches[0].key_width, u, desc)
-    if bound is not None and bound <= I64_MAX:
-        out._bound = bound
-    out.lineage = merged_lineage(batches, since)
-    return out
 
 
 class Spine:
@@ -162,7 +48,7 @@ class Spine:
         self.eager_rows = eager_rows
         self.small_rows = small_rows
         self.max_small = max_small
-        self.stack: list[TraceBatch | _Merge] = []
+        self.stack: list[TraceBatch | Merge] = []
         self.pending: list[TraceBatch] = []
         self.handles: list[TraceHandle] = []
         self.logical = Antichain.of([(0,) * dim], dim)
@@ -221,7 +107,7 @@ class Spine:
     def _apply_fuel(self, n: int) -> None:
         fuel = self.effort * max(n, 1)
         for i, entry in enumerate(self.stack):
-            if isinstance(entry, _Merge):
+            if isinstance(entry, Merge):
                 # Small amounts of fuel are banked so Python overhead is paid per large chunk.
                 entry.credit += fuel
                 if entry.credit >= 4096 or entry.credit >= entry.size:
@@ -233,12 +119,12 @@ class Spine:
                         self.merges_done += 1
 
     @staticmethod
-    def _size(entry: TraceBatch | _Merge) -> int:
-        return entry.size if isinstance(entry, _Merge) else len(entry)
+    def _size(entry: TraceBatch | Merge) -> int:
+        return entry.size if isinstance(entry, Merge) else len(entry)
 
     def _complete(self, i: int) -> TraceBatch:
         entry = self.stack[i]
-        if isinstance(entry, _Merge):
+        if isinstance(entry, Merge):
             entry.work(1 << 62)
             assert entry.result is not None
             self.stack[i] = entry.result
@@ -260,7 +146,7 @@ class Spine:
             return
         if tail > 1:
             small = [e for e in self.stack[-tail:] if isinstance(e, TraceBatch)]
-            self.stack[-tail:] = [_merge_all(small, self.logical)]
+            self.stack[-tail:] = [merge_all(small, self.logical)]
             self.merges_done += 1
         # Restore the geometric sizes: any neighbours where the younger is at least half the
         # older are merged, checked from the youngest down (not only at the tail: a merge
@@ -278,13 +164,13 @@ class Spine:
             if 2 * self._size(self.stack[i]) < self._size(self.stack[i - 1]):
                 i -= 1
                 continue
-            if isinstance(self.stack[i], _Merge) and not deferred:
+            if isinstance(self.stack[i], Merge) and not deferred:
                 deferred = True
                 i -= 1
                 continue
             b = self._complete(i)
             a = self._complete(i - 1)
-            merge = _Merge(a, b, self.logical)
+            merge = Merge(a, b, self.logical)
             self.stack[i - 1:i + 1] = [merge]
             if merge.size <= self.eager_rows:
                 self._complete(i - 1)
@@ -299,7 +185,7 @@ class Spine:
         """Every readable batch, oldest first (sources of merges in progress included)."""
         out: list[TraceBatch] = []
         for entry in self.stack:
-            if isinstance(entry, _Merge):
+            if isinstance(entry, Merge):
                 out.append(entry.a)
                 out.append(entry.b)
             else:
@@ -336,9 +222,9 @@ class Spine:
         return {
             "batches": len(bs),
             "updates": int(sum(len(b) for b in bs)),
-            "merges_in_progress": sum(isinstance(e, _Merge) for e in self.stack),
+            "merges_in_progress": sum(isinstance(e, Merge) for e in self.stack),
             "merge_work_outstanding": int(
-                sum(e.size for e in self.stack if isinstance(e, _Merge))
+                sum(e.size for e in self.stack if isinstance(e, Merge))
             ),
             "pending": len(self.pending),
             "merges_done": self.merges_done,
@@ -351,7 +237,7 @@ class Spine:
         seen: set[int] = set()
         total = sum(b.nbytes(seen) for b in self.batches())
         for e in self.stack:
-            if isinstance(e, _Merge):
+            if isinstance(e, Merge):
                 for u in e.chunks:
                     total += buffer_nbytes([*u.data, u.times, u.diffs], seen)
         return total
