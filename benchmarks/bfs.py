@@ -44,7 +44,7 @@ from _common import (  # noqa: E402
     timing_stats_ms,
 )
 from ddflow.algorithms import bfs  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 
 def reference_bfs(nodes: int, src: np.ndarray, dst: np.ndarray, root: int) -> dict[int, int]:

@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         restore_child(args)
         return {}
     durable = not args.no_durable
-    from ddflow.runtime.memory import tune_malloc
+    from ddflow.runtimes.memory import tune_malloc
 
     tune_malloc()
     w, s, out, probe = build(args.keys)

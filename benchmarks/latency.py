@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddflow as dd  # noqa: E402
 from _common import emit_json, log, machine_info, now, peak_rss_mb, save_png  # noqa: E402
 from ddflow.algorithms import bfs  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 WINDOW = 1000
 

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.time import INT_TIME
-from ddflow.runtime.job import Changes, JobResult, drive, merge_results, run_job
-from ddflow.runtime.memory import tune_malloc
-from ddflow.runtime.processes import execute
+from ddflow.runtimes.job import Changes, JobResult, drive, merge_results
+from ddflow.runtimes.local import run_job
+from ddflow.runtimes.memory import tune_malloc
+from ddflow.runtimes.processes import execute
 
 RUNTIMES = ("inprocess", "processes1", "processes2", "spark")
 

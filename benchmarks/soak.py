@@ -88,7 +88,7 @@ P99_BAR = 1.5
 def _collect_class() -> Any:
     from ddflow.core.frontier import Antichain
     from ddflow.core.updates import Updates, concat_updates, consolidate
-    from ddflow.runtime.worker import Operator
+    from ddflow.engine.operator import Operator
 
     class Collect(Operator):
         """Keeps the collection accumulated so far (every update's time dropped, equal data
@@ -100,7 +100,7 @@ def _collect_class() -> Any:
 
         def __init__(self, worker: Any, stream: Any) -> None:
             super().__init__(worker, [stream])
-            self.state: Updates | None = None
+            self.acc: Updates | None = None
             self.tail: list[Updates] = []
             self.tail_rows = 0
 
@@ -108,27 +108,27 @@ def _collect_class() -> Any:
             for u in self.take():
                 self.tail.append(u.with_times(np.zeros_like(u.times)))
                 self.tail_rows += len(u)
-            if self.tail_rows > max(4096, len(self.state) if self.state is not None else 0):
+            if self.tail_rows > max(4096, len(self.acc) if self.acc is not None else 0):
                 self._fold()
 
         def _fold(self) -> None:
-            parts = ([self.state] if self.state is not None else []) + self.tail
+            parts = ([self.acc] if self.acc is not None else []) + self.tail
             if parts:
-                self.state = consolidate(concat_updates(parts))
+                self.acc = consolidate(concat_updates(parts))
             self.tail, self.tail_rows = [], 0
 
         def rows(self) -> int:
-            return (len(self.state) if self.state is not None else 0) + self.tail_rows
+            return (len(self.acc) if self.acc is not None else 0) + self.tail_rows
 
         def records(self) -> dict[Any, int]:
             """Record -> accumulated diff (zero diffs dropped)."""
             self._fold()
-            if self.state is None:
+            if self.acc is None:
                 return {}
             layout = self.inputs[0].layout
             assert layout is not None
-            recs = layout.to_records(self.state.data, len(self.state))
-            diffs = self.state.diff_type.to_values(self.state.diffs)
+            recs = layout.to_records(self.acc.data, len(self.acc))
+            diffs = self.acc.diff_type.to_values(self.acc.diffs)
             return {r: int(d) for r, d in zip(recs, diffs, strict=True) if d}
 
     return Collect
@@ -272,7 +272,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     import psutil
 
-    from ddflow.runtime.memory import tune_malloc
+    from ddflow.runtimes.memory import tune_malloc
 
     name = args.worker
     quiet = args.quiet

@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddflow as dd  # noqa: E402
 from _common import emit_json, log, machine_info, now, save_png, timing_stats_ms  # noqa: E402
 from ddflow.algorithms import shortest_paths, shortest_paths_monoid  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 
 def dijkstra(nodes: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray,

@@ -737,11 +737,11 @@ CATEGORIES: tuple[tuple[str, str, str], ...] = (
     ("count_total", "ddflow/operators/count_total.py", ""),
     ("min/max_total", "ddflow/operators/min_total.py", ""),
     ("reduce", "ddflow/operators/reduce.py", ""),
-    ("hierarchical reduce", "ddflow/operators/hierarchical.py", ""),
+    ("hierarchical reduce", "ddflow/dataflow/hierarchical.py", ""),
     ("map/filter/explode (operators/linear.py)", "ddflow/operators/linear.py", ""),
     ("lowered SQL glue (sql/lower.py)", "ddflow/sql/lower.py", ""),
     ("database commit bookkeeping", "ddflow/sql/database.py", ""),
-    ("runtime (worker, scopes, progress)", "ddflow/runtime/", ""),
+    ("runtime (worker, scopes, progress)", "ddflow/engine/", ""),
     ("core (updates, columns)", "ddflow/core/", ""),
 )
 

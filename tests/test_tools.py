@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ddflow._tools import ToolNotFoundError, find_tool, tool_dirs
+from ddflow.tools import ToolNotFoundError, find_tool, tool_dirs
 
 
 def test_tools_beside_the_interpreter_come_before_path(tmp_path: Path,

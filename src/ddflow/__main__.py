@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(f"ddflow: {why}", file=sys.stderr)
         return 1
-    from ddflow._tools import ToolNotFoundError
+    from ddflow.tools import ToolNotFoundError
 
     try:
         figures = q1_job(args.sf, args.batch, args.delete_fraction, args.workers,

@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
+from ddflow import Changes, run_job
 from ddflow.operators.min_total import MinMaxTotal
-from ddflow.runtime.job import Changes, run_job
 from ddflow.testing import oracle as O
 
 Update = tuple[Any, Any, Any]
@@ -169,7 +169,7 @@ def check(build: Callable[[Any], Any], oracle: Callable[[dict[Any, Any]], dict[A
 def hier_sum_oracle(a: dict[Any, Any]) -> dict[Any, Any]:
     """The ``Sum{value, count}`` diff: a key is there while its (sum, count) is not (0, 0)."""
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         s, n = sum(v * r for v, r in group), sum(r for _, r in group)
         if (s, n) != (0, 0):
             out[(k, s)] = 1

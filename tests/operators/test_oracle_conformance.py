@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
-from ddflow.runtime.job import run_job
+from ddflow import run_job
 from ddflow.testing import oracle as O
 from ddflow.testing.strategies import Schedule, schedules
 
@@ -310,7 +310,7 @@ def monoid_oracle(e: Any, r: Any) -> Any:
 
 def hier_sum_oracle(a: Any) -> Any:
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         s, n = sum(v * r for v, r in group), sum(r for _, r in group)
         if (s, n) != (0, 0):
             out[(k, s)] = 1
@@ -319,7 +319,7 @@ def hier_sum_oracle(a: Any) -> Any:
 
 def hier_count_oracle(a: Any) -> Any:
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         n = sum(r for _, r in group)
         if n:
             out[(k, n)] = 1
@@ -804,8 +804,8 @@ def test_oracle_interesting_times_closed_under_join() -> None:
 
 def _changes(kind: str, ups: list[tuple[Any, Any, Any]], product: bool | str) -> Any:
     """One input's update list as a columnar log."""
+    from ddflow import Changes
     from ddflow.core.time import time_kind_of
-    from ddflow.runtime.job import Changes
 
     tk = time_kind_of(time_sample(product))
     n = len(ups)

@@ -25,7 +25,7 @@ import pytest
 
 import ddflow as dd
 from ddflow.algorithms import bfs
-from ddflow.runtime.checkpoint import CheckpointError, latest_checkpoint
+from ddflow.engine.checkpoint import CheckpointError, latest_checkpoint
 
 Build = Callable[[Any, Any], dict[str, Any]]
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 
 import ddflow as dd
+from ddflow import Changes
 from ddflow.core.columns import make_column
-from ddflow.runtime.exchange import hash_columns, stable_hash
-from ddflow.runtime.job import Changes
+from ddflow.engine.exchange import hash_columns, stable_hash
 from ddflow.testing.strategies import edge_numbers
 
 I64_MIN = -(2**63)

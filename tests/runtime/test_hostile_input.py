@@ -577,8 +577,8 @@ class HostileInput(RuleBasedStateMachine):
             return
         assert self.inp.time() == self.time
         assert self.inp.closed == self.closed
-        buffered = len(self.inp._records) + sum(len(u) for u in self.inp._chunks)
-        assert buffered == self.pending, "the session's buffer does not hold what was accepted"
+        assert self.inp.buffered() == self.pending, \
+            "the session's buffer does not hold what was accepted"
 
     @invariant()
     def outputs_match_oracle(self) -> None:

@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ddflow.runtime.comm import MeshError, WorkerError
-from ddflow.runtime.job import Changes, run_job
-from ddflow.runtime.mesh import Listener, Mesh, new_secret
-from ddflow.runtime.processes import execute
+from ddflow import Changes, MeshError, WorkerError, run_job
+from ddflow.engine.mesh import Listener, Mesh, new_secret
+from ddflow.runtimes.processes import Launcher, execute
 
 
 def _meshes(n: int, secret: bytes, before: Any = None) -> list[Mesh]:
@@ -233,14 +232,20 @@ def test_intruder_on_a_process_mesh_leaves_the_job_unaffected() -> None:
         time.sleep(0.2)
 
     def one(worker: Any) -> Any:
-        from ddflow.runtime.job import drive, share_of
+        from ddflow.runtimes.job import drive, share_of
 
         return drive(worker, _degrees, {"edges": share_of(edges, worker.index, 2)})
 
     from ddflow.core.time import INT_TIME
-    from ddflow.runtime.job import merge_results
+    from ddflow.runtimes.job import merge_results
 
-    res = merge_results(execute(one, 2, _on_addresses=attack), INT_TIME)
+    class Attacked(Launcher):
+        """A launcher that lets an intruder at worker 0 before worker 1 connects."""
+
+        def addresses(self, addresses: list[tuple[str, int]]) -> None:
+            attack(addresses)
+
+    res = merge_results(Attacked().execute(one, 2), INT_TIME)
     for t in threads:
         t.join(30)
     assert res["hist"].updates() == want

@@ -3,6 +3,7 @@ a worker killed mid-run. (Operator conformance on Spark is in the shared runtime
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -12,12 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ddflow.runtime.comm import WorkerError
-from ddflow.runtime.job import Changes, run_job
+from ddflow import Changes, WorkerError, run_job
 from ddflow.spark import (
     SparkJobError,
-    _check_session,
     changes_between,
+    check_session,
     run_on_spark,
     spark_job,
     write_changes,
@@ -79,7 +79,7 @@ def test_dynamic_allocation_is_refused() -> None:
     conf = {"spark.dynamicAllocation.enabled": "true"}
     fake = SimpleNamespace(conf=SimpleNamespace(get=lambda k, d=None: conf.get(k, d)))
     with pytest.raises(SparkJobError, match="dynamic allocation"):
-        _check_session(fake, 2)  # type: ignore[arg-type]
+        check_session(fake, 2)  # type: ignore[arg-type]
 
 
 def test_missing_columns_are_named(spark: Any) -> None:
@@ -141,16 +141,15 @@ def test_worker_exception_reaches_caller_with_its_traceback(spark: Any) -> None:
     assert time.monotonic() - start < 30
 
 
-def test_killed_worker_is_rerun_with_the_same_output(spark: Any, tmp_path: Any) -> None:
+def test_killed_worker_is_rerun_with_the_same_output(spark: Any, kill_worker: Any) -> None:
     """A worker process killed mid-run: Spark reruns the barrier stage and the output equals a
     run without the fault, with no update lost or duplicated."""
     edges = _edges(30000, rounds=12)
     df = _df(spark, edges)
     clean = spark_job(spark, degrees, {"edges": df}, workers=2)
-    marker = tmp_path / "killed"
-    faulty = spark_job(spark, degrees, {"edges": df}, workers=2,
-                       _fault={"worker": 1, "round": 5, "marker": str(marker)})
-    assert marker.exists(), "the fault hook did not fire"
+    kill = kill_worker(1, 5)
+    faulty = spark_job(spark, degrees, {"edges": df}, workers=2, on_round=kill)
+    assert os.path.exists(kill.marker), "the fault hook did not fire"
     assert faulty["hist"].updates() == clean["hist"].updates()
     assert faulty["deg"].updates() == clean["deg"].updates()
     assert faulty["deg"].updates() == run_job(degrees, {"edges": edges})["deg"].updates()

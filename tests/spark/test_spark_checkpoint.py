@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ddflow.runtime.checkpoint import CheckpointError, latest_checkpoint
-from ddflow.runtime.job import Changes, run_job
+from ddflow import Changes, run_job
+from ddflow.engine.checkpoint import CheckpointError, latest_checkpoint
 from ddflow.spark import spark_job
 
 
@@ -109,19 +109,19 @@ def test_spark_incremental_refresh_between_jobs(spark: Any, tmp_path: Any) -> No
         assert _as_counter(second[name].updates()) == after
 
 
-def test_spark_killed_worker_resumes_from_the_last_checkpoint(spark: Any, tmp_path: Any) -> None:
+def test_spark_killed_worker_resumes_from_the_last_checkpoint(spark: Any, tmp_path: Any,
+                                                             kill_worker: Any) -> None:
     """Worker 1 dies at round 8, after the checkpoints of rounds 3 and 6 committed: Spark
     reruns the stage, which restores round 6's checkpoint (not the start), and the job's
     output equals an uninterrupted run's: no update lost or duplicated."""
     edges = _edges(30000, rounds=12)
     df = _df(spark, edges)
     clean = spark_job(spark, degrees, {"edges": df}, workers=2)
-    marker = tmp_path / "killed"
+    kill = kill_worker(1, 7)
     path = tmp_path / "ck"
     faulty = spark_job(spark, degrees, {"edges": df}, workers=2, checkpoint=str(path),
-                       checkpoint_every=3,
-                       _fault={"worker": 1, "round": 7, "marker": str(marker)})
-    assert marker.exists(), "the fault hook did not fire"
+                       checkpoint_every=3, on_round=kill)
+    assert os.path.exists(kill.marker), "the fault hook did not fire"
     for st in faulty.worker_stats[:2]:
         assert st["restored"] is not None and st["restored"]["fed_through"] == 5, st
     # the rerun ran only the rounds after the checkpoint

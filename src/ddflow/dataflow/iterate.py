@@ -1,7 +1,7 @@
 """Loops in the user API: ``Variable`` (DD's loop variable) and the ``iterate`` helper.
 
 A loop lives in a scope (``worker.iterative()``, or made by ``iterate``); inside it times are
-``Product(outer, inner)`` with ``inner`` the iteration. Outer collections come in with
+``Product(outer, iteration)``. Outer collections come in with
 ``collection.enter(scope)`` and results go out with ``collection.leave()``.
 
 ``Variable(scope, initial)`` is the collection ``initial`` at iteration 0 and, at iteration
@@ -15,16 +15,12 @@ the feedback carries ``result - initial``, so ``initial`` needs diffs with subtr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ddflow.core.errors import DiffTypeError, ScopeError
 from ddflow.dataflow.collection import Collection
-from ddflow.operators.iterate import Feedback
+from ddflow.engine.loop import Feedback
+from ddflow.engine.scope import Scope
 from ddflow.operators.linear import Concat
-from ddflow.runtime.scope import Scope
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Variable", "iterate"]
 

@@ -23,9 +23,10 @@ from ddflow.core.diff import INT_DIFF, DiffType, int_column
 from ddflow.core.errors import TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch
 from ddflow.trace.spine import key_sums, sums_fit
 
@@ -58,6 +59,8 @@ class CountTotal(Operator):
     """``mode``: ``"count"`` -> ``(key, count)``; ``"distinct"`` -> key with diff 1;
     ``"threshold"`` -> key with diff ``f(count)``."""
 
+    state_version = 1
+
     def __init__(self, worker: Worker, arr: Arrange, mode: str,
                  f: Callable[..., Any] | None = None, vectorized: bool = False,
                  name: str | None = None) -> None:
@@ -70,6 +73,15 @@ class CountTotal(Operator):
         self.arr = arr
         self.mode, self.f, self.vectorized = mode, f, vectorized
         self.handle = arr.spine.handle()
+        kl = arr.key_layout
+        if kl is not None and mode != "count":
+            self.output.layout = kl
+
+    def state(self) -> State:
+        return {"handle": self.handle.state()}
+
+    def load_state(self, state: State) -> None:
+        self.handle.load_state(state["handle"])
 
     def run(self, frontier: Antichain) -> None:
         batches = self.take()

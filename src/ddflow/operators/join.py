@@ -25,9 +25,10 @@ from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch, ranges_to_indices
 
 __all__ = ["Join"]
@@ -39,6 +40,7 @@ class Join(Operator):
     ``(k, va)`` (semijoin)."""
 
     name = "join"
+    state_version = 1
 
     def __init__(self, worker: Worker, a: Arrange, b: Arrange,
                  f: Callable[..., Any] | None = None, vectorized: bool = False,
@@ -50,6 +52,19 @@ class Join(Operator):
         self.hb = b.spine.handle()
         self.a_ack = a.upper
         self.b_ack = b.upper
+        kl, val, vbl = a.key_layout, a.val_layout, b.val_layout
+        if f is None and kl is not None and val is not None and vbl is not None:
+            # the output's shape follows from the inputs' (known as the dataflow is built)
+            self.output.layout = Tup((kl, val)) if semijoin else Tup((kl, Tup((val, vbl))))
+
+    def state(self) -> State:
+        return {"a_ack": self.a_ack, "b_ack": self.b_ack, "ha": self.ha.state(),
+                "hb": self.hb.state()}
+
+    def load_state(self, state: State) -> None:
+        self.a_ack, self.b_ack = state["a_ack"], state["b_ack"]
+        self.ha.load_state(state["ha"])
+        self.hb.load_state(state["hb"])
 
     def run(self, frontier: Antichain) -> None:
         da = self.take(0)

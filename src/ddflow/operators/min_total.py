@@ -59,8 +59,9 @@ from ddflow.core.diff import INT_DIFF, IntDiff
 from ddflow.core.errors import DataError, DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index, ranges_to_indices
 from ddflow.trace.spine import Spine, sums_fit
 
@@ -69,6 +70,8 @@ __all__ = ["MinMaxTotal"]
 
 class MinMaxTotal(Operator):
     """``mode`` is ``"min"`` or ``"max"``; see the module docstring."""
+
+    state_version = 1
 
     def __init__(self, worker: Worker, arr: Arrange, mode: str, name: str | None = None) -> None:
         if mode not in ("min", "max"):
@@ -88,6 +91,20 @@ class MinMaxTotal(Operator):
         self.lower = Antichain.of([(0,)], 1)
         self.rows_read = 0
         self._index: dict[int, tuple[TraceBatch, tuple[Any, ...]]] = {}
+        kl, vl = arr.key_layout, arr.val_layout
+        if kl is not None and vl is not None:
+            self.output.layout = Tup((kl, vl))
+
+    def state(self) -> State:
+        # (the per-batch indexes are a cache, rebuilt when needed)
+        return {"handle": self.handle.state(), "out_spine": self.out_spine.state(),
+                "out_h": self.out_h.state(), "lower": self.lower, "rows_read": self.rows_read}
+
+    def load_state(self, state: State) -> None:
+        self.handle.load_state(state["handle"])
+        self.out_spine.load_state(state["out_spine"])
+        self.out_h.load_state(state["out_h"])
+        self.lower, self.rows_read = state["lower"], state["rows_read"]
 
     # -- per-batch indexes ----------------------------------------------------------------------
     def _kv(self, b: TraceBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:

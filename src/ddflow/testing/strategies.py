@@ -28,7 +28,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ddflow import Product
+from ddflow.core.time import Product
 
 __all__ = [
     "Schedule",

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ddflow._tools import find_tool
+from ddflow.tools import find_tool
 
 __all__ = [
     "Q1_COLUMNS",
@@ -91,7 +91,7 @@ def generate(sf: float, tables: Sequence[str] = ("lineitem",)) -> Path:
     The folder is ``cache_dir()/tpch/sf<SF>`` and holds ``<table>.parquet``. Tables already
     there are not generated again. Missing ones are written by ``tpchgen-cli parquet`` into
     a temporary folder beside it and moved in file by file. ``tpchgen-cli`` is found beside
-    the running interpreter first, then on PATH (``ddflow._tools.find_tool``). Raises
+    the running interpreter first, then on PATH (``ddflow.tools.find_tool``). Raises
     ``ToolNotFoundError`` (a ``RuntimeError``) if it is not installed, ``RuntimeError`` if
     it fails.
     """

@@ -50,14 +50,8 @@ __all__ = [
     "is_zero_stride",
     "key_index",
     "merged_bound",
-    "merged_lineage",
     "ranges_to_indices",
 ]
-
-#: at most this many rows of unwritten batches are kept alive by a merged batch's lineage
-#: (so a dataflow checkpointed once and then never again does not hold its history twice)
-LINEAGE_KEEP_ROWS = 1 << 16
-
 
 @dataclass(frozen=True)
 class Description:
@@ -133,34 +127,6 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     owner = np.repeat(np.arange(len(starts)), lens)
     offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
     return np.repeat(starts, lens) + offsets, owner
-
-
-def merged_lineage(parts: Sequence[TraceBatch], since: Antichain) -> tuple[Any, ...] | None:
-    """How to rebuild the merge of ``parts`` (oldest first, times advanced by ``since``)
-    from batches a checkpoint has written, so the next checkpoint need not write the merged
-    batch at once (it refers to this and writes the batch in the background).
-
-    Each part is ``("file", batch)`` once a checkpoint wrote it (the batch is kept only as
-    metadata: its columns are dropped by ``_file_ref``), its own lineage if it has one, or
-    ``("mem", batch)``; if the unwritten rows kept so exceed ``LINEAGE_KEEP_ROWS``, None.
-    None also when no part was ever checkpointed (checkpoints are not in use)."""
-    if not any(p.uid is not None or p.lineage is not None for p in parts):
-        return None
-    out: list[Any] = []
-    kept = 0  # rows of unwritten batches the lineage keeps alive (bounded)
-    for p in parts:
-        lin = p.lineage  # (read once: a background writer clears it when done)
-        if lin is not None:  # not written yet (maybe being written)
-            out.append(lin)
-            kept += lin[3]
-        elif p.uid is not None:
-            out.append(("file", _file_ref(p)))
-        else:
-            out.append(("mem", p))
-            kept += len(p)
-        if kept > LINEAGE_KEEP_ROWS:
-            return None  # the merged batch will be written whole instead
-    return ("merge", tuple(out), since, kept)
 
 
 #: batches with fewer rows keep plain columns (checking them costs more than it saves)
@@ -242,17 +208,12 @@ def _unpack(a: Any) -> Any:
     return a
 
 
-def _file_ref(b: TraceBatch) -> tuple[Any, ...]:
-    """A written batch's identity without its columns."""
-    return (b.uid, len(b), b.key_width, b.desc, b.diff_type)
-
-
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
     __slots__ = (
         "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "_bound", "uid", "lineage",
+        "_index", "_bound", "__weakref__",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -273,9 +234,6 @@ class TraceBatch:
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self._bound: int | None = None
-        self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
-        # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
-        self.lineage: tuple[Any, ...] | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -427,7 +385,7 @@ class TraceBatch:
 
     def __getstate__(self) -> dict[str, Any]:
         state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "_bound", "lineage")}
+                 if k not in ("_table", "_index", "_bound", "__weakref__")}
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -438,7 +396,6 @@ class TraceBatch:
         self._table = None
         self._index = None
         self._bound = None
-        self.lineage = None
 
     def __repr__(self) -> str:
         d = self.desc

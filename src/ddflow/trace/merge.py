@@ -30,7 +30,7 @@ from ddflow.core.diff import I64_MAX
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, merged_bound, merged_lineage
+from ddflow.trace.batch import Description, TraceBatch, merged_bound
 
 __all__ = ["Merge", "merge_all"]
 
@@ -117,9 +117,8 @@ class Merge:
                 a.diff_type,
             )
         self.result = TraceBatch(a.key_width, u, desc)
-        if self.bounded:  # (else computed from the merged rows when asked: maybe smaller)
+        if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
-        self.result.lineage = merged_lineage((a, b), self.since)
         self.chunks = []
 
 
@@ -140,5 +139,4 @@ def merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
     out = TraceBatch(batches[0].key_width, u, desc)
     if bound is not None and bound <= I64_MAX:
         out.set_diff_bound(bound)
-    out.lineage = merged_lineage(batches, since)
     return out

@@ -20,6 +20,7 @@ What a merge computes is in ``ddflow.trace.merge``; this module decides when to 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -30,7 +31,10 @@ from ddflow.core.updates import Updates, concat_updates
 from ddflow.trace.batch import TraceBatch, buffer_nbytes, merged_bound
 from ddflow.trace.merge import Merge, merge_all
 
-__all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
+__all__ = ["MergeListener", "Spine", "TraceHandle", "key_sums", "sums_fit"]
+
+#: told of every merge the spine completes: ``(sources oldest first, since, result)``
+MergeListener = Callable[[Sequence[TraceBatch], Antichain, TraceBatch], None]
 
 
 class Spine:
@@ -39,6 +43,10 @@ class Spine:
     ``effort`` scales merge fuel per inserted update (2 suffices to finish each merge before
     it is needed again; more work up front lowers the number of batches readers search).
     """
+
+    #: the format of ``state()``: raise it whenever what ``state()`` holds changes (its keys
+    #: or a value's meaning); it enters every checkpoint's fingerprint
+    state_version = 1
 
     def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15,
                  small_rows: int = 256, max_small: int = 6):
@@ -55,6 +63,37 @@ class Spine:
         self.physical = self.logical
         self.upper = self.logical
         self.merges_done = 0
+        #: told of every completed merge (statistics, logging, checkpoints' lineage)
+        self.merge_listeners: list[MergeListener] = []
+
+    # -- state ---------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The trace as plain data: its batches (a merge in progress as its two sources and
+        its ``since``: it restarts from them), frontiers and counters. Readers' handles are
+        their owners' state."""
+        stack: list[tuple[Any, ...]] = [
+            ("merge", e.a, e.b, e.since) if isinstance(e, Merge) else ("batch", e)
+            for e in self.stack]
+        return {"key_width": self.key_width, "stack": stack, "pending": list(self.pending),
+                "logical": self.logical, "physical": self.physical, "upper": self.upper,
+                "merges_done": self.merges_done}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state()`` returned, into a spine built afresh (its readers' handles
+        are put back by their owners)."""
+        self.key_width = state["key_width"]
+        self.stack = [Merge(e[1], e[2], e[3]) if e[0] == "merge" else e[1]
+                      for e in state["stack"]]
+        self.pending = list(state["pending"])
+        self.logical, self.physical = state["logical"], state["physical"]
+        self.upper = state["upper"]
+        self.merges_done = state["merges_done"]
+
+    def _merged(self, sources: Sequence[TraceBatch], since: Antichain,
+                result: TraceBatch) -> None:
+        self.merges_done += 1
+        for listen in self.merge_listeners:
+            listen(sources, since, result)
 
     # -- readers -------------------------------------------------------------------------------
     def handle(self) -> TraceHandle:
@@ -116,7 +155,7 @@ class Spine:
                     if done:
                         assert entry.result is not None
                         self.stack[i] = entry.result
-                        self.merges_done += 1
+                        self._merged((entry.a, entry.b), entry.since, entry.result)
 
     @staticmethod
     def _size(entry: TraceBatch | Merge) -> int:
@@ -128,7 +167,7 @@ class Spine:
             entry.work(1 << 62)
             assert entry.result is not None
             self.stack[i] = entry.result
-            self.merges_done += 1
+            self._merged((entry.a, entry.b), entry.since, entry.result)
             return entry.result
         return entry
 
@@ -146,8 +185,9 @@ class Spine:
             return
         if tail > 1:
             small = [e for e in self.stack[-tail:] if isinstance(e, TraceBatch)]
-            self.stack[-tail:] = [merge_all(small, self.logical)]
-            self.merges_done += 1
+            merged = merge_all(small, self.logical)
+            self.stack[-tail:] = [merged]
+            self._merged(small, self.logical, merged)
         # Restore the geometric sizes: any neighbours where the younger is at least half the
         # older are merged, checked from the youngest down (not only at the tail: a merge
         # that finished on fuel can leave its result too large for the batch before it).
@@ -312,6 +352,9 @@ class TraceHandle:
     handles' frontiers. ``close()`` releases the hold.
     """
 
+    #: the format of ``state()`` (as ``Spine.state_version``)
+    state_version = 1
+
     def __init__(self, spine: Spine, logical: Antichain, physical: Antichain) -> None:
         self.spine = spine
         self.logical = logical
@@ -337,3 +380,12 @@ class TraceHandle:
         if not self.closed:
             self.closed = True
             self.spine._refresh_frontiers()
+
+    def state(self) -> dict[str, Any]:
+        """This reader's frontiers, as plain data."""
+        return {"logical": self.logical, "physical": self.physical, "closed": self.closed}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state()`` returned (the spine's own frontiers are its state)."""
+        self.logical, self.physical = state["logical"], state["physical"]
+        self.closed = state["closed"]

@@ -13,7 +13,7 @@ key's ``buckets`` partial results. This needs an associative reduction:
   result, ``(key, 0)``), per sub-group, then the partial results exploded again per key;
 * ``count``: the number of records (with multiplicity), the same way with int diffs.
 
-Everything is vectorized (the bucket hash is ``ddflow.runtime.exchange.hash_columns``, the
+Everything is vectorized (the bucket hash is ``ddflow.engine.exchange.hash_columns``, the
 same in every process), and correct for any time kind.
 """
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.runtime.exchange import hash_columns
+from ddflow.engine.exchange import hash_columns
 
 if TYPE_CHECKING:
     from ddflow.dataflow.collection import Collection

@@ -38,7 +38,7 @@ import struct
 import time
 from typing import Any
 
-from ddflow.runtime.comm import MeshError, PeerAborted
+from ddflow.engine.comm import MeshError, PeerAborted
 
 __all__ = ["Listener", "Mesh", "new_secret"]
 
@@ -147,7 +147,7 @@ class Mesh:
 
     # -- collectives ----------------------------------------------------------------------------
     def exchange(self, parts: list[Any]) -> list[Any]:
-        """All-to-all (see ``ddflow.runtime.comm``)."""
+        """All-to-all (see ``ddflow.engine.comm``)."""
         if len(parts) != self.peers:
             raise ValueError(f"exchange needs one message per worker ({self.peers})")
         out: list[Any] = [None] * self.peers
