@@ -157,7 +157,9 @@ class FlatMap(_PerBatch):
 class Explode(_PerBatch):
     """Moves data into diffs: per record ``f(x)`` yields ``(data, diff)`` pairs; the output
     diff is ``diff * input multiplicity``. Vectorized ``f(cols)`` returns
-    ``(out_cols, diff_cols)`` or ``(out_cols, diff_cols, keep_mask)``, one output per row."""
+    ``(out_cols, diff_cols)`` or ``(out_cols, diff_cols, keep_mask)``, one output per row, or
+    ``(out_cols, diff_cols, rows)`` with an integer array ``rows``: outputs for those input
+    rows only."""
 
     name = "explode"
     state_version = 1
@@ -186,7 +188,13 @@ class Explode(_PerBatch):
             if self.vectorized:
                 res = self.f(self.in_layout.view(u.data))
                 view, dview = res[0], res[1]
-                keep = np.asarray(res[2], dtype=bool) if len(res) > 2 else None
+                keep = given = None
+                if len(res) > 2:
+                    sel = np.asarray(res[2])
+                    if sel.dtype.kind in "iu":
+                        given = sel.astype(np.int64, copy=False)  # outputs for these rows
+                    else:
+                        keep = sel.astype(bool, copy=False)
             else:
                 outs: list[Any] = []
                 dvals: list[Any] = []
@@ -200,7 +208,12 @@ class Explode(_PerBatch):
                     counts.append(c)
         except Exception as e:
             raise user_error(self, e) from e
-        if self.vectorized:
+        if self.vectorized and given is not None:
+            layout = self.output.layout or layout_of_view(view)
+            cols = layout.from_view(view, len(given))
+            dt, dcol = diff_column_from_view(self.dt, dview, len(given))
+            rows = given
+        elif self.vectorized:
             layout = self.output.layout or layout_of_view(view)
             cols = layout.from_view(view, n)
             dt, dcol = diff_column_from_view(self.dt, dview, n)

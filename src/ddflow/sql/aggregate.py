@@ -22,10 +22,11 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.expr import Ctx, Expr, evaluate
+from ddflow.sql.expr import Ctx, Expr, _mul, evaluate
 from ddflow.sql.expr import narrow as _narrow
-from ddflow.sql.lower import DescStr
-from ddflow.sql.plan import Agg, Aggregate
+from ddflow.sql.lower import DescStr, chain, run_stages
+from ddflow.sql.optimize import remap, uses
+from ddflow.sql.plan import Agg, Aggregate, Join, grouped_by_join_key
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
     I64_MAX,
@@ -68,6 +69,9 @@ class _Linear:
     def _add(self, kind: str, arg: Expr | None) -> None:
         if (kind, arg) in self.index:
             return
+        if kind == "n" and arg is not None and not arg.nullable:
+            self.index[(kind, arg)] = self.rows_at()  # never NULL: counts the rows
+            return
         self.index[(kind, arg)] = len(self.parts)
         self.parts.append((kind, arg))
 
@@ -98,7 +102,11 @@ def _key_columns(fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...
 
 def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     ctx: Ctx = lw.ctx
-    src = lw.lower(plan.input, env)
+    over_join = _over_join(plan, lw, env)
+    if over_join is not None:
+        return over_join
+    # the Filter / Project stages under the aggregate run inside its explode
+    src, stages = chain(plan.input, lw, env)
     in_fields = plan.input.fields
     win = len(in_fields)
     nk = len(plan.keys)
@@ -107,9 +115,25 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     lin = _Linear(plan.aggs, plan.scalar)
     sample = lin.sample()
     keys = plan.keys
+    args = {a.arg for a in plan.aggs}
+    if not plan.scalar and plan.aggs and len(args) == 1 and all(
+            a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggs) and \
+            plan.aggs[0].arg is not None and not plan.aggs[0].arg.nullable:
+        # only DISTINCT aggregates of one never-NULL argument: a group is present exactly
+        # when it has a distinct value, so the distinct part alone gives every column
+        part = _part(plan.aggs[0], src, stages, in_fields, keys, key_fields, lw, env)
+
+        def slots(r: Any) -> Any:
+            k, (cnt, total) = r
+            return k, ((cnt,), (np.ones(len(cnt), np.int64), cnt, total))
+
+        combined = part.map(slots, vectorized=True, name="group")
+        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth,
+                       ctx)
 
     def explode(view: tuple[np.ndarray, ...]) -> Any:
-        fr = Frame(view, win)
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
         kcols = _key_columns(fr, keys, key_fields, ctx)
         n = fr.n
         diffs: list[np.ndarray] = []
@@ -140,7 +164,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                         if nl is not None:
                             x = np.where(nl, 0, x)
                         diffs.append(x)
-        return tuple(kcols), tuple(diffs)
+        if rows is None:
+            return tuple(kcols), tuple(diffs)
+        return tuple(kcols), tuple(diffs), rows
 
     rows = src.explode(explode, vectorized=True, diff=sample, name="aggregate")
     if plan.scalar:
@@ -168,7 +194,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         if k in done:
             extras.append((a, done[k]))
             continue
-        part = _part(a, src, in_fields, keys, key_fields, lw, env)
+        part = _part(a, src, stages, in_fields, keys, key_fields, lw, env)
         done[k] = part
         extras.append((a, part))
     # attach the extra parts: records (key, (linear components, part values...))
@@ -176,7 +202,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     for _, p in extras:
         if not any(p is q for q in parts_order):
             parts_order.append(p)
-    combined = linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
+    # records (key, (linear components, part values...)); with no parts, (key, components)
+    combined = linear if not parts_order else linear.map(lambda r: (r[0], (r[1],)),
+                                                          vectorized=True, name="group")
     for p in parts_order:
         width = 1 if any(a.func in ("min", "max") for a, q in extras if q is p) else 2
         combined = _left_attach(combined, p, width, env)
@@ -186,8 +214,146 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
 _INT64 = SqlType("int", 64)
 
 
-def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...],
-          key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
+def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
+    """An aggregate grouped by the join key of the join under it, without the join.
+
+    Per key, the join holds ``cL * cR`` rows (``cL``, ``cR``: the two sides' rows with
+    that key), so ``count(*)`` is ``cL * cR``, a sum over the left side's values is
+    ``sL * cR`` and one over the right side's ``cL * sR``; a left join's unmatched key
+    (``cR = 0``) holds ``cL`` rows padded with NULLs. Both sides' rows therefore go into
+    one total-order count of ``(cL, cR, per-side counts and sums)`` by key, and the
+    products are taken per key after it: no arrangement of either side and no join."""
+    got = grouped_by_join_key(plan)
+    if got is None:
+        return None
+    side, other_keys = got
+    j = plan.input
+    assert isinstance(j, Join)
+    ctx: Ctx = lw.ctx
+    nl = len(j.left.fields)
+    nk = len(plan.keys)
+    key_fields = plan.fields[:nk]
+    kwidth = nk + mask_words(key_fields)
+    lin = _Linear(plan.aggs, plan.scalar)
+    # the per-side components: cL, cR, then each linear part's value from its own side
+    parts = lin.parts[1:]  # after "rows" (never scalar here)
+
+    def side_of(arg: Expr | None) -> int:
+        # an argument without fields (count(1)) counts the grouped side's rows, which a
+        # left join keeps when they have no match
+        if arg is None or not uses(arg):
+            return side
+        return 1 if min(uses(arg)) >= nl else 0
+
+    comp_side = [side_of(arg) for _, arg in parts]
+    sample = (0, 0) + tuple(0.0 if kind == "s" and arg is not None and
+                            arg.type.kind == "double" else 0 for kind, arg in parts)
+    left_join = j.kind == "left" if side == 0 else j.kind == "right"
+
+    def make(which: int) -> Any:
+        sub = j.left if which == 0 else j.right
+        src, stages = chain(sub, lw, env)
+        win = len(sub.fields)
+        if which == side:
+            keys: list[Expr] = list(plan.keys)
+            if which == 1:
+                keys = [remap_by(k, -nl) for k in keys]
+        else:
+            keys = list(other_keys)
+        drop_null = not j.null_safe and not (which == side and left_join)
+        mine = [remap_by(arg, -nl) if which == 1 and arg is not None else arg
+                for _, arg in parts]
+
+        def explode(view: tuple[np.ndarray, ...]) -> Any:
+            rows, cols, m = run_stages(view, stages, ctx)
+            fr = Frame(cols, win, m)
+            vals, nulls = [], []
+            gone = None
+            for k in keys:
+                v, nl_ = evaluate(k, fr, ctx)
+                vals.append(v.astype(np.int64) if v.dtype == bool else v)
+                nulls.append(nl_)
+                if nl_ is not None and drop_null:
+                    gone = nl_ if gone is None else gone | nl_
+            kcols = pack(vals, nulls, mask_words(key_fields), m)
+            n = m
+            diffs: list[np.ndarray] = [np.ones(n, np.int64) if which == 0 else
+                                       np.zeros(n, np.int64),
+                                       np.ones(n, np.int64) if which == 1 else
+                                       np.zeros(n, np.int64)]
+            cache: dict[Any, Any] = {}
+            for (kind, _), arg, at in zip(parts, mine, comp_side, strict=True):
+                if at != which:
+                    diffs.append(np.zeros(n, np.float64 if kind == "s" and arg is not None
+                                          and arg.type.kind == "double" else np.int64))
+                    continue
+                assert arg is not None
+                got = cache.get(arg)
+                if got is None:
+                    got = evaluate(arg, fr, ctx)
+                    cache[arg] = got
+                v, nl_ = got
+                if kind == "n":
+                    diffs.append(np.ones(n, np.int64) if nl_ is None else
+                                 (~nl_).astype(np.int64))
+                elif arg.type.kind == "double":
+                    x = float_from_keys(v)
+                    diffs.append(x if nl_ is None else np.where(nl_, 0.0, x))
+                else:
+                    x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
+                    diffs.append(x if nl_ is None else np.where(nl_, 0, x))
+            base = np.arange(len(view[0])) if rows is None else rows
+            if gone is not None:
+                keep = np.flatnonzero(~gone)
+                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs),
+                        base[keep])
+            return tuple(kcols), tuple(diffs), base
+
+        return src.explode(explode, vectorized=True, diff=sample,
+                           name="left_sums" if which == 0 else "right_sums")
+
+    both = make(0).concat(make(1), name="both_sides")
+    totals = both.count_total(name="sums") if env.total else both.count(name="sums")
+    mine_side = side
+
+    def combine(r: Any) -> Any:
+        k, c = r
+        cm, co = (c[0], c[1]) if mine_side == 0 else (c[1], c[0])
+        matched = co != 0
+        out: list[np.ndarray] = []
+        if left_join:
+            out.append(np.where(matched, _mul(cm, co), cm))
+        else:
+            out.append(_mul(cm, co))
+        for (_kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
+            if at == mine_side:  # this side's values, once per row of the other side
+                out.append(np.where(matched, _times(x, co), x) if left_join else
+                           _times(x, co))
+            else:
+                out.append(np.where(matched, _times(x, cm), 0 * x))
+        # keys that only the other side holds (or, inner, only one side) have no rows
+        keep = np.flatnonzero(out[0] != 0)
+        if len(keep) == len(cm):
+            return keep, (k, tuple(out))
+        return keep, (tuple(c[keep] for c in k), tuple(c[keep] for c in out))
+
+    linear = totals.flat_map(combine, vectorized=True, name="join_products")
+    return _finish(plan, linear, lin, [], [], kwidth, ctx)
+
+
+def remap_by(e: Expr, by: int) -> Expr:
+    """``e`` reading field ``i + by`` where it read field ``i``."""
+    return remap(e, {i: i + by for i in uses(e)})
+
+
+def _times(x: np.ndarray, n: np.ndarray) -> np.ndarray:
+    if x.dtype == np.float64:
+        return x * n
+    return _mul(x, n)
+
+
+def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],
+          keys: tuple[Expr, ...], key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
     """``(key, value-tuple)`` records, one per group that has a non-NULL argument."""
     ctx: Ctx = lw.ctx
     win = len(in_fields)
@@ -196,7 +362,8 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
     is_str = arg.type.kind == "string"
 
     def values(view: tuple[np.ndarray, ...]) -> Any:
-        fr = Frame(view, win)
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
         kcols = _key_columns(fr, keys, key_fields, ctx)
         v, nl = evaluate(arg, fr, ctx)
         if v.dtype == bool:
@@ -206,10 +373,11 @@ def _part(a: Agg, src: Any, in_fields: tuple[Field, ...], keys: tuple[Expr, ...]
         elif is_str and a.func == "max":
             # the greatest string is the least DescStr: min_total orders any objects
             v = np.array([DescStr(x) for x in ctx.strings.decode(v).tolist()], dtype=object)
+        base_rows = np.arange(len(view[0])) if rows is None else rows
         if nl is None:
-            return np.arange(fr.n), (tuple(kcols), v)
+            return base_rows, (tuple(kcols), v)
         keep = np.flatnonzero(~nl)
-        return keep, (tuple(c[keep] for c in kcols), v[keep])
+        return base_rows[keep], (tuple(c[keep] for c in kcols), v[keep])
 
     kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
     if a.func in ("min", "max"):
@@ -283,10 +451,19 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             if aa == a:
                 part_slot = slot_of[id(p)]
                 break
-        agg_specs.append((a, fields[nk + j].type, part_slot))
+        n_at = s_at = None
+        if part_slot is None and a.func != "count_star":
+            n_at = lin.index[("n", a.arg)]
+            if a.func in ("sum", "avg"):
+                s_at = lin.index[("s", a.arg)]
+        agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at))
+
+    flat = not parts_order
 
     def out(r: Any) -> Any:
         k, slots = r
+        if flat:
+            slots = (slots,)
         comps = slots[0]
         n = len(comps[0])
         rows = comps[rows_at]
@@ -305,7 +482,7 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             for i in range(nk):
                 vals.append(sel(k[i]))
                 nulls.append(kf.null(i) if kf is not None else None)
-        for a, t, part_slot in agg_specs:
+        for a, t, part_slot, n_at, s_at in agg_specs:
             if part_slot is not None:
                 s = slots[part_slot]
                 present = sel(s[0]) != 0
@@ -324,8 +501,8 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
                 vals.append(sel(rows))
                 nulls.append(None)
                 continue
-            cnt = sel(comps[lin.index[("n", a.arg)]])
-            tot = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
+            cnt = sel(comps[n_at])
+            tot = sel(comps[s_at]) if s_at is not None else None
             v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
             nulls.append(nl)

@@ -116,14 +116,7 @@ class LazyStrings:
             elif len(raw) == 0:
                 self.codes = np.zeros(0, np.int64)
             else:
-                import pyarrow.compute as pc
-
-                enc = pc.dictionary_encode(raw)
-                uniq = enc.dictionary.to_pylist()
-                idx = np.asarray(enc.indices.fill_null(0).to_numpy(zero_copy_only=False),
-                                 dtype=np.int64)
-                codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
-                out = codes[idx]
+                out = strings.encode_arrow(raw)
                 nl = self.nulls()
                 if nl is not None:
                     out[nl] = 0
@@ -147,6 +140,10 @@ class LazyStrings:
             return raw if idx is None else [raw[i] for i in idx.tolist()]
         part = raw if idx is None else _arrow_take(raw, idx)
         return part.to_pylist()
+
+    def arrow(self, idx: np.ndarray) -> Any:
+        """Rows ``idx`` as an Arrow string array (the column must be held as Arrow)."""
+        return _arrow_take(self.raw, idx)
 
     def take(self, idx: np.ndarray) -> LazyStrings:
         raw = self.raw

@@ -44,6 +44,7 @@ from ddflow.sql.planner import (
     sql_type,
 )
 from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rewrite import rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore
 from ddflow.sql.strings import StringDict
@@ -83,6 +84,9 @@ class _Table:
         self.width = len(fields) + mask_words(fields)
         self.store = TableStore(strings)
         self.pending: list[tuple[RowBatch, np.ndarray]] = []  # (rows, diffs)
+        #: declared PRIMARY KEY / UNIQUE column sets (informational: not enforced; the
+        #: planner orders joins by them, so a wrong declaration costs speed, not answers)
+        self.keys: list[frozenset[int]] = []
 
     def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (all by default) of ``b``."""
@@ -135,7 +139,7 @@ class View:
         self.name = name
         self.sql = sql
         self.planned = planned
-        self.plan: Plan = prune(split(prune(planned.plan)))
+        self.plan: Plan = optimized(planned.plan)
         self.fields = planned.plan.fields
         self.visible = planned.visible
         self.order: tuple[SortKey, ...] = planned.order
@@ -235,6 +239,13 @@ class View:
         for i, f in enumerate(self.fields[: self.visible]):
             arrays.append(pa.array([r[i] for r in rows], type=arrow_type(f.type)))
         return pa.Table.from_arrays(arrays, names=_unique_names(self.columns))
+
+
+def optimized(plan: Plan) -> Plan:
+    """The plan as it runs: unused columns pruned, outer joins made inner where a filter
+    allows, aggregates restricted to the groups asked about, string conditions moved into
+    the scans."""
+    return prune(split(prune(rewrite(prune(plan)))))
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -382,7 +393,8 @@ class Database:
 
     def _planner(self) -> Planner:
         views = {n: _visible_plan(v.planned) for n, v in self._views.items()}
-        return Planner(self._catalog(), self.dialect, views)
+        keys = {n: t.keys for n, t in self._tables.items() if t.keys}
+        return Planner(self._catalog(), self.dialect, views, keys)
 
     def create_table(self, name: str, schema: Any) -> None:
         """A new empty table from a ``pyarrow.Schema`` (or a list of ``(name, SQL type)``)."""
@@ -399,8 +411,8 @@ class Database:
                 fields.append(Field(col.lower(), sql_type(dt, self.dialect), True))
         self._add_table(name, tuple(fields))
 
-    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False
-                   ) -> None:
+    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False,
+                   keys: Sequence[Sequence[str]] = ()) -> None:
         key = name.lower()
         if key in self._tables or key in self._views:
             if if_not_exists and key in self._tables:
@@ -411,7 +423,15 @@ class Database:
         names = [f.name for f in fields]
         if len(set(names)) != len(names):
             raise SQLError(f"table '{name}' has duplicate column names")
-        self._tables[key] = _Table(key, fields, self.strings)
+        table = _Table(key, fields, self.strings)
+        for cols in keys:
+            idx = []
+            for c in cols:
+                if c.lower() not in names:
+                    raise SQLError(f"key column '{c}' is not a column of table '{name}'")
+                idx.append(names.index(c.lower()))
+            table.keys.append(frozenset(idx))
+        self._tables[key] = table
         self._stale = True
 
     def _table(self, name: str) -> _Table:
@@ -468,7 +488,7 @@ class Database:
         if isinstance(tree, exp.Create) and isinstance(tree.expression, exp.Query):
             tree = tree.expression
         planned = self._planner().plan_sql(tree)
-        text = explain(prune(split(prune(planned.plan))))  # the plan as it runs
+        text = explain(optimized(planned.plan))  # the plan as it runs
         if planned.order:
             text += "\nOrder rows by " + ", ".join(
                 f"{planned.plan.fields[k.index].name}{' DESC' if k.desc else ''}"
@@ -663,9 +683,21 @@ class Database:
             raise SQLError("CREATE TABLE needs column definitions")
         name = schema.this.name
         fields = []
+        keys: list[list[str]] = []  # PRIMARY KEY / UNIQUE: informational, not enforced
         for col in schema.expressions:
             if not isinstance(col, exp.ColumnDef):
-                continue  # table constraints (PRIMARY KEY, ...) are not enforced
+                for k in [col, *(col.expressions if isinstance(col, exp.Constraint) else [])]:
+                    if isinstance(k, (exp.PrimaryKey, exp.UniqueColumnConstraint)):
+                        names = [c.name for c in k.expressions] if isinstance(
+                            k, exp.PrimaryKey) else [c.name for c in k.this.expressions] \
+                            if isinstance(k.this, exp.Schema) else []
+                        if names:
+                            keys.append(names)
+                continue
+            if any(isinstance(c.kind, (exp.PrimaryKeyColumnConstraint,
+                                       exp.UniqueColumnConstraint))
+                   for c in col.args.get("constraints") or []):
+                keys.append([col.name])
             kind = col.args.get("kind")
             if kind is None:
                 if self.dialect == "sqlite":
@@ -678,7 +710,7 @@ class Database:
                            not c.kind.args.get("allow_null")
                            for c in col.args.get("constraints") or [])
             fields.append(Field(col.name.lower(), t, not not_null))
-        self._add_table(name, tuple(fields), bool(tree.args.get("exists")))
+        self._add_table(name, tuple(fields), bool(tree.args.get("exists")), keys)
 
     def _drop_table(self, name: str, if_exists: bool) -> None:
         key = name.lower()

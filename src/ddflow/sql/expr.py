@@ -123,9 +123,9 @@ class Ctx:
     def __init__(self, strings: StringDict, dialect: str = "spark") -> None:
         self.strings = strings
         self.dialect = dialect
-        self.memo: dict[Any, dict[str, Any]] = {}
+        self.memo: dict[Any, dict[Any, Any]] = {}
 
-    def memo_for(self, key: Any) -> dict[str, Any]:
+    def memo_for(self, key: Any) -> dict[Any, Any]:
         m = self.memo.get(key)
         if m is None:
             m = self.memo[key] = {}
@@ -156,14 +156,23 @@ def evaluate(e: Expr, f: Frame, ctx: Ctx) -> Result:
     fn = _OPS.get(e.op)
     if fn is None:
         raise DataError(f"no evaluator for {e.op}")
+    if e.op in _SHARED:
+        # arithmetic met twice in one batch (``a * (1 - b)`` inside two sums) is computed
+        # once: results are never written to (like the batch's own columns)
+        seen = f.seen
+        got = seen.get(e)
+        if got is None:
+            got = seen[e] = fn(e, f, ctx)
+        return got
     return fn(e, f, ctx)
 
 
-def _lit(e: Lit, n: int, ctx: Ctx) -> Result:
-    if e.value is None:
-        return np.zeros(n, dtype=bool if e.type == BOOLEAN else np.int64), np.ones(n, bool)
-    key = ("lit", e)
-    m = ctx.memo_for(key)
+_SHARED = frozenset(("add", "sub", "mul", "div", "cast"))
+
+
+def _lit_value(e: Lit, ctx: Ctx) -> tuple[Any, dict[Any, Any]]:
+    """A non-NULL literal's physical value (computed once) and its memo."""
+    m = ctx.memo_for(("lit", e))
     v = m.get("v")
     if v is None:
         if e.type.kind == "boolean":
@@ -171,14 +180,42 @@ def _lit(e: Lit, n: int, ctx: Ctx) -> Result:
         else:
             phys, _ = encode_values([e.value], e.type, "literal", ctx.strings)
             v = phys[0]
+            v = int(v) if isinstance(v, (int, np.integer)) else v
         m["v"] = v
-    if e.type.kind == "boolean":
-        return np.full(n, v, dtype=bool), None
-    if isinstance(v, int) and not (I64_MIN <= v <= I64_MAX):
-        arr = np.empty(n, dtype=object)
-        arr[:] = [v] * n
-        return arr, None
-    return np.full(n, v, dtype=np.int64), None
+    return v, m
+
+
+def scalar_of(e: Expr, ctx: Ctx) -> int | None:
+    """The physical value of a non-NULL, non-boolean literal that fits 64 bits, else None
+    (an operator with one such side works on the scalar, not a column of it)."""
+    if not isinstance(e, Lit) or e.value is None or e.type.kind == "boolean":
+        return None
+    v, _ = _lit_value(e, ctx)
+    if isinstance(v, int) and I64_MIN <= v <= I64_MAX:
+        return v
+    return None
+
+
+def _lit(e: Lit, n: int, ctx: Ctx) -> Result:
+    if e.value is None:
+        return np.zeros(n, dtype=bool if e.type == BOOLEAN else np.int64), np.ones(n, bool)
+    v, m = _lit_value(e, ctx)
+    # the column of a literal is made once per batch length (read-only: shared)
+    arr = m.get(n)
+    if arr is None:
+        if e.type.kind == "boolean":
+            arr = np.full(n, v, dtype=bool)
+        elif isinstance(v, int) and not (I64_MIN <= v <= I64_MAX):
+            arr = np.empty(n, dtype=object)
+            arr[:] = [v] * n
+        else:
+            arr = np.full(n, v, dtype=np.int64)
+        arr.flags.writeable = False
+        if len(m) > 8:
+            for k in [k for k in m if k != "v"]:
+                del m[k]
+        m[n] = arr
+    return arr, None
 
 
 def _args(e: Call, f: Frame, ctx: Ctx) -> list[Result]:
@@ -327,7 +364,56 @@ def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
     return r
 
 
+def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
+    """``+``, ``-``, ``*`` of an int / decimal column and a constant, on the scalar, when
+    no result can overflow (the column's range decides); else None."""
+    i = 1 if scalar_of(e.args[1], ctx) is not None else \
+        0 if scalar_of(e.args[0], ctx) is not None else -1
+    if i < 0:
+        return None
+    v = scalar_of(e.args[i], ctx)
+    assert v is not None
+    ce = e.args[1 - i]
+    tx, tv, t, op = ce.type, e.args[i].type, e.type, e.op
+    if tx.kind not in ("int", "decimal") or tv.kind not in ("int", "decimal"):
+        return None
+    x, xn = evaluate(ce, f, ctx)
+    if x.dtype == object or x.dtype == bool:
+        return None
+    sx, sv = _scale_of(tx), _scale_of(tv)
+    if t.kind == "decimal" and op in ("add", "sub"):
+        hi = max(sx, sv)
+        x = as_decimal(x, tx, hi)
+        if x.dtype == object:
+            return None
+        v = v * 10 ** (hi - sv)
+        scale = hi
+    else:
+        scale = sx + sv
+    if not I64_MIN <= v <= I64_MAX:
+        return None
+    lo, top = (int(x.min()), int(x.max())) if len(x) else (0, 0)
+    if op == "add":
+        ends = (lo + v, top + v)
+        r = x + v if max(ends) <= I64_MAX and min(ends) >= I64_MIN else None
+    elif op == "sub":
+        ends = (lo - v, top - v) if i == 1 else (v - top, v - lo)
+        ok = max(ends) <= I64_MAX and min(ends) >= I64_MIN
+        r = (x - v if i == 1 else v - x) if ok else None
+    else:
+        r = x * v if max(abs(lo), abs(top)) * abs(v) < 2**63 else None
+    if r is None:
+        return None
+    if t.kind == "decimal":
+        return rescale(r, scale, t.scale), xn
+    return _int_result(r, t, show(e)), xn
+
+
 def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
+    if e.op in ("add", "sub", "mul") and e.type.kind in ("int", "decimal"):
+        got = _with_scalar(e, f, ctx)
+        if got is not None:
+            return got
     (a, an), (b, bn) = _args(e, f, ctx)
     ta, tb, t = e.args[0].type, e.args[1].type, e.type
     nulls = _or(an, bn)
@@ -465,10 +551,22 @@ _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
         "gt": np.greater, "ge": np.greater_equal}
 
 
+_FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
 def _compare(e: Call, f: Frame, ctx: Ctx) -> Result:
-    (a, an), (b, bn) = _args(e, f, ctx)
     ta = e.args[0].type
     op = e.op
+    if ta.kind != "string" or op in ("eq", "ne"):
+        # a column against a constant: compared with the scalar itself
+        for i, cmp in ((1, op), (0, _FLIP[op])):
+            v = scalar_of(e.args[i], ctx)
+            if v is not None:
+                a, an = evaluate(e.args[1 - i], f, ctx)
+                if a.dtype != object:
+                    return _CMP[cmp](a, v), an
+                break
+    (a, an), (b, bn) = _args(e, f, ctx)
     nulls = _or(an, bn)
     if ta.kind == "string" and op not in ("eq", "ne"):
         a = _strings_of(a, ctx)

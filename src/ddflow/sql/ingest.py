@@ -122,6 +122,11 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
     return RowBatch(out, n)
 
 
+def _filled(arr: Any, value: Any) -> Any:
+    """``arr`` with NULLs replaced by ``value`` (the array itself when it has none)."""
+    return arr.fill_null(value) if arr.null_count else arr
+
+
 def _converter(f: Field, strings: StringDict) -> Any:
     def convert(arr: Any) -> tuple[np.ndarray, np.ndarray | None]:
         return arrow_column(arr, f.type, f.name, strings)
@@ -160,11 +165,19 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """One Arrow column (Array or ChunkedArray) as ``(physical, nulls)`` of type ``t``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if isinstance(c, pa.ChunkedArray):
         c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
     if pa.types.is_dictionary(c.type):
+        if t.kind == "string" and (pa.types.is_string(c.type.value_type)
+                                   or pa.types.is_large_string(c.type.value_type)):
+            nulls = None
+            if c.null_count:
+                nulls = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            codes = strings.encode_arrow(c)
+            if nulls is not None:
+                codes[nulls] = 0
+            return codes, nulls
         c = c.dictionary_decode()
     if getattr(pa.types, "is_string_view", lambda _: False)(c.type):
         c = c.cast(pa.string())
@@ -185,19 +198,18 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             raise bad()
         if n == 0:
             return np.zeros(0, np.int64), None
-        enc = pc.dictionary_encode(c)
-        uniq = enc.dictionary.to_pylist()
-        idx = enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
-        return codes[idx], nulls
+        codes = strings.encode_arrow(c)
+        if nulls is not None:
+            codes[nulls] = 0
+        return codes, nulls
     if k == "boolean":
         if not pa.types.is_boolean(at):
             raise bad()
-        v = np.asarray(c.fill_null(False).to_numpy(zero_copy_only=False), dtype=np.int64)
+        v = np.asarray(_filled(c, False).to_numpy(zero_copy_only=False), dtype=np.int64)
         return v, nulls
     if k == "int":
         if pa.types.is_integer(at):
-            v = np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False))
+            v = np.asarray(_filled(c, 0).to_numpy(zero_copy_only=False))
             if v.dtype == np.uint64 and len(v) and v.max() > np.iinfo(np.int64).max:
                 raise DataError(f"a value of column '{name}' is out of range for {t}")
             v = v.astype(np.int64)
@@ -208,18 +220,18 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         raise bad()
     if k == "double":
         if pa.types.is_floating(at) or pa.types.is_integer(at):
-            v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False),
+            v = np.asarray(_filled(c.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False),
                            dtype=np.float64)
             if t.bits == 32:
                 v = v.astype(np.float32).astype(np.float64)
             return float_keys(v), nulls
         if pa.types.is_decimal(at):
-            v = np.asarray(c.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+            v = np.asarray(_filled(c.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False))
             return float_keys(v), nulls
         raise bad()
     if k == "decimal":
         if pa.types.is_integer(at):
-            v = np.asarray(c.fill_null(0).to_numpy(zero_copy_only=False)).astype(np.int64)
+            v = np.asarray(_filled(c, 0).to_numpy(zero_copy_only=False)).astype(np.int64)
             out = rescale(v, 0, t.scale)
         elif pa.types.is_decimal(at):
             out = rescale(_decimal_unscaled(c), at.scale, t.scale)
@@ -250,10 +262,10 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         return out, nulls
     if k == "date":
         if pa.types.is_date32(at):
-            return np.asarray(c.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False),
+            return np.asarray(_filled(c.cast(pa.int32()), 0).to_numpy(zero_copy_only=False),
                               dtype=np.int64), nulls
         if pa.types.is_date64(at):
-            ms = np.asarray(c.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False))
+            ms = np.asarray(_filled(c.cast(pa.int64()), 0).to_numpy(zero_copy_only=False))
             return np.floor_divide(ms, 86_400_000).astype(np.int64), nulls
         if pa.types.is_timestamp(at):
             us = _timestamp_micros(c)
@@ -267,7 +279,7 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
         if pa.types.is_timestamp(at):
             return _timestamp_micros(c), nulls
         if pa.types.is_date32(at):
-            d = np.asarray(c.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False),
+            d = np.asarray(_filled(c.cast(pa.int32()), 0).to_numpy(zero_copy_only=False),
                            dtype=np.int64)
             return d * 86_400_000_000, nulls
         if pa.types.is_string(at) or pa.types.is_large_string(at):
@@ -281,7 +293,7 @@ def _timestamp_micros(c: Any) -> np.ndarray:
     import pyarrow as pa
 
     unit = c.type.unit
-    v = np.asarray(c.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False),
+    v = np.asarray(_filled(c.cast(pa.int64()), 0).to_numpy(zero_copy_only=False),
                    dtype=np.int64)
     if unit == "s":
         return v * 1_000_000

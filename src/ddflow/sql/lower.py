@@ -54,7 +54,7 @@ from ddflow.sql.plan import (
     UnionAll,
     Values,
 )
-from ddflow.sql.rows import Field, Frame, mask_words, pack
+from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.types import encode_values, float_from_keys
 
 __all__ = ["Env", "Lowering", "sort_columns"]
@@ -192,42 +192,113 @@ class Lowering:
         return coll.filter(p, vectorized=True, name="where")
 
     def keyed(self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...],
-              null_safe: bool, row: bool = True) -> Any:
+              null_safe: bool, row: bool = True, drop: tuple[int, ...] = ()) -> Any:
         """``(key, row)`` records (rows with a NULL key dropped unless ``null_safe``);
-        ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records."""
+        ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records; the row's values at
+        positions ``drop`` (which equal key columns) are left out of it."""
         ctx = self.ctx
         win = _width(fields)
         kw = len(keys)
         nullable = null_safe and any(k.nullable for k in keys)
+        dropped = set(drop)
 
         def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
             fr = Frame(view, win)
             kv = []
-            drop = None
+            gone = None
             kn = []
             for k in keys:
                 v, nl = evaluate(k, fr, ctx)
                 kv.append(_phys(v))
                 kn.append(nl)
                 if nl is not None and not null_safe:
-                    drop = nl if drop is None else (drop | nl)
+                    gone = nl if gone is None else (gone | nl)
             kcols = pack(kv, kn, (kw + 61) // 62, fr.n) if nullable else tuple(kv)
-            rest = view if row else (np.zeros(fr.n, np.int64),)
-            if drop is None:
+            if not row:
+                rest: Any = (np.zeros(fr.n, np.int64),)
+            elif dropped:
+                rest = tuple(c for i, c in enumerate(view) if i not in dropped)
+            else:
+                rest = view
+            if gone is None:
                 return np.arange(fr.n), (kcols, tuple(rest))
-            rows = np.flatnonzero(~drop)
+            rows = np.flatnonzero(~gone)
             return rows, (tuple(c[rows] for c in kcols), tuple(c[rows] for c in rest))
 
         return coll.flat_map(f, vectorized=True, name="key")
 
-    def arranged(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool) -> Any:
+    def arranged(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
+                 ) -> tuple[Any, Any]:
+        """``plan``'s rows arranged by ``keys``, and ``rows(key, value)`` that gives a
+        batch's full records of ``plan`` back from the arrangement's keys and values.
+
+        Key columns that are plain fields are not stored again in the values (narrower
+        rows sort and merge faster), and a table scan is arranged as the table's input
+        (all the columns its scans read), so scans of one table that read different
+        columns share one arrangement per key."""
         key = ("arr", plan, keys, null_safe, id(env.scope), tuple(sorted(env.rec)))
         got = self.memo.get(key)
         if got is None:
-            coll = self.lower(plan, env)
-            got = self.keyed(coll, plan.fields, keys, null_safe).arrange_by_key()
+            got = self._arrange(plan, env, keys, null_safe)
             self.memo[key] = got
         return got
+
+    def _arrange(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
+                 ) -> tuple[Any, Any]:
+        if isinstance(plan, Scan) and keys and all(isinstance(k, Col) for k in keys):
+            _coll, input_cols, table_fields = self.tables[(plan.table, plan.prefilter)]
+            cols = plan.columns if plan.columns is not None else tuple(
+                range(len(table_fields)))
+            pos = {c: i for i, c in enumerate(input_cols)}
+            in_fields = tuple(table_fields[c] for c in input_cols)
+            ikeys = tuple(Col(pos[cols[k.index]], in_fields[pos[cols[k.index]]].type,  # type: ignore[attr-defined]
+                              in_fields[pos[cols[k.index]]].nullable,  # type: ignore[attr-defined]
+                              in_fields[pos[cols[k.index]]].name)  # type: ignore[attr-defined]
+                          for k in keys)
+            shared = ("arr-in", plan.table, plan.prefilter, ikeys, null_safe, id(env.scope),
+                      tuple(sorted(env.rec)))
+            base = self.memo.get(shared)
+            if base is None:
+                entered, _ = _scan_input(plan, self, env)
+                base = self._keyed_arrangement(entered, in_fields, ikeys, null_safe)
+                self.memo[shared] = base
+            arr, full = base
+            idxs = [pos[c] for c in cols]
+            if idxs == list(range(len(in_fields))):
+                return arr, full
+
+            def rows(k: Any, v: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+                return select_columns(full(k, v), in_fields, idxs)
+
+            return arr, rows
+        return self._keyed_arrangement(self.lower(plan, env), plan.fields, keys, null_safe)
+
+    def _keyed_arrangement(self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...],
+                           null_safe: bool) -> tuple[Any, Any]:
+        nullable = null_safe and any(k.nullable for k in keys)
+        src: dict[int, int] = {}  # row position -> the key column holding its value
+        if not nullable:
+            for j, k in enumerate(keys):
+                if isinstance(k, Col) and k.index not in src:
+                    src[k.index] = j
+        drop = tuple(sorted(src))
+        arr = self.keyed(coll, fields, keys, null_safe, drop=drop).arrange_by_key()
+        if not drop:
+            return arr, lambda k, v: v
+        width = len(fields) + mask_words(fields)
+        plan_ix: list[tuple[bool, int]] = []
+        m = 0
+        for i in range(width):
+            if i in src:
+                plan_ix.append((True, src[i]))
+            else:
+                plan_ix.append((False, m))
+                m += 1
+
+        def rows(k: Any, v: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
+            return tuple(k[j] if from_key else v[j] for from_key, j in plan_ix)
+
+        return arr, rows
 
     def key_set(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool) -> Any:
         """The distinct keys of ``plan`` (NULL keys dropped unless null-safe), arranged."""
@@ -237,7 +308,9 @@ class Lowering:
             coll = self.lower(plan, env)
             k = self.keyed(coll, plan.fields, keys, null_safe, row=False)
             only = k.map(lambda kv: kv[0], vectorized=True, name="keys")
-            got = (only.distinct_total() if env.total else only.distinct()).arrange_by_self()
+            if not _distinct_keys(plan, keys):
+                only = only.distinct_total() if env.total else only.distinct()
+            got = only.arrange_by_self()
             self.memo[key] = got
         return got
 
@@ -263,6 +336,15 @@ class Lowering:
                 session.insert_columns(tuple(data))
             session.close()
         self.constants = []
+
+
+def _distinct_keys(plan: Plan, keys: tuple[Expr, ...]) -> bool:
+    """Whether ``keys`` (columns of ``plan``) take distinct values on distinct rows already
+    (they hold a set of columns no two rows agree on; dropping NULL keys keeps that)."""
+    from ddflow.sql.rewrite import unique_sets
+
+    cols = {k.index for k in keys if isinstance(k, Col)}
+    return any(u <= cols for u in unique_sets(plan))
 
 
 def concat_masks(lview: tuple[np.ndarray, ...], lf: tuple[Field, ...],
@@ -320,8 +402,36 @@ def _scan_input(plan: Scan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any
     return entered, [("project", in_fields, exprs, plan.fields)]
 
 
-def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
-    """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
+class _Taken:
+    """Columns ``cols`` restricted to rows ``idx``, each taken on first read (a filter's
+    later stages read only the columns they use)."""
+
+    __slots__ = ("_cache", "cols", "idx")
+
+    def __init__(self, cols: Any, idx: np.ndarray) -> None:
+        self.cols = cols
+        self.idx = idx
+        self._cache: dict[int, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self.cols)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self.cols)))]
+        got = self._cache.get(i)
+        if got is None:
+            got = self.cols[i][self.idx]
+            self._cache[i] = got
+        return got
+
+    def __iter__(self) -> Any:
+        return (self[i] for i in range(len(self.cols)))
+
+
+def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]]]:
+    """The collection under a run of Filter / Project nodes (and a scan's column choice)
+    and those stages, bottom first, for an operator to apply itself."""
     stages: list[tuple[Any, ...]] = []
     node = plan
     while isinstance(node, (Filter, Project)):
@@ -340,6 +450,41 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         stages = pick + stages
     else:
         base = lw.lower(node, env)
+    return base, stages
+
+
+def run_stages(view: Any, stages: list[tuple[Any, ...]], ctx: Ctx
+               ) -> tuple[np.ndarray | None, Any, int]:
+    """Applies filter / project stages to a batch: the input rows kept (None: all), the
+    resulting columns (taken lazily after a filter) and their number of rows."""
+    cols: Any = view
+    n = len(cols[0]) if len(cols) else 0
+    rows: np.ndarray | None = None
+    for st in stages:
+        if st[0] == "filter":
+            _, fin, pred = st
+            mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
+            if not mask.all():
+                idx = np.flatnonzero(mask)
+                # the kept rows of a column are taken when something reads it
+                cols = _Taken(cols, idx)
+                rows = idx if rows is None else rows[idx]
+                n = len(idx)
+        else:
+            _, fin, exprs, fout = st
+            fr = Frame(cols, len(fin), n)
+            vals, nulls = [], []
+            for e in exprs:
+                v, nl = evaluate(e, fr, ctx)
+                vals.append(_phys(v))
+                nulls.append(nl)
+            cols = pack(vals, nulls, mask_words(fout), n)
+    return rows, cols, n
+
+
+def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
+    """A run of Filter / Project nodes (over a scan's column choice) as one operator."""
+    base, stages = chain(plan, lw, env)
     if not stages:
         return base
     ctx = lw.ctx
@@ -352,27 +497,8 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         return lw.filter(base, fin, pred)
 
     def run(view: tuple[np.ndarray, ...]) -> Any:
-        cols = view
-        n = len(cols[0]) if cols else 0
-        rows: np.ndarray | None = None
-        for st in stages:
-            if st[0] == "filter":
-                _, fin, pred = st
-                mask = predicate_mask(pred, Frame(cols, len(fin), n), ctx)
-                if not mask.all():
-                    idx = np.flatnonzero(mask)
-                    cols = tuple(c[idx] for c in cols)
-                    rows = idx if rows is None else rows[idx]
-                    n = len(idx)
-            else:
-                _, fin, exprs, fout = st
-                fr = Frame(cols, len(fin), n)
-                vals, nulls = [], []
-                for e in exprs:
-                    v, nl = evaluate(e, fr, ctx)
-                    vals.append(_phys(v))
-                    nulls.append(nl)
-                cols = pack(vals, nulls, mask_words(fout), n)
+        rows, cols, _ = run_stages(view, stages, ctx)
+        cols = tuple(cols)
         if not has_filter:
             return cols
         return (np.arange(len(view[0])) if rows is None else rows), cols
@@ -408,17 +534,18 @@ def _(plan: Project, lw: Lowering, env: Env) -> Any:
 @_lower.register
 def _(plan: Join, lw: Lowering, env: Env) -> Any:
     lf, rf, out = plan.left.fields, plan.right.fields, plan.fields
-    len(lf)
     lkeys, rkeys = plan.left_keys, plan.right_keys
     if not lkeys:
         from ddflow.sql.expr import Lit
         from ddflow.sql.types import INT
 
         lkeys = rkeys = (Lit(0, INT),)
-    la = lw.arranged(plan.left, env, lkeys, plan.null_safe)
-    ra = lw.arranged(plan.right, env, rkeys, plan.null_safe)
+    la, lrows = lw.arranged(plan.left, env, lkeys, plan.null_safe)
+    ra, rrows = lw.arranged(plan.right, env, rkeys, plan.null_safe)
+
     def pair(k: Any, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]
              ) -> tuple[np.ndarray, ...]:
+        a, b = lrows(k, a), rrows(k, b)
         n = len(a[0]) if a else len(b[0])
         return concat_masks(a, lf, b, rf, out, n)
 
@@ -450,9 +577,9 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
     if plan.residual is None and this_keys:
         # rows whose key has a match on the other side
         keys = lw.key_set(other, env, other_keys, plan.null_safe)
-        keyed = lw.keyed(coll, tf, this_keys, plan.null_safe)
-        hit = keyed.semijoin(keys, name="matched").map(lambda kv: kv[1], vectorized=True,
-                                                         name="row")
+        arranged, rows = lw.arranged(this, env, this_keys, plan.null_safe)  # the join's own
+        hit = arranged.semijoin(keys, name="matched").map(lambda kv: rows(kv[0], kv[1]),
+                                                          vectorized=True, name="row")
     else:
         # with a residual, "matched" is per row: the distinct rows that appear in a pair
         pairs = lw.lower(Join(plan.left, plan.right, "inner", plan.left_keys,
@@ -491,14 +618,14 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
 
 @_lower.register
 def _(plan: SemiJoin, lw: Lowering, env: Env) -> Any:
-    coll = lw.lower(plan.left, env)
     keys = lw.key_set(plan.right, env, plan.right_keys, plan.null_safe)
-    keyed = lw.keyed(coll, plan.left.fields, plan.left_keys, plan.null_safe)
-    hit = keyed.semijoin(keys, name="semijoin").map(lambda kv: kv[1], vectorized=True,
-                                                     name="row")
+    # the left side arranged by its keys is the arrangement a join on them keeps too
+    arranged, rows = lw.arranged(plan.left, env, plan.left_keys, plan.null_safe)
+    hit = arranged.semijoin(keys, name="semijoin").map(lambda kv: rows(kv[0], kv[1]),
+                                                       vectorized=True, name="row")
     if not plan.anti:
         return hit
-    return coll.concat(hit.negate(), name="antijoin")
+    return lw.lower(plan.left, env).concat(hit.negate(), name="antijoin")
 
 
 @_lower.register

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddflow.sql.expr import Expr, show
+from ddflow.sql.expr import Col, Expr, show
 from ddflow.sql.rows import Field
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "UnionAll",
     "Values",
     "explain",
+    "grouped_by_join_key",
 ]
 
 
@@ -257,6 +258,50 @@ class Recursive(Plan):
         return (self.base, self.step)
 
 
+def grouped_by_join_key(plan: Aggregate) -> tuple[int, list[Expr]] | None:
+    """For an aggregate grouped by exactly the join keys of one side of the equi-join
+    under it, with only linear aggregates each reading one side: ``(that side, the other
+    side's key expressions in group-key order)``; else None."""
+    j = plan.input
+    if not isinstance(j, Join) or plan.scalar or not plan.keys or j.residual is not None \
+            or not j.left_keys or j.kind == "full":
+        return None
+    if any(a.distinct or a.func not in ("count", "count_star", "sum", "avg")
+           for a in plan.aggs):
+        return None
+    nl = len(j.left.fields)
+    for side in ((0,) if j.kind == "left" else (1,) if j.kind == "right" else (0, 1)):
+        mine, theirs = (j.left_keys, j.right_keys) if side == 0 else (j.right_keys,
+                                                                      j.left_keys)
+        off = 0 if side == 0 else nl
+        if not all(isinstance(k, Col) for k in mine):
+            continue
+        cols = [k.index + off for k in mine]  # type: ignore[attr-defined]
+        if len(set(cols)) != len(cols):
+            continue
+        if not all(isinstance(g, Col) for g in plan.keys) or \
+                sorted(g.index for g in plan.keys) != sorted(cols):  # type: ignore[attr-defined]
+            continue
+        if any(a.type != b.type for a, b in zip(mine, theirs, strict=True)):
+            continue
+        other = [theirs[cols.index(g.index)] for g in plan.keys]  # type: ignore[attr-defined]
+        if all(a.arg is None or all(i < nl for i in _reads(a.arg)) or
+               all(i >= nl for i in _reads(a.arg)) for a in plan.aggs):
+            return side, other
+    return None
+
+
+def _reads(e: Expr) -> set[int]:
+    out: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Col):
+            out.add(x.index)
+        stack.extend(x.children())
+    return out
+
+
 def _describe(p: Plan) -> str:
     names = [f.name for f in p.inputs()[0].fields] if p.inputs() else []
     if isinstance(p, Scan):
@@ -295,7 +340,8 @@ def _describe(p: Plan) -> str:
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
             f"{show(a.arg, names) if a.arg is not None else '*'})" for a in p.aggs)
         kind = "scalar " if p.scalar else ""
-        return f"Aggregate {kind}keys [{keys}] aggs [{aggs}]"
+        how = " per join key, without the join" if grouped_by_join_key(p) else ""
+        return f"Aggregate {kind}keys [{keys}] aggs [{aggs}]{how}"
     if isinstance(p, Distinct):
         return "Distinct"
     if isinstance(p, UnionAll):

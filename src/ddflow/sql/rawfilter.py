@@ -91,17 +91,24 @@ def split(plan: Plan) -> Plan:
     """``plan`` with string conditions on scans moved into the scans' prefilters."""
     import dataclasses
 
-    if isinstance(plan, Filter) and isinstance(plan.input, Scan):
-        scan = plan.input
-        moved = [c for c in _conjuncts(plan.predicate) if _raw(c, scan)]
-        if moved:
-            rest = [c for c in _conjuncts(plan.predicate) if not _raw(c, scan)]
+    if isinstance(plan, Filter):
+        # the conditions of a run of filters directly over a scan
+        conj: list[Expr] = []
+        node: Plan = plan
+        while isinstance(node, Filter):
+            conj = _conjuncts(node.predicate) + conj
+            node = node.input
+        if isinstance(node, Scan):
+            scan = node
+            moved = [c for c in conj if _raw(c, scan)]
+            if not moved:
+                return plan
+            rest = [c for c in conj if not _raw(c, scan)]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
             new_scan = Scan(scan.table, scan.fields, scan.columns, _and(pre))
             kept = _and(rest)
             return new_scan if kept is None else Filter(new_scan, kept)
-        return plan
     kids = plan.inputs()
     if not kids:
         return plan

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -46,27 +47,41 @@ def mask_words(fields: Sequence[Field]) -> int:
 
 
 class Frame:
-    """One batch of a relation's records: values and null flags per field."""
+    """One batch of a relation's records: values and null flags per field. Columns are
+    read when asked for (``cols`` may take rows lazily)."""
 
     def __init__(self, cols: Sequence[np.ndarray], width: int, n: int | None = None) -> None:
         self.width = width
-        self.vals = list(cols[:width])
-        masks = list(cols[width:])
-        self.masks = masks if any(m.any() for m in masks) else []
+        self._cols = cols
+        self._masks: list[np.ndarray] | None = None
         self.n = int(n if n is not None else (len(cols[0]) if len(cols) else 0))
         self._nulls: dict[int, np.ndarray | None] = {}
+        self.seen: dict[Any, Any] = {}  # expression -> its result on this batch
+
+    @property
+    def vals(self) -> list[np.ndarray]:
+        return [self._cols[i] for i in range(self.width)]
+
+    @property
+    def masks(self) -> list[np.ndarray]:
+        """The mask words, or [] when no field of the batch is NULL."""
+        if self._masks is None:
+            ms = [self._cols[i] for i in range(self.width, len(self._cols))]
+            self._masks = ms if any(m.any() for m in ms) else []
+        return self._masks
 
     def val(self, i: int) -> np.ndarray:
-        return self.vals[i]
+        return self._cols[i]
 
     def null(self, i: int) -> np.ndarray | None:
         """Field ``i``'s null flags, or None when no row of the batch is NULL there."""
-        if not self.masks:
+        masks = self.masks
+        if not masks:
             return None
         got = self._nulls.get(i, False)
         if got is not False:
             return got  # type: ignore[return-value]
-        m = self.masks[i // BITS]
+        m = masks[i // BITS]
         flags = ((m >> (i % BITS)) & 1).astype(bool)
         res = flags if flags.any() else None
         self._nulls[i] = res

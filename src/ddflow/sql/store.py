@@ -111,6 +111,11 @@ def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
         if isinstance(x, LazyStrings) and isinstance(y, LazyStrings):
             if x.codes is not None and y.codes is not None:
                 same = x.codes[ia] == y.codes[ib]
+            elif not isinstance(x.raw, list) and not isinstance(y.raw, list):
+                import pyarrow.compute as pc
+
+                got = pc.equal(x.arrow(ia), y.arrow(ib)).fill_null(False)
+                same = np.asarray(got.to_numpy(zero_copy_only=False), dtype=bool)
             else:
                 xs, ys = x.strings(ia), y.strings(ib)
                 same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
@@ -134,6 +139,7 @@ class TableStore:
     def __init__(self, strings: StringDict) -> None:
         self.strings = strings
         self.key_cols: list[int] | None = None
+        self.zones: list[tuple[int, int]] = []  # per chunk: least and greatest key
         self.chunks: list[tuple[RowBatch, np.ndarray]] = []
         self.offsets: list[int] = [0]
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted hashes, entry ids)
@@ -179,11 +185,60 @@ class TableStore:
     def _locate(self, ids: np.ndarray) -> np.ndarray:
         return np.searchsorted(np.asarray(self.offsets), ids, side="right") - 1
 
+    def _zones(self) -> np.ndarray:
+        """Per chunk, the least and greatest key (the index's single key column)."""
+        assert self.key_cols is not None
+        kc = self.key_cols[0]
+        while len(self.zones) < len(self.chunks):
+            b, _ = self.chunks[len(self.zones)]
+            v = b.column(kc, self.strings)
+            self.zones.append((int(v.min()), int(v.max())) if len(v) else (1, 0))
+        return np.asarray(self.zones, dtype=np.int64).reshape(len(self.zones), 2)
+
+    def _scan(self, q: RowBatch, qk: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Pairs from the chunks whose key range meets the query's, when they are few
+        (rows often come and go in key order: a delete then touches a few chunks, and no
+        index of the whole table is needed); None when the index is the cheaper way."""
+        zones = self._zones()
+        lo, hi = int(qk.min()), int(qk.max())
+        hit = np.flatnonzero((zones[:, 1] >= lo) & (zones[:, 0] <= hi))
+        sizes = np.diff(np.asarray(self.offsets))[hit]
+        if int(sizes.sum()) > max(100_000, 64 * q.n):
+            return None
+        assert self.key_cols is not None
+        kc = self.key_cols[0]
+        order = np.argsort(qk, kind="stable")
+        sk = qk[order]
+        qs, es = [], []
+        for ci in hit.tolist():
+            b, _ = self.chunks[ci]
+            v = b.column(kc, self.strings)
+            l_ = np.searchsorted(sk, v, side="left")
+            r_ = np.searchsorted(sk, v, side="right")
+            owner, pos = _expand(l_, r_)
+            if not len(owner):
+                continue
+            qi = order[pos]
+            keep = _equal_rows(q, qi, b, owner, self.strings)
+            qs.append(qi[keep])
+            es.append(owner[keep] + self.offsets[ci])
+        if not qs:
+            z = np.zeros(0, np.int64)
+            return z, z
+        return np.concatenate(qs), np.concatenate(es)
+
     def _matches(self, q: RowBatch) -> tuple[np.ndarray, np.ndarray]:
         """Pairs ``(query row, entry id)`` whose rows are equal."""
-        self._index()
-        assert self.key_cols is not None
+        if self.key_cols is None:
+            self.key_cols = _index_columns(self.chunks[0][0], self.strings)
         hq = _index_keys(q, self.key_cols, self.strings)
+        single = len(self.key_cols) == 1 and not isinstance(
+            q.cols[self.key_cols[0]], LazyStrings) and hq.dtype == np.int64
+        if single and self.indexed < self.offsets[-1]:
+            got = self._scan(q, hq)
+            if got is not None:
+                return got
+        self._index()
         qs, es = [], []
         for hs, ids in self.runs:
             lo = np.searchsorted(hs, hq, side="left")
@@ -261,6 +316,7 @@ class TableStore:
         self.chunks, self.offsets = [], [0]
         self.runs, self.indexed, self.dead = [], 0, 0
         self.key_cols = None
+        self.zones = []
         for b, c in chunks:
             self.append(b, c)
 

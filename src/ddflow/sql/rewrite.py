@@ -1,0 +1,321 @@
+"""Plan rewrites that keep the answer and cut the work: outer joins a filter makes inner,
+and aggregates computed only for the groups something asks about.
+
+``inner_outer``: a WHERE condition that cannot be TRUE when one side of an outer join is
+NULL-padded (``l.x < r.y`` above ``l LEFT JOIN r``) drops every padded row, so the outer
+join is an inner join and need not track which rows went unmatched.
+
+``restrict_groups``: a grouped aggregate joined on its group keys (the usual shape of a
+decorrelated subquery: ``WHERE x < (SELECT avg(..) FROM t WHERE t.k = outer.k)``) only
+needs the groups whose key the other side can hold. When that side's key comes from a
+filtered table (``part WHERE p_brand = ..``), the aggregate's input is first semi-joined
+with that table's keys, so the aggregate follows a few groups instead of all of them. The
+keys are taken from the filtered table itself, not from the join above it: any superset of
+the keys that meet is correct, and a table's distinct keys are cheap to keep.
+
+``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
+aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
+column sets of a plan hold no two equal rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ddflow.sql.expr import Call, Col, Expr
+from ddflow.sql.optimize import _strict as strict
+from ddflow.sql.optimize import uses
+from ddflow.sql.plan import (
+    Aggregate,
+    Distinct,
+    Filter,
+    Join,
+    Plan,
+    Project,
+    Scan,
+    SemiJoin,
+)
+
+__all__ = ["drop_distinct", "inner_outer", "restrict_groups", "rewrite", "unique_sets"]
+
+
+def rewrite(plan: Plan) -> Plan:
+    """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
+    return drop_distinct(restrict_groups(inner_outer(plan)))
+
+
+def with_inputs(plan: Plan, new: list[Plan]) -> Plan:
+    """``plan`` with its input plans replaced by ``new`` (in ``inputs()`` order)."""
+    kids = plan.inputs()
+    if all(a is b for a, b in zip(new, kids, strict=True)):
+        return plan
+    changes: dict[str, Any] = {}
+    it = iter(new)
+    for f in dataclasses.fields(plan):  # type: ignore[arg-type]
+        v = getattr(plan, f.name)
+        if isinstance(v, Plan):
+            changes[f.name] = next(it)
+        elif isinstance(v, tuple) and v and all(isinstance(x, Plan) for x in v):
+            changes[f.name] = tuple(next(it) for _ in v)
+    return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
+
+
+def _bottom_up(plan: Plan, f: Any) -> Plan:
+    return f(with_inputs(plan, [_bottom_up(k, f) for k in plan.inputs()]))
+
+
+# -- outer joins that a filter makes inner ----------------------------------------------------
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Call) and e.op == "and":
+        return [c for a in e.args for c in _conjuncts(a)]
+    return [e]
+
+
+def _rejects_null(e: Expr, cols: set[int]) -> bool:
+    """Whether ``e`` is never TRUE when every field in ``cols`` is NULL."""
+    if isinstance(e, Call) and e.op == "and":
+        return any(_rejects_null(a, cols) for a in e.args)
+    if isinstance(e, Call) and e.op == "or":
+        return all(_rejects_null(a, cols) for a in e.args)
+    if isinstance(e, Call) and e.op == "is_not_null":
+        return all(strict(a) for a in e.args) and bool(uses(e) & cols)
+    if isinstance(e, Call) and e.op == "not" and isinstance(e.args[0], Call) and \
+            e.args[0].op == "is_null":
+        return all(strict(a) for a in e.args[0].args) and bool(uses(e) & cols)
+    if isinstance(e, Call) and e.op in ("is_null", "not", "is_true", "is_false",
+                                        "coalesce", "case", "if", "nullif"):
+        return False
+    return strict(e) and bool(uses(e) & cols)
+
+
+def _inner_outer(p: Plan) -> Plan:
+    if not isinstance(p, Filter):
+        return p
+    conj: list[Expr] = []
+    filters: list[Filter] = []
+    node: Plan = p
+    while isinstance(node, Filter):  # stacked filters all apply to the join's rows
+        filters.append(node)
+        conj.extend(_conjuncts(node.predicate))
+        node = node.input
+    if not isinstance(node, Join) or node.kind == "inner":
+        return p
+    j = node
+    nl = len(j.left.fields)
+    left_cols, right_cols = set(range(nl)), set(range(nl, len(j.fields)))
+    # a padded right side (left / full join) is dropped by a condition rejecting its NULLs
+    no_right_pad = any(_rejects_null(c, right_cols) for c in conj)
+    no_left_pad = any(_rejects_null(c, left_cols) for c in conj)
+    kind = j.kind
+    if kind == "left" and no_right_pad or kind == "right" and no_left_pad:
+        kind = "inner"
+    elif kind == "full":
+        # rows padded on the right are the left side's unmatched ones (and vice versa)
+        if no_right_pad and no_left_pad:
+            kind = "inner"
+        elif no_right_pad:
+            kind = "right"
+        elif no_left_pad:
+            kind = "left"
+    if kind == j.kind:
+        return p
+    out: Plan = dataclasses.replace(j, kind=kind)
+    for f in reversed(filters):
+        out = Filter(out, f.predicate)
+    return out
+
+
+def inner_outer(plan: Plan) -> Plan:
+    """``plan`` with outer joins under NULL-rejecting filters made inner (or one-sided)."""
+    return _bottom_up(plan, _inner_outer)
+
+
+# -- aggregates computed only for the groups asked about ----------------------------------
+
+def _leaf_chain(p: Plan) -> bool:
+    """Whether ``p`` is filters / projections over one table scan, with a filter somewhere
+    (so its distinct keys are cheap to keep and fewer than the table's)."""
+    restricted = False
+    while True:
+        if isinstance(p, Filter):
+            restricted = True
+            p = p.input
+        elif isinstance(p, Project):
+            p = p.input
+        elif isinstance(p, Scan):
+            return restricted or p.prefilter is not None
+        else:
+            return False
+
+
+def _domain(p: Plan, col: int, null_safe: bool) -> tuple[Plan, int] | None:
+    """A restricted plan under ``p`` and one of its fields that holds every value field
+    ``col`` of ``p`` can hold (NULL aside unless ``null_safe``), or None."""
+    if _leaf_chain(p):
+        return p, col
+    if isinstance(p, (Filter, Distinct)):
+        return _domain(p.inputs()[0], col, null_safe)
+    if isinstance(p, Project):
+        e = p.exprs[col]
+        return _domain(p.input, e.index, null_safe) if isinstance(e, Col) else None
+    if isinstance(p, Aggregate):
+        if col < len(p.keys) and isinstance(p.keys[col], Col) and not p.scalar:
+            return _domain(p.input, p.keys[col].index, null_safe)  # type: ignore[attr-defined]
+        return None
+    if isinstance(p, SemiJoin):
+        if p.anti:
+            return _domain(p.left, col, null_safe)
+        # the rows kept have a key equal to one of the right side's
+        for lk, rk in zip(p.left_keys, p.right_keys, strict=True):
+            if isinstance(lk, Col) and lk.index == col and isinstance(rk, Col):
+                got = _domain(p.right, rk.index, null_safe)
+                if got is not None:
+                    return got
+        return _domain(p.left, col, null_safe)
+    if isinstance(p, Join):
+        nl = len(p.left.fields)
+        on_left = col < nl
+        padded = p.kind in (("right", "full") if on_left else ("left", "full"))
+        if padded and null_safe:
+            return None  # padding brings NULLs the side itself does not hold
+        side, other = (p.left, p.right) if on_left else (p.right, p.left)
+        c = col if on_left else col - nl
+        got = _domain(side, c, null_safe)
+        if got is not None or p.kind != "inner":
+            return got
+        # an inner join's key column only holds values the other side's key holds too
+        mine, theirs = (p.left_keys, p.right_keys) if on_left else (p.right_keys,
+                                                                      p.left_keys)
+        for a, b in zip(mine, theirs, strict=True):
+            if isinstance(a, Col) and a.index == c and isinstance(b, Col):
+                got = _domain(other, b.index, null_safe)
+                if got is not None:
+                    return got
+        return None
+    return None
+
+
+def _semi_below(p: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> Plan:
+    """``p`` keeping only rows whose field ``col`` is among ``dom``'s field ``dcol``, with
+    the semi join placed as far down as it goes (next to the scan, where its arrangement
+    can be one a join already keeps)."""
+    if isinstance(p, Filter):
+        return Filter(_semi_below(p.input, col, dom, dcol, null_safe), p.predicate)
+    if isinstance(p, Project) and isinstance(p.exprs[col], Col):
+        inner = _semi_below(p.input, p.exprs[col].index, dom, dcol,  # type: ignore[attr-defined]
+                            null_safe)
+        return Project(inner, p.exprs, p.fields)
+    if isinstance(p, Join) and p.kind == "inner":
+        nl = len(p.left.fields)
+        if col < nl:
+            return dataclasses.replace(p, left=_semi_below(p.left, col, dom, dcol, null_safe))
+        return dataclasses.replace(p, right=_semi_below(p.right, col - nl, dom, dcol,
+                                                        null_safe))
+    if isinstance(p, SemiJoin):
+        return dataclasses.replace(p, left=_semi_below(p.left, col, dom, dcol, null_safe))
+    key = p.fields[col]
+    dk = dom.fields[dcol]
+    return SemiJoin(p, dom, (Col(col, key.type, key.nullable, key.name),),
+                    (Col(dcol, dk.type, dk.nullable, dk.name),), anti=False,
+                    null_safe=null_safe)
+
+
+def _restricted(side: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> Plan | None:
+    """``side`` (projections / filters over a grouped aggregate whose group key gives field
+    ``col``) with the aggregate's input restricted to ``dom``'s keys, or None."""
+    if isinstance(side, Filter):
+        got = _restricted(side.input, col, dom, dcol, null_safe)
+        return None if got is None else Filter(got, side.predicate)
+    if isinstance(side, Project):
+        e = side.exprs[col]
+        if not isinstance(e, Col):
+            return None
+        got = _restricted(side.input, e.index, dom, dcol, null_safe)
+        return None if got is None else Project(got, side.exprs, side.fields)
+    if isinstance(side, Aggregate) and not side.scalar and col < len(side.keys):
+        k = side.keys[col]
+        if not isinstance(k, Col):
+            return None
+        return dataclasses.replace(side, input=_semi_below(side.input, k.index, dom, dcol,
+                                                           null_safe))
+    return None
+
+
+def _restrict(p: Plan) -> Plan:
+    if not isinstance(p, Join) or not p.left_keys:
+        return p
+    for agg_left in (False, True):
+        # the aggregate's side may be restricted when the other side's rows are all
+        # that can meet it: the right of an inner or left join, the left of an inner or
+        # right join
+        if p.kind not in (("inner", "right") if agg_left else ("inner", "left")):
+            continue
+        side, other = (p.left, p.right) if agg_left else (p.right, p.left)
+        skeys, okeys = (p.left_keys, p.right_keys) if agg_left else (p.right_keys,
+                                                                      p.left_keys)
+        for sk, ok in zip(skeys, okeys, strict=True):
+            if not (isinstance(sk, Col) and isinstance(ok, Col)):
+                continue
+            dom = _domain(other, ok.index, p.null_safe)
+            if dom is None or not sk.type == ok.type == dom[0].fields[dom[1]].type:
+                continue
+            new = _restricted(side, sk.index, dom[0], dom[1], p.null_safe)
+            if new is None:
+                continue
+            if agg_left:
+                return dataclasses.replace(p, left=new)
+            return dataclasses.replace(p, right=new)
+    return p
+
+
+def restrict_groups(plan: Plan) -> Plan:
+    """``plan`` with aggregates joined on their group keys restricted to the keys the
+    other side of the join can hold, where those come from a filtered table."""
+    return _bottom_up(plan, _restrict)
+
+
+# -- rows known to be distinct ----------------------------------------------------------------
+
+def unique_sets(p: Plan, keys: dict[str, list[frozenset[int]]] | None = None
+                ) -> list[frozenset[int]]:
+    """Sets of ``p``'s columns on which no two of its rows agree (NULL agreeing with NULL),
+    as far as the plan shows; [] when none is known. ``keys``: tables' declared keys
+    (informational; pass them only where a wrong declaration cannot change an answer)."""
+    if isinstance(p, Aggregate):
+        return [frozenset()] if p.scalar else [frozenset(range(len(p.keys)))]
+    if isinstance(p, Distinct):
+        return [frozenset(range(len(p.fields))), *unique_sets(p.input, keys)]
+    if isinstance(p, Filter):
+        return unique_sets(p.input, keys)
+    if isinstance(p, SemiJoin):
+        return unique_sets(p.left, keys)
+    if isinstance(p, Scan) and keys:
+        declared = keys.get(p.table, [])
+        if p.columns is None:
+            return list(declared)
+        at = {c: j for j, c in enumerate(p.columns)}
+        return [frozenset(at[c] for c in k) for k in declared if k <= at.keys()]
+    if isinstance(p, Project):
+        out = []
+        for cols in unique_sets(p.input, keys):
+            where: dict[int, int] = {}
+            for j, e in enumerate(p.exprs):
+                if isinstance(e, Col) and e.index in cols:
+                    where.setdefault(e.index, j)
+            if len(where) == len(cols):
+                out.append(frozenset(where.values()))
+        return out
+    return []
+
+
+def _drop(p: Plan) -> Plan:
+    if isinstance(p, Distinct) and unique_sets(p.input):
+        return p.input
+    return p
+
+
+def drop_distinct(plan: Plan) -> Plan:
+    """``plan`` without DISTINCTs over rows that are distinct already."""
+    return _bottom_up(plan, _drop)
