@@ -42,7 +42,7 @@ RECORDED: dict[str, tuple[int, list[str]]] = {
                    "pend_keys", "pend_times", "pending"]),
     # the trace's parts, embedded in the operators' states (their versions enter every
     # fingerprint too)
-    "Spine": (1, ["key_width", "logical", "merges_done", "pending", "physical", "stack", "upper"]),
+    "Spine": (1, ["key_width", "logical", "merges_done", "physical", "queued", "stack", "upper"]),
     "TraceHandle": (1, ["closed", "logical", "physical"]),
 }
 

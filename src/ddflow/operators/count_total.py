@@ -61,19 +61,19 @@ class CountTotal(Operator):
 
     state_version = 1
 
-    def __init__(self, worker: Worker, arr: Arrange, mode: str,
+    def __init__(self, worker: Worker, arrangement: Arrange, mode: str,
                  f: Callable[..., Any] | None = None, vectorized: bool = False,
                  name: str | None = None) -> None:
-        if not arr.kind.total:
+        if not arrangement.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arr.kind.describe()} times: use {mode}() instead"
+                f"{arrangement.kind.describe()} times: use {mode}() instead"
             )
-        super().__init__(worker, [arr.output], name or f"{mode}_total")
-        self.arr = arr
+        super().__init__(worker, [arrangement.output], name or f"{mode}_total")
+        self.arrangement = arrangement
         self.mode, self.f, self.vectorized = mode, f, vectorized
-        self.handle = arr.spine.handle()
-        kl = arr.key_layout
+        self.handle = arrangement.spine.handle()
+        kl = arrangement.key_layout
         if kl is not None and mode != "count":
             self.output.layout = kl
 
@@ -93,7 +93,7 @@ class CountTotal(Operator):
 
     def _batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
         dt = batch.diff_type
-        history = self.arr.spine.batches_through(batch.desc.lower)
+        history = self.arrangement.spine.batches_through(batch.desc.lower)
         # counts before and during the batch are sums of these batches' diffs
         fit = sums_fit([*history, batch])
         prior = key_sums(history, batch.keys, dt, bounded=fit)
@@ -104,8 +104,8 @@ class CountTotal(Operator):
         prev_idx = np.arange(-1, n - 1)
         old = dt.take(new, np.maximum(prev_idx, 0))
         old = dt.put(old, starts, prior)
-        key_cols = batch.data[: self.arr.key_width]
-        key_layout = self.arr.key_layout
+        key_cols = batch.data[: self.arrangement.key_width]
+        key_layout = self.arrangement.key_layout
         assert key_layout is not None
         times = batch.times
         if self.mode == "count":

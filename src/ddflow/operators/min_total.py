@@ -73,25 +73,26 @@ class MinMaxTotal(Operator):
 
     state_version = 1
 
-    def __init__(self, worker: Worker, arr: Arrange, mode: str, name: str | None = None) -> None:
+    def __init__(self, worker: Worker, arrangement: Arrange, mode: str,
+                 name: str | None = None) -> None:
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-        if not arr.kind.total:
+        if not arrangement.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arr.kind.describe()} times: use {mode}() instead"
+                f"{arrangement.kind.describe()} times: use {mode}() instead"
             )
-        super().__init__(worker, [arr.output], name or f"{mode}_total")
-        self.arr = arr
+        super().__init__(worker, [arrangement.output], name or f"{mode}_total")
+        self.arrangement = arrangement
         self.mode = mode
-        self.handle = arr.spine.handle()
+        self.handle = arrangement.spine.handle()
         self.out_spine = Spine(0, 1)
         self.out_h = self.out_spine.handle()
         self.spine = self.out_spine  # statistics
         self.lower = Antichain.of([(0,)], 1)
         self.rows_read = 0
         self._index: dict[int, tuple[TraceBatch, tuple[Any, ...]]] = {}
-        kl, vl = arr.key_layout, arr.val_layout
+        kl, vl = arrangement.key_layout, arrangement.val_layout
         if kl is not None and vl is not None:
             self.output.layout = Tup((kl, vl))
 
@@ -113,7 +114,7 @@ class MinMaxTotal(Operator):
         hit = self._index.get(id(b))
         if hit is not None and hit[0] is b:
             return hit[1]
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         cols = list(b.data[: kw + 1])
         vals = self._vals(cols[kw])
         if self.mode == "max":
@@ -173,7 +174,7 @@ class MinMaxTotal(Operator):
     def run(self, frontier: Antichain) -> None:
         batches = self.take()
         if batches:
-            kl, vl = self.arr.key_layout, self.arr.val_layout
+            kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
             if kl is None or vl is None or vl.width != 1:
                 raise DataError(f"'{self.name}' needs (key, value) records with a single value")
             if not isinstance(batches[0].diff_type, IntDiff):
@@ -184,7 +185,7 @@ class MinMaxTotal(Operator):
             out = None
         upper = frontier
         if out is not None and len(out):
-            self.out_spine.insert(TraceBatch.build(self.arr.key_width, out,
+            self.out_spine.insert(TraceBatch.build(self.arrangement.key_width, out,
                                                    Description(self.lower, upper,
                                                                self.out_spine.logical)))
         else:
@@ -192,19 +193,20 @@ class MinMaxTotal(Operator):
         self.lower = upper
         self.out_h.set_compaction(upper, upper)
         self.handle.set_compaction(upper, upper)
-        live = {id(b) for b in self.arr.spine.batches()}
+        live = {id(b) for b in self.arrangement.spine.batches()}
         self._index = {k: v for k, v in self._index.items() if k in live}
         if out is not None and len(out):
-            assert self.arr.key_layout is not None and self.arr.val_layout is not None
-            self.output.push(out, Tup((self.arr.key_layout, self.arr.val_layout)))
+            kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
+            assert kl is not None and vl is not None
+            self.output.push(out, Tup((kl, vl)))
 
     def _run(self, batches: list[TraceBatch], lower: Antichain) -> Updates | None:
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         nb = batches[0] if len(batches) == 1 else TraceBatch.build(
             kw, concat_updates([b.updates() for b in batches]), batches[0].desc)
         if not len(nb):
             return None
-        history = self.arr.spine.batches_through(lower)
+        history = self.arrangement.spine.batches_through(lower)
         if not self._vectorizable(nb, history):
             return self._reference(nb, history)
         vals = self._vals(nb.data[kw])  # in sort order (reversed for max)
@@ -262,7 +264,7 @@ class MinMaxTotal(Operator):
         """Whether the vectorized path is exact here (see the module docstring): one dtype
         per key and value column in the batch, the history and the output, values ``max``
         can reverse, and int64 diffs whose sums cannot leave int64."""
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         dtypes = [c.dtype for c in nb.data[: kw + 1]]
         if self.mode == "max" and dtypes[kw].kind not in "ibf":
             numbers = dtypes[kw].kind == "O" and all(
@@ -284,12 +286,12 @@ class MinMaxTotal(Operator):
         value from its whole history (exact ints, values compared as Python compares them),
         its answer before the batch, then the batch's rows in time order, the answer
         recomputed for each key touched at each time."""
-        kw = self.arr.key_width
-        kl, vl = self.arr.key_layout, self.arr.val_layout
+        kw = self.arrangement.key_width
+        kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
         assert kl is not None and vl is not None
         nk = nb.num_keys
         counts: list[dict[Any, int]] = [{} for _ in range(nk)]
-        hist_u, owner = self.arr.spine.gather(nb.keys, history)
+        hist_u, owner = self.arrangement.spine.gather(nb.keys, history)
         if hist_u is not None:
             self.rows_read += len(hist_u)
             for o, v, d in zip(owner.tolist(), vl.to_records(hist_u.data[kw:], len(hist_u)),
@@ -477,7 +479,7 @@ class MinMaxTotal(Operator):
         has = np.zeros(nk, dtype=bool)
         u, owner = self.out_spine.gather(kidx, self.out_spine.batches())
         if u is not None and len(u):
-            kw = self.arr.key_width
+            kw = self.arrangement.key_width
             # an output key accumulates to exactly one value with count 1
             c = consolidate(Updates((owner, self._vals(u.data[kw])),
                                     np.zeros((len(u), 1), np.int64), u.diffs, u.diff_type))

@@ -10,7 +10,7 @@ merge. Small merges (below ``eager_rows``) finish at once, where their fixed cos
 Compaction: each merge advances its times by the *logical* compaction frontier (the meet of
 every reader's ``since``), so times no reader can tell apart collapse and cancelling updates
 vanish. *Physical* compaction: a batch enters the merge structure only once every reader's
-physical frontier has passed its upper; until then it waits in ``pending``, so each reader can
+physical frontier has passed its upper; until then it waits in ``queued``, so each reader can
 still see the trace "through" the batches it has processed (``batches_through``).
 
 Readers hold ``TraceHandle``s; a closed handle releases its hold on both frontiers.
@@ -57,7 +57,7 @@ class Spine:
         self.small_rows = small_rows
         self.max_small = max_small
         self.stack: list[TraceBatch | Merge] = []
-        self.pending: list[TraceBatch] = []
+        self.queued: list[TraceBatch] = []
         self.handles: list[TraceHandle] = []
         self.logical = Antichain.of([(0,) * dim], dim)
         self.physical = self.logical
@@ -74,7 +74,7 @@ class Spine:
         stack: list[tuple[Any, ...]] = [
             ("merge", e.a, e.b, e.since) if isinstance(e, Merge) else ("batch", e)
             for e in self.stack]
-        return {"key_width": self.key_width, "stack": stack, "pending": list(self.pending),
+        return {"key_width": self.key_width, "stack": stack, "queued": list(self.queued),
                 "logical": self.logical, "physical": self.physical, "upper": self.upper,
                 "merges_done": self.merges_done}
 
@@ -84,7 +84,7 @@ class Spine:
         self.key_width = state["key_width"]
         self.stack = [Merge(e[1], e[2], e[3]) if e[0] == "merge" else e[1]
                       for e in state["stack"]]
-        self.pending = list(state["pending"])
+        self.queued = list(state["queued"])
         self.logical, self.physical = state["logical"], state["physical"]
         self.upper = state["upper"]
         self.merges_done = state["merges_done"]
@@ -119,10 +119,10 @@ class Spine:
 
     # -- writing -------------------------------------------------------------------------------
     def insert(self, batch: TraceBatch) -> None:
-        """Append a batch whose lower is the trace's upper (it waits in ``pending`` first)."""
+        """Append a batch whose lower is the trace's upper (it waits in ``queued`` first)."""
         self.upper = batch.desc.upper
         if len(batch):
-            self.pending.append(batch)
+            self.queued.append(batch)
         self._introduce()
 
     def advance_upper(self, frontier: Antichain) -> None:
@@ -137,8 +137,8 @@ class Spine:
             # them when the last handle closes, so batches are merged and their times
             # advanced (a trace nobody reads compacts like any other).
             self.logical = self.physical = self.upper
-        while self.pending and self.physical.dominates(self.pending[0].desc.upper):
-            batch = self.pending.pop(0)
+        while self.queued and self.physical.dominates(self.queued[0].desc.upper):
+            batch = self.queued.pop(0)
             self._apply_fuel(len(batch))
             self.stack.append(batch)
             self._tidy()
@@ -230,7 +230,7 @@ class Spine:
                 out.append(entry.b)
             else:
                 out.append(entry)
-        out.extend(self.pending)
+        out.extend(self.queued)
         return out
 
     def batches_through(self, frontier: Antichain) -> list[TraceBatch]:
@@ -266,7 +266,7 @@ class Spine:
             "merge_work_outstanding": int(
                 sum(e.size for e in self.stack if isinstance(e, Merge))
             ),
-            "pending": len(self.pending),
+            "queued": len(self.queued),
             "merges_done": self.merges_done,
             "bytes": self.nbytes(),
         }
