@@ -79,8 +79,9 @@ def runtime(request: pytest.FixtureRequest) -> OnRuntime:
         return OnRuntime(Processes(), JobConfig(workers=2, timeout=120), 4)
     from ddflow.spark import SparkRuntime
 
-    return OnRuntime(SparkRuntime(request.getfixturevalue("spark")),
-                     JobConfig(workers=2, timeout=120), 2)
+    return OnRuntime(
+        SparkRuntime(request.getfixturevalue("spark")), JobConfig(workers=2, timeout=120), 2
+    )
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,11 @@ class KillWorker:
     marker: str
 
     def __call__(self, report: RoundReport) -> None:
-        if report.worker == self.worker and report.round == self.round \
-                and not os.path.exists(self.marker):
+        if (
+            report.worker == self.worker
+            and report.round == self.round
+            and not os.path.exists(self.marker)
+        ):
             with open(self.marker, "w") as f:
                 f.write(f"worker {report.worker} killed after round {report.round}\n")
             os._exit(17)
@@ -103,6 +107,7 @@ class KillWorker:
 @pytest.fixture
 def kill_worker(tmp_path: Any) -> Callable[[int, int], KillWorker]:
     """Makes ``KillWorker`` hooks whose marker is in this test's temporary directory."""
+
     def make(worker: int, round: int) -> KillWorker:
         return KillWorker(worker, round, str(tmp_path / f"killed-{worker}-{round}"))
 

@@ -111,11 +111,14 @@ def test_imports_point_down_the_layers(path: Path) -> None:
     """No module imports from a layer above its own, at module level or inside a function."""
     module = _module_name(path)
     mine = _layer(module)
-    upward = [f"line {line}: {target} ({LAYERS[_layer(target)][0]})"
-              for line, target in _imports(path, module)
-              if _layer(target) > mine and (module, target) not in KNOWN_UPWARD]
-    assert not upward, (f"{module} ({LAYERS[mine][0]}) imports from layers above it:\n"
-                        + "\n".join(upward))
+    upward = [
+        f"line {line}: {target} ({LAYERS[_layer(target)][0]})"
+        for line, target in _imports(path, module)
+        if _layer(target) > mine and (module, target) not in KNOWN_UPWARD
+    ]
+    assert not upward, f"{module} ({LAYERS[mine][0]}) imports from layers above it:\n" + "\n".join(
+        upward
+    )
 
 
 def test_layer_test_sees_function_level_imports() -> None:
@@ -147,9 +150,13 @@ def _private_uses(path: Path) -> list[str]:
                 else:
                     aliases.add(a.asname or a.name)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in aliases and node.attr.startswith("_") \
-                and not node.attr.startswith("__"):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in aliases
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
             out.append(f"line {node.lineno}: {node.value.id}.{node.attr}")
     return out
 

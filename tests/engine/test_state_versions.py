@@ -32,14 +32,40 @@ RECORDED: dict[str, tuple[int, list[str]]] = {
     "Exchange": (1, ["combine", "received", "sent", "since_probe"]),
     "Explode": (1, ["diff_type"]),
     "Feedback": (1, ["held"]),
-    "InputOp": (1, ["frontier", "session", "session.chunks", "session.closed", "session.diffs",
-                    "session.layout", "session.leaf_kinds", "session.records", "session.time",
-                    "session.times", "session.user_time"]),
+    "InputOp": (
+        1,
+        [
+            "frontier",
+            "session",
+            "session.chunks",
+            "session.closed",
+            "session.diffs",
+            "session.layout",
+            "session.leaf_kinds",
+            "session.records",
+            "session.time",
+            "session.times",
+            "session.user_time",
+        ],
+    ),
     "Join": (1, ["a_ack", "b_ack", "ha", "hb"]),
     "Leave": (1, ["held"]),
     "MinMaxTotal": (1, ["handle", "lower", "out_h", "out_spine", "rows_read"]),
-    "Reduce": (1, ["in_dt", "in_h", "lower", "out_dt", "out_h", "out_spine", "out_val_layout",
-                   "pend_keys", "pend_times", "pending"]),
+    "Reduce": (
+        1,
+        [
+            "in_dt",
+            "in_h",
+            "lower",
+            "out_dt",
+            "out_h",
+            "out_spine",
+            "out_val_layout",
+            "pend_keys",
+            "pend_times",
+            "pending",
+        ],
+    ),
     # the trace's parts, embedded in the operators' states (their versions enter every
     # fingerprint too)
     "Spine": (1, ["key_width", "logical", "merges_done", "physical", "queued", "stack", "upper"]),
@@ -64,12 +90,16 @@ def problem(name: str, version: int | None, keys: list[str]) -> str | None:
         return f"{name} declares state (version {version}) not recorded here: record {keys}"
     want_version, want_keys = RECORDED[name]
     if version == want_version and keys != want_keys:
-        return (f"{name}'s state changed from {want_keys} to {keys} but its state_version is "
-                f"still {version}: raise it (old checkpoints must be refused, not half-read) "
-                "and record the new keys here")
+        return (
+            f"{name}'s state changed from {want_keys} to {keys} but its state_version is "
+            f"still {version}: raise it (old checkpoints must be refused, not half-read) "
+            "and record the new keys here"
+        )
     if version != want_version:
-        return (f"{name}'s state_version is {version} but {want_version} is recorded: record "
-                f"version {version} with its keys {keys} here")
+        return (
+            f"{name}'s state_version is {version} but {want_version} is recorded: record "
+            f"version {version} with its keys {keys} here"
+        )
     return None
 
 
@@ -122,8 +152,11 @@ def test_state_matches_its_recorded_version() -> None:
             problems.append(problem(name, op.state_version, schema(name, op.state())))
     spine = Spine(0, 1)
     problems.append(problem("Spine", Spine.state_version, schema("Spine", spine.state())))
-    problems.append(problem("TraceHandle", TraceHandle.state_version,
-                            schema("TraceHandle", spine.handle().state())))
+    problems.append(
+        problem(
+            "TraceHandle", TraceHandle.state_version, schema("TraceHandle", spine.handle().state())
+        )
+    )
     assert not [p for p in problems if p], "\n".join(p for p in problems if p)
 
 
@@ -168,8 +201,9 @@ def test_a_rename_without_a_new_version_fails() -> None:
 
 
 @pytest.mark.parametrize("renamed", [Arrange, BumpedArrange], ids=["same version", "bumped"])
-def test_an_old_checkpoint_after_a_state_change_is_refused(tmp_path: Any,
-                                                           renamed: type[PlainArrange]) -> None:
+def test_an_old_checkpoint_after_a_state_change_is_refused(
+    tmp_path: Any, renamed: type[PlainArrange]
+) -> None:
     """A checkpoint written before the rename is refused whole with an error saying why,
     whether or not the version was raised; the worker is left as it was."""
     w, s, _ = _counts(PlainArrange)

@@ -23,8 +23,9 @@ from ddflow.testing import oracle as O
 from ddflow.testing.strategies import key_vals, times_for, updates
 
 EXAMPLES = int(os.environ.get("DDFLOW_ORACLE_EXAMPLES", "40"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def _plus_one_squared(c: Any) -> int:
@@ -83,15 +84,15 @@ def test_kernel_equals_reference(case: str, product: bool, data: st.DataObject) 
     """A reducer's fast path and its reference agree at every interesting time."""
     times = times_for(product)
     if CASES[case][2]:
-        ups = [(x, t, 1) for x, t in data.draw(st.lists(st.tuples(key_vals(), times),
-                                                         max_size=10))]
+        ups = [(x, t, 1) for x, t in data.draw(st.lists(st.tuples(key_vals(), times), max_size=10))]
     else:
         ups = data.draw(updates(key_vals(), times))
     fast, slow = _run(case, ups, product)
     for t in O.interesting_times(ups, fast, slow):
         assert O.accumulate(fast, t) == O.accumulate(slow, t), (
             f"{case} at {t}: kernel {O.accumulate(fast, t)}, reference "
-            f"{O.accumulate(slow, t)}\ninputs={ups}")
+            f"{O.accumulate(slow, t)}\ninputs={ups}"
+        )
 
 
 def test_a_new_reducer_is_one_small_class() -> None:

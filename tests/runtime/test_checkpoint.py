@@ -46,8 +46,10 @@ def want_counts(edges: Counter, nodes: Counter) -> dict[str, Counter]:
     hist: Counter = Counter()
     for c in deg.values():
         hist[c] += 1
-    return {"deg": Counter({(k, c): 1 for k, c in deg.items()}), "hist": Counter(
-        {(c, n): 1 for c, n in hist.items() if n})}
+    return {
+        "deg": Counter({(k, c): 1 for k, c in deg.items()}),
+        "hist": Counter({(c, n): 1 for c, n in hist.items() if n}),
+    }
 
 
 def build_join_reduce(edges: Any, nodes: Any) -> dict[str, Any]:
@@ -186,8 +188,10 @@ def accumulate(rounds: list[tuple[list, list]]) -> tuple[Counter, Counter]:
             edges[e] += d
         for n, d in nu:
             nodes[n] += d
-    return (Counter({k: v for k, v in edges.items() if v}),
-            Counter({k: v for k, v in nodes.items() if v}))
+    return (
+        Counter({k: v for k, v in edges.items() if v}),
+        Counter({k: v for k, v in nodes.items() if v}),
+    )
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -263,14 +267,19 @@ def test_product_times_restore(tmp_path: Any) -> None:
     def make() -> tuple[Any, Any, Any]:
         w = dd.Worker()
         s, c = w.new_collection(time=dd.Product(0, 0))
-        return w, s, c.map(lambda x: (x % 3, x)).reduce(
-            lambda k, vals: [(sum(v * m for v, m in vals), 1)]).capture()
+        return (
+            w,
+            s,
+            c.map(lambda x: (x % 3, x))
+            .reduce(lambda k, vals: [(sum(v * m for v, m in vals), 1)])
+            .capture(),
+        )
 
     w, s, cap = make()
     ref_w, ref_s, ref_cap = make()
     steps = [((0, 0), [1, 2]), ((0, 1), [4]), ((1, 0), [5, 7]), ((1, 1), [2]), ((2, 0), [9])]
     for i, (t, xs) in enumerate(steps):
-        for sess in ((s, ref_s) if i < 3 else (ref_s,)):
+        for sess in (s, ref_s) if i < 3 else (ref_s,):
             for x in xs:
                 sess.update_at(x, dd.Product(*t), 1)
     for sess, wk in ((s, w), (ref_s, ref_w)):
@@ -388,6 +397,7 @@ def test_merged_batches_are_checkpointed_by_lineage(tmp_path: Any) -> None:
     """A merge completed since the last checkpoint is referred to by the batches it was
     merged from (written already) and written in the background; a checkpoint taken that
     way restores to the same state, and later checkpoints use the finished file."""
+
     def make() -> tuple[Any, Any, Any]:
         w = dd.Worker()
         s, c = w.new_collection()
@@ -454,10 +464,11 @@ def test_jobs_resume_where_the_last_stopped_on_every_runtime(runtime: Any, tmp_p
     path = str(tmp_path / "ck")
     got: dict[str, Counter] = {"hist": Counter(), "deg": Counter()}
     for lo, hi in ((0, 2), (2, 6)):
-        part = runtime.run(_degrees,
-                           {"edges": edges.take(np.flatnonzero((edges.times >= lo)
-                                                               & (edges.times < hi)))},
-                           checkpoint=path)
+        part = runtime.run(
+            _degrees,
+            {"edges": edges.take(np.flatnonzero((edges.times >= lo) & (edges.times < hi)))},
+            checkpoint=path,
+        )
         for name in got:
             mine = _updates(part, name)
             assert all(lo <= t < hi for _, t in mine), "a job returns its own slice only"

@@ -29,8 +29,7 @@ def _meshes(n: int, secret: bytes, before: Any = None) -> list[Mesh]:
 
     def connect(i: int) -> None:
         try:
-            out[i] = Mesh.connect(i, addresses, listeners[i], secret, timeout=30,
-                                  setup_timeout=30)
+            out[i] = Mesh.connect(i, addresses, listeners[i], secret, timeout=30, setup_timeout=30)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -63,8 +62,9 @@ def test_exchange_delivers_each_part_to_its_worker() -> None:
     """All-to-all: worker j receives exactly what every worker addressed to j."""
     meshes = _meshes(3, new_secret())
     try:
-        got = _all(meshes, lambda m: m.exchange([(m.index, j, np.arange(m.index + j))
-                                                  for j in range(3)]))
+        got = _all(
+            meshes, lambda m: m.exchange([(m.index, j, np.arange(m.index + j)) for j in range(3)])
+        )
         for j in range(3):
             for i in range(3):
                 src, dst, arr = got[j][i]
@@ -98,7 +98,7 @@ def test_connection_without_secret_is_refused_and_mesh_unaffected(tmp_path: Any)
     def intrude(addresses: list[tuple[str, int]]) -> None:
         s = socket.create_connection(addresses[0], timeout=5)
         hello = s.recv(64)
-        s.sendall(struct.pack("<I", 1) + evil[: 64] + b"\0" * max(0, 64 - len(evil)) + evil)
+        s.sendall(struct.pack("<I", 1) + evil[:64] + b"\0" * max(0, 64 - len(evil)) + evil)
         s.settimeout(5)
         try:
             seen["reply"] = s.recv(64)
@@ -107,8 +107,9 @@ def test_connection_without_secret_is_refused_and_mesh_unaffected(tmp_path: Any)
         seen["hello"] = hello
         s.close()
 
-    meshes = _meshes(2, new_secret(), before=lambda a: threading.Thread(
-        target=intrude, args=(a,)).start())
+    meshes = _meshes(
+        2, new_secret(), before=lambda a: threading.Thread(target=intrude, args=(a,)).start()
+    )
     try:
         got = _all(meshes, lambda m: m.all_gather(m.index * 10))
         assert got == [[0, 10], [0, 10]]

@@ -19,14 +19,19 @@ from ddflow.trace.spine import Spine, key_sums
 
 
 def _desc(lo: int, hi: int, since: int = 0) -> Description:
-    return Description(Antichain.of([(lo,)], 1), Antichain.of([(hi,)], 1),
-                       Antichain.of([(since,)], 1))
+    return Description(
+        Antichain.of([(lo,)], 1), Antichain.of([(hi,)], 1), Antichain.of([(since,)], 1)
+    )
 
 
 def _batch(k, v, t, d, lo: int, hi: int) -> TraceBatch:
     n = len(k)
-    u = Updates((np.asarray(k, np.int64), np.asarray(v, np.int64)),
-                np.asarray(t, np.int64).reshape(n, 1), np.asarray(d, np.int64), INT_DIFF)
+    u = Updates(
+        (np.asarray(k, np.int64), np.asarray(v, np.int64)),
+        np.asarray(t, np.int64).reshape(n, 1),
+        np.asarray(d, np.int64),
+        INT_DIFF,
+    )
     return TraceBatch.build(1, u, _desc(lo, hi))
 
 
@@ -48,8 +53,15 @@ def _static(n: int, seed: int = 0, keys: int = 300, time: int = 0) -> TraceBatch
 
 
 def _rows(b: TraceBatch) -> list[tuple[int, int, int, int]]:
-    return list(zip(b.data[0].tolist(), b.data[1].tolist(), b.times[:, 0].tolist(),
-                    b.diffs.tolist(), strict=True))
+    return list(
+        zip(
+            b.data[0].tolist(),
+            b.data[1].tolist(),
+            b.times[:, 0].tolist(),
+            b.diffs.tolist(),
+            strict=True,
+        )
+    )
 
 
 def _same_updates(x: Updates, y: Updates) -> None:
@@ -86,8 +98,14 @@ def test_compaction_needs_one_time_and_one_diff():
     assert b.times.strides[0] != 0 and b.diffs.strides[0] == 0 and not b.is_compact
     b = _batch(k, v, np.full(n, 3), np.full(n, -1), 3, 4)  # all -1: compact too
     assert b.is_compact and int(b.diffs[0]) == -1 and int(b.times[0, 0]) == 3
-    small = _batch(k[:COMPACT_MIN_ROWS - 1], v[:COMPACT_MIN_ROWS - 1],
-                   np.zeros(COMPACT_MIN_ROWS - 1), np.ones(COMPACT_MIN_ROWS - 1), 0, 1)
+    small = _batch(
+        k[: COMPACT_MIN_ROWS - 1],
+        v[: COMPACT_MIN_ROWS - 1],
+        np.zeros(COMPACT_MIN_ROWS - 1),
+        np.ones(COMPACT_MIN_ROWS - 1),
+        0,
+        1,
+    )
     assert not small.is_compact  # not worth the check
     pair = diff_type_of((int, int))
     d = (np.ones(n, np.int64), np.arange(n, dtype=np.int64))
@@ -122,8 +140,9 @@ def test_read_paths_match_plain_batch(nprobe):
         np.testing.assert_array_equal(rb, rp)
         np.testing.assert_array_equal(ob, op)
         _same_updates(b.take_rows(rb), p.take_rows(rp))
-        np.testing.assert_array_equal(key_sums([b], probe_, INT_DIFF),
-                                      key_sums([p], probe_, INT_DIFF))
+        np.testing.assert_array_equal(
+            key_sums([b], probe_, INT_DIFF), key_sums([p], probe_, INT_DIFF)
+        )
     _same_updates(b.updates(), p.updates())
     assert sorted(_rows(b)) == sorted(_rows(p))
     # a dense key table built by lookups is counted (one int32 per key in the keys' span)
@@ -143,9 +162,16 @@ def _changes(base: TraceBatch, seed: int, rounds: int) -> list[TraceBatch]:
         gone = rng.choice(len(base), 40, replace=False)
         nk, nv = rng.integers(0, 300, 30), rng.integers(1000, 1100, 30)
         again = rng.choice(len(base), 5, replace=False)
-        out.append(_batch(np.concatenate([k[gone], nk, k[again]]),
-                          np.concatenate([v[gone], nv, v[again]]),
-                          np.full(75, r), np.concatenate([-np.ones(40), np.ones(35)]), r, r + 1))
+        out.append(
+            _batch(
+                np.concatenate([k[gone], nk, k[again]]),
+                np.concatenate([v[gone], nv, v[again]]),
+                np.full(75, r),
+                np.concatenate([-np.ones(40), np.ones(35)]),
+                r,
+                r + 1,
+            )
+        )
     return out
 
 
@@ -187,7 +213,7 @@ def test_spine_merges_collapse_times_into_compact_batches():
     rng = np.random.default_rng(1)
     codes = rng.permutation(np.unique(rng.integers(0, 10**6, 12_000)))[:10_000]
     for r in range(10):
-        c = codes[r * 1000:(r + 1) * 1000]
+        c = codes[r * 1000 : (r + 1) * 1000]
         spine.insert(_batch(c // 1000, c % 1000, np.full(1000, r), np.ones(1000), r, r + 1))
     bs = spine.batches()
     assert sum(len(b) for b in bs) == 10_000 and len(bs) < 10
@@ -219,8 +245,10 @@ def _edges_dataflow(reader: str):
         compact_seen = any(b.is_compact for b in arranged.op.spine.batches())
         for t in range(1, 5):
             gone = rng.choice(sorted(live), 30, replace=False).tolist()
-            new = [(int(a), int(b)) for a, b in zip(rng.integers(0, 400, 20),
-                                                    rng.integers(50, 60, 20), strict=True)]
+            new = [
+                (int(a), int(b))
+                for a, b in zip(rng.integers(0, 400, 20), rng.integers(50, 60, 20), strict=True)
+            ]
             for e in gone:
                 live.discard(tuple(e))
                 edges_in.remove(tuple(e))

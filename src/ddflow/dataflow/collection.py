@@ -86,8 +86,14 @@ class Collection:
             )
         return self._wrap(Leave(self.worker, self.stream, name), self.diff_type)
 
-    def iterate(self, body: Callable[[Collection], Collection], *, limit: int | None = None,
-                fold_initial: bool = False, name: str | None = None) -> Collection:
+    def iterate(
+        self,
+        body: Callable[[Collection], Collection],
+        *,
+        limit: int | None = None,
+        fold_initial: bool = False,
+        name: str | None = None,
+    ) -> Collection:
         """The fixed point of ``body`` from this collection: ``x_0 = self``,
         ``x_{i+1} = body(x_i)``, until nothing changes (DD's ``iterate``).
 
@@ -101,45 +107,57 @@ class Collection:
         return iterate(self, body, limit=limit, fold_initial=fold_initial, name=name)
 
     # -- linear ----------------------------------------------------------------------------------
-    def map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
-            name: str | None = None) -> Collection:
+    def map(
+        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Each record ``x`` becomes ``f(x)``."""
         return self._wrap(Map(self.worker, self.stream, f, vectorized, name), self.diff_type)
 
-    def filter(self, p: Callable[[Any], Any], *, vectorized: bool = False,
-               name: str | None = None) -> Collection:
+    def filter(
+        self, p: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Keeps records with ``p(x)`` true."""
         return self._wrap(Filter(self.worker, self.stream, p, vectorized, name), self.diff_type)
 
-    def flat_map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
-                 name: str | None = None) -> Collection:
+    def flat_map(
+        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Each record becomes the records of the iterable ``f(x)``."""
         return self._wrap(FlatMap(self.worker, self.stream, f, vectorized, name), self.diff_type)
 
-    def explode(self, f: Callable[[Any], Any], *, vectorized: bool = False, diff: Any = None,
-                name: str | None = None) -> Collection:
+    def explode(
+        self,
+        f: Callable[[Any], Any],
+        *,
+        vectorized: bool = False,
+        diff: Any = None,
+        name: str | None = None,
+    ) -> Collection:
         """Moves data into diffs: ``f(x)`` yields ``(data, diff)`` pairs (aggregates in diffs)."""
         op = Explode(self.worker, self.stream, f, vectorized, diff, name)
         return self._wrap(op, op.dt)
 
     def concat(self, *others: Collection, name: str | None = None) -> Collection:
         """The union (sum) of this collection and ``others``."""
-        return self._wrap(Concat(self.worker, [self.stream] + [o.stream for o in others], name),
-                          self.diff_type)
+        return self._wrap(
+            Concat(self.worker, [self.stream] + [o.stream for o in others], name), self.diff_type
+        )
 
     def negate(self, *, name: str | None = None) -> Collection:
         """Every diff negated (needs an abelian diff type)."""
         if self.diff_type is not None and not self.diff_type.abelian:
             raise DiffTypeError(
-                f"negate needs diffs with subtraction; {self.diff_type.name} has none")
+                f"negate needs diffs with subtraction; {self.diff_type.name} has none"
+            )
         return self._wrap(Negate(self.worker, self.stream, name), self.diff_type)
 
     def consolidate(self, *, name: str | None = None) -> Collection:
         """The same collection with updates at equal ``(data, time)`` added up."""
         return self._wrap(Consolidate(self.worker, self._routed(True), name), self.diff_type)
 
-    def inspect(self, f: Callable[[tuple[Any, Any, Any]], Any], *,
-                name: str | None = None) -> Collection:
+    def inspect(
+        self, f: Callable[[tuple[Any, Any, Any]], Any], *, name: str | None = None
+    ) -> Collection:
         """Calls ``f((data, time, diff))`` on every update and passes it on."""
         return self._wrap(Inspect(self.worker, self.stream, f, name), self.diff_type)
 
@@ -165,8 +183,14 @@ class Collection:
         """``(k, a)`` and ``(k, b)`` give ``(k, (a, b))``; diffs multiply."""
         return self.arrange_by_key().join(other, name=name)
 
-    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
-                 vectorized: bool = False, name: str | None = None) -> Collection:
+    def join_map(
+        self,
+        other: Collection | Arranged,
+        f: Callable[..., Any],
+        *,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> Collection:
         """``(k, a)`` and ``(k, b)`` give ``f(k, a, b)``."""
         return self.arrange_by_key().join_map(other, f, vectorized=vectorized, name=name)
 
@@ -183,13 +207,19 @@ class Collection:
         reducers``; arrange by self first for reducers of whole records)."""
         return self.arrange_by_key().reduce_core(reducer, name=name)
 
-    def reduce(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
-               name: str | None = None) -> Collection:
+    def reduce(
+        self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *, name: str | None = None
+    ) -> Collection:
         """``(k, v)`` records -> ``(k, out)`` with ``logic(k, [(v, diff)...]) -> [(out, diff)]``."""
         return self.arrange_by_key().reduce(logic, name=name)
 
-    def reduce_abelian(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
-                       diff: Any = None, name: str | None = None) -> Collection:
+    def reduce_abelian(
+        self,
+        logic: Callable[[Any, list[tuple[Any, Any]]], Any],
+        *,
+        diff: Any = None,
+        name: str | None = None,
+    ) -> Collection:
         """Like ``reduce`` with output diffs of any abelian type (``diff``: type or sample)."""
         return self.arrange_by_key().reduce_abelian(logic, diff=diff, name=name)
 
@@ -243,8 +273,9 @@ class Collection:
         """``distinct`` for totally ordered times."""
         return self.arrange_by_self().distinct_total(name=name)
 
-    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
-                        name: str | None = None) -> Collection:
+    def threshold_total(
+        self, f: Callable[[Any], int], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """``threshold`` for totally ordered times."""
         return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
 
@@ -257,8 +288,9 @@ class Collection:
         """``(k, v)`` records -> ``(k, greatest v)`` for totally ordered times."""
         return self.arrange_by_key().max_total(name=name)
 
-    def reduce_hierarchical(self, how: str, *, buckets: int = 256,
-                            name: str | None = None) -> Collection:
+    def reduce_hierarchical(
+        self, how: str, *, buckets: int = 256, name: str | None = None
+    ) -> Collection:
         """``reduce`` for skewed keys with an associative ``how`` (``"min"``,
         ``"max"``, ``"sum"``, ``"count"``): each key's values are split into ``buckets``
         sub-groups by a hash of the value, reduced, and the partial results reduced again."""
@@ -305,19 +337,30 @@ class Arranged:
 
     def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:
         o = self._arranged(other, False)
-        return self._out(Join(self.worker, self.op, o.op, name=name),
-                         _product_type(self.diff_type, o.diff_type))
+        return self._out(
+            Join(self.worker, self.op, o.op, name=name), _product_type(self.diff_type, o.diff_type)
+        )
 
-    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
-                 vectorized: bool = False, name: str | None = None) -> Collection:
+    def join_map(
+        self,
+        other: Collection | Arranged,
+        f: Callable[..., Any],
+        *,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> Collection:
         o = self._arranged(other, False)
-        return self._out(Join(self.worker, self.op, o.op, f, vectorized, name=name or "join_map"),
-                         _product_type(self.diff_type, o.diff_type))
+        return self._out(
+            Join(self.worker, self.op, o.op, f, vectorized, name=name or "join_map"),
+            _product_type(self.diff_type, o.diff_type),
+        )
 
     def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
         o = self._arranged(keys, True)
-        return self._out(Join(self.worker, self.op, o.op, semijoin=True, name=name or "semijoin"),
-                         _product_type(self.diff_type, o.diff_type))
+        return self._out(
+            Join(self.worker, self.op, o.op, semijoin=True, name=name or "semijoin"),
+            _product_type(self.diff_type, o.diff_type),
+        )
 
     def reduce_core(self, reducer: R.Reducer, *, name: str | None = None) -> Collection:
         """``(k, v)`` records -> what ``reducer`` computes per key (the reducers are in
@@ -328,8 +371,9 @@ class Arranged:
     def reduce(self, logic: Callable[..., Any], *, name: str | None = None) -> Collection:
         return self.reduce_core(R.Logic(logic, int), name=name)
 
-    def reduce_abelian(self, logic: Callable[..., Any], *, diff: Any = None,
-                       name: str | None = None) -> Collection:
+    def reduce_abelian(
+        self, logic: Callable[..., Any], *, diff: Any = None, name: str | None = None
+    ) -> Collection:
         return self.reduce_core(R.Logic(logic, diff, "reduce_abelian"), name=name)
 
     def min(self, *, name: str | None = None) -> Collection:
@@ -361,10 +405,12 @@ class Arranged:
     def distinct_total(self, *, name: str | None = None) -> Collection:
         return self._out(CountTotal(self.worker, self.op, "distinct", name=name), INT_DIFF)
 
-    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
-                        name: str | None = None) -> Collection:
-        return self._out(CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name),
-                         INT_DIFF)
+    def threshold_total(
+        self, f: Callable[[Any], int], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
+        return self._out(
+            CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name), INT_DIFF
+        )
 
     def min_total(self, *, name: str | None = None) -> Collection:
         return self._out(MinMaxTotal(self.worker, self.op, "min", name=name), INT_DIFF)

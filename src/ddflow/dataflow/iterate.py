@@ -28,8 +28,9 @@ __all__ = ["Variable", "iterate"]
 class Variable(Collection):
     """A loop variable of ``scope``: a collection defined by what it is ``set`` to."""
 
-    def __init__(self, scope: Scope, initial: Collection | None = None, *,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, scope: Scope, initial: Collection | None = None, *, name: str | None = None
+    ) -> None:
         if not isinstance(scope, Scope) or scope.parent is None:
             raise ScopeError("Variable needs a loop scope: worker.iterative() or a loop's scope")
         worker = scope.worker
@@ -74,9 +75,14 @@ class Variable(Collection):
         return result
 
 
-def iterate(initial: Collection, body: Callable[[Collection], Collection], *,
-            limit: int | None = None, fold_initial: bool = False,
-            name: str | None = None) -> Collection:
+def iterate(
+    initial: Collection,
+    body: Callable[[Collection], Collection],
+    *,
+    limit: int | None = None,
+    fold_initial: bool = False,
+    name: str | None = None,
+) -> Collection:
     """The fixed point of ``body`` starting from ``initial`` (see ``Collection.iterate``)."""
     worker = initial.worker
     scope = worker.iterative(limit=limit, name=name, parent=initial.scope)

@@ -45,8 +45,9 @@ class Worker(EngineWorker):
                     s.close()
             self.run()
 
-    def new_collection(self, *, time: Any = 0, diff: Any = int,
-                       shape: Any = None) -> tuple[InputSession, Collection]:
+    def new_collection(
+        self, *, time: Any = 0, diff: Any = int, shape: Any = None
+    ) -> tuple[InputSession, Collection]:
         """A new input: returns ``(InputSession, Collection)``.
 
         ``time`` is the initial time (an int, or a ``Product`` for partially ordered times);
@@ -60,8 +61,9 @@ class Worker(EngineWorker):
         kind = time_kind_of(time)
         self.set_time_kind(kind)
         dt = diff_type_of(diff)
-        layout = None if shape is None else shape if isinstance(shape, Layout) else \
-            infer_layout(shape)
+        layout = (
+            None if shape is None else shape if isinstance(shape, Layout) else infer_layout(shape)
+        )
         session = InputSession(self, kind, time, dt, layout)
         self.sessions.append(session)
         return session, Collection(self, session.op.output, dt)

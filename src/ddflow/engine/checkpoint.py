@@ -113,10 +113,12 @@ class CheckpointLog:
     pool: ThreadPoolExecutor | None = None
     #: the id each batch was written under
     uids: weakref.WeakKeyDictionary[TraceBatch, str] = field(
-        default_factory=weakref.WeakKeyDictionary)
+        default_factory=weakref.WeakKeyDictionary
+    )
     #: how to rebuild a merged batch not yet written from batches that are (``lineage_of``)
     lineage: weakref.WeakKeyDictionary[TraceBatch, tuple[Any, ...]] = field(
-        default_factory=weakref.WeakKeyDictionary)
+        default_factory=weakref.WeakKeyDictionary
+    )
     #: the spines whose merges this log listens to (by id)
     spines: set[int] = field(default_factory=set)
 
@@ -268,12 +270,21 @@ def fingerprint(worker: Worker) -> str:
     index = {id(op): i for i, op in enumerate(worker.operators)}
     scopes = {id(s): i for i, s in enumerate(worker.root.scopes())}
     # the trace's parts are embedded in operators' states: their formats count as well
-    parts: list[Any] = [worker.time_kind.describe(),
-                        ("Spine", Spine.state_version, "TraceHandle", TraceHandle.state_version)]
+    parts: list[Any] = [
+        worker.time_kind.describe(),
+        ("Spine", Spine.state_version, "TraceHandle", TraceHandle.state_version),
+    ]
     for op in worker.operators:
-        parts.append((type(op).__name__, op.name, scopes[id(op.scope)],
-                      [index[id(s.producer)] for s in op.inputs], op.state_version,
-                      op.identity()))
+        parts.append(
+            (
+                type(op).__name__,
+                op.name,
+                scopes[id(op.scope)],
+                [index[id(s.producer)] for s in op.inputs],
+                op.state_version,
+                op.identity(),
+            )
+        )
     return _sha(repr(parts).encode())
 
 
@@ -292,8 +303,9 @@ def _fingerprint_mismatch(path: str, commit: dict[str, Any], worker: Worker) -> 
     when that is the difference."""
     theirs, ours = commit.get("state_versions"), _state_versions(worker)
     if isinstance(theirs, list) and len(theirs) == len(ours):
-        changed = [(o, t) for o, t in zip(ours, theirs, strict=True)
-                   if o[:2] == t[:2] and o[2] != t[2]]
+        changed = [
+            (o, t) for o, t in zip(ours, theirs, strict=True) if o[:2] == t[:2] and o[2] != t[2]
+        ]
         if changed and all(o[:2] == t[:2] for o, t in zip(ours, theirs, strict=True)):
             (cls, name, v), (_, _, w) = changed[0]
             return CheckpointError(
@@ -326,8 +338,13 @@ def _encode_column(a: Any, name: str, arrays: dict[str, Any]) -> Any:
     if a.ndim == 2:  # times (n, d)
         if _const(a):
             return ("const2", a[0].tolist(), a.shape[1])
-        return ("cols", [_encode_column(np.ascontiguousarray(a[:, j]), f"{name}_{j}", arrays)
-                         for j in range(a.shape[1])])
+        return (
+            "cols",
+            [
+                _encode_column(np.ascontiguousarray(a[:, j]), f"{name}_{j}", arrays)
+                for j in range(a.shape[1])
+            ],
+        )
     if _const(a) and a.dtype != object:
         return ("const", a[:1].copy(), a.shape[0])
     if a.dtype != object:
@@ -379,8 +396,7 @@ def _batch_bytes(b: TraceBatch) -> tuple[bytes, Any]:
     }
     table = pa.table(arrays) if arrays else pa.table({"_n": pa.array(np.zeros(len(b), np.int8))})
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="lz4", use_dictionary=False,
-                   write_statistics=False)
+    pq.write_table(table, sink, compression="lz4", use_dictionary=False, write_statistics=False)
     return sink.getvalue(), meta
 
 
@@ -388,12 +404,19 @@ def _write_batch(b: TraceBatch, uid: str, wdir: str, durable: bool) -> dict[str,
     data, meta = _batch_bytes(b)
     name = f"b-{uid}.parquet"
     _write_file(os.path.join(wdir, name), data, durable)
-    return {"file": name, "bytes": len(data), "sha256": _sha(data), "rows": len(b),
-            "meta": meta, "finished": _time.time()}
+    return {
+        "file": name,
+        "bytes": len(data),
+        "sha256": _sha(data),
+        "rows": len(b),
+        "meta": meta,
+        "finished": _time.time(),
+    }
 
 
-def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
-                      meta: Any) -> TraceBatch:
+def _batch_from_bytes(
+    data: bytes, n: int, key_width: int, desc: Any, dt: Any, meta: Any
+) -> TraceBatch:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -410,8 +433,13 @@ def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
 
 
 #: where the classes of the live dataflow are defined (their objects are never state)
-_LIVE_MODULES = ("ddflow.engine.", "ddflow.io.", "ddflow.operators.", "ddflow.dataflow.",
-                 "ddflow.runtimes.")
+_LIVE_MODULES = (
+    "ddflow.engine.",
+    "ddflow.io.",
+    "ddflow.operators.",
+    "ddflow.dataflow.",
+    "ddflow.runtimes.",
+)
 
 
 def _is_data(obj: Any) -> bool:
@@ -454,8 +482,9 @@ class _StateUnpickler(pickle.Unpickler):
         if tag == "lineage":
             b = self._rebuild(pid[1])
             if b.desc != pid[2]:
-                raise CheckpointError("a checkpoint batch rebuilt from its lineage does not "
-                                      "cover the times it should")
+                raise CheckpointError(
+                    "a checkpoint batch rebuilt from its lineage does not cover the times it should"
+                )
             return b
         raise CheckpointError(f"unknown reference {tag!r} in a checkpoint's state")
 
@@ -473,10 +502,19 @@ def _state_of(worker: Worker) -> dict[str, Any]:
     ops = []
     for op in worker.operators:
         st = op.state() if op.state_version is not None else None
-        ops.append({"frontier": op.frontier, "seen": op.seen, "layout": op.output.layout,
-                    "keys": None if st is None else sorted(st), "state": st})
-    scopes = [{f.name: getattr(s.progress, f.name) for f in dataclasses.fields(s.progress)}
-              for s in worker.root.scopes()]
+        ops.append(
+            {
+                "frontier": op.frontier,
+                "seen": op.seen,
+                "layout": op.output.layout,
+                "keys": None if st is None else sorted(st),
+                "state": st,
+            }
+        )
+    scopes = [
+        {f.name: getattr(s.progress, f.name) for f in dataclasses.fields(s.progress)}
+        for s in worker.root.scopes()
+    ]
     return {"ops": ops, "scopes": scopes}
 
 
@@ -499,9 +537,14 @@ def _check_directory(path: str, worker: Worker, fp: str) -> int:
     return seqs[-1]
 
 
-def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
-                     meta: dict[str, Any] | None = None, durable: bool = True,
-                     keep: int = 2) -> dict[str, Any]:
+def write_checkpoint(
+    worker: Worker,
+    path: str | os.PathLike[str],
+    *,
+    meta: dict[str, Any] | None = None,
+    durable: bool = True,
+    keep: int = 2,
+) -> dict[str, Any]:
     """Write a checkpoint of ``worker`` into ``path`` (see the module docstring).
 
     With several workers every worker calls this at the same point (between the same steps).
@@ -574,8 +617,12 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
         nonlocal new_bytes, new_batches, by_lineage
         lin = written.lineage.get(b)
         uid = written.uids.get(b)
-        if lin is not None and uid is not None and uid in written.inflight \
-                and not written.inflight[uid].done():
+        if (
+            lin is not None
+            and uid is not None
+            and uid in written.inflight
+            and not written.inflight[uid].done()
+        ):
             # still being written: refer to its lineage again rather than wait
             try:
                 tree = lineage_pid(lin)
@@ -616,12 +663,18 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     state_name = f"state-{seq:08d}.pkl"
     _write_file(os.path.join(wdir, state_name), state, durable)
     manifest = {
-        "format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-        "worker": worker.index, "peers": worker.peers,
+        "format": FORMAT,
+        "version": VERSION,
+        "seq": seq,
+        "fingerprint": fp,
+        "worker": worker.index,
+        "peers": worker.peers,
         "created": _time.time(),
         "state": {"file": state_name, "bytes": len(state), "sha256": _sha(state)},
-        "batches": {uid: {k: v for k, v in e.items() if k not in ("meta", "finished")}
-                    for uid, e in files.items()},
+        "batches": {
+            uid: {k: v for k, v in e.items() if k not in ("meta", "finished")}
+            for uid, e in files.items()
+        },
     }
     mbytes = json.dumps(manifest, sort_keys=True).encode()
     _write_file(os.path.join(wdir, f"manifest-{seq:08d}.json"), mbytes, durable)
@@ -630,27 +683,45 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     msha = _sha(mbytes)
     shas = worker.comm.all_gather(msha) if worker.peers > 1 else [msha]
     if worker.index == 0:
-        commit = {"format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-                  "state_versions": _state_versions(worker), "peers": worker.peers,
-                  "meta": meta, "manifests": shas}
-        _write_file(os.path.join(path, f"COMMIT-{seq:08d}"),
-                    json.dumps(commit, sort_keys=True).encode(), durable)
+        commit = {
+            "format": FORMAT,
+            "version": VERSION,
+            "seq": seq,
+            "fingerprint": fp,
+            "state_versions": _state_versions(worker),
+            "peers": worker.peers,
+            "meta": meta,
+            "manifests": shas,
+        }
+        _write_file(
+            os.path.join(path, f"COMMIT-{seq:08d}"),
+            json.dumps(commit, sort_keys=True).encode(),
+            durable,
+        )
         if durable:
             _fsync_dir(path)
     if worker.peers > 1:
         worker.comm.all_gather(True)  # nobody goes on before the commit exists
     written.settle()
-    written.files = {**{u: e for u, e in written.files.items() if u not in files
-                        and _is_fresh(e, t_wall)}, **files}
+    written.files = {
+        **{u: e for u, e in written.files.items() if u not in files and _is_fresh(e, t_wall)},
+        **files,
+    }
     written.seq = seq
     worker.checkpoint_log = written
     busy = {f"b-{u}.parquet" for u in written.inflight} | {
-        e["file"] for e in written.files.values()}
+        e["file"] for e in written.files.values()
+    }
     _collect(path, wdir, worker.index, keep, busy)
-    return {"seq": seq, "seconds": _time.perf_counter() - t0, "batches_written": new_batches,
-            "bytes_written": new_bytes + len(state) + len(mbytes), "batches_total": len(files),
-            "batches_by_lineage": by_lineage,
-            "state_bytes": len(state)}
+    return {
+        "seq": seq,
+        "seconds": _time.perf_counter() - t0,
+        "batches_written": new_batches,
+        "bytes_written": new_bytes + len(state) + len(mbytes),
+        "batches_total": len(files),
+        "batches_by_lineage": by_lineage,
+        "state_bytes": len(state),
+    }
 
 
 def _is_fresh(entry: dict[str, Any], since: float) -> bool:
@@ -663,7 +734,7 @@ def _collect(path: str, wdir: str, index: int, keep: int, busy: set[str]) -> Non
     """Delete checkpoints older than the ``keep`` newest committed ones, and batch files no
     kept manifest names."""
     seqs = _committed(path)
-    kept = set(seqs[-max(keep, 1):])
+    kept = set(seqs[-max(keep, 1) :])
     if not kept:
         return
     oldest = min(kept)
@@ -680,8 +751,7 @@ def _collect(path: str, wdir: str, index: int, keep: int, busy: set[str]) -> Non
         except (OSError, ValueError, KeyError):
             return  # cannot tell what is in use: delete nothing
     for name in os.listdir(wdir):
-        if name.startswith("b-") and name not in used and name not in busy \
-                and ".tmp-" not in name:
+        if name.startswith("b-") and name not in used and name not in busy and ".tmp-" not in name:
             _unlink(os.path.join(wdir, name))
     if index == 0:
         for seq in seqs:
@@ -714,8 +784,9 @@ def _read_commit(path: str, seq: int) -> dict[str, Any]:
     return commit
 
 
-def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
-                       seq: int | None = None) -> dict[str, Any]:
+def restore_checkpoint(
+    worker: Worker, path: str | os.PathLike[str], *, seq: int | None = None
+) -> dict[str, Any]:
     """Load the newest committed checkpoint in ``path`` (or checkpoint ``seq``) into
     ``worker``, which must host the same dataflow, built and not yet stepped.
 
@@ -767,8 +838,9 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
         )
     manifest = json.loads(mbytes)
     st = manifest["state"]
-    state_bytes = _read_checked(os.path.join(wdir, st["file"]), st["bytes"], st["sha256"],
-                                "state file")
+    state_bytes = _read_checked(
+        os.path.join(wdir, st["file"]), st["bytes"], st["sha256"], "state file"
+    )
     entries: dict[str, dict[str, Any]] = manifest["batches"]
     loaded: dict[str, TraceBatch] = {}
 
@@ -817,11 +889,16 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
             op.load_state(rec["state"])
     for sc, progress in zip(scopes, state["scopes"], strict=True):
         sc.progress = LoopProgress(**progress)
-    log = CheckpointLog(os.path.abspath(path),
-                        {uid: e for uid, e in entries.items() if "meta" in e}, seq)
+    log = CheckpointLog(
+        os.path.abspath(path), {uid: e for uid, e in entries.items() if "meta" in e}, seq
+    )
     for uid, b in loaded.items():
         log.uids[b] = uid
     log.listen(_spines(worker))
     worker.checkpoint_log = log
-    return {"seq": seq, "meta": commit.get("meta"), "seconds": _time.perf_counter() - t0,
-            "batches": len(loaded)}
+    return {
+        "seq": seq,
+        "meta": commit.get("meta"),
+        "seconds": _time.perf_counter() - t0,
+        "batches": len(loaded),
+    }

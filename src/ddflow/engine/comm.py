@@ -65,8 +65,7 @@ class Communicator(Protocol):
         """Tell the peers this worker failed (best effort, never raises)."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 class LocalComm:

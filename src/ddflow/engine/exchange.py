@@ -124,8 +124,9 @@ def stable_hash(x: Any) -> int:
             hashlib.blake2b(x.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
         )
     if isinstance(x, (bytes, bytearray)):
-        return int.from_bytes(hashlib.blake2b(bytes(x), digest_size=8, person=b"b").digest(),
-                              "little")
+        return int.from_bytes(
+            hashlib.blake2b(bytes(x), digest_size=8, person=b"b").digest(), "little"
+        )
     if isinstance(x, tuple):
         h = 0x7475706C65 + len(x)
         for v in x:
@@ -249,8 +250,12 @@ class Exchange(Operator):
 
     def state(self) -> State:
         # (how well combining paid, and the traffic so far: statistics and tuning only)
-        return {"combine": self.combine, "since_probe": self._since_probe, "sent": self.sent,
-                "received": self.received}
+        return {
+            "combine": self.combine,
+            "since_probe": self._since_probe,
+            "sent": self.sent,
+            "received": self.received,
+        }
 
     def load_state(self, state: State) -> None:
         self.combine = state["combine"]

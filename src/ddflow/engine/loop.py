@@ -51,8 +51,7 @@ class Enter(Operator):
             n = len(u)
             times = np.zeros((n, u.times.shape[1] + 1), dtype=np.int64)
             times[:, :-1] = u.times
-            self.output.push(Updates(u.data, times, u.diffs, u.diff_type),
-                             self.inputs[0].layout)
+            self.output.push(Updates(u.data, times, u.diffs, u.diff_type), self.inputs[0].layout)
 
 
 class Leave(Operator):
@@ -134,8 +133,9 @@ class Feedback(Operator):
         self.held = [u.take(np.flatnonzero(later))] if later.any() else []
         if not later.all():
             assert self.source is not None
-            self.output.push(u.take(np.flatnonzero(~later)) if later.any() else u,
-                             self.source.layout)
+            self.output.push(
+                u.take(np.flatnonzero(~later)) if later.any() else u, self.source.layout
+            )
 
     def outstanding_times(self) -> np.ndarray | None:
         return self.held[0].times if self.held else None

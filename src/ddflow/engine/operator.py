@@ -102,8 +102,14 @@ class Operator:
     #: the arrangement's trace this operator maintains, if any (statistics)
     spine: Spine | None = None
 
-    def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None, *,
-                 scope: Scope | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        inputs: Sequence[Stream],
+        name: str | None = None,
+        *,
+        scope: Scope | None = None,
+    ) -> None:
         self.worker = worker
         if name is not None:
             self.name = name

@@ -110,8 +110,7 @@ def run_operator(op: Operator, multi: bool) -> bool:
         op.run(f)
     except BaseException as e:
         refused = {id(u) for u in getattr(e, "refused", ())}
-        op.inbox = [[u for u in q if id(u) not in refused] for q in saved] if refused \
-            else saved
+        op.inbox = [[u for u in q if id(u) not in refused] for q in saved] if refused else saved
         raise
     new = output_frontier(op, f)
     changed = busy or new != op.frontier

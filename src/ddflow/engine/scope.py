@@ -56,10 +56,17 @@ class LoopProgress:
 class Scope:
     """The root dataflow of a worker (``parent is None``) or a loop inside ``parent``."""
 
-    def __init__(self, worker: Worker, parent: Scope | None, *, limit: int | None = None,
-                 name: str | None = None) -> None:
-        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                                  or limit < 1):
+    def __init__(
+        self,
+        worker: Worker,
+        parent: Scope | None,
+        *,
+        limit: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        if limit is not None and (
+            isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+        ):
             raise ValueError(f"an iteration limit must be a positive int, got {limit!r}")
         self.worker = worker
         self.parent = parent

@@ -45,11 +45,9 @@ class SideDictionary(Protocol):
     content-coded strings): what this worker made since its last exchange, and what a peer
     made."""
 
-    def take_new(self) -> Any:
-        ...
+    def take_new(self) -> Any: ...
 
-    def learn(self, entries: Any) -> None:
-        ...
+    def learn(self, entries: Any) -> None: ...
 
 
 class Worker:
@@ -108,8 +106,9 @@ class Worker:
         if self.started:
             self.root.order = None  # an input added while running: schedule again
 
-    def iterative(self, *, limit: int | None = None, name: str | None = None,
-                  parent: Scope | None = None) -> Scope:
+    def iterative(
+        self, *, limit: int | None = None, name: str | None = None, parent: Scope | None = None
+    ) -> Scope:
         """A new loop scope (inside ``parent``, default the root) for ``Variable``s; bring
         collections in with ``enter(scope)`` and out with ``leave()``. ``limit`` bounds the
         iterations per epoch (``IterationLimitError`` beyond it)."""
@@ -152,8 +151,13 @@ class Worker:
             return flag
         return any(self.comm.all_gather(flag))
 
-    def step_while(self, condition: Callable[[], bool], max_steps: int | None = None, *,
-                   at_least_once: bool = False) -> None:
+    def step_while(
+        self,
+        condition: Callable[[], bool],
+        max_steps: int | None = None,
+        *,
+        at_least_once: bool = False,
+    ) -> None:
         """Step while ``condition()`` holds on some worker (at most ``max_steps`` steps);
         ``at_least_once`` steps once before the first check (saves a collective when the
         caller knows there is work, e.g. right after an input advanced).

@@ -88,8 +88,9 @@ class InputSession:
     ``SessionClosedError``. A call that raises changes nothing.
     """
 
-    def __init__(self, worker: Worker, kind: TimeKind, t0: Any, dt: DiffType,
-                 shape: Layout | None = None) -> None:
+    def __init__(
+        self, worker: Worker, kind: TimeKind, t0: Any, dt: DiffType, shape: Layout | None = None
+    ) -> None:
         self.worker = worker
         self.op = InputOp(worker, Antichain.of([kind.flatten(t0)], kind.dim))
         self.op.session = self
@@ -110,10 +111,17 @@ class InputSession:
     # -- state ---------------------------------------------------------------------------------
     def state(self) -> State:
         """The session's progress and buffer (its operator's checkpoint carries it)."""
-        return {"time": self._time, "user_time": self._user_time, "closed": self.closed,
-                "records": list(self._records), "times": list(self._times),
-                "diffs": list(self._diffs), "chunks": list(self._chunks),
-                "layout": self._layout, "leaf_kinds": self._leaf_kinds}
+        return {
+            "time": self._time,
+            "user_time": self._user_time,
+            "closed": self.closed,
+            "records": list(self._records),
+            "times": list(self._times),
+            "diffs": list(self._diffs),
+            "chunks": list(self._chunks),
+            "layout": self._layout,
+            "leaf_kinds": self._leaf_kinds,
+        }
 
     def load_state(self, state: State) -> None:
         self._time, self._user_time = state["time"], state["user_time"]
@@ -447,6 +455,7 @@ def _leaf_kinds(x: Any, layout: Layout, out: list[str]) -> None:
         except Exception:
             nan = False
         if nan:
-            raise DataError(f"{x!r} is not equal to itself (NaN cannot be ordered); records "
-                            "must not hold NaN")
+            raise DataError(
+                f"{x!r} is not equal to itself (NaN cannot be ordered); records must not hold NaN"
+            )
     out.append(type(x).__name__)

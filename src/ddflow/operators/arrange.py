@@ -74,8 +74,13 @@ class Arrange(Operator):
         return np.concatenate([u.times for u in self.held])
 
     def state(self) -> State:
-        return {"spine": self.spine.state(), "held": list(self.held), "upper": self.upper,
-                "key_layout": self.key_layout, "val_layout": self.val_layout}
+        return {
+            "spine": self.spine.state(),
+            "held": list(self.held),
+            "upper": self.upper,
+            "key_layout": self.key_layout,
+            "val_layout": self.val_layout,
+        }
 
     def load_state(self, state: State) -> None:
         self.spine.load_state(state["spine"])

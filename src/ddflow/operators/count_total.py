@@ -33,8 +33,14 @@ from ddflow.trace.spine import key_sums, sums_fit
 __all__ = ["CountTotal", "threshold_values"]
 
 
-def threshold_values(op: Operator, dt: DiffType, counts: Any, mode: str,
-                     f: Callable[..., Any] | None, vectorized: bool = False) -> np.ndarray:
+def threshold_values(
+    op: Operator,
+    dt: DiffType,
+    counts: Any,
+    mode: str,
+    f: Callable[..., Any] | None,
+    vectorized: bool = False,
+) -> np.ndarray:
     """The int output diff of a key for each count: 0 where the count is zero, else 1 for
     ``distinct`` (DD: every record with a non-zero count, once) or ``f(count)``."""
     nz = np.flatnonzero(~dt.zero_mask(counts))
@@ -61,9 +67,15 @@ class CountTotal(Operator):
 
     state_version = 1
 
-    def __init__(self, worker: Worker, arrangement: Arrange, mode: str,
-                 f: Callable[..., Any] | None = None, vectorized: bool = False,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        arrangement: Arrange,
+        mode: str,
+        f: Callable[..., Any] | None = None,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> None:
         if not arrangement.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
@@ -123,8 +135,11 @@ class CountTotal(Operator):
         g_new = threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
         g_old = threshold_values(self, dt, old, self.mode, self.f, self.vectorized)
         # (distinct's values are 0 and 1; a threshold function's may be any ints)
-        d = g_new - g_old if self.mode == "distinct" else INT_DIFF.add(g_new,
-                                                                      INT_DIFF.negate(g_old))
+        d = (
+            g_new - g_old
+            if self.mode == "distinct"
+            else INT_DIFF.add(g_new, INT_DIFF.negate(g_old))
+        )
         keep = np.flatnonzero(d != 0)
         if not len(keep):
             return None

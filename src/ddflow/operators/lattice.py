@@ -92,8 +92,9 @@ def unique_rows(owner: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.nd
     return owner[idx], times[idx]
 
 
-def _new_rows(have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray,
-              cand_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _new_rows(
+    have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray, cand_t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``cand`` (distinct) not among ``have`` (distinct)."""
     if len(cand_o) == 0 or len(have_o) == 0:
         return cand_o, cand_t
@@ -139,9 +140,13 @@ class _Packer:
         return c, times
 
 
-def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                      h_times: np.ndarray, n_owner: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def interesting_times(
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+    n_owner: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The closure of the rows ``c`` under join with history ``h`` and with itself, per owner.
 
     Returns distinct rows sorted by owner, then time."""
@@ -175,8 +180,9 @@ def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndar
     return pk.unpack(closure)
 
 
-def _interesting_small(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                       h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interesting_small(
+    c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray, h_times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``interesting_times`` for a few rows, with Python sets (numpy's per-call cost
     dominates at this size)."""
     hist: dict[int, set[tuple[int, ...]]] = {}
@@ -203,8 +209,9 @@ def _interesting_small(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.nda
     return arr[:, 0].copy(), arr[:, 1:].copy()
 
 
-def _interesting_rows(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                      h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interesting_rows(
+    c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray, h_times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``interesting_times`` for rows too wide to pack into an int64."""
     c_owner, c_times = unique_rows(c_owner, c_times)
     if len(h_owner):
@@ -223,10 +230,10 @@ def _interesting_rows(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndar
         add_o, add_t = _new_rows(c_owner, c_times, jo, jt)
         if not len(add_o):
             break
-        c_owner, c_times = unique_rows(np.concatenate([c_owner, add_o]),
-                                       np.concatenate([c_times, add_t]))
-        all_o, all_t = unique_rows(np.concatenate([all_o, add_o]),
-                                   np.concatenate([all_t, add_t]))
+        c_owner, c_times = unique_rows(
+            np.concatenate([c_owner, add_o]), np.concatenate([c_times, add_t])
+        )
+        all_o, all_t = unique_rows(np.concatenate([all_o, add_o]), np.concatenate([all_t, add_t]))
         new_o, new_t = add_o, add_t
     return c_owner, c_times
 
@@ -237,8 +244,9 @@ def _sorted_rows(owner: np.ndarray, u: Updates, kw: int) -> tuple[np.ndarray, Up
     return owner[order], u.take(order)
 
 
-def _accumulate(q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates,
-                kw: int) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
+def _accumulate(
+    q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates, kw: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
     """For each query ``(owner, time)`` (one per owner), the rows' diffs at times ``<= time``
     summed per value: ``(query index, value columns, sums)``, zero sums dropped, sorted by
     query then value."""
@@ -358,8 +366,9 @@ def lattice_reduce(
                 cur_o, cur_u = _sorted_rows(owners, u, kw)
             else:
                 assert cur_o is not None
-                cur_o, cur_u = _sorted_rows(np.concatenate([cur_o, owners]),
-                                            concat_updates([cur_u, u]), kw)
+                cur_o, cur_u = _sorted_rows(
+                    np.concatenate([cur_o, owners]), concat_updates([cur_u, u]), kw
+                )
     if not emitted:
         return None, pend_o, pend_t
     return consolidate(concat_updates(emitted)), pend_o, pend_t

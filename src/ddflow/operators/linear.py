@@ -72,8 +72,14 @@ class _PerBatch(Operator):
 class Map(_PerBatch):
     name = "map"
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
 
@@ -98,8 +104,14 @@ class Map(_PerBatch):
 class Filter(_PerBatch):
     name = "filter"
 
-    def __init__(self, worker: Worker, s: Stream, p: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        p: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.output.layout = s.layout
         self.p, self.vectorized = p, vectorized
@@ -122,8 +134,14 @@ class FlatMap(_PerBatch):
 
     name = "flat_map"
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
 
@@ -164,8 +182,15 @@ class Explode(_PerBatch):
     name = "explode"
     state_version = 1
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 diff: Any, name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        diff: Any,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
         self.dt: DiffType | None = diff_type_of(diff) if diff is not None else None
@@ -263,7 +288,8 @@ class Concat(Operator):
                 raise DataError(
                     f"'{name or self.name}' joins records of shape {known[0][1]} (input "
                     f"{known[0][0]}) and {lay} (input {port}): the collections a concat joins "
-                    "must have one record shape (map them to one first)")
+                    "must have one record shape (map them to one first)"
+                )
         super().__init__(worker, streams, name)
         if known and len(known) == len(streams):
             self.output.layout = known[0][1]
@@ -289,7 +315,8 @@ class Concat(Operator):
                 f"collection holds records of shape {layout}: the collections a concat joins "
                 "must have one record shape (map them to one first). The batch was refused "
                 f"({n} updates not taken in); other batches go on.",
-                refused=[u for _p, u, _l in refused])
+                refused=[u for _p, u, _l in refused],
+            )
         for port in range(len(self.inbox)):
             self.inbox[port] = []
         for u, lay in out:
@@ -345,4 +372,3 @@ class Consolidate(Operator):
         self.held = rest
         if ready is not None:
             self.output.push(consolidate(ready), self.inputs[0].layout)
-

@@ -69,8 +69,15 @@ class Reduce(Operator):
 
     state_version = 1
 
-    def __init__(self, worker: Worker, arrangement: Arrange, reducer: Reducer, *,
-                 in_diff: DiffType | None = None, name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        arrangement: Arrange,
+        reducer: Reducer,
+        *,
+        in_diff: DiffType | None = None,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [arrangement.output], name or reducer.name)
         self.arrangement = arrangement
         self.reducer = reducer
@@ -86,8 +93,7 @@ class Reduce(Operator):
         # pending work of the vectorized path: key columns and times, one row each
         self.pend_keys: tuple[np.ndarray, ...] | None = None
         self.pend_times = np.zeros((0, dim), dtype=np.int64)
-        self.out_val_layout: Layout | None = reducer.output_values(in_diff,
-                                                                   arrangement.val_layout)
+        self.out_val_layout: Layout | None = reducer.output_values(in_diff, arrangement.val_layout)
         kl = arrangement.key_layout
         if kl is not None and self.out_val_layout is not None:
             # the output's shape follows from the input's (known as the dataflow is built)
@@ -96,17 +102,26 @@ class Reduce(Operator):
     def outstanding_times(self) -> np.ndarray | None:
         parts = [self.pend_times] if len(self.pend_times) else []
         if self.pending:
-            parts.append(np.array([t for ts in self.pending.values() for t in ts],
-                                  dtype=np.int64).reshape(-1, self.kind.dim))
+            parts.append(
+                np.array([t for ts in self.pending.values() for t in ts], dtype=np.int64).reshape(
+                    -1, self.kind.dim
+                )
+            )
         return np.concatenate(parts) if parts else None
 
     def state(self) -> State:
-        return {"in_h": self.in_h.state(), "out_spine": self.out_spine.state(),
-                "out_h": self.out_h.state(), "lower": self.lower,
-                "pending": {k: set(ts) for k, ts in self.pending.items()},
-                "pend_keys": self.pend_keys, "pend_times": self.pend_times,
-                "in_dt": self._in_dt, "out_dt": self.out_dt,
-                "out_val_layout": self.out_val_layout}
+        return {
+            "in_h": self.in_h.state(),
+            "out_spine": self.out_spine.state(),
+            "out_h": self.out_h.state(),
+            "lower": self.lower,
+            "pending": {k: set(ts) for k, ts in self.pending.items()},
+            "pend_keys": self.pend_keys,
+            "pend_times": self.pend_times,
+            "in_dt": self._in_dt,
+            "out_dt": self.out_dt,
+            "out_val_layout": self.out_val_layout,
+        }
 
     def load_state(self, state: State) -> None:
         self.in_h.load_state(state["in_h"])
@@ -136,13 +151,15 @@ class Reduce(Operator):
         reducer = self.reducer
         vectorized = reducer.vectorized and not self._total_path()
         if vectorized:
-            due_rows = (np.flatnonzero(~upper.beyond_mask(self.pend_times))
-                        if len(self.pend_times) else np.empty(0, dtype=np.int64))
+            due_rows = (
+                np.flatnonzero(~upper.beyond_mask(self.pend_times))
+                if len(self.pend_times)
+                else np.empty(0, dtype=np.int64)
+            )
             has_due = len(due_rows) > 0
             due: list[Any] = []
         else:
-            due = [k for k, ts in self.pending.items()
-                   if any(not upper.less_equal(t) for t in ts)]
+            due = [k for k, ts in self.pending.items() if any(not upper.less_equal(t) for t in ts)]
             has_due = bool(due)
         out: Updates | None = None
         new_pending = None
@@ -151,8 +168,13 @@ class Reduce(Operator):
             # (due pending work can meet a trace whose updates all cancelled away: then the
             # diff type is the one seen last)
             held = self.arrangement.spine.batches()
-            in_dt = (batches[0].diff_type if batches else held[0].diff_type if held
-                     else self._in_dt or INT_DIFF)
+            in_dt = (
+                batches[0].diff_type
+                if batches
+                else held[0].diff_type
+                if held
+                else self._in_dt or INT_DIFF
+            )
             self._in_dt = in_dt
             reducer.check_input(in_dt, self.name)
             if reducer.vectorized and not vectorized:
@@ -186,8 +208,9 @@ class Reduce(Operator):
         return out, Tup((kl, self.out_val_layout))
 
     # -- totally ordered times, a reducer of totals, vectorized -----------------------------------
-    def _total_vectorized(self, batches: list[TraceBatch], lower: Antichain,
-                          dt: DiffType) -> Updates | None:
+    def _total_vectorized(
+        self, batches: list[TraceBatch], lower: Antichain, dt: DiffType
+    ) -> Updates | None:
         reducer = self.reducer
         assert isinstance(reducer, TotalsReducer)
         arrangement = self.arrangement
@@ -217,21 +240,31 @@ class Reduce(Operator):
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
             cur_t = times[starts][owner]
-            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs),
-                                 cur.diff_type))
+            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs), cur.diff_type))
         # the output of each row's running total, minus that of the total before it
         old = dt.take(new, prev_rows - 1)
         for rows, totals, sign in ((np.arange(n), new, 1), (prev_rows, old, -1)):
             r, vals, diffs = reducer.of_totals(self, dt, totals)
             r = rows[r]
-            parts.append(Updates(tuple(c[r] for c in key_cols) + vals, times[r],
-                                 diffs if sign == 1 else INT_DIFF.negate(diffs), INT_DIFF))
+            parts.append(
+                Updates(
+                    tuple(c[r] for c in key_cols) + vals,
+                    times[r],
+                    diffs if sign == 1 else INT_DIFF.negate(diffs),
+                    INT_DIFF,
+                )
+            )
         return consolidate(concat_updates(parts))
 
     # -- any lattice, vectorized reducers: over columns ------------------------------------------
-    def _lattice(self, batches: list[TraceBatch], due_rows: np.ndarray, lower: Antichain,
-                 upper: Antichain, in_dt: DiffType
-                 ) -> tuple[Updates | None, tuple[tuple[np.ndarray, ...] | None, np.ndarray]]:
+    def _lattice(
+        self,
+        batches: list[TraceBatch],
+        due_rows: np.ndarray,
+        lower: Antichain,
+        upper: Antichain,
+        in_dt: DiffType,
+    ) -> tuple[Updates | None, tuple[tuple[np.ndarray, ...] | None, np.ndarray]]:
         arrangement = self.arrangement
         kl = arrangement.key_layout
         assert kl is not None
@@ -258,8 +291,9 @@ class Reduce(Operator):
         starts = run_starts(kcols, len(order))
         probe_cols = tuple(c[starts] for c in kcols)
         probe = key_index(probe_cols)
-        c_owner = [np.searchsorted(*comparable(probe, key_index(p)))
-                   for p in key_parts[: len(batches)]]
+        c_owner = [
+            np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
+        ]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
@@ -271,19 +305,35 @@ class Reduce(Operator):
             c_times.append(self.pend_times[hit])
             keep_pending = ~hit
         co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
-        ct = (np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64))
+        ct = np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64)
         if reducer.closure:
             in_u, in_owner = arrangement.spine.gather(
-                probe, arrangement.spine.batches_through(upper))
+                probe, arrangement.spine.batches_through(upper)
+            )
         else:
             # evaluated at the new times only: against the new updates (see ``SolveMin``)
             in_u = concat_updates([b.updates() for b in batches]) if batches else None
-            in_owner = (np.concatenate(c_owner[: len(batches)]) if batches
-                        else np.empty(0, dtype=np.int64))
+            in_owner = (
+                np.concatenate(c_owner[: len(batches)]) if batches else np.empty(0, dtype=np.int64)
+            )
         out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
         out, pend_o, pend_t = lattice_reduce(
-            reducer, self, probe_cols, len(probe), co.astype(np.int64), ct, in_owner, in_u,
-            out_owner, out_u, kw, in_dt, out_dt, lower, upper, dim,
+            reducer,
+            self,
+            probe_cols,
+            len(probe),
+            co.astype(np.int64),
+            ct,
+            in_owner,
+            in_u,
+            out_owner,
+            out_u,
+            kw,
+            in_dt,
+            out_dt,
+            lower,
+            upper,
+            dim,
         )
         new_keys: list[tuple[np.ndarray, ...]] = []
         new_times: list[np.ndarray] = []
@@ -300,26 +350,36 @@ class Reduce(Operator):
         return out, (None, np.zeros((0, dim), dtype=np.int64))
 
     # -- any lattice: the per-key reference path -------------------------------------------------
-    def _current(self, t: Flat, outputs: list[tuple[Any, Flat, Any]],
-                 produced: list[tuple[Any, Flat, Any]]) -> dict[Any, Any]:
+    def _current(
+        self, t: Flat, outputs: list[tuple[Any, Flat, Any]], produced: list[tuple[Any, Flat, Any]]
+    ) -> dict[Any, Any]:
         """The output accumulated at ``t``: ``value -> diff`` (zeros kept)."""
         odt = self.out_dt
         current: dict[Any, Any] = {}
         for v, s, d in list(outputs) + produced:
             if _le(s, t):
-                current[v] = d if v not in current else (odt or diff_type_of(d)).py_plus(
-                    current[v], d)
+                current[v] = (
+                    d if v not in current else (odt or diff_type_of(d)).py_plus(current[v], d)
+                )
         return current
 
-    def _solve_at(self, key: Any, t: Flat, inp: list[tuple[Any, Any]],
-                  outputs: list[tuple[Any, Flat, Any]],
-                  produced: list[tuple[Any, Flat, Any]], in_dt: DiffType) -> None:
+    def _solve_at(
+        self,
+        key: Any,
+        t: Flat,
+        inp: list[tuple[Any, Any]],
+        outputs: list[tuple[Any, Flat, Any]],
+        produced: list[tuple[Any, Flat, Any]],
+        in_dt: DiffType,
+    ) -> None:
         """An ``adds_only`` reducer at one time: it sees input and current output and
         proposes updates that are added (never a difference: no subtraction needed)."""
         odt = self.out_dt
         current = self._current(t, outputs, produced)
-        cur = sorted(((v, d) for v, d in current.items()
-                      if not (odt or diff_type_of(d)).py_is_zero(d)), key=lambda vd: vd[0])
+        cur = sorted(
+            ((v, d) for v, d in current.items() if not (odt or diff_type_of(d)).py_is_zero(d)),
+            key=lambda vd: vd[0],
+        )
         try:
             ups = self.reducer.reference(self, key, inp, cur, in_dt)
         except Exception as e:
@@ -330,9 +390,14 @@ class Reduce(Operator):
             if not self.out_dt.py_is_zero(d):
                 produced.append((v, t, d))
 
-    def _per_key(self, batches: list[TraceBatch], due: list[Any], lower: Antichain,
-                 upper: Antichain, in_dt: DiffType
-                 ) -> tuple[Updates | None, dict[Any, set[Flat]]]:
+    def _per_key(
+        self,
+        batches: list[TraceBatch],
+        due: list[Any],
+        lower: Antichain,
+        upper: Antichain,
+        in_dt: DiffType,
+    ) -> tuple[Updates | None, dict[Any, set[Flat]]]:
         arrangement = self.arrangement
         reducer = self.reducer
         kl, vl = arrangement.key_layout, arrangement.val_layout

@@ -88,8 +88,15 @@ class Reducer:
         """The diff type of the output (None: learnt from the first output)."""
         return INT_DIFF
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         """The vectorized kernel: from the accumulated input of ``nq`` queries (rows
         ``(query iq, value columns iv, diff sums isum)``, non-zero, sorted by query then
         value), the desired output rows ``(query, value columns, diffs)``."""
@@ -105,8 +112,7 @@ class Reducer:
         all_q = np.concatenate([d_q, oq])
         nv = len(d_v) if len(d_q) else len(ov)
         all_v = tuple(
-            concat_columns([d_v[k] if len(d_q) else ov[k][:0],
-                            ov[k] if len(oq) else d_v[k][:0]])
+            concat_columns([d_v[k] if len(d_q) else ov[k][:0], ov[k] if len(oq) else d_v[k][:0]])
             for k in range(nv)
         )
         all_d = out_dt.concat([d_d, out_dt.negate(osum)])
@@ -121,8 +127,9 @@ class Reducer:
         nz = np.flatnonzero(~out_dt.zero_mask(sums))
         return all_q[gs[nz]], tuple(c[gs[nz]] for c in all_v), out_dt.take(sums, nz)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         """The slow form, per key: the desired output for input ``inp`` (or, for
         ``adds_only`` reducers, the updates to add to output ``current``)."""
         raise NotImplementedError
@@ -166,15 +173,23 @@ class Min(Reducer):
     def output_values(self, in_dt: DiffType | None, val_layout: Layout | None) -> Layout | None:
         return val_layout
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         pick = np.flatnonzero(_firsts(iq))
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return [(inp[0][0], 1)] if inp else []
 
 
@@ -183,8 +198,15 @@ class Max(Min):
 
     name = "max"
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         last = np.empty(len(iq), dtype=bool)
@@ -193,8 +215,9 @@ class Max(Min):
         pick = np.flatnonzero(last)
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return [(inp[-1][0], 1)] if inp else []
 
 
@@ -209,8 +232,15 @@ class TopK(Min):
             raise ValueError(f"top_k needs k >= 1, got {k!r}")
         self.k = int(k)
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         # exclusive running counts within each key pick the k least values
@@ -228,8 +258,9 @@ class TopK(Min):
         take = narrow(np.minimum(counts[keep], k - before[keep]))
         return iq[keep], tuple(c[keep] for c in iv), take
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         out, left = [], self.k
         for v, c in inp:
             if c < 0:
@@ -258,8 +289,15 @@ class TotalsReducer(Reducer):
         diffs)``, none for zero totals."""
         raise NotImplementedError
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         starts = np.flatnonzero(_firsts(iq))
@@ -281,8 +319,9 @@ class Count(TotalsReducer):
         ok = np.flatnonzero(~in_dt.zero_mask(totals))
         return ok, in_dt.value_columns(in_dt.take(totals, ok)), np.ones(len(ok), dtype=np.int64)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         total = _total(in_dt, inp)
         return [] if in_dt.py_is_zero(total) else [(total, 1)]
 
@@ -299,8 +338,9 @@ class Distinct(TotalsReducer):
         ok = np.flatnonzero(d != 0)
         return ok, (), d[ok]
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return [((), 1)] if inp else []
 
 
@@ -318,8 +358,9 @@ class Threshold(TotalsReducer):
         ok = np.flatnonzero(d != 0)
         return ok, (), d[ok]
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         total = _total(in_dt, inp)
         if in_dt.py_is_zero(total):
             return []
@@ -355,8 +396,15 @@ class SolveMin(Reducer):
     def output_diffs(self, in_dt: DiffType | None) -> DiffType | None:
         return in_dt
 
-    def desired(self, op: Operator, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...],
-                isum: Any, in_dt: DiffType) -> Rows:
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
         if not len(iq):
             return iq, (), np.empty(0, np.int64)
         starts = np.flatnonzero(_firsts(iq))
@@ -376,8 +424,9 @@ class SolveMin(Reducer):
         go = np.flatnonzero(best < cur)
         return go, (), best[go]
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         if not inp:
             return []
         want = inp[0][1]
@@ -395,8 +444,7 @@ class Logic(Reducer):
 
     vectorized = False
 
-    def __init__(self, logic: Callable[..., Any], diff: Any = int,
-                 name: str = "reduce") -> None:
+    def __init__(self, logic: Callable[..., Any], diff: Any = int, name: str = "reduce") -> None:
         self.logic = logic
         self.diff = diff_type_of(diff) if diff is not None else None
         self.name = name
@@ -404,8 +452,9 @@ class Logic(Reducer):
     def output_diffs(self, in_dt: DiffType | None) -> DiffType | None:
         return self.diff
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return list(self.logic(key, inp)) if inp else []
 
 
@@ -419,8 +468,9 @@ class SolveLogic(Logic):
     def __init__(self, logic: Callable[..., Any], name: str = "reduce_solve") -> None:
         super().__init__(logic, None, name)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return list(self.logic(key, inp, current))
 
 
@@ -446,6 +496,7 @@ class Reference(Reducer):
     def output_diffs(self, in_dt: DiffType | None) -> DiffType | None:
         return self.inner.output_diffs(in_dt)
 
-    def reference(self, op: Operator, key: Any, inp: Group, current: Group,
-                  in_dt: DiffType) -> Group:
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
         return self.inner.reference(op, key, inp, current, in_dt)

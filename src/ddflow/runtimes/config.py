@@ -71,31 +71,31 @@ class JobConfig:
     on_round: Callable[[RoundReport], None] | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.workers, bool) or not isinstance(self.workers, int) \
-                or self.workers < 1:
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers!r}")
-        if isinstance(self.checkpoint_every, bool) or not isinstance(self.checkpoint_every, int) \
-                or self.checkpoint_every < 0:
+        if (
+            isinstance(self.checkpoint_every, bool)
+            or not isinstance(self.checkpoint_every, int)
+            or self.checkpoint_every < 0
+        ):
             raise ValueError(f"checkpoint_every must be >= 0, got {self.checkpoint_every!r}")
         if not isinstance(self.timeout, (int, float)) or self.timeout <= 0:
-            raise ValueError(f"timeout must be a positive number of seconds, got "
-                             f"{self.timeout!r}")
+            raise ValueError(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if self.on_round is not None and not callable(self.on_round):
             raise TypeError(f"on_round must be callable, got {self.on_round!r}")
         if self.checkpoint is not None:
-            object.__setattr__(self, "checkpoint",
-                               os.path.abspath(os.fspath(self.checkpoint)))
+            object.__setattr__(self, "checkpoint", os.path.abspath(os.fspath(self.checkpoint)))
 
     @classmethod
-    def resolve(cls, config: JobConfig | None, settings: Mapping[str, Any],
-                **defaults: Any) -> JobConfig:
+    def resolve(
+        cls, config: JobConfig | None, settings: Mapping[str, Any], **defaults: Any
+    ) -> JobConfig:
         """``config`` (or ``JobConfig(**defaults)``) with the fields in ``settings`` replaced;
         a name that is no field raises ``TypeError``."""
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(settings) - names)
         if unknown:
-            raise TypeError(f"unknown job setting(s) {unknown}; a JobConfig has "
-                            f"{sorted(names)}")
+            raise TypeError(f"unknown job setting(s) {unknown}; a JobConfig has {sorted(names)}")
         base = config if config is not None else cls(**defaults)
         return dataclasses.replace(base, **settings) if settings else base
 
@@ -110,5 +110,4 @@ class Runtime(Protocol):
 
     name: str
 
-    def run(self, build: Build, inputs: Mapping[str, Any], config: JobConfig) -> Any:
-        ...
+    def run(self, build: Build, inputs: Mapping[str, Any], config: JobConfig) -> Any: ...

@@ -71,8 +71,11 @@ class Changes:
 
     def take(self, idx: Any) -> Changes:
         """The rows ``idx`` (an index array or a slice), as contiguous copies."""
-        return Changes(_take_view(self.data, idx), _take_view(self.times, idx),
-                       None if self.diffs is None else _take_view(self.diffs, idx))
+        return Changes(
+            _take_view(self.data, idx),
+            _take_view(self.times, idx),
+            None if self.diffs is None else _take_view(self.diffs, idx),
+        )
 
 
 def _take_view(view: Any, idx: Any) -> Any:
@@ -175,14 +178,24 @@ def _progress_printer(every: float) -> Callable[[RoundReport], None]:
         now = _time.monotonic()
         if now - state["last"] >= every or r.round == r.rounds - 1:
             state["last"] = now
-            print(f"[ddflow] round {r.round + 1}/{r.rounds}: {state['busy']:.2f} s of rounds so "
-                  f"far, last {r.seconds * 1e3:.1f} ms", file=sys.stderr, flush=True)
+            print(
+                f"[ddflow] round {r.round + 1}/{r.rounds}: {state['busy']:.2f} s of rounds so "
+                f"far, last {r.seconds * 1e3:.1f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
 
     return hook
 
 
-def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
-          config: JobConfig | None = None, *, job_id: str | None = None) -> WorkerResult:
+def drive(
+    worker: Worker,
+    build: Build,
+    logs: Mapping[str, Any],
+    config: JobConfig | None = None,
+    *,
+    job_id: str | None = None,
+) -> WorkerResult:
     """Run ``build`` on ``worker`` over its share of ``logs`` (see the module docstring).
 
     Every worker of the job must call this with the same ``build``, input names and
@@ -201,10 +214,18 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
     time, checkpoint = config.time, config.checkpoint
     kind = time_kind_of(time)
     if checkpoint is not None and kind.dim != 1:
-        raise DataError("checkpointed jobs need int times (Product times have no 'next time' "
-                        "to leave the inputs at between jobs)")
-    hooks = [h for h in (config.on_round, _progress_printer(config.progress)
-                         if config.progress and worker.index == 0 else None) if h is not None]
+        raise DataError(
+            "checkpointed jobs need int times (Product times have no 'next time' "
+            "to leave the inputs at between jobs)"
+        )
+    hooks = [
+        h
+        for h in (
+            config.on_round,
+            _progress_printer(config.progress) if config.progress and worker.index == 0 else None,
+        )
+        if h is not None
+    ]
     t0 = kind.unflatten(kind.minimum())
     names = sorted(logs)
     sessions = {}
@@ -212,16 +233,17 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
     for name in names:
         log = logs[name]
         shape = layout_of_view(log.data) if isinstance(log, Changes) else None
-        s, c = worker.new_collection(time=t0, diff=(config.diffs or {}).get(name, int),
-                                     shape=shape)
+        s, c = worker.new_collection(time=t0, diff=(config.diffs or {}).get(name, int), shape=shape)
         sessions[name], colls[name] = s, c
     outs = build(colls)
     if not isinstance(outs, Mapping):
         outs = {"output": outs}
     for name, c in outs.items():
         if not isinstance(c, Collection):
-            raise TypeError(f"build returned {type(c).__name__} for output {name!r}; "
-                            "outputs must be Collections")
+            raise TypeError(
+                f"build returned {type(c).__name__} for output {name!r}; "
+                "outputs must be Collections"
+            )
     captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
     probes = [c.probe() for c in outs.values()]
 
@@ -264,8 +286,11 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
             rix = np.searchsorted(arr, t[:, 0]) if len(t) else np.zeros(0, np.int64)
         else:
             index = {r: i for i, r in enumerate(rounds)}
-            uniq, inv = (np.unique(t, axis=0, return_inverse=True) if len(t)
-                         else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64)))
+            uniq, inv = (
+                np.unique(t, axis=0, return_inverse=True)
+                if len(t)
+                else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+            )
             rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[inv.ravel()]
         order = np.argsort(rix, kind="stable")
         bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
@@ -298,11 +323,16 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
             worker.step_while(lambda: behind(rt), at_least_once=True)
         else:
             worker.run()
-        if checkpoint is not None and config.checkpoint_every > 0 \
-                and (r + 1) % config.checkpoint_every == 0 and r + 1 < len(rounds):
+        if (
+            checkpoint is not None
+            and config.checkpoint_every > 0
+            and (r + 1) % config.checkpoint_every == 0
+            and r + 1 < len(rounds)
+        ):
             worker.run()
-            checkpoints.append(worker.checkpoint(
-                checkpoint, meta={"job": job_id, "fed_through": int(rt[0])}))
+            checkpoints.append(
+                worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": int(rt[0])})
+            )
         dt = _time.perf_counter() - start
         seconds.append(dt)
         for hook in hooks:
@@ -313,15 +343,17 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any],
     worker.run()
     if checkpoint is not None:
         last = int(rounds[-1][0]) if rounds else fed
-        checkpoints.append(worker.checkpoint(
-            checkpoint, meta={"job": job_id, "fed_through": last}))
+        checkpoints.append(worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": last}))
     outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
     for name, cap in captures.items():
         outputs[name] = (cap.columns(), cap.inputs[0].layout)
     stats: dict[str, Any] = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
     if checkpoint is not None:
-        stats["restored"] = None if restored is None else {
-            "seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+        stats["restored"] = (
+            None
+            if restored is None
+            else {"seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+        )
         stats["checkpoints"] = checkpoints
     return WorkerResult(outputs, seconds, rounds, stats)
 

@@ -36,8 +36,10 @@ class InProcess:
 
     def run(self, build: Build, inputs: Mapping[str, Any], config: JobConfig) -> JobResult:
         if config.workers != 1:
-            raise ValueError(f"the in-process runtime runs one worker, not {config.workers}; "
-                             "use Processes for more")
+            raise ValueError(
+                f"the in-process runtime runs one worker, not {config.workers}; "
+                "use Processes for more"
+            )
         _check_inputs(inputs)
         result = drive(Worker(), build, inputs, config, job_id=uuid.uuid4().hex)
         return merge_results([result], time_kind_of(config.time))
@@ -61,8 +63,9 @@ class Processes:
         return merge_results(results, time_kind_of(config.time))
 
 
-def run_job(build: Build, inputs: Mapping[str, Any], config: JobConfig | None = None,
-            **settings: Any) -> JobResult:
+def run_job(
+    build: Build, inputs: Mapping[str, Any], config: JobConfig | None = None, **settings: Any
+) -> JobResult:
     """Run ``build`` over ``inputs`` on ``workers`` workers (local processes when more than
     one): ``config`` and/or its fields as keywords (``workers=2``, ``time=``, ``diffs=``,
     ``timeout=``, ``checkpoint=``, ``checkpoint_every=``, ...; see ``JobConfig``).

@@ -30,8 +30,14 @@ from ddflow.runtimes.memory import tune_malloc
 __all__ = ["execute"]
 
 
-def _child(index: int, peers: int, secret: bytes, conn: Connection,
-           fn: Callable[[Worker], Any], timeout: float) -> None:
+def _child(
+    index: int,
+    peers: int,
+    secret: bytes,
+    conn: Connection,
+    fn: Callable[[Worker], Any],
+    timeout: float,
+) -> None:
     code = 0
     mesh = None
     try:
@@ -76,14 +82,16 @@ class Launcher:
     def addresses(self, addresses: list[tuple[str, int]]) -> None:
         return None
 
-    def execute(self, fn: Callable[[Worker], Any], workers: int, *,
-                timeout: float = 600.0) -> list[Any]:
+    def execute(
+        self, fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
+    ) -> list[Any]:
         """Run ``fn(worker)`` on ``workers`` local worker processes (see ``execute``)."""
         return _launch(self, fn, workers, timeout)
 
 
-def _launch(launcher: Launcher, fn: Callable[[Worker], Any], workers: int,
-            timeout: float) -> list[Any]:
+def _launch(
+    launcher: Launcher, fn: Callable[[Worker], Any], workers: int, timeout: float
+) -> list[Any]:
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     ctx = mp.get_context("fork")
@@ -92,8 +100,12 @@ def _launch(launcher: Launcher, fn: Callable[[Worker], Any], workers: int,
     conns: list[Connection] = []
     for i in range(workers):
         parent_end, child_end = ctx.Pipe()
-        p = ctx.Process(target=_child, args=(i, workers, secret, child_end, fn, timeout),
-                        daemon=True, name=f"ddflow-worker-{i}")
+        p = ctx.Process(
+            target=_child,
+            args=(i, workers, secret, child_end, fn, timeout),
+            daemon=True,
+            name=f"ddflow-worker-{i}",
+        )
         p.start()
         child_end.close()
         procs.append(p)

@@ -84,8 +84,13 @@ class SparkJobError(DDError, ValueError):
     """A Spark job that cannot start: bad inputs, too few slots, a build that cannot ship."""
 
 
-def local_session(cores: int = 2, *, app: str = "ddflow", memory: str = "4g",
-                  extra: Mapping[str, str] | None = None) -> SparkSession:
+def local_session(
+    cores: int = 2,
+    *,
+    app: str = "ddflow",
+    memory: str = "4g",
+    extra: Mapping[str, str] | None = None,
+) -> SparkSession:
     """A local-mode SparkSession set up for ddflow (UI and console progress off, few shuffle
     partitions, Spark's Python workers on this interpreter, barrier checks that fail fast)."""
     import sys
@@ -157,14 +162,29 @@ def check_session(spark: SparkSession, workers: int) -> None:
         )
 
 
-_DATA_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType", "FloatType", "DoubleType",
-               "BooleanType", "StringType", "VarcharType", "CharType", "DateType",
-               "DecimalType", "TimestampType", "TimestampNTZType", "NullType")
+_DATA_TYPES = (
+    "ByteType",
+    "ShortType",
+    "IntegerType",
+    "LongType",
+    "FloatType",
+    "DoubleType",
+    "BooleanType",
+    "StringType",
+    "VarcharType",
+    "CharType",
+    "DateType",
+    "DecimalType",
+    "TimestampType",
+    "TimestampNTZType",
+    "NullType",
+)
 _INT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
 
 
-def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str]] | None,
-             kind: TimeKind) -> tuple[DataFrame, dict[str, list[str]]]:
+def _prepare(
+    inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str]] | None, kind: TimeKind
+) -> tuple[DataFrame, dict[str, list[str]]]:
     """Validate every input and union them into one DataFrame of tagged rows."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
@@ -176,8 +196,11 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
     for i, name in enumerate(sorted(inputs)):
         df = inputs[name]
         fields = {f.name: f.dataType for f in df.schema.fields}
-        wanted = list(columns[name]) if columns and name in columns else [
-            c for c in fields if c not in ("time", "diff")]
+        wanted = (
+            list(columns[name])
+            if columns and name in columns
+            else [c for c in fields if c not in ("time", "diff")]
+        )
         missing = [c for c in wanted if c not in fields]
         if missing:
             raise SparkJobError(
@@ -196,8 +219,11 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
                 )
         if "time" in fields:
             t = fields["time"]
-            ok = (type(t).__name__ in _INT_TYPES if kind.dim == 1 else
-                  isinstance(t, ArrayType) and type(t.elementType).__name__ in _INT_TYPES)
+            ok = (
+                type(t).__name__ in _INT_TYPES
+                if kind.dim == 1
+                else isinstance(t, ArrayType) and type(t.elementType).__name__ in _INT_TYPES
+            )
             if not ok:
                 want = "an integral type" if kind.dim == 1 else f"array<bigint> of {kind.dim}"
                 raise SparkJobError(
@@ -206,8 +232,11 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
                 )
             tcol = F.col("time").cast("bigint" if kind.dim == 1 else "array<bigint>")
         else:
-            tcol = F.lit(0).cast("bigint") if kind.dim == 1 else F.array(
-                *[F.lit(0).cast("bigint")] * kind.dim)
+            tcol = (
+                F.lit(0).cast("bigint")
+                if kind.dim == 1
+                else F.array(*[F.lit(0).cast("bigint")] * kind.dim)
+            )
         if "diff" in fields:
             if type(fields["diff"]).__name__ not in _INT_TYPES:
                 raise SparkJobError(
@@ -218,18 +247,26 @@ def _prepare(inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str
         else:
             dcol = F.lit(1).cast("bigint")
         data_cols[name] = wanted
-        parts.append(df.select(
-            F.lit(i).cast("int").alias("__input"), tcol.alias("__time"), dcol.alias("__diff"),
-            F.struct(*[F.col(c) for c in wanted]).alias(f"__d{i}"),
-        ))
+        parts.append(
+            df.select(
+                F.lit(i).cast("int").alias("__input"),
+                tcol.alias("__time"),
+                dcol.alias("__diff"),
+                F.struct(*[F.col(c) for c in wanted]).alias(f"__d{i}"),
+            )
+        )
     # One untagged row, so the union is never empty: Spark's adaptive execution would
     # otherwise drop the barrier stage of an empty input and no worker would run.
     spark = parts[0].sparkSession
     marker = spark.range(1).select(F.lit(-1).cast("int").alias("__input"))
     parts.append(marker)
     while len(parts) > 1:  # a balanced union: a left-deep one is analyzed in quadratic time
-        parts = [parts[k].unionByName(parts[k + 1], allowMissingColumns=True)
-                 if k + 1 < len(parts) else parts[k] for k in range(0, len(parts), 2)]
+        parts = [
+            parts[k].unionByName(parts[k + 1], allowMissingColumns=True)
+            if k + 1 < len(parts)
+            else parts[k]
+            for k in range(0, len(parts), 2)
+        ]
     return parts[0], data_cols
 
 
@@ -281,8 +318,7 @@ def _column_to_numpy(arr: Any) -> np.ndarray:
     import pyarrow as pa
 
     t = arr.type
-    if arr.null_count or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or \
-            pa.types.is_null(t):
+    if arr.null_count or pa.types.is_decimal(t) or pa.types.is_timestamp(t) or pa.types.is_null(t):
         if pa.types.is_date32(t):
             days = arr.cast(pa.int32()).to_pylist()
             out = np.empty(len(days), dtype=object)
@@ -327,8 +363,9 @@ def rows_by_input(table: pa.Table | None, names: list[str]) -> dict[str, pa.Tabl
     return out
 
 
-def logs_from_arrow(table: pa.Table | None, names: list[str], kind: TimeKind,
-                    widths: Sequence[int]) -> dict[str, Changes]:
+def logs_from_arrow(
+    table: pa.Table | None, names: list[str], kind: TimeKind, widths: Sequence[int]
+) -> dict[str, Changes]:
     """A task's input rows (the union of ``_prepare``) as one ``Changes`` per input;
     ``widths[i]`` is the number of data columns of input ``i``."""
     import pyarrow as pa
@@ -338,8 +375,11 @@ def logs_from_arrow(table: pa.Table | None, names: list[str], kind: TimeKind,
     if table is None or table.num_rows == 0:
         for i, name in enumerate(names):
             cols = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
-            logs[name] = Changes(cols[0] if len(cols) == 1 else cols,
-                                 np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+            logs[name] = Changes(
+                cols[0] if len(cols) == 1 else cols,
+                np.zeros((0, kind.dim), np.int64),
+                np.zeros(0, np.int64),
+            )
         return logs
     tag = table.column("__input").to_numpy()
     for i, name in enumerate(names):
@@ -347,8 +387,11 @@ def logs_from_arrow(table: pa.Table | None, names: list[str], kind: TimeKind,
         sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
         n = len(idx)
         if kind.dim == 1:
-            times = sub.column("__time").to_numpy().astype(np.int64).reshape(n, 1) if n else \
-                np.zeros((0, 1), np.int64)
+            times = (
+                sub.column("__time").to_numpy().astype(np.int64).reshape(n, 1)
+                if n
+                else np.zeros((0, 1), np.int64)
+            )
         else:
             col = sub.column("__time").combine_chunks() if n else None
             flat = pc.list_flatten(col).to_numpy() if n else np.zeros(0, np.int64)
@@ -406,13 +449,13 @@ def output_table(out: Output, names: Sequence[str] | None = None) -> pa.Table:
     if out.kind.dim == 1:
         arrays["time"] = pa.array(u.times[:, 0])
     else:
-        arrays["time"] = pa.FixedSizeListArray.from_arrays(pa.array(u.times.ravel()),
-                                                           out.kind.dim).cast(pa.list_(pa.int64()))
+        arrays["time"] = pa.FixedSizeListArray.from_arrays(
+            pa.array(u.times.ravel()), out.kind.dim
+        ).cast(pa.list_(pa.int64()))
     if isinstance(u.diff_type, IntDiff):
         arrays["diff"] = _arrow_column(u.diffs, "the diff column")
     elif isinstance(u.diff_type, TupleDiff):
-        parts = [_arrow_column(np.asarray(p), f"diff component {j}")
-                 for j, p in enumerate(u.diffs)]
+        parts = [_arrow_column(np.asarray(p), f"diff component {j}") for j, p in enumerate(u.diffs)]
         arrays["diff"] = pa.StructArray.from_arrays(parts, [f"_{j}" for j in range(len(parts))])
     else:
         arrays["diff"] = pa.array([repr(v) for v in u.diff_type.to_values(u.diffs)])
@@ -453,8 +496,14 @@ def _own_host(ctx: Any) -> str:
         return "127.0.0.1"
 
 
-def _task(build: Callable[..., Any], names: list[str], widths: list[int], secret: bytes,
-          config: JobConfig, job_id: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+def _task(
+    build: Callable[..., Any],
+    names: list[str],
+    widths: list[int],
+    secret: bytes,
+    config: JobConfig,
+    job_id: str,
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
 
@@ -495,13 +544,15 @@ def _task(build: Callable[..., Any], names: list[str], widths: list[int], secret
             payload, kind_out = traceback.format_exc().encode(), _ERROR
         finally:
             mesh.close()
-        chunks = [payload[k:k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
+        chunks = [payload[k : k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
         for seq, c in enumerate(chunks):
             yield pa.RecordBatch.from_pydict(
-                {"worker": pa.array([index], pa.int32()),
-                 "kind": pa.array([kind_out], pa.int32()),
-                 "seq": pa.array([seq], pa.int32()),
-                 "payload": pa.array([c], pa.binary())}
+                {
+                    "worker": pa.array([index], pa.int32()),
+                    "kind": pa.array([kind_out], pa.int32()),
+                    "seq": pa.array([seq], pa.int32()),
+                    "payload": pa.array([c], pa.binary()),
+                }
             )
 
     return run
@@ -517,8 +568,11 @@ class _KillAtRound:
     marker: str
 
     def __call__(self, report: RoundReport) -> None:
-        if report.worker == self.worker and report.round == self.round \
-                and not os.path.exists(self.marker):
+        if (
+            report.worker == self.worker
+            and report.round == self.round
+            and not os.path.exists(self.marker)
+        ):
             with open(self.marker, "w") as f:
                 f.write(f"worker {report.worker} killed after round {report.round}\n")
             os._exit(17)
@@ -527,10 +581,16 @@ class _KillAtRound:
 # -- driver side ------------------------------------------------------------------------------
 
 
-def spark_job(spark: SparkSession, build: Build, inputs: Mapping[str, DataFrame],
-              config: JobConfig | None = None, *,
-              columns: Mapping[str, Sequence[str]] | None = None, check: bool = True,
-              **settings: Any) -> JobResult:
+def spark_job(
+    spark: SparkSession,
+    build: Build,
+    inputs: Mapping[str, DataFrame],
+    config: JobConfig | None = None,
+    *,
+    columns: Mapping[str, Sequence[str]] | None = None,
+    check: bool = True,
+    **settings: Any,
+) -> JobResult:
     """Run the job on Spark and return its outputs merged on the driver (``JobResult``).
 
     ``config`` and/or its fields as keywords (``workers=`` (default 2), ``time=``,
@@ -540,8 +600,9 @@ def spark_job(spark: SparkSession, build: Build, inputs: Mapping[str, DataFrame]
     # still passes (that package is edited elsewhere; it moves to ``on_round`` there)
     fault = settings.pop("_fault", None)
     if fault is not None:
-        settings["on_round"] = _KillAtRound(int(fault["worker"]), int(fault["round"]),
-                                            str(fault["marker"]))
+        settings["on_round"] = _KillAtRound(
+            int(fault["worker"]), int(fault["round"]), str(fault["marker"])
+        )
     cfg = JobConfig.resolve(config, settings, workers=2)
     kind = time_kind_of(cfg.time)
     if cfg.checkpoint is not None and kind.dim != 1:
@@ -558,14 +619,17 @@ def spark_job(spark: SparkSession, build: Build, inputs: Mapping[str, DataFrame]
     fn = _task(build, names, widths, new_secret(), cfg, job_id)
     workers = cfg.workers
     started = _time.perf_counter()
-    rows = (union.repartition(workers)
-            .mapInArrow(fn, _OUT_SCHEMA, barrier=True)
-            .repartition(1)
-            .toArrow())
+    rows = (
+        union.repartition(workers)
+        .mapInArrow(fn, _OUT_SCHEMA, barrier=True)
+        .repartition(1)
+        .toArrow()
+    )
     elapsed = _time.perf_counter() - started
     chunks: dict[tuple[int, int], list[tuple[int, bytes]]] = {}
-    for w, k, seq, p in zip(*(rows.column(c).to_pylist()
-                              for c in ("worker", "kind", "seq", "payload")), strict=True):
+    for w, k, seq, p in zip(
+        *(rows.column(c).to_pylist() for c in ("worker", "kind", "seq", "payload")), strict=True
+    ):
         chunks.setdefault((k, w), []).append((seq, p))
 
     def blob(key: tuple[int, int]) -> bytes:
@@ -583,8 +647,15 @@ def spark_job(spark: SparkSession, build: Build, inputs: Mapping[str, DataFrame]
     return res
 
 
-def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind: TimeKind,
-             time: Any, widths: list[int], rows: int = 64) -> None:
+def _dry_run(
+    build: Callable[..., Any],
+    union: DataFrame,
+    names: list[str],
+    kind: TimeKind,
+    time: Any,
+    widths: list[int],
+    rows: int = 64,
+) -> None:
     """Run ``build`` in-process on the first rows of the inputs: errors surface before the
     job starts (one small Spark query; some inputs may get no rows)."""
     table = union.limit(rows).toArrow()
@@ -613,11 +684,17 @@ class SparkResult(dict):
     job: JobResult
 
 
-def run_on_spark(spark: SparkSession, build: Build, inputs: Mapping[str, DataFrame],
-                 config: JobConfig | None = None, *,
-                 columns: Mapping[str, Sequence[str]] | None = None,
-                 output_columns: Mapping[str, Sequence[str]] | None = None,
-                 check: bool = True, **settings: Any) -> SparkResult:
+def run_on_spark(
+    spark: SparkSession,
+    build: Build,
+    inputs: Mapping[str, DataFrame],
+    config: JobConfig | None = None,
+    *,
+    columns: Mapping[str, Sequence[str]] | None = None,
+    output_columns: Mapping[str, Sequence[str]] | None = None,
+    check: bool = True,
+    **settings: Any,
+) -> SparkResult:
     """Run ``build`` over ``inputs`` on ``workers`` Spark barrier tasks.
 
     ``inputs``: ``{name: DataFrame}`` with data columns (``columns[name]`` picks and orders
@@ -666,8 +743,9 @@ def changes_frame(spark: SparkSession, changes: Changes, time: Any = 0) -> DataF
             cols.append(v)
     n = len(changes)
     dim = time_kind_of(time).dim
-    table: dict[str, Any] = {f"_{j}": _arrow_column(np.asarray(a), f"column {j}")
-                             for j, a in enumerate(cols)}
+    table: dict[str, Any] = {
+        f"_{j}": _arrow_column(np.asarray(a), f"column {j}") for j, a in enumerate(cols)
+    }
     t = np.asarray(changes.times, dtype=np.int64).reshape(n, dim)
     if dim == 1:
         table["time"] = pa.array(t[:, 0], pa.int64())
@@ -689,8 +767,10 @@ class SparkRuntime:
         self.session = session
 
     def run(self, build: Build, inputs: Mapping[str, Any], config: JobConfig) -> JobResult:
-        dfs = {n: changes_frame(self.session, c, config.time) if isinstance(c, Changes) else c
-               for n, c in inputs.items()}
+        dfs = {
+            n: changes_frame(self.session, c, config.time) if isinstance(c, Changes) else c
+            for n, c in inputs.items()
+        }
         return spark_job(self.session, build, dfs, config)
 
 
@@ -701,9 +781,7 @@ def changes_between(old: DataFrame, new: DataFrame, *, time: int = 0) -> DataFra
     from pyspark.sql import functions as F
 
     if [f.name for f in old.schema.fields] != [f.name for f in new.schema.fields]:
-        raise SparkJobError(
-            f"snapshots have different columns: {old.columns} and {new.columns}"
-        )
+        raise SparkJobError(f"snapshots have different columns: {old.columns} and {new.columns}")
     added = new.exceptAll(old).withColumn("diff", F.lit(1).cast("bigint"))
     removed = old.exceptAll(new).withColumn("diff", F.lit(-1).cast("bigint"))
     return added.unionByName(removed).withColumn("time", F.lit(time).cast("bigint"))

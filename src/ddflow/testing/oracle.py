@@ -444,8 +444,13 @@ def max_by_key(coll: Mapping[Any, Any]) -> Coll:
     return {(k, max(v for v, _ in group)): 1 for k, group in groups.items()}
 
 
-def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
-            limit: int = 10_000, *, fold: bool = False) -> Coll:
+def iterate(
+    initial: Mapping[Any, Any],
+    body: Callable[[Coll], Mapping[Any, Any]],
+    limit: int = 10_000,
+    *,
+    fold: bool = False,
+) -> Coll:
     """The fixed point of ``body`` from ``initial``: ``x_0 = initial``, ``x_{i+1} =
     body(x_i)`` until two successive collections are equal; ``x`` is returned.
 
@@ -464,8 +469,9 @@ def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]
     raise RuntimeError(f"no fixed point within {limit} steps")
 
 
-def iterate_fold(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
-                 limit: int = 10_000) -> Coll:
+def iterate_fold(
+    initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]], limit: int = 10_000
+) -> Coll:
     """The monoid fixed point: ``x_0 = {}``, ``x_{i+1} = concat(body(x_i), initial)`` until
     two successive collections are equal (nothing is ever subtracted: fine for ``MinSum``).
 

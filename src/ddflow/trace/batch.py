@@ -53,6 +53,7 @@ __all__ = [
     "ranges_to_indices",
 ]
 
+
 @dataclass(frozen=True)
 class Description:
     """The interval of times ``[lower, upper)`` a batch covers, and the frontier its times
@@ -139,8 +140,13 @@ def compact_column(a: Any) -> Any:
     its first row; other columns are returned as they are."""
     if isinstance(a, tuple):
         return tuple(compact_column(c) for c in a)
-    if (not isinstance(a, np.ndarray) or a.ndim == 0 or a.shape[0] < COMPACT_MIN_ROWS
-            or a.dtype.kind not in "biu" or a.strides[0] == 0):
+    if (
+        not isinstance(a, np.ndarray)
+        or a.ndim == 0
+        or a.shape[0] < COMPACT_MIN_ROWS
+        or a.dtype.kind not in "biu"
+        or a.strides[0] == 0
+    ):
         return a
     first = a[0]
     if np.any(a[-1] != first) or not bool((a == first).all()):
@@ -212,8 +218,18 @@ class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
     __slots__ = (
-        "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "_bound", "__weakref__",
+        "key_width",
+        "data",
+        "times",
+        "diffs",
+        "diff_type",
+        "desc",
+        "keys",
+        "bounds",
+        "_table",
+        "_index",
+        "_bound",
+        "__weakref__",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -254,8 +270,9 @@ class TraceBatch:
         return self._table if isinstance(self._table, tuple) else None
 
     @staticmethod
-    def build(key_width: int, u: Updates, desc: Description, *,
-              sorted_: bool = False) -> TraceBatch:
+    def build(
+        key_width: int, u: Updates, desc: Description, *, sorted_: bool = False
+    ) -> TraceBatch:
         """A batch from any updates (consolidated here unless ``sorted_``)."""
         if not sorted_:
             u = consolidate(u, compact=len(u) >= COMPACT_MIN_ROWS)
@@ -279,8 +296,7 @@ class TraceBatch:
         caches), leaving out those whose ids are in ``seen`` and adding the rest to it (pass
         one set over several batches to count shared buffers once). See ``buffer_nbytes``."""
         seen = set() if seen is None else seen
-        total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds],
-                              seen)
+        total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds], seen)
         if isinstance(self._table, tuple):
             total += buffer_nbytes(self._table[1], seen)
         if self._index is not None and id(self._index) not in seen:
@@ -302,14 +318,21 @@ class TraceBatch:
         it down: the merge of batches holds, per key, sums of their rows, so the sum of
         their bounds bounds it too, without a pass over the merged diffs."""
         if self._bound is None:
-            mags = [_column_magnitude(c) for c in
-                    (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))]
+            mags = [
+                _column_magnitude(c)
+                for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
+            ]
             if any(m is None for m in mags):
                 return None
             mag = max([0, *(m for m in mags if m is not None)])
             n, nk = len(self), len(self.bounds) - 1
-            run = (0 if not mag or not nk else 1 if nk == n  # (one row per key: common)
-                   else int(np.diff(self.bounds).max()))
+            run = (
+                0
+                if not mag or not nk
+                else 1
+                if nk == n  # (one row per key: common)
+                else int(np.diff(self.bounds).max())
+            )
             self._bound = run * mag
         return self._bound
 
@@ -332,8 +355,7 @@ class TraceBatch:
             return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
-        table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
-                 else None)
+        table = self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16 else None
         if table is not None:
             lo, tab = table
             rel = probe - lo
@@ -379,13 +401,18 @@ class TraceBatch:
 
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(
-            tuple(c[rows] for c in self.data), self.times[rows],
-            self.diff_type.take(self.diffs, rows), self.diff_type,
+            tuple(c[rows] for c in self.data),
+            self.times[rows],
+            self.diff_type.take(self.diffs, rows),
+            self.diff_type,
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "_bound", "__weakref__")}
+        state = {
+            k: getattr(self, k)
+            for k in self.__slots__
+            if k not in ("_table", "_index", "_bound", "__weakref__")
+        }
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state

@@ -71,8 +71,7 @@ class Merge:
         while self.result is None:
             if fuel <= 0:
                 return False
-            if (self.ka >= na or self.kb >= nb or fuel >= self.size
-                    or a.keys.dtype != b.keys.dtype):
+            if self.ka >= na or self.kb >= nb or fuel >= self.size or a.keys.dtype != b.keys.dtype:
                 # (keys of two representations, e.g. int64 and Python ints, are not
                 # compared to cut chunks: the whole merge is one chunk, made exact by
                 # ``concat_columns``)
@@ -93,11 +92,11 @@ class Merge:
             # (compared through a sort: composite keys are structured or object arrays,
             # whose scalars do not order with ``<=``)
             if ib >= nb:
-                bound = a.keys[ia:ia + 1]
+                bound = a.keys[ia : ia + 1]
             elif ia >= na:
-                bound = b.keys[ib:ib + 1]
+                bound = b.keys[ib : ib + 1]
             else:
-                bound = np.sort(np.concatenate([a.keys[ia:ia + 1], b.keys[ib:ib + 1]]))[:1]
+                bound = np.sort(np.concatenate([a.keys[ia : ia + 1], b.keys[ib : ib + 1]]))[:1]
             ka_end = int(np.searchsorted(a.keys, bound, side="left")[0])
             kb_end = int(np.searchsorted(b.keys, bound, side="left")[0])
             before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
@@ -112,7 +111,8 @@ class Merge:
             u = concat_updates(self.chunks)
         else:
             u = Updates(
-                take_columns(a.data, slice(0, 0)), a.times[:0],
+                take_columns(a.data, slice(0, 0)),
+                a.times[:0],
                 a.diff_type.take(a.diffs, slice(0, 0)),
                 a.diff_type,
             )
@@ -124,7 +124,9 @@ class Merge:
 
 def _slice(batch: TraceBatch, rows: slice) -> Updates:
     return Updates(
-        take_columns(batch.data, rows), batch.times[rows], batch.diff_type.take(batch.diffs, rows),
+        take_columns(batch.data, rows),
+        batch.times[rows],
+        batch.diff_type.take(batch.diffs, rows),
         batch.diff_type,
     )
 

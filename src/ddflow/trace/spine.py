@@ -48,8 +48,16 @@ class Spine:
     #: or a value's meaning); it enters every checkpoint's fingerprint
     state_version = 1
 
-    def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15,
-                 small_rows: int = 256, max_small: int = 6):
+    def __init__(
+        self,
+        key_width: int,
+        dim: int,
+        *,
+        effort: int = 4,
+        eager_rows: int = 1 << 15,
+        small_rows: int = 256,
+        max_small: int = 6,
+    ):
         self.key_width = key_width
         self.dim = dim
         self.effort = effort
@@ -73,24 +81,29 @@ class Spine:
         their owners' state."""
         stack: list[tuple[Any, ...]] = [
             ("merge", e.a, e.b, e.since) if isinstance(e, Merge) else ("batch", e)
-            for e in self.stack]
-        return {"key_width": self.key_width, "stack": stack, "queued": list(self.queued),
-                "logical": self.logical, "physical": self.physical, "upper": self.upper,
-                "merges_done": self.merges_done}
+            for e in self.stack
+        ]
+        return {
+            "key_width": self.key_width,
+            "stack": stack,
+            "queued": list(self.queued),
+            "logical": self.logical,
+            "physical": self.physical,
+            "upper": self.upper,
+            "merges_done": self.merges_done,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Put back what ``state()`` returned, into a spine built afresh (its readers' handles
         are put back by their owners)."""
         self.key_width = state["key_width"]
-        self.stack = [Merge(e[1], e[2], e[3]) if e[0] == "merge" else e[1]
-                      for e in state["stack"]]
+        self.stack = [Merge(e[1], e[2], e[3]) if e[0] == "merge" else e[1] for e in state["stack"]]
         self.queued = list(state["queued"])
         self.logical, self.physical = state["logical"], state["physical"]
         self.upper = state["upper"]
         self.merges_done = state["merges_done"]
 
-    def _merged(self, sources: Sequence[TraceBatch], since: Antichain,
-                result: TraceBatch) -> None:
+    def _merged(self, sources: Sequence[TraceBatch], since: Antichain, result: TraceBatch) -> None:
         self.merges_done += 1
         for listen in self.merge_listeners:
             listen(sources, since, result)
@@ -211,7 +224,7 @@ class Spine:
             b = self._complete(i)
             a = self._complete(i - 1)
             merge = Merge(a, b, self.logical)
-            self.stack[i - 1:i + 1] = [merge]
+            self.stack[i - 1 : i + 1] = [merge]
             if merge.size <= self.eager_rows:
                 self._complete(i - 1)
             i = len(self.stack) - 1
@@ -241,8 +254,9 @@ class Spine:
         out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
         return out
 
-    def gather(self, probe: np.ndarray, batches: list[TraceBatch]
-               ) -> tuple[Updates | None, np.ndarray]:
+    def gather(
+        self, probe: np.ndarray, batches: list[TraceBatch]
+    ) -> tuple[Updates | None, np.ndarray]:
         """All rows of the probe keys (sorted, distinct) in ``batches``, and each row's probe
         index."""
         parts: list[Updates] = []
@@ -263,9 +277,7 @@ class Spine:
             "batches": len(bs),
             "updates": int(sum(len(b) for b in bs)),
             "merges_in_progress": sum(isinstance(e, Merge) for e in self.stack),
-            "merge_work_outstanding": int(
-                sum(e.size for e in self.stack if isinstance(e, Merge))
-            ),
+            "merge_work_outstanding": int(sum(e.size for e in self.stack if isinstance(e, Merge))),
             "queued": len(self.queued),
             "merges_done": self.merges_done,
             "bytes": self.nbytes(),
@@ -283,8 +295,9 @@ class Spine:
         return total
 
 
-def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
-             bounded: bool | None = None) -> Any:
+def key_sums(
+    batches: list[TraceBatch], probe: np.ndarray, dt: Any, *, bounded: bool | None = None
+) -> Any:
     """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``.
 
     Exact for every diff type. Numeric diff columns whose per-key sums provably stay in
@@ -315,8 +328,7 @@ def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
     return tuple(accs) if tuple_diff else accs[0]
 
 
-def _key_rows(b: TraceBatch, probe: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _key_rows(b: TraceBatch, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The rows of ``b`` holding probe keys, where each key's run of them starts, and the
     probe index of each run; None if none."""
     rows, owner = b.rows_for(probe)
