@@ -44,13 +44,22 @@ class Arrange(Operator):
     name = "arrange"
     state_version = 1
 
-    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        by_self: bool,
+        name: str | None = None,
+        effort: int | None = 4,
+    ) -> None:
         if s.layout is not None:  # a shape known already is checked as the dataflow is built
             split_layout(s.layout, by_self, name or self.name)
         super().__init__(worker, [s], name)
         self.by_self = by_self
         dim = self.kind.dim
-        self.spine: Spine = Spine(0, dim)
+        if effort is not None and (not isinstance(effort, int) or effort < 1):
+            raise ValueError(f"merge effort must be an int >= 1 or None, got {effort!r}")
+        self.spine: Spine = Spine(0, dim, effort=effort)
         self.held: list[Updates] = []
         self.upper = Antichain.of([self.kind.minimum()], dim)
         self.key_layout: Layout | None = None

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.expr import Ctx, Expr, _mul, evaluate
+from ddflow.sql.expr import Ctx, Expr, _mul, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -65,6 +65,11 @@ class _Linear:
             self._add("n", a.arg)
             if a.func in ("sum", "avg"):
                 self._add("s", a.arg)
+        # equal subexpressions of the arguments made one object, so a batch computes each
+        # once (evaluation remembers arithmetic results by object)
+        shared = iter(intern_exprs([arg for _, arg in self.parts if arg is not None]))
+        self.parts = [(kind, None if arg is None else next(shared))
+                      for kind, arg in self.parts]
 
     def _add(self, kind: str, arg: Expr | None) -> None:
         if (kind, arg) in self.index:
@@ -145,10 +150,10 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                 diffs.append(np.ones(n, np.int64))
             else:
                 assert arg is not None
-                got = cache.get(arg)
+                got = cache.get(id(arg))
                 if got is None:
                     got = evaluate(arg, fr, ctx)
-                    cache[arg] = got
+                    cache[id(arg)] = got
                 v, nl = got
                 if kind == "n":
                     diffs.append(np.ones(n, np.int64) if nl is None else
@@ -288,10 +293,10 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                                           and arg.type.kind == "double" else np.int64))
                     continue
                 assert arg is not None
-                got = cache.get(arg)
+                got = cache.get(id(arg))
                 if got is None:
                     got = evaluate(arg, fr, ctx)
-                    cache[arg] = got
+                    cache[id(arg)] = got
                 v, nl_ = got
                 if kind == "n":
                     diffs.append(np.ones(n, np.int64) if nl_ is None else

@@ -166,8 +166,13 @@ class RowBatch:
         self.cols = cols
         self.n = n
 
-    def take(self, idx: np.ndarray) -> RowBatch:
-        return RowBatch([c.take(idx) for c in self.cols], len(idx))
+    def take(self, idx: np.ndarray, only: Sequence[int] | None = None) -> RowBatch:
+        """Rows ``idx``; with ``only``, of those columns alone (the others are None)."""
+        if only is None:
+            return RowBatch([c.take(idx) for c in self.cols], len(idx))
+        keep = set(only)
+        return RowBatch([c.take(idx) if i in keep else None for i, c in enumerate(self.cols)],
+                        len(idx))
 
     def column(self, i: int, strings: StringDict) -> np.ndarray:
         """Column ``i``'s physical values (converted now if needed)."""

@@ -974,7 +974,9 @@ def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[i
             idx = np.flatnonzero(mask)
             if not len(idx):
                 return
-            b, diffs = b.take(idx), np.asarray(diffs)[idx]
+            # only the columns the input reads are taken (a table's other columns, long
+            # comments among them, are left alone)
+            b, diffs = b.take(idx, only=pick), np.asarray(diffs)[idx]
     session.insert_columns(t.records(b, pick), diffs=diffs)
 
 

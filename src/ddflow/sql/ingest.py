@@ -229,6 +229,26 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             v = np.asarray(_filled(c.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False))
             return float_keys(v), nulls
         raise bad()
+    if k == "decimal" and pa.types.is_decimal128(at) and at.scale == t.scale and \
+            at.precision <= min(t.precision, 18) and n:
+        # the usual case, read from the buffer: a DECIMAL(p <= 18) value's 128-bit integer
+        # is its low word (checked: the high word is the sign)
+        words = np.frombuffer(c.buffers()[1], dtype=np.int64, count=2 * (c.offset + n))
+        low, high = words[2 * c.offset::2], words[2 * c.offset + 1::2]
+        if nulls is None and not (high == (low >> 63)).all():
+            raise DataError(f"a value of column '{name}' does not fit {t}")
+        out = low.copy()
+        if nulls is not None:
+            out[nulls] = 0
+            if not (high[~nulls] == (out[~nulls] >> 63)).all():
+                raise DataError(f"a value of column '{name}' does not fit {t}")
+        return out, nulls
+    if k == "date" and pa.types.is_date32(at) and n:
+        days = np.frombuffer(c.buffers()[1], dtype=np.int32, count=c.offset + n)[c.offset:]
+        out = days.astype(np.int64)
+        if nulls is not None:
+            out[nulls] = 0
+        return out, nulls
     if k == "decimal":
         if pa.types.is_integer(at):
             v = np.asarray(_filled(c, 0).to_numpy(zero_copy_only=False)).astype(np.int64)

@@ -136,7 +136,7 @@ def keep(pred: Expr, b: RowBatch) -> np.ndarray:
     out = _eval(pred, b)
     if isinstance(out, pa.Scalar):  # a condition without columns
         return np.full(b.n, bool(out.as_py()), dtype=bool)
-    mask = pc.fill_null(out, False)
+    mask = pc.fill_null(out, False) if out.null_count else out
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -189,7 +189,8 @@ def _eval(e: Expr, b: RowBatch) -> Any:
         col = _eval(e.args[0], b)
         vals = [v for v in e.extra if v is not None]
         hit = pc.is_in(col, value_set=pa.array(vals, type=pa.string()))
-        hit = pc.if_else(pc.is_null(col), pa.scalar(None, pa.bool_()), hit)
+        if col.null_count:
+            hit = pc.if_else(pc.is_null(col), pa.scalar(None, pa.bool_()), hit)
         if any(v is None for v in e.extra):
             hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
         return hit
