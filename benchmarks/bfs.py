@@ -44,7 +44,7 @@ from _common import (  # noqa: E402
     timing_stats_ms,
 )
 from ddflow.algorithms import bfs  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 
 def reference_bfs(nodes: int, src: np.ndarray, dst: np.ndarray, root: int) -> dict[int, int]:
@@ -106,8 +106,9 @@ def _dict_bfs(adj: dict[int, list[int]], root: int) -> dict[int, int]:
     return dist
 
 
-def dict_baseline(graph: Graph, nodes: int, rounds: int, rng: np.random.Generator, *,
-                  check: bool) -> dict[str, Any] | None:
+def dict_baseline(
+    graph: Graph, nodes: int, rounds: int, rng: np.random.Generator, *, check: bool
+) -> dict[str, Any] | None:
     """Rounds of one edge change on a dict of adjacency lists, each answered by a BFS from
     scratch in plain Python (building the dict is not timed)."""
     if rounds <= 0:
@@ -132,21 +133,29 @@ def dict_baseline(graph: Graph, nodes: int, rounds: int, rng: np.random.Generato
         ok = dist == reference_bfs(nodes, s, d, 0)
         if not ok:
             raise SystemExit("the dict baseline's BFS differs from the reference")
-    return {"impl": "dict of adjacency lists, BFS from scratch per round (Python)",
-            "one_change_ms": timing_stats_ms(times), "checked": ok}
+    return {
+        "impl": "dict of adjacency lists, BFS from scratch per round (Python)",
+        "one_change_ms": timing_stats_ms(times),
+        "checked": ok,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--nodes", type=int, default=100_000)
     ap.add_argument("--edges", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=100, help="rounds of one change")
     ap.add_argument("--batch", type=int, default=1000, help="changes per batch round")
     ap.add_argument("--batch-rounds", type=int, default=20)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--dict-rounds", type=int, default=5,
-                    help="rounds of the dict-per-record recompute baseline (0: skip)")
+    ap.add_argument(
+        "--dict-rounds",
+        type=int,
+        default=5,
+        help="rounds of the dict-per-record recompute baseline (0: skip)",
+    )
     ap.add_argument("--no-check", action="store_true")
     ap.add_argument("--json", help="also write the JSON here")
     ap.add_argument("--png", help="draw round-time distributions here")
@@ -214,17 +223,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             graph.add(x, y)
         od = np.array(olds, dtype=np.int64).reshape(-1, 2)
         t0 = now()
-        e_in.insert_columns((np.concatenate([xs, od[:, 0]]), np.concatenate([ys, od[:, 1]])),
-                            diffs=np.concatenate([np.ones(half, np.int64),
-                                                  -np.ones(len(od), np.int64)]))
+        e_in.insert_columns(
+            (np.concatenate([xs, od[:, 0]]), np.concatenate([ys, od[:, 1]])),
+            diffs=np.concatenate([np.ones(half, np.int64), -np.ones(len(od), np.int64)]),
+        )
         advance()
         many.append(now() - t0)
     log(f"  {a.batch} changes: median {np.median(many) * 1e3:.1f} ms", quiet=a.quiet)
     check("batch")
     base = dict_baseline(graph, a.nodes, a.dict_rounds, rng, check=not a.no_check)
     if base is not None:
-        log(f"  dict recompute baseline: median {base['one_change_ms']['median_ms']:.0f} ms "
-            "per one-change round", quiet=a.quiet)
+        log(
+            f"  dict recompute baseline: median {base['one_change_ms']['median_ms']:.0f} ms "
+            "per one-change round",
+            quiet=a.quiet,
+        )
     doc = {
         "benchmark": "bfs",
         "machine": machine_info(),
@@ -234,23 +247,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "batch_ms": timing_stats_ms(many),
         "checks": checks,
         "dict_baseline": base,
-        "speedup_vs_dict_one_change": None if base is None else round(
-            base["one_change_ms"]["median_ms"] / (float(np.median(one)) * 1e3), 1),
+        "speedup_vs_dict_one_change": None
+        if base is None
+        else round(base["one_change_ms"]["median_ms"] / (float(np.median(one)) * 1e3), 1),
         "peak_rss_mb": peak_rss_mb(),
         "bars": {
             "load_s<=15": load <= 15,
             "one_change_median_ms<=6": float(np.median(one)) * 1e3 <= 6,
             "batch_median_ms<=100": float(np.median(many)) * 1e3 <= 100,
         },
-        "loop_rounds_last_epoch": [s.rounds for s in worker.root.nodes
-                                   if isinstance(s, dd.Scope)],
+        "loop_rounds_last_epoch": [s.rounds for s in worker.root.nodes if isinstance(s, dd.Scope)],
     }
     emit_json(doc, path=a.json)
     if a.png:
+
         def draw(plt: Any) -> None:
             fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-            for ax, xs_, title in ((axes[0], one, "one edge change"),
-                                   (axes[1], many, f"{a.batch} edge changes")):
+            for ax, xs_, title in (
+                (axes[0], one, "one edge change"),
+                (axes[1], many, f"{a.batch} edge changes"),
+            ):
                 v = np.sort(np.array(xs_) * 1e3)
                 ax.plot(v, np.arange(1, len(v) + 1) / len(v))
                 ax.set_xlabel("round time (ms)")
@@ -258,12 +274,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ax.set_title(f"BFS {a.nodes // 1000}k/{a.edges // 1000}k: {title}")
                 ax.grid(alpha=0.3)
             if base is not None:
-                axes[0].axvline(base["one_change_ms"]["median_ms"], color="tab:red", ls="--",
-                                label="dict + BFS from scratch (median)")
+                axes[0].axvline(
+                    base["one_change_ms"]["median_ms"],
+                    color="tab:red",
+                    ls="--",
+                    label="dict + BFS from scratch (median)",
+                )
                 axes[0].set_xscale("log")
                 axes[0].legend(fontsize=8)
             fig.tight_layout()
             fig.savefig(a.png, dpi=110)
+
         save_png(a.png, draw, quiet=a.quiet)
     return doc
 

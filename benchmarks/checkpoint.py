@@ -65,8 +65,9 @@ def load(s: Any, w: Any, probe: Any, keys: int, seed: int) -> tuple[np.ndarray, 
     return k, v
 
 
-def round_changes(rng: np.random.Generator, k: np.ndarray, v: np.ndarray,
-                  changes: int) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+def round_changes(
+    rng: np.random.Generator, k: np.ndarray, v: np.ndarray, changes: int
+) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
     """Half removals of present pairs, half new pairs (same keys, new values); updates the
     live pairs in place."""
     half = changes // 2
@@ -109,13 +110,23 @@ def restore_child(args: argparse.Namespace) -> None:
     data = tuple(np.load(os.path.join(args.dir, f"next_{j}.npy")) for j in range(2))
     diffs = np.load(os.path.join(args.dir, "next_d.npy"))
     step_round(s, w, probe, data, diffs, args.rounds + 1)
-    print(json.dumps({"restore_s": t2 - t1, "build_s": t1 - t0, "seq": info["seq"],
-                      "batches": info["batches"], "digest": digest(out)}))
+    print(
+        json.dumps(
+            {
+                "restore_s": t2 - t1,
+                "build_s": t1 - t0,
+                "seq": info["seq"],
+                "batches": info["batches"],
+                "digest": digest(out),
+            }
+        )
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--keys", type=int, default=1_000_000)
     p.add_argument("--changes", type=int, default=10_000, help="changes per round")
     p.add_argument("--rounds", type=int, default=30)
@@ -132,7 +143,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         restore_child(args)
         return {}
     durable = not args.no_durable
-    from ddflow.runtime.memory import tune_malloc
+    from ddflow.runtimes.memory import tune_malloc
 
     tune_malloc()
     w, s, out, probe = build(args.keys)
@@ -150,8 +161,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             w._checkpoint_written = None  # the next repeat writes everything again
         d = os.path.join(root, "main")
         first = w.checkpoint(d, durable=durable)
-        log(f"full checkpoint: median {median([f['seconds'] for f in full]):.3f} s, "
-            f"{first['bytes_written'] / 1e6:.1f} MB", quiet=args.quiet)
+        log(
+            f"full checkpoint: median {median([f['seconds'] for f in full]):.3f} s, "
+            f"{first['bytes_written'] / 1e6:.1f} MB",
+            quiet=args.quiet,
+        )
         rng = np.random.default_rng(args.seed + 1)
         inc = []
         for r in range(args.rounds):
@@ -159,8 +173,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             step_round(s, w, probe, data, diffs, r + 1)
             inc.append(w.checkpoint(d, durable=durable))
         secs = sorted(i["seconds"] for i in inc)
-        log(f"incremental: median {median(secs) * 1e3:.1f} ms, max {secs[-1] * 1e3:.1f} ms",
-            quiet=args.quiet)
+        log(
+            f"incremental: median {median(secs) * 1e3:.1f} ms, max {secs[-1] * 1e3:.1f} ms",
+            quiet=args.quiet,
+        )
         # the round after the checkpoint, for both processes
         data, diffs = round_changes(rng, k, v, args.changes)
         for j, c in enumerate(data):
@@ -170,9 +186,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for _ in range(args.repeat):
             t0 = time.perf_counter()
             res = subprocess.run(
-                [sys.executable, os.path.abspath(__file__), "--restore-child", "--dir", d,
-                 "--keys", str(args.keys), "--rounds", str(args.rounds)],
-                check=True, capture_output=True, text=True)
+                [
+                    sys.executable,
+                    os.path.abspath(__file__),
+                    "--restore-child",
+                    "--dir",
+                    d,
+                    "--keys",
+                    str(args.keys),
+                    "--rounds",
+                    str(args.rounds),
+                ],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
             wall = time.perf_counter() - t0
             doc = json.loads(res.stdout.strip().splitlines()[-1])
             doc["process_wall_s"] = wall
@@ -189,11 +217,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     restore_s = median([r["restore_s"] for r in restores])
     res_doc = {
         "load_s": round(load_s, 3),
-        "full_s": round(full_s, 4), "full_all_s": [round(f["seconds"], 4) for f in full],
-        "full_bytes": first["bytes_written"], "full_batches": first["batches_written"],
-        "incremental_s": {"median": round(median(inc_s), 4),
-                          "p90": round(float(np.percentile(inc_s, 90)), 4),
-                          "max": round(max(inc_s), 4)},
+        "full_s": round(full_s, 4),
+        "full_all_s": [round(f["seconds"], 4) for f in full],
+        "full_bytes": first["bytes_written"],
+        "full_batches": first["batches_written"],
+        "incremental_s": {
+            "median": round(median(inc_s), 4),
+            "p90": round(float(np.percentile(inc_s, 90)), 4),
+            "max": round(max(inc_s), 4),
+        },
         "incremental_all_s": [round(x, 4) for x in inc_s],
         "incremental_bytes_median": int(median([i["bytes_written"] for i in inc])),
         "incremental_batches_written": [i["batches_written"] for i in inc],
@@ -201,12 +233,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "restore_all_s": [round(r["restore_s"], 4) for r in restores],
         "restore_process_wall_s": [round(r["process_wall_s"], 3) for r in restores],
         "restored_equals_uninterrupted": equal,
-        "bars": {"full_s<=0.5": full_s <= 0.5, "incremental_median_s<=0.05":
-                 median(inc_s) <= 0.05, "restore_s<=2": restore_s <= 2.0},
+        "bars": {
+            "full_s<=0.5": full_s <= 0.5,
+            "incremental_median_s<=0.05": median(inc_s) <= 0.05,
+            "restore_s<=2": restore_s <= 2.0,
+        },
     }
-    doc = {"benchmark": "checkpoint", "machine": machine_info(("ddflow", "pyarrow")),
-           "params": {k2: v2 for k2, v2 in vars(args).items() if k2 not in ("dir",)},
-           "results": res_doc}
+    doc = {
+        "benchmark": "checkpoint",
+        "machine": machine_info(("ddflow", "pyarrow")),
+        "params": {k2: v2 for k2, v2 in vars(args).items() if k2 not in ("dir",)},
+        "results": res_doc,
+    }
     emit_json(doc, path=args.json)
     if args.png:
         save_png(args.png, lambda plt: draw(plt, doc), quiet=args.quiet)
@@ -218,10 +256,15 @@ def draw(plt: Any, doc: dict[str, Any]) -> None:
     fig, ax = plt.subplots(figsize=(9, 4.5))
     inc = np.array(r["incremental_all_s"]) * 1e3
     ax.plot(np.arange(1, len(inc) + 1), inc, marker=".", label="incremental checkpoint")
-    ax.axhline(r["full_s"] * 1e3, color="tab:orange", ls="--",
-               label=f"full checkpoint ({r['full_bytes'] / 1e6:.0f} MB, median)")
-    ax.axhline(r["restore_s"] * 1e3, color="tab:green", ls=":",
-               label="restore in a fresh process (median)")
+    ax.axhline(
+        r["full_s"] * 1e3,
+        color="tab:orange",
+        ls="--",
+        label=f"full checkpoint ({r['full_bytes'] / 1e6:.0f} MB, median)",
+    )
+    ax.axhline(
+        r["restore_s"] * 1e3, color="tab:green", ls=":", label="restore in a fresh process (median)"
+    )
     ax.axhline(50, color="tab:red", lw=0.8, label="bar: incremental 50 ms")
     ax.set_yscale("log")
     ax.set_xlabel(f"round of {doc['params']['changes']} changes")

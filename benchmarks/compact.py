@@ -210,18 +210,34 @@ def run_parent(args: argparse.Namespace) -> int:
     results: dict[str, Any] = {}
     for name in dict.fromkeys(args.scenario):
         log(f"== {name}", quiet=args.quiet)
-        argv = ["--worker", name, "--edges", str(args.edges), "--nodes", str(args.nodes),
-                "--rounds", str(args.rounds), "--probes", str(args.probes),
-                "--seed", str(args.seed)]
+        argv = [
+            "--worker",
+            name,
+            "--edges",
+            str(args.edges),
+            "--nodes",
+            str(args.nodes),
+            "--rounds",
+            str(args.rounds),
+            "--probes",
+            str(args.probes),
+            "--seed",
+            str(args.seed),
+        ]
         if args.quiet:
             argv.append("--quiet")
         results[name] = run_impl_subprocess(script, argv, timeout=args.timeout)
     doc = {
         "benchmark": "compact",
         "machine": machine_info(),
-        "parameters": {"edges": args.edges, "nodes": args.nodes, "rounds": args.rounds,
-                       "probes": args.probes, "seed": args.seed,
-                       "bar_bytes_per_edge": BAR_BYTES_PER_EDGE},
+        "parameters": {
+            "edges": args.edges,
+            "nodes": args.nodes,
+            "rounds": args.rounds,
+            "probes": args.probes,
+            "seed": args.seed,
+            "bar_bytes_per_edge": BAR_BYTES_PER_EDGE,
+        },
         "results": results,
     }
     emit_json(doc, path=args.json)

@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddflow as dd  # noqa: E402
 from _common import emit_json, log, machine_info, now, peak_rss_mb, save_png  # noqa: E402
 from ddflow.algorithms import bfs  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 WINDOW = 1000
 
@@ -48,12 +48,14 @@ WINDOW = 1000
 def pct(xs: np.ndarray) -> dict[str, float]:
     ms = xs * 1e3
     return {f"p{q}": float(np.percentile(ms, q)) for q in (10, 25, 50, 75, 90, 99)} | {
-        "max": float(ms.max())}
+        "max": float(ms.max())
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--edges", type=int, default=2000)
     ap.add_argument("--updates", type=int, default=100_000)
@@ -83,14 +85,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     e_in.advance_to(1)
     worker.step_while(lambda: probe.less_than(1))
     lat = np.empty(a.updates)
-    marks = sorted({10 ** k for k in range(3, 12) if 10 ** k + WINDOW <= a.updates}
-                   | {a.updates - WINDOW})
+    marks = sorted(
+        {10**k for k in range(3, 12) if 10**k + WINDOW <= a.updates} | {a.updates - WINDOW}
+    )
     state: dict[str, Any] = {}
     adds_s = rng.integers(0, a.nodes, a.updates).tolist()
     adds_d = rng.integers(0, a.nodes, a.updates).tolist()
     picks = rng.random(a.updates)
-    log(f"latency: BFS {a.nodes} nodes / {a.edges} edges, {a.updates} single-edge updates",
-        quiet=a.quiet)
+    log(
+        f"latency: BFS {a.nodes} nodes / {a.edges} edges, {a.updates} single-edge updates",
+        quiet=a.quiet,
+    )
     t_start = now()
     for i in range(a.updates):
         j = int(picks[i] * len(src))
@@ -105,12 +110,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         lat[i] = now() - t0
         if i + 1 in marks or i == 0:
             st = worker.stats()
-            state[str(i + 1)] = {"updates_held": int(sum(s["updates"] for s in st)),
-                                 "batches": int(sum(s["batches"] for s in st))}
+            state[str(i + 1)] = {
+                "updates_held": int(sum(s["updates"] for s in st)),
+                "batches": int(sum(s["batches"] for s in st)),
+            }
         if (i + 1) % 10_000 == 0:
-            log(f"  {i + 1} updates, last 1000 median {np.median(lat[i - 999:i + 1]) * 1e3:.2f}"
-                f" ms ({now() - t_start:.0f} s)", quiet=a.quiet)
-    windows = {str(m): pct(lat[m:m + WINDOW]) for m in marks}
+            log(
+                f"  {i + 1} updates, last 1000 median {np.median(lat[i - 999 : i + 1]) * 1e3:.2f}"
+                f" ms ({now() - t_start:.0f} s)",
+                quiet=a.quiet,
+            )
+    windows = {str(m): pct(lat[m : m + WINDOW]) for m in marks}
     first = windows[str(WINDOW)]
     last = windows[str(a.updates - WINDOW)]
     ratios = {"median": last["p50"] / first["p50"], "p99": last["p99"] / first["p99"]}
@@ -118,23 +128,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "latency",
         "machine": machine_info(),
         "params": vars(a),
-
         "windows_after_updates_ms": windows,
         "last_vs_after_first_1000": ratios,
         "state": state,
         "total_s": float(lat.sum()),
         "peak_rss_mb": peak_rss_mb(),
-        "bars": {"median_within_1.5x": ratios["median"] <= 1.5,
-                 "p99_within_1.5x": ratios["p99"] <= 1.5},
+        "bars": {
+            "median_within_1.5x": ratios["median"] <= 1.5,
+            "p99_within_1.5x": ratios["p99"] <= 1.5,
+        },
     }
     emit_json(doc, path=a.json)
     if a.png:
+
         def draw(plt: Any) -> None:
             fig, ax = plt.subplots(figsize=(6.5, 4.2))
             for m in marks:
-                v = np.sort(lat[m:m + WINDOW] * 1e3)
-                label = (f"last {WINDOW}" if m == a.updates - WINDOW
-                         else f"after {m:,} updates")
+                v = np.sort(lat[m : m + WINDOW] * 1e3)
+                label = f"last {WINDOW}" if m == a.updates - WINDOW else f"after {m:,} updates"
                 ax.plot(v, np.arange(1, len(v) + 1) / len(v), label=label)
             ax.set_xscale("log")
             ax.set_xlabel("update latency (ms)")
@@ -142,6 +153,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ax.set_title(f"BFS {a.nodes} nodes / {a.edges} edges: latency CDFs")
             ax.legend()
             ax.grid(alpha=0.3, which="both")
+
         save_png(a.png, draw, quiet=a.quiet)
     return doc
 

@@ -58,8 +58,9 @@ def _count(kc: Any) -> Any:
     return kc[1]
 
 
-def run_setting(setting: str, nodes: int, edges: int, batch: int, rounds: int,
-                seed: int) -> dict[str, Any]:
+def run_setting(
+    setting: str, nodes: int, edges: int, batch: int, rounds: int, seed: int
+) -> dict[str, Any]:
     """One setting in this process: the latency of every round, in seconds."""
     import ddflow as dd
 
@@ -67,8 +68,7 @@ def run_setting(setting: str, nodes: int, edges: int, batch: int, rounds: int,
     w = dd.Worker()
     inp, coll = w.new_collection()
     degrees = coll.map(_src, vectorized=True).arrange_by_self(effort=effort).count_total()
-    histogram = degrees.map(_count, vectorized=True).arrange_by_self(
-        effort=effort).count_total()
+    histogram = degrees.map(_count, vectorized=True).arrange_by_self(effort=effort).count_total()
     probe = histogram.probe()
     work = Workload(nodes, edges, seed)
     src, dst = work.load()
@@ -92,19 +92,26 @@ def run_setting(setting: str, nodes: int, edges: int, batch: int, rounds: int,
         w.step_while(lambda r=r: probe.less_than(r))
         lat.append(time.perf_counter() - t0)
     spines = [op.spine for op in w.operators if hasattr(op, "spine")]
-    return {"setting": setting, "latencies_s": lat,
-            "merges": int(sum(s.merges_done for s in spines)),
-            "batches_at_end": int(sum(len(s.batches()) for s in spines))}
+    return {
+        "setting": setting,
+        "latencies_s": lat,
+        "merges": int(sum(s.merges_done for s in spines)),
+        "batches_at_end": int(sum(len(s.batches()) for s in spines)),
+    }
 
 
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
     ms = np.asarray(res["latencies_s"]) * 1e3
-    return {"setting": res["setting"], "rounds": len(ms),
-            "median_ms": round(float(np.median(ms)), 3),
-            "p99_ms": round(float(np.percentile(ms, 99)), 3),
-            "max_ms": round(float(ms.max()), 3),
-            "total_s": round(float(ms.sum()) / 1e3, 3),
-            "merges": res["merges"], "batches_at_end": res["batches_at_end"]}
+    return {
+        "setting": res["setting"],
+        "rounds": len(ms),
+        "median_ms": round(float(np.median(ms)), 3),
+        "p99_ms": round(float(np.percentile(ms, 99)), 3),
+        "max_ms": round(float(ms.max()), 3),
+        "total_s": round(float(ms.sum()) / 1e3, 3),
+        "merges": res["merges"],
+        "batches_at_end": res["batches_at_end"],
+    }
 
 
 def draw(doc: dict[str, Any], prefix: str, quiet: bool) -> None:
@@ -114,14 +121,18 @@ def draw(doc: dict[str, Any], prefix: str, quiet: bool) -> None:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for r in runs:
             ms = np.sort(np.asarray(r["latencies_s"]) * 1e3)
-            ax.plot(ms, np.arange(1, len(ms) + 1) / len(ms),
-                    linestyle=":" if r["setting"] == "at-once" else "-",
-                    label=_label(r["setting"]))
+            ax.plot(
+                ms,
+                np.arange(1, len(ms) + 1) / len(ms),
+                linestyle=":" if r["setting"] == "at-once" else "-",
+                label=_label(r["setting"]),
+            )
         ax.set_xscale("log")
         ax.set_xlabel("update latency (ms, log scale)")
         ax.set_ylabel("fraction of updates")
-        ax.set_title(f"degree count, {doc['params']['rounds']} rounds of "
-                     f"{doc['params']['batch']} changes")
+        ax.set_title(
+            f"degree count, {doc['params']['rounds']} rounds of {doc['params']['batch']} changes"
+        )
         ax.legend()
         ax.grid(alpha=0.3)
 
@@ -129,8 +140,12 @@ def draw(doc: dict[str, Any], prefix: str, quiet: bool) -> None:
         fig, ax = plt.subplots(figsize=(7, 4.2))
         for r in runs:
             ms = np.sort(np.asarray(r["latencies_s"]) * 1e3)[-100:]
-            ax.plot(np.arange(len(ms)), ms, linestyle=":" if r["setting"] == "at-once"
-                    else "-", label=_label(r["setting"]))
+            ax.plot(
+                np.arange(len(ms)),
+                ms,
+                linestyle=":" if r["setting"] == "at-once" else "-",
+                label=_label(r["setting"]),
+            )
         ax.set_yscale("log")
         ax.set_xlabel("the largest 100 latencies, in order")
         ax.set_ylabel("update latency (ms, log scale)")
@@ -147,15 +162,19 @@ def _label(setting: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--nodes", type=int, default=1_000_000)
     ap.add_argument("--edges", type=int, default=5_000_000)
     ap.add_argument("--batch", type=int, default=2_000, help="changes per round")
     ap.add_argument("--rounds", type=int, default=1_000)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--settings", default=",".join(SETTINGS),
-                    help="comma-separated: at-once and/or efforts (ints >= 1)")
+    ap.add_argument(
+        "--settings",
+        default=",".join(SETTINGS),
+        help="comma-separated: at-once and/or efforts (ints >= 1)",
+    )
     ap.add_argument("--json")
     ap.add_argument("--png", metavar="PREFIX")
     ap.add_argument("--quiet", action="store_true")
@@ -169,34 +188,52 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if s != "at-once" and not (s.isdigit() and int(s) >= 1):
             ap.error(f"unknown setting {s!r}: use at-once or an int >= 1")
     if args.worker:
-        res = run_setting(args.worker, args.nodes, args.edges, args.batch, args.rounds,
-                          args.seed)
+        res = run_setting(args.worker, args.nodes, args.edges, args.batch, args.rounds, args.seed)
         sys.stdout.write(json.dumps(res) + "\n")
         return res
     runs = []
     for s in settings:  # each in a fresh process: no setting inherits another's heap
         log(f"setting {s} ...", quiet=args.quiet)
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", s, "--nodes",
-               str(args.nodes), "--edges", str(args.edges), "--batch", str(args.batch),
-               "--rounds", str(args.rounds), "--seed", str(args.seed)]
+        cmd = [
+            sys.executable,
+            os.path.abspath(__file__),
+            "--worker",
+            s,
+            "--nodes",
+            str(args.nodes),
+            "--edges",
+            str(args.edges),
+            "--batch",
+            str(args.batch),
+            "--rounds",
+            str(args.rounds),
+            "--seed",
+            str(args.seed),
+        ]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True)
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     summary = [summarize(r) for r in runs]
     by = {s["setting"]: s for s in summary}
     base = by.get("at-once")
-    least = min((s for s in summary if s["setting"] != "at-once"),
-                key=lambda s: int(s["setting"]), default=None)
+    least = min(
+        (s for s in summary if s["setting"] != "at-once"),
+        key=lambda s: int(s["setting"]),
+        default=None,
+    )
     for s in summary:
         if base is not None:
             s["max_latency_vs_at_once"] = round(s["max_ms"] / base["max_ms"], 3)
             s["total_vs_at_once"] = round(s["total_s"] / base["total_s"], 3)
         if least is not None:
             s["max_latency_vs_least_effort"] = round(s["max_ms"] / least["max_ms"], 3)
-            s["throughput_cost_vs_least_effort"] = round(s["total_s"] / least["total_s"] - 1,
-                                                         3)
-    doc = {"benchmark": "merge_effort", "machine": machine_info(("ddflow", "matplotlib")),
-           "params": {k: v for k, v in vars(args).items() if k not in ("worker",)},
-           "summary": summary, "runs": runs}
+            s["throughput_cost_vs_least_effort"] = round(s["total_s"] / least["total_s"] - 1, 3)
+    doc = {
+        "benchmark": "merge_effort",
+        "machine": machine_info(("ddflow", "matplotlib")),
+        "params": {k: v for k, v in vars(args).items() if k not in ("worker",)},
+        "summary": summary,
+        "runs": runs,
+    }
     if args.png:
         draw(doc, args.png, args.quiet)
     # stdout: the summary; the file (--json): every latency too

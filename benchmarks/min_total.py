@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddflow as dd  # noqa: E402
 from _common import emit_json, log, machine_info, now, save_png  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 IMPLS = ("min_total", "hierarchical", "min", "reduce")
 
@@ -72,8 +72,8 @@ def stream(rounds: int, per: int, retract: int, seed: int) -> list[tuple[np.ndar
             alive[pick] = False
             rem = values[pick]
         ins = rng.integers(0, 1 << 40, per)
-        values[n:n + per] = ins
-        alive[n:n + per] = True
+        values[n : n + per] = ins
+        alive[n : n + per] = True
         n += per
         vals = np.concatenate([ins, rem])
         diffs = np.concatenate([np.ones(per, np.int64), -np.ones(len(rem), np.int64)])
@@ -108,16 +108,26 @@ def window_medians_ms(times: list[float]) -> tuple[float, float]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--per-round", type=int, default=10_000, help="inserted values per round")
-    ap.add_argument("--retract", type=int, default=100,
-                    help="random present values retracted per round (plus the minimum)")
-    ap.add_argument("--reduce-rounds", type=int, default=30,
-                    help="rounds for the Python reduce (and the common comparison window)")
-    ap.add_argument("--impls", default=",".join(IMPLS),
-                    help=f"comma-separated subset of {','.join(IMPLS)}")
+    ap.add_argument(
+        "--retract",
+        type=int,
+        default=100,
+        help="random present values retracted per round (plus the minimum)",
+    )
+    ap.add_argument(
+        "--reduce-rounds",
+        type=int,
+        default=30,
+        help="rounds for the Python reduce (and the common comparison window)",
+    )
+    ap.add_argument(
+        "--impls", default=",".join(IMPLS), help=f"comma-separated subset of {','.join(IMPLS)}"
+    )
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json")
     ap.add_argument("--png")
@@ -130,8 +140,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tune_malloc()
     t0 = now()
     data = stream(a.rounds, a.per_round, a.retract, a.seed)
-    log(f"stream: {a.rounds} rounds of {a.per_round} inserts in {now() - t0:.1f} s",
-        quiet=a.quiet)
+    log(f"stream: {a.rounds} rounds of {a.per_round} inserts in {now() - t0:.1f} s", quiet=a.quiet)
     results: dict[str, Any] = {}
     base: list[Any] | None = None
     common = min(a.reduce_rounds, a.rounds)
@@ -140,32 +149,45 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         times, answers = run(impl, data[:n])
         if base is None:
             base = answers
-        equal = answers[:len(base)] == base[:len(answers)]
+        equal = answers[: len(base)] == base[: len(answers)]
         first, last = window_medians_ms(times)
         cf, cl = window_medians_ms(times[:common])
-        results[impl] = {"rounds": n, "first_10pct_median_ms": first,
-                         "last_10pct_median_ms": last, "growth": last / first,
-                         f"first_{common}_rounds": {"first_10pct_median_ms": cf,
-                                                    "last_10pct_median_ms": cl,
-                                                    "growth": cl / cf},
-                         "total_s": float(sum(times)), "answers_equal": equal,
-                         "times": times}
-        log(f"  {impl}: first {first:.1f} ms, last {last:.1f} ms per round ({n} rounds, "
-            f"x{last / first:.2f}), answers equal: {equal}", quiet=a.quiet)
+        results[impl] = {
+            "rounds": n,
+            "first_10pct_median_ms": first,
+            "last_10pct_median_ms": last,
+            "growth": last / first,
+            f"first_{common}_rounds": {
+                "first_10pct_median_ms": cf,
+                "last_10pct_median_ms": cl,
+                "growth": cl / cf,
+            },
+            "total_s": float(sum(times)),
+            "answers_equal": equal,
+            "times": times,
+        }
+        log(
+            f"  {impl}: first {first:.1f} ms, last {last:.1f} ms per round ({n} rounds, "
+            f"x{last / first:.2f}), answers equal: {equal}",
+            quiet=a.quiet,
+        )
     doc = {
         "benchmark": "min_total",
         "machine": machine_info(),
         "params": vars(a),
         "history_at_end": a.rounds * a.per_round,
-        "results": {k: {kk: vv for kk, vv in v.items() if kk != "times"}
-                    for k, v in results.items()},
+        "results": {
+            k: {kk: vv for kk, vv in v.items() if kk != "times"} for k, v in results.items()
+        },
     }
     if "min_total" in results:
         mt = results["min_total"]["last_10pct_median_ms"]
         doc["last_rounds_vs_min_total"] = {
-            k: v["last_10pct_median_ms"] / mt for k, v in results.items() if k != "reduce"}
+            k: v["last_10pct_median_ms"] / mt for k, v in results.items() if k != "reduce"
+        }
     emit_json(doc, path=a.json)
     if a.png:
+
         def draw(plt: Any) -> None:
             fig, ax = plt.subplots(figsize=(6.5, 4.2))
             for impl, r in results.items():
@@ -176,6 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ax.set_title("minimum of a hot key: per-round time as history grows")
             ax.legend()
             ax.grid(alpha=0.3, which="both")
+
         save_png(a.png, draw, quiet=a.quiet)
     if not all(r["answers_equal"] for r in results.values()):
         raise SystemExit("answers differ between implementations")

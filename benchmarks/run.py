@@ -47,26 +47,42 @@ HERE = Path(__file__).resolve().parent
 
 #: workload -> (script, full-size arguments, quick arguments)
 WORKLOADS: dict[str, tuple[str, list[str], list[str]]] = {
-    "degrees": ("degrees.py",
-                ["--nodes", "1000000", "--edges", "5000000", "--single-change-rounds", "1000"],
-                ["--nodes", "10000", "--edges", "50000", "--rounds", "5"]),
-    "tpch": ("tpch.py", ["--sf", "1"],
-             ["--sf", "0.1", "--batches", "1000,10000", "--duckdb-samples", "4"]),
-    "bfs": ("bfs.py", ["--rounds", "200", "--batch-rounds", "30"],
-            ["--nodes", "10000", "--edges", "100000", "--rounds", "30", "--batch-rounds", "5"]),
+    "degrees": (
+        "degrees.py",
+        ["--nodes", "1000000", "--edges", "5000000", "--single-change-rounds", "1000"],
+        ["--nodes", "10000", "--edges", "50000", "--rounds", "5"],
+    ),
+    "tpch": (
+        "tpch.py",
+        ["--sf", "1"],
+        ["--sf", "0.1", "--batches", "1000,10000", "--duckdb-samples", "4"],
+    ),
+    "bfs": (
+        "bfs.py",
+        ["--rounds", "200", "--batch-rounds", "30"],
+        ["--nodes", "10000", "--edges", "100000", "--rounds", "30", "--batch-rounds", "5"],
+    ),
     "skew": ("skew.py", [], ["--rounds", "60"]),
     "soak": ("soak.py", [], ["--changes", "100000", "--every", "10000"]),
-    "checkpoint": ("checkpoint.py", ["--rounds", "100", "--repeat", "5"],
-                   ["--keys", "100000", "--rounds", "10", "--repeat", "2"]),
+    "checkpoint": (
+        "checkpoint.py",
+        ["--rounds", "100", "--repeat", "5"],
+        ["--keys", "100000", "--rounds", "10", "--repeat", "2"],
+    ),
     "compact": ("compact.py", [], ["--edges", "500000", "--nodes", "100000"]),
 }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("workloads", nargs="*", default=[],
-                   help=f"workloads to run: {', '.join(WORKLOADS)} (default: all)")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "workloads",
+        nargs="*",
+        default=[],
+        help=f"workloads to run: {', '.join(WORKLOADS)} (default: all)",
+    )
     p.add_argument("--quick", action="store_true", help="small sizes")
     p.add_argument("--out", default=str(HERE / "results"), help="folder for JSON and PNG")
     for w in WORKLOADS:
@@ -83,9 +99,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for i, w in enumerate(chosen):
         script, full, quick = WORKLOADS[w]
         suffix = "_quick" if args.quick else ""
-        cmd = [sys.executable, str(HERE / script), *(quick if args.quick else full),
-               *shlex.split(getattr(args, f"{w}_args")),
-               "--json", str(out / f"{w}{suffix}.json"), "--png", str(out / f"{w}{suffix}.png")]
+        cmd = [
+            sys.executable,
+            str(HERE / script),
+            *(quick if args.quick else full),
+            *shlex.split(getattr(args, f"{w}_args")),
+            "--json",
+            str(out / f"{w}{suffix}.json"),
+            "--png",
+            str(out / f"{w}{suffix}.png"),
+        ]
         _bar(i, len(chosen), f"{w} ...", t_start)
         t0 = time.perf_counter()
         # stdout (the workload's JSON) is captured; its progress on stderr passes through.
@@ -94,12 +117,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             sys.stderr.write(f"\n{w} failed (exit {res.returncode}): {' '.join(cmd)}\n")
             docs[w] = {"error": res.returncode, "command": cmd}
             continue
-        docs[w] = {"command": " ".join(cmd[1:]), "seconds": round(time.perf_counter() - t0, 1),
-                   "result": json.loads((out / f"{w}{suffix}.json").read_text())}
+        docs[w] = {
+            "command": " ".join(cmd[1:]),
+            "seconds": round(time.perf_counter() - t0, 1),
+            "result": json.loads((out / f"{w}{suffix}.json").read_text()),
+        }
         _bar(i + 1, len(chosen), f"{w} done", t_start)
     sys.stderr.write("\n")
-    doc = {"benchmark": "suite", "machine": machine_info(("ddflow", "duckdb", "pathway")),
-           "params": {"workloads": chosen, "quick": args.quick}, "workloads": docs}
+    doc = {
+        "benchmark": "suite",
+        "machine": machine_info(("ddflow", "duckdb", "pathway")),
+        "params": {"workloads": chosen, "quick": args.quick},
+        "workloads": docs,
+    }
     emit_json(doc, path=str(out / f"suite{'_quick' if args.quick else ''}.json"))
     return doc
 
@@ -107,8 +137,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 def _bar(done: int, total: int, label: str, t0: float) -> None:
     frac = done / max(total, 1)
     spent = time.perf_counter() - t0
-    sys.stderr.write(f"\r[{'#' * int(30 * frac)}{'.' * (30 - int(30 * frac))}] "
-                     f"{done}/{total} {label:20s} {int(spent) // 60}m{int(spent) % 60:02d}s")
+    sys.stderr.write(
+        f"\r[{'#' * int(30 * frac)}{'.' * (30 - int(30 * frac))}] "
+        f"{done}/{total} {label:20s} {int(spent) // 60}m{int(spent) % 60:02d}s"
+    )
     sys.stderr.flush()
 
 

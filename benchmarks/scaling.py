@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.time import INT_TIME
-from ddflow.runtime.job import Changes, JobResult, drive, merge_results, run_job
-from ddflow.runtime.memory import tune_malloc
-from ddflow.runtime.processes import execute
+from ddflow.runtimes.job import Changes, JobResult, drive, merge_results
+from ddflow.runtimes.local import run_job
+from ddflow.runtimes.memory import tune_malloc
+from ddflow.runtimes.processes import execute
 
 RUNTIMES = ("inprocess", "processes1", "processes2", "spark")
 
@@ -47,8 +48,9 @@ def degrees_log(nodes: int, edges: int, batch: int, rounds: int, seed: int) -> C
     total = edges + half * rounds
     src = rng.integers(0, nodes, total)
     dst = rng.integers(0, nodes, total)
-    ins_t = np.concatenate([np.zeros(edges, np.int64),
-                            np.repeat(np.arange(1, rounds + 1, dtype=np.int64), half)])
+    ins_t = np.concatenate(
+        [np.zeros(edges, np.int64), np.repeat(np.arange(1, rounds + 1, dtype=np.int64), half)]
+    )
     rem = np.arange(half * rounds)  # the oldest edges, removed in order
     rem_t = np.repeat(np.arange(1, rounds + 1, dtype=np.int64), half)
     data = (np.concatenate([src, src[rem]]), np.concatenate([dst, dst[rem]]))
@@ -71,8 +73,9 @@ def run(runtime: str, log: Changes, spark: Any) -> tuple[JobResult, float]:
         from ddflow.spark import spark_job
 
         src, dst = log.data
-        df = spark.createDataFrame(pa.table({"src": src, "dst": dst, "time": log.times,
-                                             "diff": log.diffs}))
+        df = spark.createDataFrame(
+            pa.table({"src": src, "dst": dst, "time": log.times, "diff": log.diffs})
+        )
         t0 = time.perf_counter()
         res = spark_job(spark, build, {"edges": df}, workers=2, check=False)
     else:
@@ -124,8 +127,12 @@ def main(argv: list[str] | None = None) -> int:
 
     out: dict[str, Any] = {
         "benchmark": "scaling",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "numpy": np.__version__, "platform": platform.platform()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "numpy": np.__version__,
+            "platform": platform.platform(),
+        },
         "params": vars(args),
     }
     # 1. degrees, big rounds
@@ -143,20 +150,25 @@ def main(argv: list[str] | None = None) -> int:
         hist = res["hist"].updates()
         if ref is None:
             ref = hist
-        results[rt] = {**summary(res.round_seconds, args.batch), "job_wall_s": round(wall, 2),
-                       "outputs_equal": hist == ref}
+        results[rt] = {
+            **summary(res.round_seconds, args.batch),
+            "job_wall_s": round(wall, 2),
+            "outputs_equal": hist == ref,
+        }
         rounds_ms[rt] = [x * 1e3 for x in res.round_seconds[1:]]
         print(f"{rt}: {json.dumps(results[rt])}", file=sys.stderr, flush=True)
     out["degrees"] = results
     bars: dict[str, Any] = {}
     if "inprocess" in results and "spark" in results:
         r = results["spark"]["round_ms_median"] / results["inprocess"]["round_ms_median"]
-        bars["spark_round_vs_inprocess"] = {"value": round(r, 3), "bar": "<= 1.5",
-                                            "pass": r <= 1.5}
+        bars["spark_round_vs_inprocess"] = {"value": round(r, 3), "bar": "<= 1.5", "pass": r <= 1.5}
     if "processes1" in results and "processes2" in results:
         r = results["processes2"]["changes_per_s"] / results["processes1"]["changes_per_s"]
-        bars["processes2_throughput_vs_processes1"] = {"value": round(r, 3), "bar": ">= 1.3",
-                                                       "pass": r >= 1.3}
+        bars["processes2_throughput_vs_processes1"] = {
+            "value": round(r, 3),
+            "bar": ">= 1.3",
+            "pass": r >= 1.3,
+        }
 
     # 2. fixed cost of a round with one change
     small = degrees_log(10_000, 10_000, 2, args.single_rounds, args.seed + 1)
@@ -167,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     for rt in [r for r in runtimes if r in ("inprocess", "processes2", "spark")]:
         res, _ = run(rt, small, spark)
         xs = np.array(res.round_seconds[1:]) * 1e3
-        single[rt] = {"rounds": len(xs), "round_ms_median": round(float(np.median(xs)), 3),
-                      "round_ms_p90": round(float(np.percentile(xs, 90)), 3)}
+        single[rt] = {
+            "rounds": len(xs),
+            "round_ms_median": round(float(np.median(xs)), 3),
+            "round_ms_p90": round(float(np.percentile(xs, 90)), 3),
+        }
         print(f"one change, {rt}: {json.dumps(single[rt])}", file=sys.stderr, flush=True)
     out["one_change_rounds"] = single
     if "spark" in single:
@@ -180,13 +195,18 @@ def main(argv: list[str] | None = None) -> int:
         from ddflow.__main__ import q1_job
 
         with contextlib.redirect_stdout(sys.stderr):  # the job's table and progress
-            runs = [q1_job(args.q1_sf, 10_000, 0.01, 2, check=(i == 0), spark=spark)
-                    for i in range(args.q1_runs)]
+            runs = [
+                q1_job(args.q1_sf, 10_000, 0.01, 2, check=(i == 0), spark=spark)
+                for i in range(args.q1_runs)
+            ]
         inc = sorted(r["incremental_s"] for r in runs)
         out["q1_spark"] = {"runs": runs, "incremental_s_median": inc[len(inc) // 2]}
-        bars["q1_spark_incremental_s"] = {"value": inc[len(inc) // 2], "bar": "<= 3",
-                                          "pass": inc[len(inc) // 2] <= 3.0,
-                                          "answer_checked": runs[0].get("ok", False)}
+        bars["q1_spark_incremental_s"] = {
+            "value": inc[len(inc) // 2],
+            "bar": "<= 3",
+            "pass": inc[len(inc) // 2] <= 3.0,
+            "answer_checked": runs[0].get("ok", False),
+        }
     out["bars"] = bars
     out["outputs_equal"] = all(v["outputs_equal"] for v in results.values())
 
@@ -205,8 +225,9 @@ def main(argv: list[str] | None = None) -> int:
         names = list(rounds_ms)
         ax.boxplot([rounds_ms[n] for n in names], tick_labels=names)
         ax.set_ylabel("round time (ms)")
-        ax.set_title(f"degrees {args.nodes:,} nodes / {args.edges:,} edges, "
-                     f"{args.batch:,}-change rounds")
+        ax.set_title(
+            f"degrees {args.nodes:,} nodes / {args.edges:,} edges, {args.batch:,}-change rounds"
+        )
         fig.tight_layout()
         fig.savefig(args.png, dpi=120)
     if spark is not None:

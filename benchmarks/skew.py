@@ -41,8 +41,9 @@ def _sum_logic(_key: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
     return [(sum(v * d for v, d in vals), 1)]
 
 
-def run(kind: str, rounds: int, updates: int, retract: int, seed: int,
-        quiet: bool) -> dict[str, Any]:
+def run(
+    kind: str, rounds: int, updates: int, retract: int, seed: int, quiet: bool
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     # distinct values (as distinct records): the hot key's group grows by `updates` a round
     values = rng.integers(0, 1 << 40, size=(rounds, updates))
@@ -64,8 +65,9 @@ def run(kind: str, rounds: int, updates: int, retract: int, seed: int,
             inp.insert_columns((key, values[r]))
             want += int(values[r].sum())
             if retract and r >= retract:
-                inp.insert_columns((key, values[r - retract]),
-                                   diffs=-np.ones(updates, dtype=np.int64))
+                inp.insert_columns(
+                    (key, values[r - retract]), diffs=-np.ones(updates, dtype=np.int64)
+                )
                 want -= int(values[r - retract].sum())
             inp.advance_to(r + 1)
             w.step_while(lambda: probe.less_than(inp.time()))
@@ -79,7 +81,8 @@ def run(kind: str, rounds: int, updates: int, retract: int, seed: int,
                 log(f"  {kind}: round {r + 1}/{rounds}, {1e3 * times[-1]:.1f} ms")
     tenth = max(1, rounds // 10)
     return {
-        "kind": kind, "round_ms": [round(1e3 * t, 3) for t in times],
+        "kind": kind,
+        "round_ms": [round(1e3 * t, 3) for t in times],
         "first_tenth_median_ms": round(1e3 * median(times[:tenth]), 3),
         "last_tenth_median_ms": round(1e3 * median(times[-tenth:]), 3),
         "growth": round(median(times[-tenth:]) / median(times[:tenth]), 2),
@@ -87,28 +90,38 @@ def run(kind: str, rounds: int, updates: int, retract: int, seed: int,
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--rounds", type=int, default=200)
     p.add_argument("--updates", type=int, default=10_000, help="updates per round")
-    p.add_argument("--retract", type=int, default=0,
-                   help="retract each round's values this many rounds later (0: never)")
+    p.add_argument(
+        "--retract",
+        type=int,
+        default=0,
+        help="retract each round's values this many rounds later (0: never)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--png", metavar="PATH")
     p.add_argument("--quiet", action="store_true")
     args = p.parse_args(argv)
-    results = [run(k, args.rounds, args.updates, args.retract, args.seed, args.quiet)
-               for k in ("explode", "reduce")]
-    doc = {"benchmark": "skew", "machine": machine_info(), "params": vars(args),
-           "results": results}
+    results = [
+        run(k, args.rounds, args.updates, args.retract, args.seed, args.quiet)
+        for k in ("explode", "reduce")
+    ]
+    doc = {"benchmark": "skew", "machine": machine_info(), "params": vars(args), "results": results}
     emit_json(doc, path=args.json)
     if args.png:
+
         def draw(plt: Any) -> None:
             fig, ax = plt.subplots(figsize=(8, 4.5))
             for r in results:
-                label = ("reduce (Python sum over the whole group)" if r["kind"] == "reduce"
-                         else "explode + count_total (sum in the diff)")
+                label = (
+                    "reduce (Python sum over the whole group)"
+                    if r["kind"] == "reduce"
+                    else "explode + count_total (sum in the diff)"
+                )
                 ax.plot(np.arange(1, len(r["round_ms"]) + 1), r["round_ms"], label=label)
             ax.set_xlabel("round")
             ax.set_ylabel("round time (ms)")
@@ -116,6 +129,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ax.set_title(f"One hot key, {args.updates} updates per round")
             ax.legend()
             fig.tight_layout()
+
         save_png(args.png, draw, quiet=args.quiet)
     return doc
 

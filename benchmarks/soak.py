@@ -88,7 +88,7 @@ P99_BAR = 1.5
 def _collect_class() -> Any:
     from ddflow.core.frontier import Antichain
     from ddflow.core.updates import Updates, concat_updates, consolidate
-    from ddflow.runtime.worker import Operator
+    from ddflow.engine.operator import Operator
 
     class Collect(Operator):
         """Keeps the collection accumulated so far (every update's time dropped, equal data
@@ -100,7 +100,7 @@ def _collect_class() -> Any:
 
         def __init__(self, worker: Any, stream: Any) -> None:
             super().__init__(worker, [stream])
-            self.state: Updates | None = None
+            self.acc: Updates | None = None
             self.tail: list[Updates] = []
             self.tail_rows = 0
 
@@ -108,27 +108,27 @@ def _collect_class() -> Any:
             for u in self.take():
                 self.tail.append(u.with_times(np.zeros_like(u.times)))
                 self.tail_rows += len(u)
-            if self.tail_rows > max(4096, len(self.state) if self.state is not None else 0):
+            if self.tail_rows > max(4096, len(self.acc) if self.acc is not None else 0):
                 self._fold()
 
         def _fold(self) -> None:
-            parts = ([self.state] if self.state is not None else []) + self.tail
+            parts = ([self.acc] if self.acc is not None else []) + self.tail
             if parts:
-                self.state = consolidate(concat_updates(parts))
+                self.acc = consolidate(concat_updates(parts))
             self.tail, self.tail_rows = [], 0
 
         def rows(self) -> int:
-            return (len(self.state) if self.state is not None else 0) + self.tail_rows
+            return (len(self.acc) if self.acc is not None else 0) + self.tail_rows
 
         def records(self) -> dict[Any, int]:
             """Record -> accumulated diff (zero diffs dropped)."""
             self._fold()
-            if self.state is None:
+            if self.acc is None:
                 return {}
             layout = self.inputs[0].layout
             assert layout is not None
-            recs = layout.to_records(self.state.data, len(self.state))
-            diffs = self.state.diff_type.to_values(self.state.diffs)
+            recs = layout.to_records(self.acc.data, len(self.acc))
+            diffs = self.acc.diff_type.to_values(self.acc.diffs)
             return {r: int(d) for r, d in zip(recs, diffs, strict=True) if d}
 
     return Collect
@@ -272,7 +272,7 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
 
     import psutil
 
-    from ddflow.runtime.memory import tune_malloc
+    from ddflow.runtimes.memory import tune_malloc
 
     name = args.worker
     quiet = args.quiet
@@ -364,14 +364,21 @@ def run_worker(args: argparse.Namespace) -> dict[str, Any]:
             stream.take(changes)
             fs, fd = stream.take(edges)
             ref = reference_bfs(nodes, fs, fd, 0)
-        check = {"checked": True, "matches_reference": got == ref,
-                 "output_records": len(got), "reference_records": len(ref),
-                 "check_s": round(now() - t, 3)}
+        check = {
+            "checked": True,
+            "matches_reference": got == ref,
+            "output_records": len(got),
+            "reference_records": len(ref),
+            "check_s": round(now() - t, 3),
+        }
         if got != ref:
             diff = sorted(k for k in set(got) | set(ref) if got.get(k) != ref.get(k))
             check["first_differences"] = {str(k): [got.get(k), ref.get(k)] for k in diff[:10]}
-        log(f"[{name}] answer {'matches' if got == ref else 'DIFFERS FROM'} the reference "
-            f"({len(ref):,} records)", quiet=quiet)
+        log(
+            f"[{name}] answer {'matches' if got == ref else 'DIFFERS FROM'} the reference "
+            f"({len(ref):,} records)",
+            quiet=quiet,
+        )
     return {
         "workload": name,
         "nodes": nodes,
@@ -411,8 +418,9 @@ def bars(res: dict[str, Any], every: int) -> dict[str, Any]:
             "holds": r is not None and r <= RSS_BAR,
             # informational: the same ratio without the interpreter and imports (RSS of
             # the fresh process before the dataflow was built)
-            "ratio_above_process_start": ratio(last["rss_mb"] - res["rss_mb_at_start"],
-                                               first["rss_mb"] - res["rss_mb_at_start"]),
+            "ratio_above_process_start": ratio(
+                last["rss_mb"] - res["rss_mb_at_start"], first["rss_mb"] - res["rss_mb_at_start"]
+            ),
         }
     if second is not None and last["changes"] > 2 * every:
         p_second = second["latency"].get("p99_ms")
@@ -420,7 +428,7 @@ def bars(res: dict[str, Any], every: int) -> dict[str, Any]:
         r = ratio(p_last, p_second)
         out["p99"] = {
             "rule": f"p99 round latency of the last {every:,} changes <= {P99_BAR} x p99 of "
-                    f"changes {every:,}..{2 * every:,}",
+            f"changes {every:,}..{2 * every:,}",
             "p99_ms_second_window": p_second,
             "p99_ms_last_window": p_last,
             "ratio": r,
@@ -452,32 +460,50 @@ def draw_png(doc: dict[str, Any]) -> Any:
             ax.plot(xs, rss, marker="o", label="RSS")
             trace_mb = [cp["arrangements"]["total"].get("bytes") for cp in cps]
             if all(b is not None for b in trace_mb):
-                ax.plot(xs, [b / 2**20 for b in trace_mb], marker=".", color="tab:purple",
-                        label="arrangements' bytes (Worker.stats)")
+                ax.plot(
+                    xs,
+                    [b / 2**20 for b in trace_mb],
+                    marker=".",
+                    color="tab:purple",
+                    label="arrangements' bytes (Worker.stats)",
+                )
             ax.set_ylim(bottom=0, top=max(rss) * 1.3)
             ax.set_ylabel("MB")
             ax.set_title(title)
             b = doc["bars"].get(name, {}).get("rss")
             if b:
-                ax.axhline(b["rss_mb_first_window"] * RSS_BAR, color="tab:red", ls="--",
-                           label=f"bar: {RSS_BAR} x RSS after {doc['parameters']['every']:,}")
+                ax.axhline(
+                    b["rss_mb_first_window"] * RSS_BAR,
+                    color="tab:red",
+                    ls="--",
+                    label=f"bar: {RSS_BAR} x RSS after {doc['parameters']['every']:,}",
+                )
             ax.legend(fontsize=8, loc="lower right")
             ax = axes[1][col]
             ax.plot(xs, held, marker="o", color="tab:green", label="held in arrangements")
             comp = [cp.get("compacted_updates", {}).get("total") for cp in cps]
             if all(c is not None for c in comp):
-                ax.plot(xs, comp, marker=".", color="tab:olive",
-                        label="after full compaction (distinct)")
+                ax.plot(
+                    xs,
+                    comp,
+                    marker=".",
+                    color="tab:olive",
+                    label="after full compaction (distinct)",
+                )
             outside = [cp["arrangements"]["total"].get("held", 0) for cp in cps]
             if any(outside):
-                ax.plot(xs, outside, marker=".", color="tab:brown",
-                        label="held by operators outside traces")
+                ax.plot(
+                    xs,
+                    outside,
+                    marker=".",
+                    color="tab:brown",
+                    label="held by operators outside traces",
+                )
             ax.set_ylim(bottom=0, top=max(held) * 1.3 if max(held) else 1)
             ax.set_ylabel("updates")
             ax.legend(fontsize=8, loc="lower right")
             ax = axes[2][col]
-            for key, style in (("p50_ms", ":"), ("p90_ms", "--"), ("p99_ms", "-"),
-                               ("max_ms", "")):
+            for key, style in (("p50_ms", ":"), ("p90_ms", "--"), ("p99_ms", "-"), ("max_ms", "")):
                 ys = [cp["latency"][key] for cp in lat]
                 if style:
                     ax.plot(lx, ys, ls=style, marker="o", label=key[:-3])
@@ -485,11 +511,16 @@ def draw_png(doc: dict[str, Any]) -> Any:
                     ax.plot(lx, ys, ls="none", marker="x", color="grey", label="max")
             b = doc["bars"].get(name, {}).get("p99")
             if b:
-                ax.axhline(b["p99_ms_second_window"] * P99_BAR, color="tab:red", ls="--",
-                           label=f"bar: {P99_BAR} x p99 of window 2")
+                ax.axhline(
+                    b["p99_ms_second_window"] * P99_BAR,
+                    color="tab:red",
+                    ls="--",
+                    label=f"bar: {P99_BAR} x p99 of window 2",
+                )
             ax.set_ylim(bottom=0)
-            ax.set_ylabel(f"round latency per window (ms), {doc['parameters']['batch']:,} "
-                          "changes/round")
+            ax.set_ylabel(
+                f"round latency per window (ms), {doc['parameters']['batch']:,} changes/round"
+            )
             ax.set_xlabel("changes")
             ax.legend(fontsize=7, loc="lower left", ncol=5)
             for r in range(3):
@@ -511,8 +542,14 @@ def worker_argv(args: argparse.Namespace, name: str) -> list[str]:
         "--bfs-nodes", str(args.bfs_nodes),
         "--bfs-edges", str(args.bfs_edges),
     ]  # fmt: skip
-    for flag in ("quiet", "no_check", "no_tune_malloc", "keep_rounds", "count_objects",
-                 "compacted"):
+    for flag in (
+        "quiet",
+        "no_check",
+        "no_tune_malloc",
+        "keep_rounds",
+        "count_objects",
+        "compacted",
+    ):
         if getattr(args, flag):
             argv.append("--" + flag.replace("_", "-"))
     return argv
@@ -526,15 +563,19 @@ def run_parent(args: argparse.Namespace) -> int:
     for name in args.workload:
         log(f"== {name}", quiet=args.quiet)
         try:
-            results[name] = run_impl_subprocess(script, worker_argv(args, name),
-                                                timeout=args.timeout)
+            results[name] = run_impl_subprocess(
+                script, worker_argv(args, name), timeout=args.timeout
+            )
         except BenchmarkError as exc:
             errors[name] = str(exc)
             log(f"!! {name} failed: {exc}", quiet=False)
         loads.append(machine_info()["load_average_1_5_15m"])
     all_bars = {name: bars(res, args.every) for name, res in results.items()}
-    wrong = [n for n, r in results.items()
-             if r["check"].get("checked") and not r["check"].get("matches_reference")]
+    wrong = [
+        n
+        for n, r in results.items()
+        if r["check"].get("checked") and not r["check"].get("matches_reference")
+    ]
     held = [b["holds"] for wb in all_bars.values() for b in wb.values()]
     doc: dict[str, Any] = {
         "benchmark": "soak",
@@ -575,8 +616,10 @@ def run_parent(args: argparse.Namespace) -> int:
         save_png(args.png, draw_png(doc), quiet=args.quiet)
     for name, wb in all_bars.items():
         for k, b in wb.items():
-            log(f"{name} {k}: ratio {b['ratio']} -> {'holds' if b['holds'] else 'FAILS'}",
-                quiet=args.quiet)
+            log(
+                f"{name} {k}: ratio {b['ratio']} -> {'holds' if b['holds'] else 'FAILS'}",
+                quiet=args.quiet,
+            )
     if wrong:
         log(f"!! WRONG RESULT for {wrong}", quiet=False)
         return 2
@@ -589,39 +632,64 @@ def run_parent(args: argparse.Namespace) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description="ddflow soak benchmark: memory and latency over many changes; "
-        "prints JSON.",
+        description="ddflow soak benchmark: memory and latency over many changes; prints JSON.",
     )
     p.add_argument("--changes", type=int, default=1_000_000, help="changes per workload")
     p.add_argument("--batch", type=int, default=1000, help="changes per round (default 1000)")
-    p.add_argument("--every", type=int, default=100_000,
-                   help="changes between checkpoints of the record (default 100000)")
+    p.add_argument(
+        "--every",
+        type=int,
+        default=100_000,
+        help="changes between checkpoints of the record (default 100000)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workload", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     p.add_argument("--degrees-nodes", type=int, default=100_000)
     p.add_argument("--degrees-edges", type=int, default=500_000)
     p.add_argument("--bfs-nodes", type=int, default=20_000)
     p.add_argument("--bfs-edges", type=int, default=100_000)
-    p.add_argument("--no-check", action="store_true",
-                   help="no output sink and no check against the from-scratch answer")
-    p.add_argument("--no-tune-malloc", action="store_true",
-                   help="leave glibc malloc at its defaults (ddflow's worker processes tune it)")
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="no output sink and no check against the from-scratch answer",
+    )
+    p.add_argument(
+        "--no-tune-malloc",
+        action="store_true",
+        help="leave glibc malloc at its defaults (ddflow's worker processes tune it)",
+    )
     p.add_argument("--keep-rounds", action="store_true", help="every round's time in the JSON")
-    p.add_argument("--count-objects", action="store_true",
-                   help="also record len(gc.get_objects()) at each checkpoint")
-    p.add_argument("--compacted", action="store_true",
-                   help="also record the updates the arrangements hold once fully compacted "
-                        "(a sort of every held update per checkpoint: its temporaries raise "
-                        "the RSS of later checkpoints, so not for the record run)")
+    p.add_argument(
+        "--count-objects",
+        action="store_true",
+        help="also record len(gc.get_objects()) at each checkpoint",
+    )
+    p.add_argument(
+        "--compacted",
+        action="store_true",
+        help="also record the updates the arrangements hold once fully compacted "
+        "(a sort of every held update per checkpoint: its temporaries raise "
+        "the RSS of later checkpoints, so not for the record run)",
+    )
     p.add_argument("--png", metavar="PATH", help="draw a PNG (needs matplotlib)")
     p.add_argument("--json", metavar="PATH", help="also write the JSON to PATH")
     p.add_argument("--timeout", type=float, default=4 * 3600.0, help="per-workload time-out, s")
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    p.add_argument("--worker", choices=WORKLOADS,
-                   help="run only this workload in this process and print its JSON on one line")
+    p.add_argument(
+        "--worker",
+        choices=WORKLOADS,
+        help="run only this workload in this process and print its JSON on one line",
+    )
     args = p.parse_args(argv)
-    for opt in ("changes", "batch", "every", "degrees_nodes", "degrees_edges", "bfs_nodes",
-                "bfs_edges"):
+    for opt in (
+        "changes",
+        "batch",
+        "every",
+        "degrees_nodes",
+        "degrees_edges",
+        "bfs_nodes",
+        "bfs_edges",
+    ):
         if getattr(args, opt) < 1:
             p.error(f"--{opt.replace('_', '-')} must be at least 1")
     return args

@@ -31,11 +31,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ddflow as dd  # noqa: E402
 from _common import emit_json, log, machine_info, now, save_png, timing_stats_ms  # noqa: E402
 from ddflow.algorithms import shortest_paths, shortest_paths_monoid  # noqa: E402
-from ddflow.runtime.memory import tune_malloc  # noqa: E402
+from ddflow.runtimes.memory import tune_malloc  # noqa: E402
 
 
-def dijkstra(nodes: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
-             root: int) -> dict[int, int]:
+def dijkstra(
+    nodes: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray, root: int
+) -> dict[int, int]:
     """From-scratch distances (binary heap over a CSR adjacency)."""
     order = np.argsort(src, kind="stable")
     s, d, ww = src[order], dst[order].tolist(), w[order].tolist()
@@ -54,8 +55,9 @@ def dijkstra(nodes: int, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
     return dist
 
 
-def run(impl: str, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
-        adds: np.ndarray, quiet: bool) -> dict[str, Any]:
+def run(
+    impl: str, src: np.ndarray, dst: np.ndarray, w: np.ndarray, adds: np.ndarray, quiet: bool
+) -> dict[str, Any]:
     algo = shortest_paths if impl == "ordinary" else shortest_paths_monoid
     worker = dd.Worker()
     e_in, edges = worker.new_collection()
@@ -89,14 +91,21 @@ def run(impl: str, src: np.ndarray, dst: np.ndarray, w: np.ndarray,
     total = now() - t0
     log(f"  {impl}: {len(adds)} additions in {total:.2f} s", quiet=quiet)
     final = {k: v for (k, v), c in cap.at(t - 1).items() if c == 1}
-    return {"load_s": load, "additions_s": total, "round_ms": timing_stats_ms(rounds),
-            "rounds": rounds, "after_load": after_load, "final": final,
-            "held_updates": sum(s["updates"] for s in worker.stats())}
+    return {
+        "load_s": load,
+        "additions_s": total,
+        "round_ms": timing_stats_ms(rounds),
+        "rounds": rounds,
+        "after_load": after_load,
+        "final": final,
+        "held_updates": sum(s["updates"] for s in worker.stats()),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--nodes", type=int, default=100_000)
     ap.add_argument("--degree", type=int, default=20)
     ap.add_argument("--max-weight", type=int, default=1000)
@@ -114,10 +123,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     src = rng.integers(0, a.nodes, m)
     dst = rng.integers(0, a.nodes, m)
     w = rng.integers(0, a.max_weight + 1, m)
-    adds = np.stack([rng.integers(0, a.nodes, a.additions), rng.integers(0, a.nodes, a.additions),
-                     rng.integers(0, a.max_weight + 1, a.additions)], axis=1)
-    log(f"sssp: {a.nodes} nodes, {m} edges, weights 0-{a.max_weight}, {a.additions} additions",
-        quiet=a.quiet)
+    adds = np.stack(
+        [
+            rng.integers(0, a.nodes, a.additions),
+            rng.integers(0, a.nodes, a.additions),
+            rng.integers(0, a.max_weight + 1, a.additions),
+        ],
+        axis=1,
+    )
+    log(
+        f"sssp: {a.nodes} nodes, {m} edges, weights 0-{a.max_weight}, {a.additions} additions",
+        quiet=a.quiet,
+    )
     res = {impl: run(impl, src, dst, w, adds, a.quiet) for impl in a.impls.split(",")}
     impls = list(res)
     agree = {
@@ -125,8 +142,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "final": all(res[i]["final"] == res[impls[0]]["final"] for i in impls),
     }
     if a.check:
-        want = dijkstra(a.nodes, np.concatenate([src, adds[:, 0]]),
-                        np.concatenate([dst, adds[:, 1]]), np.concatenate([w, adds[:, 2]]), 0)
+        want = dijkstra(
+            a.nodes,
+            np.concatenate([src, adds[:, 0]]),
+            np.concatenate([dst, adds[:, 1]]),
+            np.concatenate([w, adds[:, 2]]),
+            0,
+        )
         agree["dijkstra"] = all(res[i]["final"] == want for i in impls)
     speedup = None
     if "monoid" in res and "ordinary" in res:
@@ -135,8 +157,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "benchmark": "sssp",
         "machine": machine_info(),
         "params": vars(a),
-        "results": {i: {k: v for k, v in r.items() if k not in ("rounds", "after_load", "final")}
-                    for i, r in res.items()},
+        "results": {
+            i: {k: v for k, v in r.items() if k not in ("rounds", "after_load", "final")}
+            for i, r in res.items()
+        },
         "reached": len(res[impls[0]]["final"]),
         "answers_equal": agree,
         "additions_speedup_monoid_vs_ordinary": speedup,
@@ -144,18 +168,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     emit_json(doc, path=a.json)
     if a.png:
+
         def draw(plt: Any) -> None:
             fig, ax = plt.subplots(figsize=(6, 4))
             for i, r in res.items():
                 v = np.sort(np.array(r["rounds"]) * 1e3)
-                ax.plot(v, np.arange(1, len(v) + 1) / len(v),
-                        label=f"{i}: {r['additions_s']:.2f} s total")
+                ax.plot(
+                    v,
+                    np.arange(1, len(v) + 1) / len(v),
+                    label=f"{i}: {r['additions_s']:.2f} s total",
+                )
             ax.set_xscale("log")
             ax.set_xlabel("round time for one edge addition (ms)")
             ax.set_ylabel("fraction of rounds")
             ax.set_title(f"shortest paths, {a.nodes // 1000}k nodes, degree {a.degree}")
             ax.legend()
             ax.grid(alpha=0.3)
+
         save_png(a.png, draw, quiet=a.quiet)
     return doc
 

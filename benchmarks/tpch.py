@@ -66,14 +66,17 @@ class Progress:
         spent = time.perf_counter() - self.t0
         eta = spent / frac - spent if frac > 0 else 0.0
         bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
-        sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} {label[:40]:40s} "
-                         f"eta {int(eta) // 60}m{int(eta) % 60:02d}s")
+        sys.stderr.write(
+            f"\r[{bar}] {self.done}/{self.total} {label[:40]:40s} "
+            f"eta {int(eta) // 60}m{int(eta) % 60:02d}s"
+        )
         sys.stderr.flush()
         if self.done >= self.total:
             sys.stderr.write("\n")
 
 
 # --- dict-per-record baselines ------------------------------------------------------------
+
 
 def dict_q1(data: Tables, s: Stream) -> float:
     """Q1 with a dict of group sums updated record by record."""
@@ -82,8 +85,15 @@ def dict_q1(data: Tables, s: Stream) -> float:
 
 def _dict_q1(data: Tables, s: Stream) -> tuple[float, dict[tuple[int, int], list[int]]]:
     cols = data.columns["lineitem"]
-    names = ("l_returnflag", "l_linestatus", "l_quantity", "l_extendedprice", "l_discount",
-             "l_tax", "l_shipdate")
+    names = (
+        "l_returnflag",
+        "l_linestatus",
+        "l_quantity",
+        "l_extendedprice",
+        "l_discount",
+        "l_tax",
+        "l_shipdate",
+    )
     rows, diffs, times = s.events("lineitem")
     feed = _batches(rows, diffs, times, [cols[c] for c in names])
     cutoff = date_days("1998-09-02")
@@ -111,8 +121,12 @@ def _dict_q1(data: Tables, s: Stream) -> tuple[float, dict[tuple[int, int], list
 def dict_q6(data: Tables, s: Stream) -> float:
     cols = data.columns["lineitem"]
     rows, diffs, times = s.events("lineitem")
-    feed = _batches(rows, diffs, times, [cols[c] for c in (
-        "l_quantity", "l_extendedprice", "l_discount", "l_shipdate")])
+    feed = _batches(
+        rows,
+        diffs,
+        times,
+        [cols[c] for c in ("l_quantity", "l_extendedprice", "l_discount", "l_shipdate")],
+    )
     lo, hi = date_days("1994-01-01"), date_days("1995-01-01")
     total = 0
     t0 = time.perf_counter()
@@ -133,7 +147,8 @@ def dict_q13(data: Tables, s: Stream) -> float:
     ocols = data.columns["orders"]
     events = sorted(
         [(int(t), 0, int(r), int(d)) for r, d, t in zip(c_rows, c_diffs, c_times, strict=False)]
-        + [(int(t), 1, int(r), int(d)) for r, d, t in zip(o_rows, o_diffs, o_times, strict=False)])
+        + [(int(t), 1, int(r), int(d)) for r, d, t in zip(o_rows, o_diffs, o_times, strict=False)]
+    )
     cust = data.columns["customer"]["c_custkey"].tolist()
     okey_cust = ocols["o_custkey"].tolist()
     ok = plain[ocols["o_comment"]].tolist()
@@ -166,8 +181,9 @@ def dict_q13(data: Tables, s: Stream) -> float:
     return time.perf_counter() - t0
 
 
-def _batches(rows: np.ndarray, diffs: np.ndarray, times: np.ndarray,
-             cols: list[np.ndarray]) -> list[list[tuple[int, ...]]]:
+def _batches(
+    rows: np.ndarray, diffs: np.ndarray, times: np.ndarray, cols: list[np.ndarray]
+) -> list[list[tuple[int, ...]]]:
     """Per batch, the records as Python tuples (with the diff last), read before timing."""
     recs = list(zip(*[c[rows].tolist() for c in cols], diffs.tolist(), strict=True))
     bounds = np.flatnonzero(np.diff(times)) + 1
@@ -183,8 +199,10 @@ DICT_BASELINES = {1: dict_q1, 6: dict_q6, 13: dict_q13}
 
 # --- DuckDB recomputation ---------------------------------------------------------------------
 
-def duckdb_recompute(n: int, data: Tables, batch: int, samples: int, refresh: float
-                     ) -> dict[str, Any]:
+
+def duckdb_recompute(
+    n: int, data: Tables, batch: int, samples: int, refresh: float
+) -> dict[str, Any]:
     """DuckDB recomputing ``q<n>`` after each batch of ``batch`` rows, estimated from
     ``samples`` timed batches (median of 3 runs each) spread over the stream."""
     import duckdb
@@ -211,12 +229,18 @@ def duckdb_recompute(n: int, data: Tables, batch: int, samples: int, refresh: fl
             for table in QUERIES[n].tables:
                 con.unregister(table)
     est = np.interp(np.arange(s.rounds), picks, measured)
-    return {"batch": batch, "rounds": s.rounds, "estimated_total_s": round(float(est.sum()), 3),
-            "sampled_batches": [int(p) for p in picks],
-            "sampled_s": [round(x, 5) for x in measured], "estimated": True}
+    return {
+        "batch": batch,
+        "rounds": s.rounds,
+        "estimated_total_s": round(float(est.sum()), 3),
+        "sampled_batches": [int(p) for p in picks],
+        "sampled_s": [round(x, 5) for x in measured],
+        "estimated": True,
+    }
 
 
 # --- Pathway ------------------------------------------------------------------------------
+
 
 def pathway_q1(data: Tables, s: Stream) -> float | None:
     """Q1 in Pathway over the same line-item events (None when pathway is missing)."""
@@ -229,28 +253,49 @@ def pathway_q1(data: Tables, s: Stream) -> float | None:
     cols = data.columns["lineitem"]
     rows, diffs, times = s.events("lineitem")
     cutoff = date_days("1998-09-02")
-    frame = pd.DataFrame({
-        "flag": cols["l_returnflag"][rows], "status": cols["l_linestatus"][rows],
-        "qty": cols["l_quantity"][rows], "price": cols["l_extendedprice"][rows],
-        "disc": cols["l_discount"][rows], "tax": cols["l_tax"][rows],
-        "ship": cols["l_shipdate"][rows],
-        "__time__": 2 * (times + 1), "__diff__": diffs,
-    })
+    frame = pd.DataFrame(
+        {
+            "flag": cols["l_returnflag"][rows],
+            "status": cols["l_linestatus"][rows],
+            "qty": cols["l_quantity"][rows],
+            "price": cols["l_extendedprice"][rows],
+            "disc": cols["l_discount"][rows],
+            "tax": cols["l_tax"][rows],
+            "ship": cols["l_shipdate"][rows],
+            "__time__": 2 * (times + 1),
+            "__diff__": diffs,
+        }
+    )
     t = pw.debug.table_from_pandas(frame, id_from=None)
     f = t.filter(t.ship <= cutoff)
-    t = f.select(f.flag, f.status, f.qty, f.price, f.disc,
-                 dp=f.price * (100 - f.disc), ch=f.price * (100 - f.disc) * (100 + f.tax))
+    t = f.select(
+        f.flag,
+        f.status,
+        f.qty,
+        f.price,
+        f.disc,
+        dp=f.price * (100 - f.disc),
+        ch=f.price * (100 - f.disc) * (100 + f.tax),
+    )
     res = t.groupby(t.flag, t.status).reduce(
-        t.flag, t.status, n=pw.reducers.count(), q=pw.reducers.sum(t.qty),
-        p=pw.reducers.sum(t.price), dp=pw.reducers.sum(t.dp), ch=pw.reducers.sum(t.ch),
-        d=pw.reducers.sum(t.disc))
+        t.flag,
+        t.status,
+        n=pw.reducers.count(),
+        q=pw.reducers.sum(t.qty),
+        p=pw.reducers.sum(t.price),
+        dp=pw.reducers.sum(t.dp),
+        ch=pw.reducers.sum(t.ch),
+        d=pw.reducers.sum(t.disc),
+    )
     t0 = time.perf_counter()
     got = pw.debug.table_to_pandas(res)
     secs = time.perf_counter() - t0
     # Pathway's final answer must be Q1's (the dict baseline's exact sums).
     want = _dict_q1(data, s)[1]
-    have = {(int(r.flag), int(r.status)): [int(r.n), int(r.q), int(r.p), int(r.dp), int(r.ch),
-                                           int(r.d)] for r in got.itertuples()}
+    have = {
+        (int(r.flag), int(r.status)): [int(r.n), int(r.q), int(r.p), int(r.dp), int(r.ch), int(r.d)]
+        for r in got.itertuples()
+    }
     if have != want:
         raise AssertionError(f"pathway's Q1 differs: {have} != {want}")
     return secs
@@ -258,30 +303,45 @@ def pathway_q1(data: Tables, s: Stream) -> float | None:
 
 # --- main --------------------------------------------------------------------------------
 
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--queries", default="all", help="comma-separated numbers or 'all'")
     p.add_argument("--sf", type=float, default=1.0, help="scale factor (default 1)")
     p.add_argument("--batches", default="1000,10000,100000", help="batch sizes in rows")
-    p.add_argument("--window", type=int, default=100_000,
-                   help="rows of input allowed ahead of the computation (0: none)")
-    p.add_argument("--refresh", type=float, default=0.001,
-                   help="fraction of orders inserted by RF1 and deleted by RF2")
+    p.add_argument(
+        "--window",
+        type=int,
+        default=100_000,
+        help="rows of input allowed ahead of the computation (0: none)",
+    )
+    p.add_argument(
+        "--refresh",
+        type=float,
+        default=0.001,
+        help="fraction of orders inserted by RF1 and deleted by RF2",
+    )
     p.add_argument("--repeat", type=int, default=1, help="runs per configuration (median)")
-    p.add_argument("--baselines", default="dict,duckdb,pathway",
-                   help="comma-separated: dict, duckdb, pathway (or 'none')")
+    p.add_argument(
+        "--baselines",
+        default="dict,duckdb,pathway",
+        help="comma-separated: dict, duckdb, pathway (or 'none')",
+    )
     p.add_argument("--duckdb-batch", type=int, default=10_000)
     p.add_argument("--duckdb-samples", type=int, default=8)
     p.add_argument("--check", action="store_true", help="compare final answers with DuckDB")
     p.add_argument("--json", metavar="PATH")
     p.add_argument("--png", metavar="PATH")
-    p.add_argument("--replot", metavar="JSON",
-                   help="only redraw --png from an earlier run's JSON")
+    p.add_argument("--replot", metavar="JSON", help="only redraw --png from an earlier run's JSON")
     p.add_argument("--quiet", action="store_true")
-    p.add_argument("--sql", action="store_true",
-                   help="time the queries from SQL text (ddflow.sql) against the hand-written "
-                        "dataflows (tpch_sql.py; use --window 0: a SQL commit is one batch)")
+    p.add_argument(
+        "--sql",
+        action="store_true",
+        help="time the queries from SQL text (ddflow.sql) against the hand-written "
+        "dataflows (tpch_sql.py; use --window 0: a SQL commit is one batch)",
+    )
     return p.parse_args(argv)
 
 
@@ -296,18 +356,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from tpch_sql import sql_benchmark
 
         return sql_benchmark(args)
-    queries = sorted(QUERIES) if args.queries == "all" else [
-        int(x) for x in args.queries.split(",")]
+    queries = (
+        sorted(QUERIES) if args.queries == "all" else [int(x) for x in args.queries.split(",")]
+    )
     batches = [int(x) for x in args.batches.split(",")]
     baselines = set() if args.baselines == "none" else set(args.baselines.split(","))
     t0 = time.perf_counter()
     data = load_tables(args.sf)
-    log(f"tables at SF {args.sf:g} loaded in {time.perf_counter() - t0:.1f} s",
-        quiet=args.quiet)
-    steps = len(queries) * (len(batches) * args.repeat + ("duckdb" in baselines)
-                            + args.check) + sum(
-        1 for q in queries if q in DICT_BASELINES and "dict" in baselines) + (
-        "pathway" in baselines and 1 in queries)
+    log(f"tables at SF {args.sf:g} loaded in {time.perf_counter() - t0:.1f} s", quiet=args.quiet)
+    steps = (
+        len(queries) * (len(batches) * args.repeat + ("duckdb" in baselines) + args.check)
+        + sum(1 for q in queries if q in DICT_BASELINES and "dict" in baselines)
+        + ("pathway" in baselines and 1 in queries)
+    )
     bar = Progress(steps, args.quiet)
     results = []
     for n in queries:
@@ -316,15 +377,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for b in batches:
             secs = []
             for _ in range(args.repeat):
-                last = run_query(n, data, batch=b, window_rows=args.window,
-                                 refresh=args.refresh)
+                last = run_query(n, data, batch=b, window_rows=args.window, refresh=args.refresh)
                 secs.append(last.seconds)
                 bar.step(f"q{n} batch {b}")
-            entry["runs"].append({
-                "batch": b, "rounds": last.stream.rounds, "events": last.events,
-                "seconds": [round(x, 4) for x in secs], "median_s": round(median(secs), 4),
-                "events_per_s": round(last.events / median(secs)),
-            })
+            entry["runs"].append(
+                {
+                    "batch": b,
+                    "rounds": last.stream.rounds,
+                    "events": last.events,
+                    "seconds": [round(x, 4) for x in secs],
+                    "median_s": round(median(secs), 4),
+                    "events_per_s": round(last.events / median(secs)),
+                }
+            )
         entry["events"] = last.events
         if args.check:
             t = last.stream.rounds - 1
@@ -332,23 +397,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             entry["check"] = bad if bad else "equal to DuckDB"
             bar.step(f"q{n} check")
         if "dict" in baselines and n in DICT_BASELINES:
-            s = make_stream(data, tuple(QUERIES[n].tables), batch=batches[0],
-                            refresh=args.refresh)
+            s = make_stream(data, tuple(QUERIES[n].tables), batch=batches[0], refresh=args.refresh)
             secs = DICT_BASELINES[n](data, s)
-            entry["dict"] = {"batch": batches[0], "seconds": round(secs, 4),
-                             "events_per_s": round(len(s) / secs)}
+            entry["dict"] = {
+                "batch": batches[0],
+                "seconds": round(secs, 4),
+                "events_per_s": round(len(s) / secs),
+            }
             bar.step(f"q{n} dict baseline")
         if "pathway" in baselines and n == 1:
-            s = make_stream(data, tuple(QUERIES[n].tables), batch=batches[0],
-                            refresh=args.refresh)
+            s = make_stream(data, tuple(QUERIES[n].tables), batch=batches[0], refresh=args.refresh)
             secs = pathway_q1(data, s)
-            entry["pathway"] = None if secs is None else {
-                "batch": batches[0], "seconds": round(secs, 3),
-                "events_per_s": round(len(s) / secs)}
+            entry["pathway"] = (
+                None
+                if secs is None
+                else {
+                    "batch": batches[0],
+                    "seconds": round(secs, 3),
+                    "events_per_s": round(len(s) / secs),
+                }
+            )
             bar.step("q1 pathway")
         if "duckdb" in baselines:
             entry["duckdb_recompute"] = duckdb_recompute(
-                n, data, args.duckdb_batch, args.duckdb_samples, args.refresh)
+                n, data, args.duckdb_batch, args.duckdb_samples, args.refresh
+            )
             bar.step(f"q{n} duckdb")
         best = min(r["median_s"] for r in entry["runs"])
         worst = max(r["median_s"] for r in entry["runs"])
@@ -356,11 +429,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             entry["speedup_vs_dict"] = round(entry["dict"]["seconds"] / worst, 2)
         if "duckdb_recompute" in entry:
             entry["speedup_vs_duckdb_recompute"] = round(
-                entry["duckdb_recompute"]["estimated_total_s"] / worst, 2)
+                entry["duckdb_recompute"]["estimated_total_s"] / worst, 2
+            )
         entry["best_s"], entry["worst_s"] = best, worst
         results.append(entry)
-    doc = {"benchmark": "tpch", "machine": machine_info(("ddflow", "duckdb", "pathway")),
-           "params": vars(args), "results": results}
+    doc = {
+        "benchmark": "tpch",
+        "machine": machine_info(("ddflow", "duckdb", "pathway")),
+        "params": vars(args),
+        "results": results,
+    }
     emit_json(doc, path=args.json)
     if args.png:
         save_png(args.png, lambda plt: draw(plt, doc), quiet=args.quiet)
@@ -372,15 +450,26 @@ def draw(plt: Any, doc: dict[str, Any]) -> None:
     batches = [r["batch"] for r in res[0]["runs"]]
     series: list[tuple[str, list[float]]] = [
         (f"ddflow, batch {b}", [r["events"] / r["runs"][i]["median_s"] for r in res])
-        for i, b in enumerate(batches)]
-    series.append((f"DuckDB recompute per {doc['params']['duckdb_batch']} rows (est.)",
-                   [r["events"] / r["duckdb_recompute"]["estimated_total_s"]
-                    if r.get("duckdb_recompute") else 0 for r in res]))
-    series.append(("dict per record",
-                   [r["dict"]["events_per_s"] if r.get("dict") else 0 for r in res]))
+        for i, b in enumerate(batches)
+    ]
+    series.append(
+        (
+            f"DuckDB recompute per {doc['params']['duckdb_batch']} rows (est.)",
+            [
+                r["events"] / r["duckdb_recompute"]["estimated_total_s"]
+                if r.get("duckdb_recompute")
+                else 0
+                for r in res
+            ],
+        )
+    )
+    series.append(
+        ("dict per record", [r["dict"]["events_per_s"] if r.get("dict") else 0 for r in res])
+    )
     if any(r.get("pathway") for r in res):
-        series.append(("Pathway", [r["pathway"]["events_per_s"] if r.get("pathway") else 0
-                                   for r in res]))
+        series.append(
+            ("Pathway", [r["pathway"]["events_per_s"] if r.get("pathway") else 0 for r in res])
+        )
     fig, ax = plt.subplots(figsize=(min(16, max(8, 0.7 * len(res))), 5.5))
     width = 0.85 / len(series)
     xs = np.arange(len(res))

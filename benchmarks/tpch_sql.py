@@ -56,45 +56,110 @@ Row = tuple[Any, ...]
 
 # --- schema --------------------------------------------------------------------------------
 
-_I64, _I32, _DEC, _DATE, _STR = (pa.int64(), pa.int32(), pa.decimal128(15, 2), pa.date32(),
-                                 pa.string())
+_I64, _I32, _DEC, _DATE, _STR = (
+    pa.int64(),
+    pa.int32(),
+    pa.decimal128(15, 2),
+    pa.date32(),
+    pa.string(),
+)
 
 #: Column name and Arrow type of every table, as TPC-H (section 1.4) types them:
 #: identifiers BIGINT, integers INT, decimals DECIMAL(15,2), dates DATE, text STRING.
 SCHEMAS: dict[str, pa.Schema] = {
     "region": pa.schema([("r_regionkey", _I64), ("r_name", _STR), ("r_comment", _STR)]),
-    "nation": pa.schema([("n_nationkey", _I64), ("n_name", _STR), ("n_regionkey", _I64),
-                         ("n_comment", _STR)]),
-    "supplier": pa.schema([
-        ("s_suppkey", _I64), ("s_name", _STR), ("s_address", _STR), ("s_nationkey", _I64),
-        ("s_phone", _STR), ("s_acctbal", _DEC), ("s_comment", _STR)]),
-    "part": pa.schema([
-        ("p_partkey", _I64), ("p_name", _STR), ("p_mfgr", _STR), ("p_brand", _STR),
-        ("p_type", _STR), ("p_size", _I32), ("p_container", _STR), ("p_retailprice", _DEC),
-        ("p_comment", _STR)]),
-    "partsupp": pa.schema([
-        ("ps_partkey", _I64), ("ps_suppkey", _I64), ("ps_availqty", _I32),
-        ("ps_supplycost", _DEC), ("ps_comment", _STR)]),
-    "customer": pa.schema([
-        ("c_custkey", _I64), ("c_name", _STR), ("c_address", _STR), ("c_nationkey", _I64),
-        ("c_phone", _STR), ("c_acctbal", _DEC), ("c_mktsegment", _STR), ("c_comment", _STR)]),
-    "orders": pa.schema([
-        ("o_orderkey", _I64), ("o_custkey", _I64), ("o_orderstatus", _STR),
-        ("o_totalprice", _DEC), ("o_orderdate", _DATE), ("o_orderpriority", _STR),
-        ("o_clerk", _STR), ("o_shippriority", _I32), ("o_comment", _STR)]),
-    "lineitem": pa.schema([
-        ("l_orderkey", _I64), ("l_partkey", _I64), ("l_suppkey", _I64), ("l_linenumber", _I32),
-        ("l_quantity", _DEC), ("l_extendedprice", _DEC), ("l_discount", _DEC), ("l_tax", _DEC),
-        ("l_returnflag", _STR), ("l_linestatus", _STR), ("l_shipdate", _DATE),
-        ("l_commitdate", _DATE), ("l_receiptdate", _DATE), ("l_shipinstruct", _STR),
-        ("l_shipmode", _STR), ("l_comment", _STR)]),
+    "nation": pa.schema(
+        [("n_nationkey", _I64), ("n_name", _STR), ("n_regionkey", _I64), ("n_comment", _STR)]
+    ),
+    "supplier": pa.schema(
+        [
+            ("s_suppkey", _I64),
+            ("s_name", _STR),
+            ("s_address", _STR),
+            ("s_nationkey", _I64),
+            ("s_phone", _STR),
+            ("s_acctbal", _DEC),
+            ("s_comment", _STR),
+        ]
+    ),
+    "part": pa.schema(
+        [
+            ("p_partkey", _I64),
+            ("p_name", _STR),
+            ("p_mfgr", _STR),
+            ("p_brand", _STR),
+            ("p_type", _STR),
+            ("p_size", _I32),
+            ("p_container", _STR),
+            ("p_retailprice", _DEC),
+            ("p_comment", _STR),
+        ]
+    ),
+    "partsupp": pa.schema(
+        [
+            ("ps_partkey", _I64),
+            ("ps_suppkey", _I64),
+            ("ps_availqty", _I32),
+            ("ps_supplycost", _DEC),
+            ("ps_comment", _STR),
+        ]
+    ),
+    "customer": pa.schema(
+        [
+            ("c_custkey", _I64),
+            ("c_name", _STR),
+            ("c_address", _STR),
+            ("c_nationkey", _I64),
+            ("c_phone", _STR),
+            ("c_acctbal", _DEC),
+            ("c_mktsegment", _STR),
+            ("c_comment", _STR),
+        ]
+    ),
+    "orders": pa.schema(
+        [
+            ("o_orderkey", _I64),
+            ("o_custkey", _I64),
+            ("o_orderstatus", _STR),
+            ("o_totalprice", _DEC),
+            ("o_orderdate", _DATE),
+            ("o_orderpriority", _STR),
+            ("o_clerk", _STR),
+            ("o_shippriority", _I32),
+            ("o_comment", _STR),
+        ]
+    ),
+    "lineitem": pa.schema(
+        [
+            ("l_orderkey", _I64),
+            ("l_partkey", _I64),
+            ("l_suppkey", _I64),
+            ("l_linenumber", _I32),
+            ("l_quantity", _DEC),
+            ("l_extendedprice", _DEC),
+            ("l_discount", _DEC),
+            ("l_tax", _DEC),
+            ("l_returnflag", _STR),
+            ("l_linestatus", _STR),
+            ("l_shipdate", _DATE),
+            ("l_commitdate", _DATE),
+            ("l_receiptdate", _DATE),
+            ("l_shipinstruct", _STR),
+            ("l_shipmode", _STR),
+            ("l_comment", _STR),
+        ]
+    ),
 }
 
 #: The key columns of every table (TPC-H's primary keys): an update keeps them.
 KEYS: dict[str, tuple[str, ...]] = {
-    "region": ("r_regionkey",), "nation": ("n_nationkey",), "supplier": ("s_suppkey",),
-    "part": ("p_partkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
-    "customer": ("c_custkey",), "orders": ("o_orderkey",),
+    "region": ("r_regionkey",),
+    "nation": ("n_nationkey",),
+    "supplier": ("s_suppkey",),
+    "part": ("p_partkey",),
+    "partsupp": ("ps_partkey", "ps_suppkey"),
+    "customer": ("c_custkey",),
+    "orders": ("o_orderkey",),
     "lineitem": ("l_orderkey", "l_linenumber"),
 }
 
@@ -114,9 +179,13 @@ def _sql_type(t: pa.DataType) -> str:
 #: The primary keys of the TPC-H specification (declared in the DDL: the planner orders
 #: joins by them; they are not enforced).
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
-    "part": ("p_partkey",), "supplier": ("s_suppkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
-    "customer": ("c_custkey",), "orders": ("o_orderkey",),
-    "lineitem": ("l_orderkey", "l_linenumber"), "nation": ("n_nationkey",),
+    "part": ("p_partkey",),
+    "supplier": ("s_suppkey",),
+    "partsupp": ("ps_partkey", "ps_suppkey"),
+    "customer": ("c_custkey",),
+    "orders": ("o_orderkey",),
+    "lineitem": ("l_orderkey", "l_linenumber"),
+    "nation": ("n_nationkey",),
     "region": ("r_regionkey",),
 }
 
@@ -124,8 +193,8 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
 #: as in the TPC-H specification's schema, with its primary key.
 DDL: dict[str, str] = {
     name: f"CREATE TABLE {name} ("
-          + ", ".join(f"{f.name} {_sql_type(f.type)} NOT NULL" for f in schema)
-          + f", PRIMARY KEY ({', '.join(PRIMARY_KEYS[name])}))"
+    + ", ".join(f"{f.name} {_sql_type(f.type)} NOT NULL" for f in schema)
+    + f", PRIMARY KEY ({', '.join(PRIMARY_KEYS[name])}))"
     for name, schema in SCHEMAS.items()
 }
 
@@ -412,11 +481,14 @@ QUERY_TABLES: dict[int, tuple[str, ...]] = {
 def queries(sf: float) -> dict[int, str]:
     """The 22 queries' SQL text (Spark SQL, which DuckDB also runs) for scale factor ``sf``."""
     fraction = f"{Decimal('0.0001') / Decimal(str(sf)):f}"
-    return {n: text.strip().format(fraction=fraction) if n == 11 else text.strip()
-            for n, text in _QUERIES.items()}
+    return {
+        n: text.strip().format(fraction=fraction) if n == 11 else text.strip()
+        for n, text in _QUERIES.items()
+    }
 
 
 # --- answers -------------------------------------------------------------------------------
+
 
 def duckdb_rows(con: Any, sql: str, tables: dict[str, pa.Table]) -> list[Row]:
     """DuckDB's rows for ``sql`` over ``tables`` (registered under their names)."""
@@ -441,7 +513,8 @@ def _close(a: Any, b: Any) -> bool:
         return a is None and b is None
     if _is_number(a) and _is_number(b):
         exact = (isinstance(a, int) and isinstance(b, int)) or (
-            isinstance(a, Decimal) and isinstance(b, Decimal) and _ulp(a) == _ulp(b))
+            isinstance(a, Decimal) and isinstance(b, Decimal) and _ulp(a) == _ulp(b)
+        )
         if exact:
             return bool(a == b)
         x, y = float(a), float(b)
@@ -501,11 +574,14 @@ def _show(r: Row) -> str:
 
 # --- benchmark -----------------------------------------------------------------------------
 
-def _feed(stream: Any, raw: dict[str, pa.Table], tables: Sequence[str]
-          ) -> list[list[tuple[str, pa.Table | None, pa.Table | None]]]:
+
+def _feed(
+    stream: Any, raw: dict[str, pa.Table], tables: Sequence[str]
+) -> list[list[tuple[str, pa.Table | None, pa.Table | None]]]:
     """Per batch of ``stream``, per table, the rows it inserts and deletes (Arrow)."""
     feed: list[list[tuple[str, pa.Table | None, pa.Table | None]]] = [
-        [] for _ in range(stream.rounds)]
+        [] for _ in range(stream.rounds)
+    ]
     for t in tables:
         rows, diffs, times = stream.events(t)
         bounds = np.flatnonzero(np.diff(times)) + 1
@@ -516,14 +592,19 @@ def _feed(stream: Any, raw: dict[str, pa.Table], tables: Sequence[str]
                 continue
             r, d = rows[lo:hi], diffs[lo:hi]
             ins, dels = r[d > 0], r[d < 0]
-            feed[int(times[lo])].append((
-                t, raw[t].take(ins) if len(ins) else None,
-                raw[t].take(dels) if len(dels) else None))
+            feed[int(times[lo])].append(
+                (
+                    t,
+                    raw[t].take(ins) if len(ins) else None,
+                    raw[t].take(dels) if len(dels) else None,
+                )
+            )
     return feed
 
 
-def run_sql(n: int, sql: str, stream: Any, raw: dict[str, pa.Table]
-            ) -> tuple[float, list[Row], list[float], float]:
+def run_sql(
+    n: int, sql: str, stream: Any, raw: dict[str, pa.Table]
+) -> tuple[float, list[Row], list[float], float]:
     """Feeds ``stream`` to a ``ddflow.sql`` database with one view of ``sql``: batch ``i``
     is commit ``i``. Returns the seconds spent feeding and committing, the final rows, the
     seconds of each commit and the CPU seconds of the whole (view creation and preparing
@@ -585,11 +666,11 @@ def run_hand(n: int, data: Any, stream: Any, window: int) -> tuple[Any, float]:
     return run, clocks.seconds()
 
 
-def live_tables(stream: Any, raw: dict[str, pa.Table], tables: Sequence[str], t: int
-                ) -> dict[str, pa.Table]:
+def live_tables(
+    stream: Any, raw: dict[str, pa.Table], tables: Sequence[str], t: int
+) -> dict[str, pa.Table]:
     """The rows of ``tables`` live after batch ``t`` of ``stream``."""
-    return {name: raw[name].filter(stream.present(name, t, raw[name].num_rows))
-            for name in tables}
+    return {name: raw[name].filter(stream.present(name, t, raw[name].num_rows)) for name in tables}
 
 
 def sql_benchmark(args: Any) -> dict[str, Any]:
@@ -607,22 +688,19 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
     from ddflow.tpch.stream import make_stream
     from ddflow.tpch.tables import load_tables
 
-    nums = sorted(_QUERIES) if args.queries == "all" else [
-        int(x) for x in args.queries.split(",")]
+    nums = sorted(_QUERIES) if args.queries == "all" else [int(x) for x in args.queries.split(",")]
     batch = int(args.batches.split(",")[0])
     source = _source_revision()  # what is imported now is what runs
     t0 = time.perf_counter()
     data = load_tables(args.sf)
     raw = raw_tables(args.sf)
     texts = queries(args.sf)
-    log(f"tables at SF {args.sf:g} loaded in {time.perf_counter() - t0:.1f} s",
-        quiet=args.quiet)
+    log(f"tables at SF {args.sf:g} loaded in {time.perf_counter() - t0:.1f} s", quiet=args.quiet)
     con = duckdb.connect()
     results = []
     for n in nums:
         entry: dict[str, Any] = {"query": n, "batch": batch}
-        stream = make_stream(data, tuple(QUERIES[n].tables), batch=batch,
-                             refresh=args.refresh)
+        stream = make_stream(data, tuple(QUERIES[n].tables), batch=batch, refresh=args.refresh)
         entry["rounds"], entry["events"] = stream.rounds, len(stream)
         hand_s: list[float] = []
         sql_s: list[float] = []
@@ -654,8 +732,9 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
             entry["ratio"] = round(entry["sql_s"] / entry["hand_s"], 2)
             entry["sql_cpu_s"] = round(median(sql_cpu), 4)
             entry["cpu_ratio"] = round(entry["sql_cpu_s"] / entry["hand_cpu_s"], 2)
-        want = duckdb_rows(con, texts[n], live_tables(stream, raw, QUERY_TABLES[n],
-                                                      stream.rounds - 1))
+        want = duckdb_rows(
+            con, texts[n], live_tables(stream, raw, QUERY_TABLES[n], stream.rounds - 1)
+        )
         assert hand_rows is not None
         bad_hand = differences(hand_rows, want)
         entry["hand_vs_duckdb"] = bad_hand or "equal"
@@ -665,10 +744,13 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
         entry["rows"] = len(want)
         results.append(entry)
         log(_line(entry), quiet=args.quiet)
-    doc = {"benchmark": "tpch_sql", "machine": machine_info(("ddflow", "duckdb", "sqlglot")),
-           "ddflow_source": source,
-           "params": {k: v for k, v in vars(args).items() if k != "replot"},
-           "results": results}
+    doc = {
+        "benchmark": "tpch_sql",
+        "machine": machine_info(("ddflow", "duckdb", "sqlglot")),
+        "ddflow_source": source,
+        "params": {k: v for k, v in vars(args).items() if k != "replot"},
+        "results": results,
+    }
     emit_json(doc, path=args.json)
     if not args.quiet:
         sys.stderr.write(table(doc) + "\n")
@@ -686,44 +768,61 @@ def _source_revision() -> dict[str, Any]:
 
     def git(*cmd: str) -> str | None:
         try:
-            out = subprocess.run(["git", "-C", str(src), *cmd], capture_output=True,
-                                 text=True, timeout=10, check=False)
+            out = subprocess.run(
+                ["git", "-C", str(src), *cmd],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
         except (OSError, subprocess.SubprocessError):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
 
     status = git("status", "--porcelain", "--", ".")
-    return {"path": str(src), "commit": git("rev-parse", "--short", "HEAD"),
-            "modified": None if status is None else bool(status)}
+    return {
+        "path": str(src),
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "modified": None if status is None else bool(status),
+    }
 
 
 def _line(e: dict[str, Any]) -> str:
     if "sql_error" in e:
         return f"q{e['query']}: hand {e['hand_s']:.3f} s, SQL failed: {e['sql_error']}"
-    return (f"q{e['query']}: SQL {e['sql_s']:.3f} s, hand {e['hand_s']:.3f} s, "
-            f"ratio {e['ratio']:.2f} (CPU {e['cpu_ratio']:.2f}), "
-            f"SQL=DuckDB {e['sql_vs_duckdb'] == 'equal'}, "
-            f"SQL=hand {e['sql_vs_hand'] == 'equal'}")
+    return (
+        f"q{e['query']}: SQL {e['sql_s']:.3f} s, hand {e['hand_s']:.3f} s, "
+        f"ratio {e['ratio']:.2f} (CPU {e['cpu_ratio']:.2f}), "
+        f"SQL=DuckDB {e['sql_vs_duckdb'] == 'equal'}, "
+        f"SQL=hand {e['sql_vs_hand'] == 'equal'}"
+    )
 
 
 def table(doc: dict[str, Any]) -> str:
     """The results as a Markdown table."""
     p = doc["params"]
-    lines = [f"SF {p['sf']:g}, batch {doc['results'][0]['batch'] if doc['results'] else '-'}"
-             f" rows, hand-written window {p['window']} rows",
-             "", "| query | SQL s | hand-written s | ratio | CPU ratio | SQL = DuckDB | "
-             "SQL = hand | hand = DuckDB |", "|---|---:|---:|---:|---:|---|---|---|"]
+    lines = [
+        f"SF {p['sf']:g}, batch {doc['results'][0]['batch'] if doc['results'] else '-'}"
+        f" rows, hand-written window {p['window']} rows",
+        "",
+        "| query | SQL s | hand-written s | ratio | CPU ratio | SQL = DuckDB | "
+        "SQL = hand | hand = DuckDB |",
+        "|---|---:|---:|---:|---:|---|---|---|",
+    ]
     for e in doc["results"]:
         hand_ok = "yes" if e["hand_vs_duckdb"] == "equal" else "NO"
         if "sql_error" in e:
-            lines.append(f"| Q{e['query']} | error: {e['sql_error'][:60]} | {e['hand_s']:.3f} "
-                         f"| - | - | - | - | {hand_ok} |")
+            lines.append(
+                f"| Q{e['query']} | error: {e['sql_error'][:60]} | {e['hand_s']:.3f} "
+                f"| - | - | - | - | {hand_ok} |"
+            )
             continue
         lines.append(
             f"| Q{e['query']} | {e['sql_s']:.3f} | {e['hand_s']:.3f} | {e['ratio']:.2f} | "
             f"{e['cpu_ratio']:.2f} | "
             f"{'yes' if e['sql_vs_duckdb'] == 'equal' else 'NO'} | "
-            f"{'yes' if e['sql_vs_hand'] == 'equal' else 'NO'} | {hand_ok} |")
+            f"{'yes' if e['sql_vs_hand'] == 'equal' else 'NO'} | {hand_ok} |"
+        )
     return "\n".join(lines)
 
 
@@ -748,11 +847,11 @@ CATEGORIES: tuple[tuple[str, str, str], ...] = (
     ("count_total", "ddflow/operators/count_total.py", ""),
     ("min/max_total", "ddflow/operators/min_total.py", ""),
     ("reduce", "ddflow/operators/reduce.py", ""),
-    ("hierarchical reduce", "ddflow/operators/hierarchical.py", ""),
+    ("hierarchical reduce", "ddflow/dataflow/hierarchical.py", ""),
     ("map/filter/explode (operators/linear.py)", "ddflow/operators/linear.py", ""),
     ("lowered SQL glue (sql/lower.py)", "ddflow/sql/lower.py", ""),
     ("database commit bookkeeping", "ddflow/sql/database.py", ""),
-    ("runtime (worker, scopes, progress)", "ddflow/runtime/", ""),
+    ("runtime (worker, scopes, progress)", "ddflow/engine/", ""),
     ("core (updates, columns)", "ddflow/core/", ""),
 )
 
@@ -807,9 +906,15 @@ def profile(n: int, sf: float, batch: int, refresh: float = 0.001) -> dict[str, 
         _categorize(root, len(CATEGORIES), out)
     total = sum(out.values()) or 1.0
     shares = {k: round(100 * v / total, 1) for k, v in sorted(out.items(), key=lambda kv: -kv[1])}
-    return {"query": n, "sf": sf, "batch": batch, "seconds": round(seconds, 3),
-            "percent": shares, "plan": db.explain(sql),
-            "tree": prof.output_text(unicode=False, color=False)}
+    return {
+        "query": n,
+        "sf": sf,
+        "batch": batch,
+        "seconds": round(seconds, 3),
+        "percent": shares,
+        "plan": db.explain(sql),
+        "tree": prof.output_text(unicode=False, color=False),
+    }
 
 
 if __name__ == "__main__":

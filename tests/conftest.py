@@ -11,17 +11,24 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import pytest
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
-from ddflow.core.time import time_kind_of  # noqa: E402 - after the environment is set
-from ddflow.runtime.job import Changes, JobResult, run_job  # noqa: E402
+from ddflow import (  # noqa: E402 - after the environment is set
+    Changes,
+    InProcess,
+    JobConfig,
+    JobResult,
+    Processes,
+    RoundReport,
+    Runtime,
+)
 
 RUNTIMES = ["inprocess", "processes", "spark"]
 
@@ -44,64 +51,64 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-class Runtime:
-    """Runs a job (``build`` over finite input logs) and returns its ``JobResult``."""
+class OnRuntime:
+    """One runtime under test: the ``Runtime`` and its config (2 workers, a short timeout
+    except in-process), and how many hypothesis examples a test may spend on it."""
 
-    name = "inprocess"
-    workers = 1
-    examples = 10
+    def __init__(self, runtime: Runtime, config: JobConfig, examples: int) -> None:
+        self.runtime = runtime
+        self.config = config
+        self.examples = examples
+        self.name = runtime.name
+        self.workers = config.workers
 
-    def run(self, build: Any, inputs: Mapping[str, Changes], time: Any = 0) -> JobResult:
-        return run_job(build, inputs, time=time)
+    def run(self, build: Any, inputs: Mapping[str, Changes], **settings: Any) -> JobResult:
+        """Run a job here (``settings``: ``JobConfig`` fields, e.g. ``time=``)."""
+        return self.runtime.run(build, inputs, self.config.with_(**settings))
 
-
-class Processes(Runtime):
-    name = "processes"
-    workers = 2
-    examples = 4
-
-    def run(self, build: Any, inputs: Mapping[str, Changes], time: Any = 0) -> JobResult:
-        return run_job(build, inputs, time=time, workers=2, timeout=120)
-
-
-class OnSpark(Runtime):
-    name = "spark"
-    workers = 2
-    examples = 2
-
-    def __init__(self, session: Any) -> None:
-        self.session = session
-
-    def run(self, build: Any, inputs: Mapping[str, Changes], time: Any = 0) -> JobResult:
-        from ddflow.spark import spark_job
-
-        dfs = {n: self.session.createDataFrame(changes_table(c, time)) for n, c in inputs.items()}
-        return spark_job(self.session, build, dfs, workers=2, time=time, timeout=120)
-
-
-def changes_table(c: Changes, time: Any) -> Any:
-    """A ``Changes`` log as an Arrow table: data columns ``_0..``, ``time``, ``diff``."""
-    import pyarrow as pa
-
-    cols = c.data if isinstance(c.data, tuple) else (c.data,)
-    dim = time_kind_of(time).dim
-    table: dict[str, Any] = {
-        f"_{j}": pa.array(np.asarray(a), pa.int64()) for j, a in enumerate(cols)
-    }
-    t = np.asarray(c.times, dtype=np.int64).reshape(len(c), dim)
-    if dim == 1:
-        table["time"] = pa.array(t[:, 0], pa.int64())
-    else:
-        table["time"] = pa.array([list(r) for r in t.tolist()], pa.list_(pa.int64()))
-    table["diff"] = pa.array(np.asarray(c.diffs, dtype=np.int64), pa.int64())
-    return pa.table(table)
+    def __repr__(self) -> str:
+        return self.name
 
 
 @pytest.fixture(scope="session", params=RUNTIMES)
-def runtime(request: pytest.FixtureRequest) -> Runtime:
+def runtime(request: pytest.FixtureRequest) -> OnRuntime:
     """Every runtime in turn: in-process, 2 local processes, Spark local[2] with 2 workers."""
     if request.param == "inprocess":
-        return Runtime()
+        return OnRuntime(InProcess(), JobConfig(), 10)
     if request.param == "processes":
-        return Processes()
-    return OnSpark(request.getfixturevalue("spark"))
+        return OnRuntime(Processes(), JobConfig(workers=2, timeout=120), 4)
+    from ddflow.spark import SparkRuntime
+
+    return OnRuntime(
+        SparkRuntime(request.getfixturevalue("spark")), JobConfig(workers=2, timeout=120), 2
+    )
+
+
+@dataclass(frozen=True)
+class KillWorker:
+    """A job's ``on_round`` hook that kills worker ``worker``'s process after round
+    ``round``, once: the marker file it writes first says it happened."""
+
+    worker: int
+    round: int
+    marker: str
+
+    def __call__(self, report: RoundReport) -> None:
+        if (
+            report.worker == self.worker
+            and report.round == self.round
+            and not os.path.exists(self.marker)
+        ):
+            with open(self.marker, "w") as f:
+                f.write(f"worker {report.worker} killed after round {report.round}\n")
+            os._exit(17)
+
+
+@pytest.fixture
+def kill_worker(tmp_path: Any) -> Callable[[int, int], KillWorker]:
+    """Makes ``KillWorker`` hooks whose marker is in this test's temporary directory."""
+
+    def make(worker: int, round: int) -> KillWorker:
+        return KillWorker(worker, round, str(tmp_path / f"killed-{worker}-{round}"))
+
+    return make

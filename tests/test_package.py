@@ -24,7 +24,22 @@ def test_import_does_not_import_pyspark():
 def test_degrees_job_runs():
     """The degrees job runs in-process and prints the distribution."""
     out = subprocess.run(
-        [sys.executable, "-m", "ddflow", "degrees", "--nodes", "200", "--edges", "800",
-         "--batch", "50", "--rounds", "2"], capture_output=True, text=True, check=True,
+        [
+            sys.executable,
+            "-m",
+            "ddflow",
+            "degrees",
+            "--nodes",
+            "200",
+            "--edges",
+            "800",
+            "--batch",
+            "50",
+            "--rounds",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "degree distribution" in out and "round 2" in out

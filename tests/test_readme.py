@@ -48,14 +48,15 @@ def readme_blocks(text: str) -> list[Block]:
         prints = None
         if i + 1 < len(fences):
             nxt = fences[i + 1]
-            if nxt.group(1) == "text" and _BETWEEN.fullmatch(text[m.end():nxt.start()]):
+            if nxt.group(1) == "text" and _BETWEEN.fullmatch(text[m.end() : nxt.start()]):
                 prints = nxt.group(2)
-        before = text[:m.start()].rstrip("\n").rsplit("\n", 1)[-1]
+        before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1]
         marks = set(_MARKS.search(before).group(1).split()) if _MARKS.search(before) else set()
         if _SPARK.search(m.group(2)):
             marks.add("spark")
-        blocks.append(Block(text.count("\n", 0, m.start()) + 1, m.group(2), prints,
-                            tuple(sorted(marks))))
+        blocks.append(
+            Block(text.count("\n", 0, m.start()) + 1, m.group(2), prints, tuple(sorted(marks)))
+        )
     return blocks
 
 
@@ -66,17 +67,26 @@ def _lines(text: str) -> list[str]:
     return [line.rstrip() for line in text.strip("\n").splitlines()]
 
 
-@pytest.mark.parametrize("block", [
-    pytest.param(b, id=f"line{b.line}", marks=[getattr(pytest.mark, m) for m in b.marks])
-    for b in BLOCKS
-])
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(b, id=f"line{b.line}", marks=[getattr(pytest.mark, m) for m in b.marks])
+        for b in BLOCKS
+    ],
+)
 def test_readme_block_runs_and_prints_what_it_says(block: Block, tmp_path: Path) -> None:
     """The README block runs in a fresh interpreter and prints its ```text block."""
     script = tmp_path / f"readme_line{block.line}.py"
     script.write_text(block.code)
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable)
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, (
         f"README.md line {block.line} failed:\n{block.code}\n{proc.stdout}\n{proc.stderr[-4000:]}"
     )

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from ddflow._tools import ToolNotFoundError, find_tool, tool_dirs
+from ddflow.tools import ToolNotFoundError, find_tool, tool_dirs
 
 
-def test_tools_beside_the_interpreter_come_before_path(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tools_beside_the_interpreter_come_before_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A tool in the interpreter's folder is found although PATH lacks it, and wins over
     a copy on PATH."""
     venv_bin, elsewhere = tmp_path / "venv" / "bin", tmp_path / "elsewhere"
@@ -57,11 +58,14 @@ def test_generator_is_found_in_the_venv_with_a_bare_path(tmp_path: Path) -> None
         metadata.distribution("tpchgen-cli")
     except metadata.PackageNotFoundError:
         pytest.skip("tpchgen-cli is not installed here (the tpch extra)")
-    code = ("from ddflow.tpch.data import generate; "
-            "print(sorted(p.name for p in generate(0.01, ('nation',)).iterdir()))")
+    code = (
+        "from ddflow.tpch.data import generate; "
+        "print(sorted(p.name for p in generate(0.01, ('nation',)).iterdir()))"
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("PATH", "VIRTUAL_ENV")}
     env.update(PATH="/usr/bin:/bin", DDFLOW_CACHE=str(tmp_path / "cache"))
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "['nation.parquet']"

@@ -1,9 +1,9 @@
 """ddflow: differential dataflow for Python, vectorized with numpy.
 
 Collections change over (possibly partially ordered) time; operators keep their outputs
-exactly equal to recomputing from scratch, with work proportional to the change. See
-``docs/api.md`` for the API and ``ddflow.core``/``trace``/``operators``/``runtime`` for the
-layers. ``import ddflow`` never imports pyspark.
+exactly equal to recomputing from scratch, with work proportional to the change. The layers,
+lowest first: ``core``, ``trace``, ``engine``, ``io``, ``operators``, ``dataflow``,
+``runtimes`` (and ``spark``, ``sql`` above them); ``import ddflow`` never imports pyspark.
 """
 
 from __future__ import annotations
@@ -24,16 +24,22 @@ from ddflow.core.errors import (
 from ddflow.core.time import Product
 from ddflow.dataflow.collection import Arranged, Collection
 from ddflow.dataflow.iterate import Variable
-from ddflow.runtime.comm import MeshError, PeerAborted, WorkerError
-from ddflow.runtime.job import Changes, JobResult, Output, run_job
-from ddflow.runtime.processes import execute
-from ddflow.runtime.scope import IterationLimitError, Scope
-from ddflow.runtime.worker import Capture, InputSession, Probe, Worker
+from ddflow.dataflow.worker import Worker
+from ddflow.engine.checkpoint import CheckpointError
+from ddflow.engine.comm import MeshError, PeerAborted, WorkerError
+from ddflow.engine.scope import IterationLimitError, Scope
+from ddflow.io.input import InputSession
+from ddflow.io.output import Capture, Probe
+from ddflow.runtimes.config import JobConfig, RoundReport, Runtime
+from ddflow.runtimes.job import Changes, JobResult, Output
+from ddflow.runtimes.local import InProcess, Processes, run_job
+from ddflow.runtimes.processes import execute
 
 __all__ = [
     "Arranged",
     "Capture",
     "Changes",
+    "CheckpointError",
     "Collection",
     "DDError",
     "DataError",
@@ -41,8 +47,10 @@ __all__ = [
     "DiffPair",
     "DiffTypeError",
     "FrontierError",
+    "InProcess",
     "InputSession",
     "IterationLimitError",
+    "JobConfig",
     "JobResult",
     "MeshError",
     "MinSum",
@@ -50,8 +58,11 @@ __all__ = [
     "Output",
     "PeerAborted",
     "Probe",
+    "Processes",
     "Product",
     "RetractionError",
+    "RoundReport",
+    "Runtime",
     "Scope",
     "ScopeError",
     "SessionClosedError",

@@ -65,14 +65,14 @@ def bfs(edges: Collection, roots: Collection, *, limit: int | None = None) -> Co
     def body(dists: Collection) -> Collection:
         e = edges.enter(dists.scope)
         n = nodes.enter(dists.scope)
-        return (dists.join_map(e, _step, vectorized=True, name="bfs_step")
-                .concat(n).min(name="bfs_min"))
+        return (
+            dists.join_map(e, _step, vectorized=True, name="bfs_step").concat(n).min(name="bfs_min")
+        )
 
     return nodes.iterate(body, limit=limit, name="bfs")
 
 
-def shortest_paths(edges: Collection, roots: Collection, *,
-                   limit: int | None = None) -> Collection:
+def shortest_paths(edges: Collection, roots: Collection, *, limit: int | None = None) -> Collection:
     """``(node, distance)``: least total weight of a path from any root over ``(src, dst,
     weight)`` edges (iterating by hops; exact under any edge changes)."""
     nodes = roots.map(_with_zero, vectorized=True, name="sssp_roots")
@@ -81,8 +81,11 @@ def shortest_paths(edges: Collection, roots: Collection, *,
     def body(dists: Collection) -> Collection:
         e = wedges.enter(dists.scope)
         n = nodes.enter(dists.scope)
-        return (dists.join_map(e, _relax, vectorized=True, name="sssp_relax")
-                .concat(n).min(name="sssp_min"))
+        return (
+            dists.join_map(e, _relax, vectorized=True, name="sssp_relax")
+            .concat(n)
+            .min(name="sssp_min")
+        )
 
     return nodes.iterate(body, limit=limit, name="sssp")
 
@@ -99,21 +102,27 @@ def _dst(e: Any) -> Any:
     return e[1]
 
 
-def shortest_paths_monoid(edges: Collection, roots: Collection, *,
-                          limit: int | None = None) -> Collection:
+def shortest_paths_monoid(
+    edges: Collection, roots: Collection, *, limit: int | None = None
+) -> Collection:
     """Like ``shortest_paths`` for insert-only inputs, with distances as ``MinSum`` diffs
     (the min-sum monoid). Returns ``(node, distance)`` records with diff 1 (the accumulated
     ``MinSum`` diffs turned back into data at the end)."""
-    wedges = edges.explode(_edge_weight, vectorized=True, diff=MinSum,
-                           name="sssp_monoid_edges")  # (src, dst) with MinSum(weight)
-    start = roots.explode(_root_zero, vectorized=True, diff=MinSum,
-                          name="sssp_monoid_roots")  # node with MinSum(0)
+    wedges = edges.explode(
+        _edge_weight, vectorized=True, diff=MinSum, name="sssp_monoid_edges"
+    )  # (src, dst) with MinSum(weight)
+    start = roots.explode(
+        _root_zero, vectorized=True, diff=MinSum, name="sssp_monoid_roots"
+    )  # node with MinSum(0)
 
     def body(reached: Collection) -> Collection:
         e = wedges.enter(reached.scope).arrange_by_key()
         # (src, dst) edges of reached nodes: diff weight + distance (MinSum's times is +)
-        return (e.semijoin(reached, name="sssp_monoid_relax")
-                .map(_dst, vectorized=True).reduce_solve("min", name="sssp_monoid_min"))
+        return (
+            e.semijoin(reached, name="sssp_monoid_relax")
+            .map(_dst, vectorized=True)
+            .reduce_solve("min", name="sssp_monoid_min")
+        )
 
     dist = start.iterate(body, limit=limit, fold_initial=True, name="sssp_monoid")
     # each node's accumulated MinSum is its distance: turn it into (node, distance) data
@@ -124,15 +133,18 @@ def _minsum_value(r: Any) -> Any:
     return (r[0], r[1].value)
 
 
-def reachability(edges: Collection, roots: Collection, *,
-                 limit: int | None = None) -> Collection:
+def reachability(edges: Collection, roots: Collection, *, limit: int | None = None) -> Collection:
     """The nodes reachable from the roots (roots included)."""
+
     def body(reached: Collection) -> Collection:
         e = edges.enter(reached.scope)
         r = roots.enter(reached.scope)
-        return (reached.map(_with_zero, vectorized=True)
-                .join_map(e, lambda k, z, dst: dst, vectorized=True, name="reach_step")
-                .concat(r).distinct(name="reach_distinct"))
+        return (
+            reached.map(_with_zero, vectorized=True)
+            .join_map(e, lambda k, z, dst: dst, vectorized=True, name="reach_step")
+            .concat(r)
+            .distinct(name="reach_distinct")
+        )
 
     return roots.distinct().iterate(body, limit=limit, name="reachability")
 
@@ -145,15 +157,19 @@ def _self_label(e: Any) -> Any:
     return (e[0], e[0])
 
 
-def _propagate(edges: Collection, labels: Collection, *, limit: int | None = None,
-               name: str = "propagate") -> Collection:
+def _propagate(
+    edges: Collection, labels: Collection, *, limit: int | None = None, name: str = "propagate"
+) -> Collection:
     """``(node, least label)`` where a node's label reaches along ``(src, dst)`` edges."""
+
     def body(cur: Collection) -> Collection:
         e = edges.enter(cur.scope)
         init = labels.enter(cur.scope)
-        return (cur.join_map(e, lambda k, lab, dst: (dst, lab), vectorized=True,
-                             name=f"{name}_step")
-                .concat(init).min(name=f"{name}_min"))
+        return (
+            cur.join_map(e, lambda k, lab, dst: (dst, lab), vectorized=True, name=f"{name}_step")
+            .concat(init)
+            .min(name=f"{name}_min")
+        )
 
     return labels.iterate(body, limit=limit, name=name)
 
@@ -171,16 +187,18 @@ def _trim(cycle: Collection, edges: Collection, name: str) -> Collection:
     ``cycle`` from each node of an edge of ``edges``; returned reversed (DD's trim step)."""
     nodes = edges.map(lambda e: (e[1], e[1]), vectorized=True, name=f"{name}_nodes").distinct()
     labels = _propagate(cycle, nodes, name=f"{name}_labels")
-    return (edges.join_map(labels, lambda src, dst, l1: (dst, (src, l1)), vectorized=True)
-            .join_map(labels, lambda dst, sl, l2: ((sl[0], dst), (sl[1], l2)), vectorized=True)
-            .filter(lambda r: r[1][0] == r[1][1], vectorized=True)
-            .map(lambda r: (r[0][1], r[0][0]), vectorized=True, name=f"{name}_reverse"))
+    return (
+        edges.join_map(labels, lambda src, dst, l1: (dst, (src, l1)), vectorized=True)
+        .join_map(labels, lambda dst, sl, l2: ((sl[0], dst), (sl[1], l2)), vectorized=True)
+        .filter(lambda r: r[1][0] == r[1][1], vectorized=True)
+        .map(lambda r: (r[0][1], r[0][0]), vectorized=True, name=f"{name}_reverse")
+    )
 
 
-def strongly_connected_components(edges: Collection, *,
-                                  limit: int | None = None) -> Collection:
+def strongly_connected_components(edges: Collection, *, limit: int | None = None) -> Collection:
     """``(node, label)`` for every node of an edge, ``label`` the least node of its strongly
     connected component (a node on no cycle is its own component)."""
+
     def body(inner: Collection) -> Collection:
         e = edges.enter(inner.scope)
         reversed_ = e.map(_swap, vectorized=True)

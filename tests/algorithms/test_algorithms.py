@@ -51,8 +51,11 @@ def _expected(name: str, g: nx.DiGraph) -> dict[Any, int]:
         best: dict[int, int] = {}
         for r in ROOTS:
             if r in g:
-                d = (nx.single_source_shortest_path_length(g, r) if name == "bfs"
-                     else nx.single_source_dijkstra_path_length(g, r))
+                d = (
+                    nx.single_source_shortest_path_length(g, r)
+                    if name == "bfs"
+                    else nx.single_source_dijkstra_path_length(g, r)
+                )
             else:
                 d = {r: 0}
             for n, x in d.items():
@@ -64,8 +67,11 @@ def _expected(name: str, g: nx.DiGraph) -> dict[Any, int]:
             if r in g:
                 out.update({n: 1 for n in nx.descendants(g, r)})
         return out
-    comps = (nx.connected_components(g.to_undirected()) if name == "cc"
-             else nx.strongly_connected_components(g))
+    comps = (
+        nx.connected_components(g.to_undirected())
+        if name == "cc"
+        else nx.strongly_connected_components(g)
+    )
     return {(n, min(c)): 1 for c in comps for n in c}
 
 
@@ -135,8 +141,9 @@ def test_monoid_and_ordinary_shortest_paths_agree_on_insert_only_inputs() -> Non
     r_in.insert(0)
     for t in range(12):
         n = 200 if t == 0 else 15
-        e_in.insert_columns((rng.integers(0, 150, n), rng.integers(0, 150, n),
-                             rng.integers(0, 1000, n)))
+        e_in.insert_columns(
+            (rng.integers(0, 150, n), rng.integers(0, 150, n), rng.integers(0, 1000, n))
+        )
         e_in.advance_to(t + 1)
         r_in.advance_to(t + 1)
         w.run()
@@ -186,8 +193,11 @@ def test_split_invariance(algo: Any) -> None:
 
 
 def _graph_build(c: dict[str, Any]) -> dict[str, Any]:
-    return {"bfs": bfs(c["edges"], c["roots"]), "cc": connected_components(c["edges"]),
-            "scc": strongly_connected_components(c["edges"])}
+    return {
+        "bfs": bfs(c["edges"], c["roots"]),
+        "cc": connected_components(c["edges"]),
+        "scc": strongly_connected_components(c["edges"]),
+    }
 
 
 def test_loops_give_the_same_output_on_every_runtime(runtime: Any) -> None:
@@ -195,12 +205,13 @@ def test_loops_give_the_same_output_on_every_runtime(runtime: Any) -> None:
     n0, per, rounds = 80, 6, 5
     src = rng.integers(0, 40, n0 + per * rounds)
     dst = rng.integers(0, 40, n0 + per * rounds)
-    times = np.concatenate([np.zeros(n0, np.int64),
-                            np.repeat(np.arange(1, rounds + 1), per)])
+    times = np.concatenate([np.zeros(n0, np.int64), np.repeat(np.arange(1, rounds + 1), per)])
     rem = rng.choice(n0, 3 * rounds, replace=False)
-    edges = Changes((np.concatenate([src, src[rem]]), np.concatenate([dst, dst[rem]])),
-                    np.concatenate([times, np.repeat(np.arange(1, rounds + 1), 3)]),
-                    np.concatenate([np.ones(len(src), np.int64), -np.ones(len(rem), np.int64)]))
+    edges = Changes(
+        (np.concatenate([src, src[rem]]), np.concatenate([dst, dst[rem]])),
+        np.concatenate([times, np.repeat(np.arange(1, rounds + 1), 3)]),
+        np.concatenate([np.ones(len(src), np.int64), -np.ones(len(rem), np.int64)]),
+    )
     roots = Changes(np.array([0, 1]), np.array([0, 2]), np.array([1, 1]))
     inputs = {"edges": edges, "roots": roots}
     base = dd.run_job(_graph_build, inputs)

@@ -47,8 +47,7 @@ def test_concat_columns_keeps_every_value(parts: list[list[Any]]) -> None:
     """Columns made of edge numbers, concatenated, hold the same values exactly."""
     cols = [make_column(p) for p in parts]
     for c, p in zip(cols, parts, strict=True):
-        _exact(c.tolist(), [int(v) if isinstance(v, bool) and c.dtype != object else v
-                            for v in p])
+        _exact(c.tolist(), [int(v) if isinstance(v, bool) and c.dtype != object else v for v in p])
     out = concat_columns(cols)
     _exact(out.tolist(), [v for c in cols for v in c.tolist()])
 
@@ -91,8 +90,13 @@ hows = st.sampled_from(["int64", "object"])
 def test_sum_segments_is_exact(d: list[int], data: st.DataObject, how: str) -> None:
     """Segment sums of int diffs equal Python's sums (never wrapped), narrowed to int64
     when they fit."""
-    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(d) - 1), max_size=3)
-                                if len(d) > 1 else st.just([]))))
+    cuts = sorted(
+        set(
+            data.draw(
+                st.lists(st.integers(1, len(d) - 1), max_size=3) if len(d) > 1 else st.just([])
+            )
+        )
+    )
     starts = np.array([0, *cuts], dtype=np.int64)
     got = INT_DIFF.sum_segments(_column(d, how), starts).tolist()
     bounds = [*cuts, len(d)]
@@ -114,14 +118,13 @@ def test_add_scale_negate_are_exact(pairs: list[tuple[int, int]], how: str) -> N
 
 
 @SETTINGS
-@given(st.lists(ints64, min_size=1, max_size=8), st.lists(ints64, min_size=1, max_size=3),
-       hows)
+@given(st.lists(ints64, min_size=1, max_size=8), st.lists(ints64, min_size=1, max_size=3), hows)
 def test_running_sums_are_exact(d: list[int], base: list[int], how: str) -> None:
     """Running sums per segment from a base equal Python's."""
     k = min(len(base), len(d))
     starts = np.linspace(0, len(d), k, endpoint=False).astype(np.int64)
     starts = np.unique(starts)
-    base = base[:len(starts)]
+    base = base[: len(starts)]
     got = INT_DIFF.running_sums(_column(d, how), starts, _column(base, "int64")).tolist()
     want = []
     bounds = [*starts.tolist()[1:], len(d)]
@@ -134,8 +137,9 @@ def test_running_sums_are_exact(d: list[int], base: list[int], how: str) -> None
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.integers(0, 3), edge_diffs()), min_size=1, max_size=300),
-       st.booleans())
+@given(
+    st.lists(st.tuples(st.integers(0, 3), edge_diffs()), min_size=1, max_size=300), st.booleans()
+)
 def test_consolidate_adds_diffs_exactly(rows: list[tuple[int, int]], tuple_diffs: bool) -> None:
     """consolidate (sorted and counting paths, int and Sum diffs) equals a Counter."""
     data = np.array([r for r, _ in rows], dtype=np.int64)

@@ -29,8 +29,13 @@ def meet(a, b):
     return a.meet(b) if isinstance(a, Product) else min(a, b)
 
 
-@given(st.one_of(st.tuples(small, small, small), st.tuples(products, products, products),
-                 st.tuples(nested, nested, nested)))
+@given(
+    st.one_of(
+        st.tuples(small, small, small),
+        st.tuples(products, products, products),
+        st.tuples(nested, nested, nested),
+    )
+)
 def test_lattice_laws(abc):
     """join/meet are commutative, associative, idempotent, absorb, and bound in the order."""
     a, b, c = abc
@@ -53,8 +58,11 @@ def test_flatten_keeps_order(ab):
     assert kind.unflatten(fa) == a
 
 
-@given(st.tuples(small, small), st.lists(st.tuples(small, small), min_size=1, max_size=4),
-       st.lists(st.tuples(small, small), min_size=1, max_size=8))
+@given(
+    st.tuples(small, small),
+    st.lists(st.tuples(small, small), min_size=1, max_size=4),
+    st.lists(st.tuples(small, small), min_size=1, max_size=8),
+)
 def test_advance_by_sound(t, frontier, probes):
     """A time and its advanced form compare the same with every time beyond the frontier."""
     f = Antichain.of(frontier, 2)
@@ -117,8 +125,12 @@ def _updates(rows):
 
 
 def _as_dict(u):
-    return {(d, t): x for d, t, x in zip(u.data[0].tolist(), u.times[:, 0].tolist(),
-                                          u.diffs.tolist(), strict=True)}
+    return {
+        (d, t): x
+        for d, t, x in zip(
+            u.data[0].tolist(), u.times[:, 0].tolist(), u.diffs.tolist(), strict=True
+        )
+    }
 
 
 @given(updates)
@@ -136,9 +148,12 @@ def test_consolidation(rows):
 
 
 @settings(max_examples=50)
-@given(st.lists(st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False),
-                          st.text(max_size=2)),
-                max_size=30))
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 3), st.floats(-5, 5, allow_nan=False), st.text(max_size=2)),
+        max_size=30,
+    )
+)
 def test_consolidation_mixed_columns(rows):
     """Consolidation over int, float and string columns agrees with a dict."""
     from ddflow.core.columns import infer_layout
@@ -148,8 +163,9 @@ def test_consolidation_mixed_columns(rows):
     layout = infer_layout(rows[0])
     cols = layout.to_columns(rows)
     n = len(rows)
-    u = Updates(cols, np.zeros((n, 1), dtype=np.int64), np.ones(n, dtype=np.int64),
-                diff_type_of(int))
+    u = Updates(
+        cols, np.zeros((n, 1), dtype=np.int64), np.ones(n, dtype=np.int64), diff_type_of(int)
+    )
     c = consolidate(u)
     got = dict(zip(layout.to_records(c.data), c.diffs.tolist(), strict=True))
     expect = {}

@@ -19,17 +19,26 @@ def _cases(rng: np.random.Generator) -> list[list[np.ndarray]]:
     n = 5000
     return [
         # ~73 bits: two words
-        [rng.integers(0, 200_000, n), rng.integers(0, 200_000, n), rng.integers(0, 5000, n),
-         rng.integers(0, 10**7, n)],
+        [
+            rng.integers(0, 200_000, n),
+            rng.integers(0, 200_000, n),
+            rng.integers(0, 5000, n),
+            rng.integers(0, 10**7, n),
+        ],
         # negative values and a boolean column among wide ones
-        [rng.integers(-(2**40), 2**40, n), rng.integers(0, 2, n).astype(bool),
-         rng.integers(-(2**30), 2**30, n)],
+        [
+            rng.integers(-(2**40), 2**40, n),
+            rng.integers(0, 2, n).astype(bool),
+            rng.integers(-(2**30), 2**30, n),
+        ],
         # many duplicates (ties decided by later columns, stability by row number)
-        [rng.integers(0, 3, n), rng.integers(-(2**45), -(2**45) + 4, n),
-         rng.integers(0, 2**40, n) // 2**38],
+        [
+            rng.integers(0, 3, n),
+            rng.integers(-(2**45), -(2**45) + 4, n),
+            rng.integers(0, 2**40, n) // 2**38,
+        ],
         # one column of 62 bits and more beside it: no two-word split fits
-        [rng.integers(-(2**61), 2**61, n), rng.integers(-(2**61), 2**61, n),
-         rng.integers(0, 7, n)],
+        [rng.integers(-(2**61), 2**61, n), rng.integers(-(2**61), 2**61, n), rng.integers(0, 7, n)],
         # a constant column between wide ones
         [rng.integers(0, 2**40, n), np.full(n, 7), rng.integers(0, 2**40, n)],
     ]

@@ -20,8 +20,11 @@ from hypothesis import strategies as st
 import ddflow as dd
 
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 class Flow:
@@ -66,7 +69,9 @@ def test_count_of_diffs_summing_beyond_int64(op: str) -> None:
     assert f.round([("a", 2**62)]) == {("a", 3 * 2**62): 1}
     assert f.round([("a", I64_MAX), ("b", 1)]) == {("a", 3 * 2**62 + I64_MAX): 1, ("b", 1): 1}
     assert f.round([("a", -I64_MAX), ("a", -(2**62)), ("a", -(2**62))]) == {
-        ("a", 2**62): 1, ("b", 1): 1}
+        ("a", 2**62): 1,
+        ("b", 1): 1,
+    }
     assert f.round([("a", -(2**62))]) == {("b", 1): 1}
 
 
@@ -104,6 +109,7 @@ def test_threshold_may_return_diffs_beyond_int64() -> None:
 
 def test_reduce_sums_diffs_beyond_int64() -> None:
     """reduce's logic sees exact diffs and its output keeps an int value beyond int64."""
+
     def total(_k: Any, vals: list[tuple[Any, int]]) -> list[tuple[Any, int]]:
         return [(sum(d for _v, d in vals), 1)]
 
@@ -116,14 +122,14 @@ def test_reduce_sums_diffs_beyond_int64() -> None:
 @pytest.mark.parametrize("op", ["join", "semijoin"])
 def test_join_multiplies_diffs_exactly(op: str) -> None:
     """join's diff products leave int64 exactly: 2**32 * 2**32 is 2**64, not 0."""
+
     def build(a: dd.Collection, b: dd.Collection) -> dd.Collection:
         return a.join(b) if op == "join" else a.semijoin(b.map(lambda kv: kv[0]))
 
     f = Flow(build, 2)
     rec = (1, ("x", "y")) if op == "join" else (1, "x")
     assert f.round([((1, "x"), 2**32)], [((1, "y"), 2**32)]) == {rec: 2**64}
-    assert f.round([((1, "x"), -(2**62))], [((1, "y"), 2**32)]) == {
-        rec: (2**32 - 2**62) * 2**33}
+    assert f.round([((1, "x"), -(2**62))], [((1, "y"), 2**32)]) == {rec: (2**32 - 2**62) * 2**33}
     assert f.round([((1, "x"), I64_MIN)], []) == {rec: (2**32 - 2**62 + I64_MIN) * 2**33}
 
 
@@ -153,8 +159,7 @@ def test_explode_scales_diffs_exactly() -> None:
 @pytest.mark.parametrize("op", ["count_total", "count"])
 def test_tuple_diffs_sum_beyond_int64(op: str) -> None:
     """Tuple diffs (an int, a float and a Sum beside them) add their int parts exactly."""
-    f = Flow(lambda c: getattr(c.explode(lambda x: [(x[0], (x[1], 0.5, dd.Sum(x[1], 1)))]),
-                               op)())
+    f = Flow(lambda c: getattr(c.explode(lambda x: [(x[0], (x[1], 0.5, dd.Sum(x[1], 1)))]), op)())
     big = 2**62
     want_1 = {("k", (2 * big, 1.0, dd.Sum(2 * big, 2))): 1}
     assert f.round([(("k", big), 1), (("k", big), 1)]) == want_1
@@ -181,6 +186,7 @@ def test_diffs_beyond_int64_through_many_merges() -> None:
 @pytest.mark.parametrize("op", ["max_total", "max", "hier"])
 def test_max_with_the_least_int64(op: str) -> None:
     """The greatest of {-2**63, 5} is 5 (negating -2**63 overflows; max must not need it)."""
+
     def build(c: dd.Collection) -> dd.Collection:
         return c.reduce_hierarchical("max") if op == "hier" else getattr(c, op)()
 
@@ -193,6 +199,7 @@ def test_max_with_the_least_int64(op: str) -> None:
 @pytest.mark.parametrize("op", ["min_total", "min", "hier"])
 def test_min_with_the_greatest_int64(op: str) -> None:
     """The least of {2**63 - 1, -5} is -5; of {2**63 - 1} alone, 2**63 - 1."""
+
     def build(c: dd.Collection) -> dd.Collection:
         return c.reduce_hierarchical("min") if op == "hier" else getattr(c, op)()
 
@@ -207,8 +214,10 @@ def test_min_with_the_greatest_int64(op: str) -> None:
 def test_count_keeps_ints_above_2_to_the_53_apart_from_floats() -> None:
     """2**53 and 2**53 + 1 stay two records when a float shares their field."""
     f = Flow(lambda c: c.count())
-    _same(f.round([(2**53, 1), (2**53 + 1, 1), (0.5, 1)]),
-          {(2**53, 1): 1, (2**53 + 1, 1): 1, (0.5, 1): 1})
+    _same(
+        f.round([(2**53, 1), (2**53 + 1, 1), (0.5, 1)]),
+        {(2**53, 1): 1, (2**53 + 1, 1): 1, (0.5, 1): 1},
+    )
     # 2.0**53 == 2**53: one record (either may stand for it)
     assert f.round([(2.0**53, 1)]) == {(2**53, 2): 1, (2**53 + 1, 1): 1, (0.5, 1): 1}
 
@@ -226,8 +235,10 @@ def test_captured_output_never_changes_after_the_fact() -> None:
 def test_mixed_batch_of_ints_and_floats_is_exact() -> None:
     """One batch of ints above 2**53 and floats keeps every value (records and columns)."""
     f = Flow(lambda c: c.map(lambda x: (x, x)).count())
-    _same(f.round([(2**53 + 1, 1), (1.5, 1), (2**60 + 1, 1)]),
-          {((2**53 + 1, 2**53 + 1), 1): 1, ((1.5, 1.5), 1): 1, ((2**60 + 1, 2**60 + 1), 1): 1})
+    _same(
+        f.round([(2**53 + 1, 1), (1.5, 1), (2**60 + 1, 1)]),
+        {((2**53 + 1, 2**53 + 1), 1): 1, ((1.5, 1.5), 1): 1, ((2**60 + 1, 2**60 + 1), 1): 1},
+    )
     g = Flow(lambda c: c.count())
     g.inputs[0].insert_columns(np.array([2**53 + 1, 2**53], dtype=np.int64))
     g.inputs[0].insert_columns(np.array([0.5, 2.0**53]))
@@ -241,22 +252,25 @@ def test_join_and_semijoin_match_equal_values_only() -> None:
     got = f.round([((2**53, "j"), 1)], [])
     assert got == {(2**53, ("j", "f")): 1}
     g = Flow(lambda a, b: a.semijoin(b), 2)
-    _same(g.round([((2**53 + 1, "i"), 1), ((3, "k"), 1)], [(2.0**53, 1), (3.0, 1)]),
-          {(3, "k"): 1})
+    _same(g.round([((2**53 + 1, "i"), 1), ((3, "k"), 1)], [(2.0**53, 1), (3.0, 1)]), {(3, "k"): 1})
 
 
 @pytest.mark.parametrize("op", ["min", "max", "min_total", "max_total", "top_k"])
 def test_min_max_top_k_over_mixed_ints_and_floats(op: str) -> None:
     """The least / greatest / two least values of a field mixing ints above 2**53 with
     floats are exact values, also when the float arrives later."""
+
     def build(c: dd.Collection) -> dd.Collection:
         return c.top_k(2) if op == "top_k" else getattr(c, op)()
 
     f = Flow(build)
     f.round([((0, 2**53 + 1), 1), ((0, 2**53 + 3), 1)])
     got = f.round([((0, 2.0**53 + 2), 1), ((0, 0.5), 1), ((0, 0.5), -1)])
-    want = {"min": {(0, 2**53 + 1): 1}, "max": {(0, 2**53 + 3): 1},
-            "top_k": {(0, 2**53 + 1): 1, (0, 2.0**53 + 2): 1}}[op.removesuffix("_total")]
+    want = {
+        "min": {(0, 2**53 + 1): 1},
+        "max": {(0, 2**53 + 3): 1},
+        "top_k": {(0, 2**53 + 1): 1, (0, 2.0**53 + 2): 1},
+    }[op.removesuffix("_total")]
     _same(got, want)
 
 
@@ -296,27 +310,61 @@ def test_a_field_that_outgrows_int64(op: str) -> None:
     f = Flow(lambda c: getattr(c, op)())
     cnt = op.startswith("count")
     _same(f.round([((1, 5), 1)]), {((1, 5), 1): 1} if cnt else {(1, 5): 1})
-    _same(f.round([((1, 2**64), 1), ((1, 5), 1)]),
-          {((1, 5), 2): 1, ((1, 2**64), 1): 1} if cnt else {(1, 5): 1, (1, 2**64): 1})
-    _same(f.round([((1, 2**64), -1), ((1, -(2**70)), 1)]),
-          {((1, 5), 2): 1, ((1, -(2**70)), 1): 1} if cnt else {(1, 5): 1, (1, -(2**70)): 1})
+    _same(
+        f.round([((1, 2**64), 1), ((1, 5), 1)]),
+        {((1, 5), 2): 1, ((1, 2**64), 1): 1} if cnt else {(1, 5): 1, (1, 2**64): 1},
+    )
+    _same(
+        f.round([((1, 2**64), -1), ((1, -(2**70)), 1)]),
+        {((1, 5), 2): 1, ((1, -(2**70)), 1): 1} if cnt else {(1, 5): 1, (1, -(2**70)): 1},
+    )
 
 
 def test_keys_that_outgrow_int64_join() -> None:
     """A key column that outgrows int64 on one side still matches the other side's keys."""
     f = Flow(lambda a, b: a.join(b), 2)
     _same(f.round([((1, "a"), 1)], [((1, "b"), 1)]), {(1, ("a", "b")): 1})
-    _same(f.round([((2**64, "c"), 1)], [((2**64, "d"), 1), ((1, "e"), 1)]),
-          {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (2**64, ("c", "d")): 1})
-    _same(f.round([((1, "f"), 1)], []),
-          {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (1, ("f", "b")): 1, (1, ("f", "e")): 1,
-           (2**64, ("c", "d")): 1})
+    _same(
+        f.round([((2**64, "c"), 1)], [((2**64, "d"), 1), ((1, "e"), 1)]),
+        {(1, ("a", "b")): 1, (1, ("a", "e")): 1, (2**64, ("c", "d")): 1},
+    )
+    _same(
+        f.round([((1, "f"), 1)], []),
+        {
+            (1, ("a", "b")): 1,
+            (1, ("a", "e")): 1,
+            (1, ("f", "b")): 1,
+            (1, ("f", "e")): 1,
+            (2**64, ("c", "d")): 1,
+        },
+    )
 
 
 # ---- a random walk over edge values, against dicts ------------------------------------------
 
-EDGE = [I64_MIN, I64_MIN + 1, -(2**53) - 1, -1, 0, 1, 2**53, 2**53 + 1, I64_MAX - 1, I64_MAX,
-        2**63, 2**64, -(2**64), 2**70 + 1, 0.5, -0.5, 2.0**53, 2.0**64, 1e300, True, False]
+EDGE = [
+    I64_MIN,
+    I64_MIN + 1,
+    -(2**53) - 1,
+    -1,
+    0,
+    1,
+    2**53,
+    2**53 + 1,
+    I64_MAX - 1,
+    I64_MAX,
+    2**63,
+    2**64,
+    -(2**64),
+    2**70 + 1,
+    0.5,
+    -0.5,
+    2.0**53,
+    2.0**64,
+    1e300,
+    True,
+    False,
+]
 
 
 @st.composite
@@ -350,8 +398,12 @@ def _extreme(acc: Counter[tuple[int, Any]], pick: Callable[..., Any]) -> dict[An
 
 
 @SETTINGS
-@given(rounds=edge_stream(), op=st.sampled_from(["min", "max", "min_total", "max_total",
-                                                 "count", "count_total", "distinct"]))
+@given(
+    rounds=edge_stream(),
+    op=st.sampled_from(
+        ["min", "max", "min_total", "max_total", "count", "count_total", "distinct"]
+    ),
+)
 def test_edge_values_against_dicts(rounds: list[list[tuple[Any, int]]], op: str) -> None:
     """min / max (both forms), count and distinct over values at the int64 and float
     edges equal a recomputation with Python dicts at every time."""
@@ -373,9 +425,16 @@ def test_edge_values_against_dicts(rounds: list[list[tuple[Any, int]]], op: str)
 
 
 @SETTINGS
-@given(ups=st.lists(st.tuples(st.tuples(st.integers(0, 1), st.sampled_from(EDGE)),
-                              st.tuples(st.integers(0, 2), st.integers(0, 2))), max_size=12),
-       op=st.sampled_from(["min", "max", "count", "distinct", "top_k"]))
+@given(
+    ups=st.lists(
+        st.tuples(
+            st.tuples(st.integers(0, 1), st.sampled_from(EDGE)),
+            st.tuples(st.integers(0, 2), st.integers(0, 2)),
+        ),
+        max_size=12,
+    ),
+    op=st.sampled_from(["min", "max", "count", "distinct", "top_k"]),
+)
 def test_edge_values_under_partially_ordered_times(ups: list[Any], op: str) -> None:
     """The same at Product times (interesting times over history), a round per outer time."""
     w = dd.Worker()
@@ -418,12 +477,15 @@ def _top2(acc: Counter[tuple[int, Any]]) -> dict[Any, Any]:
 # ---- records of different shapes ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("first,second", [
-    ([(1, 1)], [((1, 2), 1)]),
-    ([((1, 2), 1)], [((1, 2, 3), 1)]),
-    ([((1, 2), 1)], [(1, 1)]),
-    ([(((1, 2), 3), 1)], [((1, (2, 3)), 1)]),
-])
+@pytest.mark.parametrize(
+    "first,second",
+    [
+        ([(1, 1)], [((1, 2), 1)]),
+        ([((1, 2), 1)], [((1, 2, 3), 1)]),
+        ([((1, 2), 1)], [(1, 1)]),
+        ([(((1, 2), 3), 1)], [((1, (2, 3)), 1)]),
+    ],
+)
 def test_concat_of_different_shapes(first: list[Any], second: list[Any]) -> None:
     """concat of collections whose records have different shapes raises DataError naming
     concat at the first mismatching batch, which it refuses; later batches of the right
@@ -450,8 +512,9 @@ def test_concat_of_one_shape_still_works() -> None:
 # ---- frozensets -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("record", [frozenset({1}), (frozenset({1, 2}), "a"),
-                                    ("a", (1, frozenset()))])
+@pytest.mark.parametrize(
+    "record", [frozenset({1}), (frozenset({1, 2}), "a"), ("a", (1, frozenset()))]
+)
 def test_frozensets_are_refused_at_input(record: Any) -> None:
     """frozensets (ordered by inclusion, not totally) are refused up front with DataError;
     the session goes on."""
@@ -473,18 +536,22 @@ def test_frozensets_made_by_map_are_refused_by_the_arrangement() -> None:
 # ---- keys that do not compare ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("a,b", [
-    (("a", 1), (b"a", 2)),
-    (((1, 2), 1), (1, 2)),
-    ((1, 1), ((1, 2), 2)),
-    ((1, 1), ("a", 2)),
-    (("a", 1), (1.5, 2)),
-    ((((1, 2), 3), 1), ((1, (2, 3)), 2)),
-])
+@pytest.mark.parametrize(
+    "a,b",
+    [
+        (("a", 1), (b"a", 2)),
+        (((1, 2), 1), (1, 2)),
+        ((1, 1), ((1, 2), 2)),
+        ((1, 1), ("a", 2)),
+        (("a", 1), (1.5, 2)),
+        ((((1, 2), 3), 1), ((1, (2, 3)), 2)),
+    ],
+)
 @pytest.mark.parametrize("op", ["join", "semijoin"])
 def test_join_of_keys_that_do_not_compare(a: Any, b: Any, op: str) -> None:
     """join / semijoin of keys of types that do not compare (str and bytes, pairs and ints)
     match nothing, as a dict would; later matching keys still join."""
+
     def build(x: dd.Collection, y: dd.Collection) -> dd.Collection:
         return x.join(y) if op == "join" else x.semijoin(y.map(lambda kv: kv[0]))
 
@@ -493,4 +560,5 @@ def test_join_of_keys_that_do_not_compare(a: Any, b: Any, op: str) -> None:
     assert f.round([(a, 1)], [(b, 1)]) == {}
     g = Flow(build, 2)  # the same keys, each side its own type: they do match
     assert g.round([(a, 1)], [((a[0], b[1]), 1)]) == (
-        {(a[0], (a[1], b[1])): 1} if op == "join" else {a: 1})
+        {(a[0], (a[1], b[1])): 1} if op == "join" else {a: 1}
+    )

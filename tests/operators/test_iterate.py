@@ -36,10 +36,12 @@ NODES = 6
 
 EXAMPLES = int(os.environ.get("DDFLOW_LOOP_EXAMPLES", "30"))
 SPLIT_EXAMPLES = int(os.environ.get("DDFLOW_LOOP_SPLIT_EXAMPLES", "15"))
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow])
-SPLIT_SETTINGS = settings(max_examples=SPLIT_EXAMPLES, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+SPLIT_SETTINGS = settings(
+    max_examples=SPLIT_EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 # ---- user functions, shared by the dataflows and the oracles --------------------------------
@@ -96,6 +98,7 @@ def minsum_value(r: Any) -> Any:
 def tagged(tag: int) -> Callable[[Any], Any]:
     def f(n: Any) -> Any:
         return (tag, n)
+
     return f
 
 
@@ -135,6 +138,7 @@ def bfs_build(e: Any, r: Any, raw: bool = False, solve: bool = False) -> Any:
     def body(x: Any) -> Any:
         y = x.join_map(edges.enter(x.scope), hop).concat(nodes.enter(x.scope))
         return y.reduce_solve(solve_min) if solve else y.min()
+
     return nodes.iterate(body)
 
 
@@ -149,8 +153,13 @@ def reach_build(e: Any, r: Any) -> Any:
     edges, roots = e.distinct(), r.distinct()
 
     def body(x: Any) -> Any:
-        return (x.map(node_zero).join_map(edges.enter(x.scope), to_dst)
-                .concat(roots.enter(x.scope)).distinct())
+        return (
+            x.map(node_zero)
+            .join_map(edges.enter(x.scope), to_dst)
+            .concat(roots.enter(x.scope))
+            .distinct()
+        )
+
     return roots.iterate(body)
 
 
@@ -169,15 +178,27 @@ def percolation_build(e: Any, r: Any) -> Any:
     edges, roots = e.concat(e.map(swap)).distinct(), r.distinct()
 
     def body(x: Any) -> Any:
-        return (x.map(node_zero).join_map(edges.enter(x.scope), to_dst).count()
-                .filter(at_least_two).map(first).concat(roots.enter(x.scope)).distinct())
+        return (
+            x.map(node_zero)
+            .join_map(edges.enter(x.scope), to_dst)
+            .count()
+            .filter(at_least_two)
+            .map(first)
+            .concat(roots.enter(x.scope))
+            .distinct()
+        )
+
     return roots.iterate(body)
 
 
 def percolation_oracle(e: dict, r: dict) -> dict:
     edges, roots = O.distinct(O.concat(e, O.map(e, swap))), O.distinct(r)
-    return O.iterate(roots, lambda x: O.distinct(O.concat(
-        O.map(O.filter(O.count(_o_step(x, edges)), at_least_two), first), roots)))
+    return O.iterate(
+        roots,
+        lambda x: O.distinct(
+            O.concat(O.map(O.filter(O.count(_o_step(x, edges)), at_least_two), first), roots)
+        ),
+    )
 
 
 # Mutual recursion: two Variables in one scope (one with an initial collection, one empty):
@@ -191,6 +212,7 @@ def parity_build(e: Any, r: Any) -> Any:
 
     def step(x: Any) -> Any:
         return x.map(node_zero).join_map(edges, to_dst)
+
     odd_next = step(even).distinct()
     even_next = step(odd).concat(roots).distinct()
     even.set(even_next)
@@ -205,8 +227,11 @@ def parity_oracle(e: dict, r: dict) -> dict:
     def body(x: dict) -> dict:
         even = {n: 1 for (p, n) in x if p == 0}
         odd = {n: 1 for (p, n) in x if p == 1}
-        return O.concat(O.map(O.distinct(O.concat(_o_step(odd, edges), roots)), tagged(0)),
-                        O.map(O.distinct(_o_step(even, edges)), tagged(1)))
+        return O.concat(
+            O.map(O.distinct(O.concat(_o_step(odd, edges), roots)), tagged(0)),
+            O.map(O.distinct(_o_step(even, edges)), tagged(1)),
+        )
+
     return O.iterate(O.map(roots, tagged(0)), body)
 
 
@@ -220,11 +245,16 @@ def nested_build(e: Any, r: Any) -> Any:
         down = edges.filter(not_ascending).enter(x.scope)
 
         def inner(y: Any) -> Any:
-            return (y.map(node_zero).join_map(up.enter(y.scope), to_dst)
-                    .concat(x.enter(y.scope)).distinct())
+            return (
+                y.map(node_zero)
+                .join_map(up.enter(y.scope), to_dst)
+                .concat(x.enter(y.scope))
+                .distinct()
+            )
+
         closed = x.iterate(inner)
-        return (closed.map(node_zero).join_map(down, to_dst).concat(closed).concat(x)
-                .distinct())
+        return closed.map(node_zero).join_map(down, to_dst).concat(closed).concat(x).distinct()
+
     return r.distinct().iterate(outer)
 
 
@@ -235,6 +265,7 @@ def nested_oracle(e: dict, r: dict) -> dict:
     def outer(x: dict) -> dict:
         closed = O.iterate(x, lambda y: O.distinct(O.concat(_o_step(y, up), x)))
         return O.distinct(O.concat(_o_step(closed, down), closed, x))
+
     return O.iterate(O.distinct(r), outer)
 
 
@@ -249,8 +280,10 @@ def nested_bfs_build(e: Any, r: Any) -> Any:
 
         def inner(y: Any) -> Any:
             return y.join_map(ex.enter(y.scope), hop).concat(start.enter(y.scope)).min()
+
         dist = start.iterate(inner)
         return dist.filter(lambda nd: nd[1] <= 2).map(first).concat(x).distinct()
+
     return r.distinct().iterate(outer)
 
 
@@ -259,9 +292,9 @@ def nested_bfs_oracle(e: dict, r: dict) -> dict:
 
     def outer(x: dict) -> dict:
         start = O.map(x, node_zero)
-        dist = O.iterate(start, lambda y: O.min_by_key(O.concat(O.join_map(y, edges, hop),
-                                                                  start)))
+        dist = O.iterate(start, lambda y: O.min_by_key(O.concat(O.join_map(y, edges, hop), start)))
         return O.distinct(O.concat(O.map(O.filter(dist, lambda nd: nd[1] <= 2), first), x))
+
     return O.iterate(O.distinct(r), outer)
 
 
@@ -272,6 +305,7 @@ def monoid_build(e: Any, r: Any, values: bool = False) -> Any:
     def body(x: Any) -> Any:
         w = e.explode(weighted_edge).enter(x.scope)
         return w.semijoin(x).map(edge_dst).reduce_solve("min")
+
     dist = start.iterate(body, fold_initial=True)
     # the MinSum collection itself, or its distances turned into data
     return dist.count().map(minsum_value) if values else dist
@@ -283,17 +317,23 @@ def monoid_oracle(e: dict, r: dict, values: bool = False) -> dict:
 
     def body(x: dict) -> dict:
         # semijoin multiplies MinSum diffs (times is +): the weight plus the distance
-        relaxed = {(s, d): dd.MinSum(w.value + x[s].value) for (s, d), w in wedges.items()
-                   if s in x}
+        relaxed = {
+            (s, d): dd.MinSum(w.value + x[s].value) for (s, d), w in wedges.items() if s in x
+        }
         return O.map(relaxed, edge_dst)
+
     dist = O.iterate_fold(start, body)
     return {(n, d.value): 1 for n, d in dist.items()} if values else dist
 
 
 CASES = [
     Case("bfs", bfs_build, bfs_oracle),
-    Case("bfs_multiset", lambda e, r: bfs_build(e, r, raw=True),
-         lambda e, r: bfs_oracle(e, r, raw=True), nonneg=True),
+    Case(
+        "bfs_multiset",
+        lambda e, r: bfs_build(e, r, raw=True),
+        lambda e, r: bfs_oracle(e, r, raw=True),
+        nonneg=True,
+    ),
     Case("bfs_reduce_solve_logic", lambda e, r: bfs_build(e, r, solve=True), bfs_oracle),
     Case("reach", reach_build, reach_oracle),
     Case("percolation_count", percolation_build, percolation_oracle),
@@ -301,8 +341,12 @@ CASES = [
     Case("nested_reach", nested_build, nested_oracle),
     Case("nested_bfs", nested_bfs_build, nested_bfs_oracle),
     Case("monoid_fold_minsum", monoid_build, monoid_oracle, insert_only=True),
-    Case("monoid_fold_minsum_values", lambda e, r: monoid_build(e, r, True),
-         lambda e, r: monoid_oracle(e, r, True), insert_only=True),
+    Case(
+        "monoid_fold_minsum_values",
+        lambda e, r: monoid_build(e, r, True),
+        lambda e, r: monoid_oracle(e, r, True),
+        insert_only=True,
+    ),
 ]
 
 
@@ -316,8 +360,13 @@ def case_params(include_known_bugs: bool) -> list[Any]:
     for c in CASES:
         if c.name in KNOWN_BUGS:
             if include_known_bugs:
-                out.append(pytest.param(c, id=c.name, marks=pytest.mark.xfail(
-                    strict=True, reason=KNOWN_BUGS[c.name])))
+                out.append(
+                    pytest.param(
+                        c,
+                        id=c.name,
+                        marks=pytest.mark.xfail(strict=True, reason=KNOWN_BUGS[c.name]),
+                    )
+                )
         else:
             out.append(pytest.param(c, id=c.name))
     return out
@@ -331,8 +380,14 @@ def _join(a: Any, b: Any) -> Any:
 
 
 @st.composite
-def streams(draw: st.DrawFn, records: st.SearchStrategy[Any], times: st.SearchStrategy[Any],
-            case: Case, min_size: int, max_size: int) -> list[Update]:
+def streams(
+    draw: st.DrawFn,
+    records: st.SearchStrategy[Any],
+    times: st.SearchStrategy[Any],
+    case: Case,
+    min_size: int,
+    max_size: int,
+) -> list[Update]:
     """Distinct records (a few of them inserted twice), each inserted at a random time and
     maybe retracted later, cancelled at once (+1 and -1 at one time), or retracted and
     re-inserted; unless ``case.nonneg``, also bare retractions (negative counts).
@@ -409,8 +464,11 @@ def random_batches(draw: st.DrawFn, inputs: list[list[Update]]) -> Schedule:
     n = len(by_time)
     cuts = sorted(draw(st.sets(st.integers(1, max(1, n - 1)), max_size=n), label="cuts"))
     bounds = [0, *(c for c in cuts if c < n), n]
-    rounds = [[iu for r in by_time[a:b] for iu in r] for a, b in zip(bounds, bounds[1:],
-                                                                        strict=False) if b > a]
+    rounds = [
+        [iu for r in by_time[a:b] for iu in r]
+        for a, b in zip(bounds, bounds[1:], strict=False)
+        if b > a
+    ]
     rounds = [draw(st.permutations(r)) for r in rounds]
     actions = [draw(st.sampled_from(["none", "step", "run"])) for _ in rounds]
     plain = [[draw(st.booleans()) for _ in r] for r in rounds]
@@ -436,8 +494,9 @@ def expected_at(case: Case, inputs: list[list[Update]], t: Any) -> dict:
     return case.oracle(*[O.accumulate(ups, t) for ups in inputs])
 
 
-def check_at(case: Case, inputs: list[list[Update]], updates: list[Update], t: Any,
-             what: str) -> None:
+def check_at(
+    case: Case, inputs: list[list[Update]], updates: list[Update], t: Any, what: str
+) -> None:
     got, want = O.accumulate(updates, t), expected_at(case, inputs, t)
     assert got == want, (
         f"{case.name} ({what}) at time {t}: expected {want}, got {got}\n"
@@ -445,15 +504,15 @@ def check_at(case: Case, inputs: list[list[Update]], updates: list[Update], t: A
     )
 
 
-def run_schedule(case: Case, schedule: Schedule, product: bool, *,
-                 midway: bool = False) -> list[Update]:
+def run_schedule(
+    case: Case, schedule: Schedule, product: bool, *, midway: bool = False
+) -> list[Update]:
     """Build ``case``, feed ``schedule``; with ``midway``, after every ``run`` the output at
     every time no input can change any more equals the oracle. Returns the consolidated
     output updates once every input is closed and the worker has run."""
     sample = dd.Product(0, 0) if product else 0
     with dd.Worker() as worker:
-        sessions, colls = zip(*[worker.new_collection(time=sample) for _ in range(2)],
-                              strict=True)
+        sessions, colls = zip(*[worker.new_collection(time=sample) for _ in range(2)], strict=True)
         cap = case.build(*colls).capture()
         closed = [False, False]
         for j, rnd in enumerate(schedule.rounds):
@@ -500,8 +559,9 @@ def assert_consolidated(updates: list[Update]) -> None:
         seen.add(key)
 
 
-def check_against_oracle(case: Case, inputs: list[list[Update]], updates: list[Update],
-                         what: str) -> None:
+def check_against_oracle(
+    case: Case, inputs: list[list[Update]], updates: list[Update], what: str
+) -> None:
     assert_consolidated(updates)
     for t in O.interesting_times(*inputs, updates):
         check_at(case, inputs, updates, t, what)
@@ -539,8 +599,10 @@ def test_loop_split_invariance(case: Case, data: st.DataObject) -> None:
         "all before stepping": Schedule.single_batch(inputs),
         "several times per batch": random_batches(data.draw, inputs),
     }
-    runs = {name: run_schedule(case, s, product, midway=(name == "a round per time, run"))
-            for name, s in variants.items()}
+    runs = {
+        name: run_schedule(case, s, product, midway=(name == "a round per time, run"))
+        for name, s in variants.items()
+    }
     times = O.interesting_times(*inputs, *runs.values())
     base_name, base = next(iter(runs.items()))
     for name, ups in runs.items():
@@ -580,11 +642,17 @@ def test_retracting_edges_the_answer_relied_on(case: Case) -> None:
         edges += [((0, 2), 2, 1), ((1, 2), 3, 1), ((3, 1), 3, 1), ((2, 4), 5, 1)]
         roots += [(2, 4, 1)]
     else:
-        edges += [((1, 2), 1, -1),  # cut: 2, 3, 4 were reached through it
-                  ((0, 2), 2, 1), ((2, 0), 2, 1),  # a detour, and a cycle back
-                  ((1, 2), 3, 1),  # re-inserted
-                  ((0, 2), 4, 1), ((0, 2), 4, -1),  # a second copy that cancels at once
-                  ((0, 2), 5, -1), ((3, 4), 5, -1), ((2, 4), 5, 1)]
+        edges += [
+            ((1, 2), 1, -1),  # cut: 2, 3, 4 were reached through it
+            ((0, 2), 2, 1),
+            ((2, 0), 2, 1),  # a detour, and a cycle back
+            ((1, 2), 3, 1),  # re-inserted
+            ((0, 2), 4, 1),
+            ((0, 2), 4, -1),  # a second copy that cancels at once
+            ((0, 2), 5, -1),
+            ((3, 4), 5, -1),
+            ((2, 4), 5, 1),
+        ]
         roots += [(0, 6, -1), (3, 6, 1), (0, 7, 1)]
     ups = _feed_and_check(case, [edges, roots], product=False)
     assert ups
@@ -600,8 +668,14 @@ def test_retractions_at_incomparable_outer_times(case: Case) -> None:
     if case.insert_only:
         edges += [((0, 3), P(1, 0), 1), ((1, 4), P(0, 1), 1), ((0, 2), P(2, 2), 1)]
     else:
-        edges += [((1, 2), P(1, 0), -1), ((3, 4), P(0, 1), -1), ((0, 3), P(0, 1), 1),
-                  ((1, 2), P(2, 1), 1), ((4, 0), P(1, 2), 1), ((4, 0), P(1, 2), -1)]
+        edges += [
+            ((1, 2), P(1, 0), -1),
+            ((3, 4), P(0, 1), -1),
+            ((0, 3), P(0, 1), 1),
+            ((1, 2), P(2, 1), 1),
+            ((4, 0), P(1, 2), 1),
+            ((4, 0), P(1, 2), -1),
+        ]
         roots += [(0, P(2, 2), -1), (1, P(2, 2), 1)]
     _feed_and_check(case, [edges, roots], product=True)
 
@@ -620,32 +694,39 @@ def test_times_inside_a_loop_nest_products() -> None:
             def inner(y: Any) -> Any:
                 y.inspect(lambda u: seen_inner.append(u[1]))
                 return y.map(lambda v: min(v + 1, 3)).concat(y).distinct()
+
             return x.iterate(inner).map(lambda v: min(v + 1, 6)).concat(x).distinct()
+
         out = c.iterate(outer).capture()
         inp.update_at(0, dd.Product(1, 2), 1)
         inp.close()
         w.run()
     assert out.at(dd.Product(1, 2)) == {v: 1 for v in range(7)}
     assert out.at(dd.Product(1, 1)) == {}
-    assert seen_outer and all(isinstance(t, dd.Product) and t.outer == dd.Product(1, 2)
-                              for t in seen_outer)
+    assert seen_outer and all(
+        isinstance(t, dd.Product) and t.outer == dd.Product(1, 2) for t in seen_outer
+    )
     assert {t.inner for t in seen_outer} >= {0, 1}
-    assert seen_inner and all(isinstance(t.outer, dd.Product) and isinstance(t.outer.outer,
-                                                                             dd.Product)
-                              for t in seen_inner)
+    assert seen_inner and all(
+        isinstance(t.outer, dd.Product) and isinstance(t.outer.outer, dd.Product)
+        for t in seen_inner
+    )
     assert {t.outer.outer for t in seen_inner} == {dd.Product(1, 2)}
 
 
 def test_oracle_iterate_and_iterate_fold() -> None:
     """The oracle's loops themselves: a fixed point from the initial collection, the monoid
     form from empty, and an error (not a hang) without a fixed point."""
-    assert O.iterate({0: 1}, lambda x: O.distinct(O.concat(x, O.map(x, lambda v: min(v + 1, 3)))
-                                                  )) == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert O.iterate(
+        {0: 1}, lambda x: O.distinct(O.concat(x, O.map(x, lambda v: min(v + 1, 3))))
+    ) == {0: 1, 1: 1, 2: 1, 3: 1}
     # x -> x: the initial collection is already the fixed point
     assert O.iterate({1: 2, 2: 0}, lambda x: x) == {1: 2}
     # fold: body(x) + initial every round, never a subtraction
-    dist = O.iterate_fold({0: dd.MinSum(0)}, lambda x: O.map(
-        {k: dd.MinSum(v.value + 2) for k, v in x.items()}, lambda k: min(k + 1, 3)))
+    dist = O.iterate_fold(
+        {0: dd.MinSum(0)},
+        lambda x: O.map({k: dd.MinSum(v.value + 2) for k, v in x.items()}, lambda k: min(k + 1, 3)),
+    )
     assert dist == {0: dd.MinSum(0), 1: dd.MinSum(2), 2: dd.MinSum(4), 3: dd.MinSum(6)}
     assert O.iterate({0: dd.MinSum(3)}, lambda x: x, fold=True) == {0: dd.MinSum(3)}
     with pytest.raises(RuntimeError, match="no fixed point"):

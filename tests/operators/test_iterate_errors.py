@@ -39,8 +39,9 @@ def test_iteration_limit_raises_then_the_worker_is_closed() -> None:
 def test_a_convergent_loop_under_the_limit_is_fine() -> None:
     w = dd.Worker()
     inp, c = w.new_collection()
-    out = c.iterate(lambda x: x.map(lambda v: min(v + 1, 5)).concat(x).distinct(),
-                    limit=20).capture()
+    out = c.iterate(
+        lambda x: x.map(lambda v: min(v + 1, 5)).concat(x).distinct(), limit=20
+    ).capture()
     inp.insert(0)
     inp.advance_to(1)
     w.run()

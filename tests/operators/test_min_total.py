@@ -20,24 +20,43 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
+from ddflow import Changes, run_job
 from ddflow.operators.min_total import MinMaxTotal
-from ddflow.runtime.job import Changes, run_job
 from ddflow.testing import oracle as O
 
 Update = tuple[Any, Any, Any]
-SETTINGS = settings(max_examples=60, deadline=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 HOWS = ("min", "max", "sum", "count")
-ACTIONS = ("insert", "insert", "insert", "insert_run", "retract_min", "retract_min",
-           "retract_max", "retract_run", "retract_any", "retract_absent")
+ACTIONS = (
+    "insert",
+    "insert",
+    "insert",
+    "insert_run",
+    "retract_min",
+    "retract_min",
+    "retract_max",
+    "retract_run",
+    "retract_any",
+    "retract_absent",
+)
 
 
 # ---- streams and how they are fed ------------------------------------------------------------
 
 
 @st.composite
-def hot_stream(draw: st.DrawFn, *, product: bool = False, negative: bool = True,
-               max_steps: int = 60, max_val: int = 40) -> list[Update]:
+def hot_stream(
+    draw: st.DrawFn,
+    *,
+    product: bool = False,
+    negative: bool = True,
+    max_steps: int = 60,
+    max_val: int = 40,
+) -> list[Update]:
     """``((key, val), time, ±1)`` updates, key 0 hot (two in three), built step by step:
     inserts (one value, or a run of up to 20), retractions of the key's current least /
     greatest present value, of its up to 20 least ones at once (the scan from the old minimum
@@ -62,7 +81,7 @@ def hot_stream(draw: st.DrawFn, *, product: bool = False, negative: bool = True,
                 start = draw(st.integers(0, max_val))
                 run = range(start, start + draw(st.integers(1, 20)))
             else:
-                run = live[:draw(st.integers(1, 20))]
+                run = live[: draw(st.integers(1, 20))]
             d = 1 if act == "insert_run" else -1
             for v in run:
                 present[key][v] += d
@@ -116,8 +135,9 @@ def _rounds(ups: list[Update], cuts: set[int] | str) -> list[list[Update]]:
     return [ordered[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
-def feed(build: Callable[[Any], Any], ups: list[Update], cuts: set[int] | str,
-         product: bool = False) -> tuple[list[Update], dict[Any, dict[Any, Any]]]:
+def feed(
+    build: Callable[[Any], Any], ups: list[Update], cuts: set[int] | str, product: bool = False
+) -> tuple[list[Update], dict[Any, dict[Any, Any]]]:
     """Run ``build`` on ``ups`` fed in rounds; after each round the input advances to the
     meet of the times still to come (closes after the last) and the worker runs. Returns the
     consolidated output updates and the output at every interesting time."""
@@ -131,7 +151,7 @@ def feed(build: Callable[[Any], Any], ups: list[Update], cuts: set[int] | str,
         for i, rnd in enumerate(rounds):
             for d, t, r in rnd:
                 inp.update_at(d, t, r)
-            rest = [u[1] for later in rounds[i + 1:] for u in later]
+            rest = [u[1] for later in rounds[i + 1 :] for u in later]
             if rest:
                 target = rest[0]
                 for t in rest[1:]:
@@ -151,8 +171,13 @@ def feed(build: Callable[[Any], Any], ups: list[Update], cuts: set[int] | str,
     return out, at
 
 
-def check(build: Callable[[Any], Any], oracle: Callable[[dict[Any, Any]], dict[Any, Any]],
-          ups: list[Update], cuts: set[int] | str, product: bool = False) -> list[Update]:
+def check(
+    build: Callable[[Any], Any],
+    oracle: Callable[[dict[Any, Any]], dict[Any, Any]],
+    ups: list[Update],
+    cuts: set[int] | str,
+    product: bool = False,
+) -> list[Update]:
     """Output consolidated, and equal to ``oracle`` of the accumulated input at every
     interesting time."""
     out, at = feed(build, ups, cuts, product)
@@ -169,7 +194,7 @@ def check(build: Callable[[Any], Any], oracle: Callable[[dict[Any, Any]], dict[A
 def hier_sum_oracle(a: dict[Any, Any]) -> dict[Any, Any]:
     """The ``Sum{value, count}`` diff: a key is there while its (sum, count) is not (0, 0)."""
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         s, n = sum(v * r for v, r in group), sum(r for _, r in group)
         if (s, n) != (0, 0):
             out[(k, s)] = 1
@@ -197,7 +222,10 @@ def r_count(_k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, int]]:
 
 
 ORACLES: dict[str, Callable[[dict[Any, Any]], dict[Any, Any]]] = {
-    "min": O.min_by_key, "max": O.max_by_key, "sum": hier_sum_oracle, "count": hier_count_oracle,
+    "min": O.min_by_key,
+    "max": O.max_by_key,
+    "sum": hier_sum_oracle,
+    "count": hier_count_oracle,
 }
 
 
@@ -296,8 +324,10 @@ def test_many_times_in_one_columnar_batch() -> None:
 
     one, per_time = run(False), run(True)
     assert one == per_time
-    ups = [((int(k), int(v)), int(t), int(r))
-           for k, v, t, r in zip(keys, vals, times, diffs, strict=True)]
+    ups = [
+        ((int(k), int(v)), int(t), int(r))
+        for k, v, t, r in zip(keys, vals, times, diffs, strict=True)
+    ]
     for t in (0, 57, 131, 199):
         assert O.accumulate(one, t) == O.min_by_key(O.accumulate(ups, t))
 
@@ -315,12 +345,17 @@ def test_min_total_on_two_workers() -> None:
 
     def build(c: dict[str, Any]) -> dict[str, Any]:
         kv = c["kv"]
-        return {"min": kv.min_total(), "max": kv.max_total(),
-                "hier": kv.reduce_hierarchical("min", buckets=8)}
+        return {
+            "min": kv.min_total(),
+            "max": kv.max_total(),
+            "hier": kv.reduce_hierarchical("min", buckets=8),
+        }
 
     two, one = run_job(build, log, workers=2, timeout=120), run_job(build, log)
-    ups = [((int(k), int(v)), int(t), int(r))
-           for k, v, t, r in zip(keys, vals, times, diffs, strict=True)]
+    ups = [
+        ((int(k), int(v)), int(t), int(r))
+        for k, v, t, r in zip(keys, vals, times, diffs, strict=True)
+    ]
     for name, oracle in (("min", O.min_by_key), ("max", O.max_by_key), ("hier", O.min_by_key)):
         assert two[name].updates() == one[name].updates()
         for t in (0, 10, 29):
@@ -420,28 +455,30 @@ def test_reduce_hierarchical_matches_oracle(how: str, product: bool, data: st.Da
     ups = data.draw(hot_stream(product=product, max_steps=40), label="updates")
     cuts = data.draw(st.sets(st.integers(1, max(1, len(ups) - 1))), label="cuts")
     buckets = data.draw(st.sampled_from([1, 3, 256]), label="buckets")
-    check(lambda c: c.reduce_hierarchical(how, buckets=buckets), ORACLES[how], ups, cuts,
-          product)
+    check(lambda c: c.reduce_hierarchical(how, buckets=buckets), ORACLES[how], ups, cuts, product)
 
 
 @pytest.mark.parametrize("how", ["sum", "count"])
 @SETTINGS
 @given(data=st.data())
 def test_reduce_hierarchical_equals_plain_reduce_without_negative_counts(
-        how: str, data: st.DataObject) -> None:
+    how: str, data: st.DataObject
+) -> None:
     """When no count goes negative (retractions only of present values), ``sum`` and
     ``count`` equal a plain ``reduce`` summing values (records) at every time."""
     ups = data.draw(hot_stream(negative=False, max_steps=40), label="updates")
     logic = r_sum if how == "sum" else r_count
-    check(lambda c: c.reduce_hierarchical(how, buckets=4), lambda a: O.reduce(a, logic), ups,
-          "time")
+    check(
+        lambda c: c.reduce_hierarchical(how, buckets=4), lambda a: O.reduce(a, logic), ups, "time"
+    )
 
 
 # ---- work bounded by the batch ------------------------------------------------------------------
 
 
-def _hot_key_rounds(mode: str, rounds: int, retract_extreme: bool,
-                    per_round: int = 500) -> tuple[list[int], MinMaxTotal]:
+def _hot_key_rounds(
+    mode: str, rounds: int, retract_extreme: bool, per_round: int = 500
+) -> tuple[list[int], MinMaxTotal]:
     """History rows read per round when key 0 receives ``per_round`` new values a round and,
     with ``retract_extreme``, loses its current minimum (maximum) each round."""
     rng = np.random.default_rng(3)

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
-from ddflow.runtime.job import run_job
+from ddflow import run_job
 from ddflow.testing import oracle as O
 from ddflow.testing.strategies import Schedule, schedules
 
@@ -198,6 +198,7 @@ def minsum_value(r: Any) -> Any:
 def tagged(tag: int) -> Callable[[Any], Any]:
     def f(n: Any) -> Any:
         return (tag, n)
+
     return f
 
 
@@ -205,15 +206,21 @@ def reach_build(e: Any, r: Any) -> Any:
     edges, roots = e.distinct(), r.distinct()
 
     def body(x: Any) -> Any:
-        return (x.map(node_zero).join_map(edges.enter(x.scope), to_dst)
-                .concat(roots.enter(x.scope)).distinct())
+        return (
+            x.map(node_zero)
+            .join_map(edges.enter(x.scope), to_dst)
+            .concat(roots.enter(x.scope))
+            .distinct()
+        )
+
     return roots.iterate(body)
 
 
 def reach_oracle(e: Any, r: Any) -> Any:
     edges, roots = O.distinct(e), O.distinct(r)
-    return O.iterate(roots, lambda x: O.distinct(O.concat(
-        O.join_map(O.map(x, node_zero), edges, to_dst), roots)))
+    return O.iterate(
+        roots, lambda x: O.distinct(O.concat(O.join_map(O.map(x, node_zero), edges, to_dst), roots))
+    )
 
 
 def bfs_build(e: Any, r: Any, python_reduce: bool = False) -> Any:
@@ -222,6 +229,7 @@ def bfs_build(e: Any, r: Any, python_reduce: bool = False) -> Any:
     def body(x: Any) -> Any:
         y = x.join_map(edges.enter(x.scope), hop).concat(nodes.enter(x.scope))
         return y.reduce(r_min) if python_reduce else y.min()
+
     return nodes.iterate(body)
 
 
@@ -231,13 +239,13 @@ def bfs_oracle(e: Any, r: Any) -> Any:
 
 
 def count_loop_build(a: Any) -> Any:
-    return a.distinct().iterate(
-        lambda x: x.concat(x.map(capped_succ)).count().map(first_of))
+    return a.distinct().iterate(lambda x: x.concat(x.map(capped_succ)).count().map(first_of))
 
 
 def count_loop_oracle(a: Any) -> Any:
-    return O.iterate(O.distinct(a), lambda x: O.map(O.count(O.concat(x, O.map(x, capped_succ))),
-                                                   first_of))
+    return O.iterate(
+        O.distinct(a), lambda x: O.map(O.count(O.concat(x, O.map(x, capped_succ))), first_of)
+    )
 
 
 def parity_build(e: Any, r: Any) -> Any:
@@ -250,6 +258,7 @@ def parity_build(e: Any, r: Any) -> Any:
 
     def step(x: Any) -> Any:
         return x.map(node_zero).join_map(edges, to_dst)
+
     odd_next = step(even).distinct()
     even_next = step(odd).concat(roots).distinct()
     even.set(even_next)
@@ -262,6 +271,7 @@ def parity_oracle(e: Any, r: Any) -> Any:
 
     def step(x: Any) -> Any:
         return O.join_map(O.map(x, node_zero), edges, to_dst)
+
     even, odd = roots, {}
     while True:
         ne = O.distinct(O.concat(step(odd), roots))
@@ -280,9 +290,10 @@ def nested_build(e: Any, r: Any) -> Any:
         ex = edges.enter(x.scope)
 
         def inner(y: Any) -> Any:
-            return (y.map(node_zero).join_map(ex.enter(y.scope), to_dst)
-                    .concat(y).distinct())
+            return y.map(node_zero).join_map(ex.enter(y.scope), to_dst).concat(y).distinct()
+
         return x.iterate(inner).concat(x).distinct()
+
     return r.distinct().iterate(outer)
 
 
@@ -292,6 +303,7 @@ def monoid_build(e: Any, r: Any) -> Any:
     def body(x: Any) -> Any:
         w = e.distinct().explode(weighted_edge).enter(x.scope)
         return w.semijoin(x).map(edge_dst).reduce_solve("min")
+
     return start.iterate(body, fold_initial=True).count().map(minsum_value)
 
 
@@ -310,7 +322,7 @@ def monoid_oracle(e: Any, r: Any) -> Any:
 
 def hier_sum_oracle(a: Any) -> Any:
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         s, n = sum(v * r for v, r in group), sum(r for _, r in group)
         if (s, n) != (0, 0):
             out[(k, s)] = 1
@@ -319,7 +331,7 @@ def hier_sum_oracle(a: Any) -> Any:
 
 def hier_count_oracle(a: Any) -> Any:
     out = {}
-    for k, group in O._by_key(O.consolidate(a)).items():
+    for k, group in O.group_by_key(O.consolidate(a)).items():
         n = sum(r for _, r in group)
         if n:
             out[(k, n)] = 1
@@ -502,22 +514,43 @@ CASES = [
     # min / max, any lattice and totally ordered; the two-stage reduce for skewed keys
     Case("min", (KV,), lambda a: a.min(), lambda a: O.min_by_key(a)),
     Case("max", (KV,), lambda a: a.max(), lambda a: O.max_by_key(a)),
-    Case("top_k", (KV,), lambda a: a.distinct().top_k(2),
-         lambda a: O.top_k_by_key(O.distinct(a), 2)),
-    Case("top_k_counts", (KV,),
-         lambda a: a.distinct().concat(a.distinct().filter(lambda kv: kv[1] % 2 == 0)).top_k(3),
-         lambda a: O.top_k_by_key(O.concat(O.distinct(a), O.filter(
-             O.distinct(a), lambda kv: kv[1] % 2 == 0)), 3)),
+    Case(
+        "top_k", (KV,), lambda a: a.distinct().top_k(2), lambda a: O.top_k_by_key(O.distinct(a), 2)
+    ),
+    Case(
+        "top_k_counts",
+        (KV,),
+        lambda a: a.distinct().concat(a.distinct().filter(lambda kv: kv[1] % 2 == 0)).top_k(3),
+        lambda a: O.top_k_by_key(
+            O.concat(O.distinct(a), O.filter(O.distinct(a), lambda kv: kv[1] % 2 == 0)), 3
+        ),
+    ),
     Case("min_total", (KV,), lambda a: a.min_total(), lambda a: O.min_by_key(a), True),
     Case("max_total", (KV,), lambda a: a.max_total(), lambda a: O.max_by_key(a), True),
-    Case("hierarchical_min", (KV,), lambda a: a.reduce_hierarchical("min", buckets=2),
-         lambda a: O.min_by_key(a)),
-    Case("hierarchical_max", (KV,), lambda a: a.reduce_hierarchical("max", buckets=2),
-         lambda a: O.max_by_key(a)),
-    Case("hierarchical_sum", (KV,), lambda a: a.reduce_hierarchical("sum", buckets=2),
-         hier_sum_oracle),
-    Case("hierarchical_count", (KV,), lambda a: a.reduce_hierarchical("count", buckets=2),
-         hier_count_oracle),
+    Case(
+        "hierarchical_min",
+        (KV,),
+        lambda a: a.reduce_hierarchical("min", buckets=2),
+        lambda a: O.min_by_key(a),
+    ),
+    Case(
+        "hierarchical_max",
+        (KV,),
+        lambda a: a.reduce_hierarchical("max", buckets=2),
+        lambda a: O.max_by_key(a),
+    ),
+    Case(
+        "hierarchical_sum",
+        (KV,),
+        lambda a: a.reduce_hierarchical("sum", buckets=2),
+        hier_sum_oracle,
+    ),
+    Case(
+        "hierarchical_count",
+        (KV,),
+        lambda a: a.reduce_hierarchical("count", buckets=2),
+        hier_count_oracle,
+    ),
     # loops: fixed points checked against a from-scratch iteration
     Case("iterate_reach", (KV, S), reach_build, reach_oracle),
     Case("iterate_bfs", (KV, S), bfs_build, bfs_oracle),
@@ -804,23 +837,26 @@ def test_oracle_interesting_times_closed_under_join() -> None:
 
 def _changes(kind: str, ups: list[tuple[Any, Any, Any]], product: bool | str) -> Any:
     """One input's update list as a columnar log."""
+    from ddflow import Changes
     from ddflow.core.time import time_kind_of
-    from ddflow.runtime.job import Changes
 
     tk = time_kind_of(time_sample(product))
     n = len(ups)
     times = np.array([tk.flatten(t) for _, t, _ in ups], dtype=np.int64).reshape(n, tk.dim)
     diffs = np.array([d for _, _, d in ups], dtype=np.int64)
     if kind == KV:
-        data: Any = (np.array([r[0] for r, _, _ in ups], dtype=np.int64),
-                     np.array([r[1] for r, _, _ in ups], dtype=np.int64))
+        data: Any = (
+            np.array([r[0] for r, _, _ in ups], dtype=np.int64),
+            np.array([r[1] for r, _, _ in ups], dtype=np.int64),
+        )
     else:
         data = np.array([r for r, _, _ in ups], dtype=np.int64)
     return Changes(data, times, diffs)
 
 
-def _check_runtime(runtime: Any, cases: list[Case], data: st.DataObject,
-                   product: bool | str) -> None:
+def _check_runtime(
+    runtime: Any, cases: list[Case], data: st.DataObject, product: bool | str
+) -> None:
     """One job runs every case; cases with the same input kinds share their inputs."""
     kinds = sorted({c.kinds for c in cases})
     drawn = {k: data.draw(schedules(k, product=product), label=str(k)) for k in kinds}
@@ -831,8 +867,10 @@ def _check_runtime(runtime: Any, cases: list[Case], data: st.DataObject,
     }
 
     def build(colls: dict[str, Any]) -> dict[str, Any]:
-        return {c.name: c.build(*[colls[f"{'-'.join(c.kinds)}/{i}"] for i in range(len(c.kinds))])
-                for c in cases}
+        return {
+            c.name: c.build(*[colls[f"{'-'.join(c.kinds)}/{i}"] for i in range(len(c.kinds))])
+            for c in cases
+        }
 
     got = runtime.run(build, inputs, time=time_sample(product))
     ref = run_job(build, inputs, time=time_sample(product)) if runtime.name != "inprocess" else got
@@ -852,8 +890,12 @@ def _check_runtime(runtime: Any, cases: list[Case], data: st.DataObject,
 
 
 def _runtime_settings(runtime: Any) -> settings:
-    return settings(max_examples=runtime.examples, deadline=None, database=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=runtime.examples,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
 
 
 @pytest.mark.parametrize("product", [False, True, "nested"], ids=["int", "product", "nested"])

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 
 import ddflow as dd
+from ddflow import Changes
 from ddflow.core.columns import make_column
-from ddflow.runtime.exchange import hash_columns, stable_hash
-from ddflow.runtime.job import Changes
+from ddflow.engine.exchange import hash_columns, stable_hash
 from ddflow.testing.strategies import edge_numbers
 
 I64_MIN = -(2**63)
@@ -49,10 +49,13 @@ def test_column_codes_agree_across_dtypes() -> None:
     assert h[0] == h[1] == h[2]
     big = np.empty(2, dtype=object)
     big[:] = [2**64, 2**70]
-    assert hash_columns([big], 2).tolist() == hash_columns([np.array([2.0**64, 2.0**70])],
-                                                          2).tolist()
-    assert hash_columns([np.array([True, False])], 2).tolist() == hash_columns(
-        [np.array([1, 0])], 2).tolist()
+    assert (
+        hash_columns([big], 2).tolist() == hash_columns([np.array([2.0**64, 2.0**70])], 2).tolist()
+    )
+    assert (
+        hash_columns([np.array([True, False])], 2).tolist()
+        == hash_columns([np.array([1, 0])], 2).tolist()
+    )
 
 
 @settings(max_examples=300, deadline=None)
@@ -69,8 +72,24 @@ def test_equal_edge_numbers_route_together(x: Any, y: Any) -> None:
 # ---- the same answers on every runtime -------------------------------------------------------
 
 #: input codes are mapped to these values: equal values of different types, and neighbours
-VALUES = [2**64, 2.0**64, 1, 1.0, True, 0, 0.0, False, 2**53 + 1, 2.0**53, 2**53, I64_MIN,
-          -(2.0**63), 0.5, 2**70 + 1, 2**63 - 1]
+VALUES = [
+    2**64,
+    2.0**64,
+    1,
+    1.0,
+    True,
+    0,
+    0.0,
+    False,
+    2**53 + 1,
+    2.0**53,
+    2**53,
+    I64_MIN,
+    -(2.0**63),
+    0.5,
+    2**70 + 1,
+    2**63 - 1,
+]
 
 
 def _value(i: int) -> Any:
@@ -109,10 +128,16 @@ def test_count_of_equal_values_of_different_types(runtime: Any, seed: int) -> No
 def test_join_of_equal_values_of_different_types(runtime: Any) -> None:
     """join matches keys equal across types on every runtime (2**64 with 2.0**64, 1 with
     True), never neighbours (2**53 + 1 with 2.0**53)."""
-    a = Changes(np.arange(len(VALUES), dtype=np.int64), np.zeros(len(VALUES), np.int64),
-                np.ones(len(VALUES), np.int64))
-    b = Changes(np.arange(len(VALUES), dtype=np.int64)[::-1].copy(),
-                np.zeros(len(VALUES), np.int64), np.ones(len(VALUES), np.int64))
+    a = Changes(
+        np.arange(len(VALUES), dtype=np.int64),
+        np.zeros(len(VALUES), np.int64),
+        np.ones(len(VALUES), np.int64),
+    )
+    b = Changes(
+        np.arange(len(VALUES), dtype=np.int64)[::-1].copy(),
+        np.zeros(len(VALUES), np.int64),
+        np.ones(len(VALUES), np.int64),
+    )
 
     def build(c: dict[str, dd.Collection]) -> dd.Collection:
         left = c["a"].map(lambda i: (VALUES[i], i))
@@ -137,8 +162,11 @@ def test_counts_beyond_int64_on_every_runtime(runtime: Any) -> None:
     log = Changes(data, np.zeros(n, np.int64), diffs)
 
     def build(c: dict[str, dd.Collection]) -> dict[str, dd.Collection]:
-        return {"count": c["x"].count(), "total": c["x"].count_total(),
-                "distinct": c["x"].distinct()}
+        return {
+            "count": c["x"].count(),
+            "total": c["x"].count_total(),
+            "distinct": c["x"].distinct(),
+        }
 
     got = runtime.run(build, {"x": log})
     want = {(k, 100 * 2**62): 1 for k in range(3)}

@@ -65,16 +65,43 @@ diffs = st.integers(-3, 3) | st.sampled_from([np.int64(2), np.int32(-1)])
 
 # -- values that are never valid ---------------------------------------------------------------
 BAD_DIFFS = [
-    "1", 1.0, 1.5, float("nan"), True, False, None, [1], (1,), np.float64(1.0), np.bool_(True),
-    BIG, -BIG - 1, np.uint64(2**64 - 1), dd.Sum(1, 1), decimal.Decimal(1), 1j,
+    "1",
+    1.0,
+    1.5,
+    float("nan"),
+    True,
+    False,
+    None,
+    [1],
+    (1,),
+    np.float64(1.0),
+    np.bool_(True),
+    BIG,
+    -BIG - 1,
+    np.uint64(2**64 - 1),
+    dd.Sum(1, 1),
+    decimal.Decimal(1),
+    1j,
 ]
 BAD_TIMES = ["1", 1.0, 2.5, True, None, [1], (1,), dd.Product(0, 0), BIG, 2**70, np.float64(3)]
 # records that no collection accepts: NaN, unhashable values, frozensets (not totally
 # ordered), or several of these
 ALWAYS_BAD_RECORDS = [
-    float("nan"), np.float64("nan"), np.float32("nan"), decimal.Decimal("NaN"),
-    [1, 2], {"a": 1}, {1, 2}, np.array([1, 2]), (1, [2]), ([1], 2), (float("nan"), 1),
-    (1, float("nan")), ((1, float("nan")),), frozenset({1}), (frozenset(), 1),
+    float("nan"),
+    np.float64("nan"),
+    np.float32("nan"),
+    decimal.Decimal("NaN"),
+    [1, 2],
+    {"a": 1},
+    {1, 2},
+    np.array([1, 2]),
+    (1, [2]),
+    ([1], 2),
+    (float("nan"), 1),
+    (1, float("nan")),
+    ((1, float("nan")),),
+    frozenset({1}),
+    (frozenset(), 1),
     ((1, frozenset({2})), 3),
 ]
 
@@ -102,9 +129,13 @@ def _columns(schema: str, records: list, unicode: bool = False):
     if schema == "edge":
         return _number_column(records, unicode)
     if schema == "nested":
-        return ((_number_column([r[0][0] for r in records], unicode),
-                 np.array([r[0][1] for r in records], dtype=np.int64)),
-                _number_column([r[1] for r in records], unicode))
+        return (
+            (
+                _number_column([r[0][0] for r in records], unicode),
+                np.array([r[0][1] for r in records], dtype=np.int64),
+            ),
+            _number_column([r[1] for r in records], unicode),
+        )
     keys = np.array([r[0] for r in records], dtype=np.int64)
     vals = np.array([r[1] for r in records], dtype=np.int64)
     return (keys, vals)
@@ -138,8 +169,12 @@ def _wrong_kind_batches(schema: str, n: int) -> list:
     if schema == "str":
         return [i, f, nones, _obj(list(range(n)))]
     if schema == "nested":
-        return [((s, i), i), ((i, u), i), ((i, i), nones), ((i, i), _obj([2**64] * (n - 1)
-                                                                        + ["x"]))]
+        return [
+            ((s, i), i),
+            ((i, u), i),
+            ((i, i), nones),
+            ((i, i), _obj([2**64] * (n - 1) + ["x"])),
+        ]
     return [(s, i), (i, u), (nones, i), (i, nones)]
 
 
@@ -149,18 +184,23 @@ def _always_bad_batches(n: int) -> list:
     f = np.arange(n, dtype=np.float64)
     f[-1] = np.nan
     return [
-        f,                                            # NaN in a float column
-        (f, i),                                       # NaN in a key column of a tuple
+        f,  # NaN in a float column
+        (f, i),  # NaN in a key column of a tuple
         (i, f),
-        _obj([1.0] * (n - 1) + [float("nan")]),      # NaN as a Python float in an object column
-        _obj(["a"] * (n - 1) + [None]),              # None mixed into strings
-        _obj([None] * (n - 1) + [1]),                # None mixed with numbers
-        _obj([[1]] * n),                              # unhashable lists in an object column
-        [[1, 2]] * n,                                 # a list of lists
-        _obj([(1, 2)] * n),                           # tuples hidden in one object column
-        (i, i[:-1]),                                  # columns of different lengths
-        np.zeros((n, 2), dtype=np.int64),            # a 2-d array
-        5, None, "abc", np.int64(3), (), {"a": i},    # no column at all
+        _obj([1.0] * (n - 1) + [float("nan")]),  # NaN as a Python float in an object column
+        _obj(["a"] * (n - 1) + [None]),  # None mixed into strings
+        _obj([None] * (n - 1) + [1]),  # None mixed with numbers
+        _obj([[1]] * n),  # unhashable lists in an object column
+        [[1, 2]] * n,  # a list of lists
+        _obj([(1, 2)] * n),  # tuples hidden in one object column
+        (i, i[:-1]),  # columns of different lengths
+        np.zeros((n, 2), dtype=np.int64),  # a 2-d array
+        5,
+        None,
+        "abc",
+        np.int64(3),
+        (),
+        {"a": i},  # no column at all
     ]
 
 
@@ -319,16 +359,28 @@ class HostileInput(RuleBasedStateMachine):
         self._add_rows([r], [t], [diff])
 
     @precondition(lambda self: not self.closed)
-    @rule(data=st.data(), n=st.integers(0, 12), with_diffs=st.booleans(),
-          with_times=st.booleans(), unicode=st.booleans(), as_lists=st.booleans())
-    def insert_columns(self, data, n: int, with_diffs: bool, with_times: bool, unicode: bool,
-                       as_lists: bool) -> None:
+    @rule(
+        data=st.data(),
+        n=st.integers(0, 12),
+        with_diffs=st.booleans(),
+        with_times=st.booleans(),
+        unicode=st.booleans(),
+        as_lists=st.booleans(),
+    )
+    def insert_columns(
+        self, data, n: int, with_diffs: bool, with_times: bool, unicode: bool, as_lists: bool
+    ) -> None:
         records = [self._record(data) for _ in range(n)]
         each = edge_diffs() if self.schema in EDGE_SCHEMAS else st.integers(-3, 3)
         ds = data.draw(st.lists(each, min_size=n, max_size=n)) if with_diffs else [1] * n
-        ts = [self.time + dt for dt in
-              data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))] if with_times \
+        ts = (
+            [
+                self.time + dt
+                for dt in data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
+            ]
+            if with_times
             else [self.time] * n
+        )
         kw = {}
         if with_diffs:
             kw["diffs"] = ds if as_lists else np.array(ds, dtype=np.int64)
@@ -349,8 +401,11 @@ class HostileInput(RuleBasedStateMachine):
         if self.learned and not _same_shape(batch, fits):
             self._rejected(dd.DataError, self.inp.insert_columns, batch)
             return
-        self.inp.insert_columns(batch, diffs=[] if which % 2 else None,
-                                times=np.empty(0, dtype=np.int64) if which % 3 else None)
+        self.inp.insert_columns(
+            batch,
+            diffs=[] if which % 2 else None,
+            times=np.empty(0, dtype=np.int64) if which % 3 else None,
+        )
 
     @precondition(lambda self: not self.closed and not self.huge_done)
     @rule(seed=st.integers(0, 2**32 - 1), same=st.booleans())
@@ -377,8 +432,13 @@ class HostileInput(RuleBasedStateMachine):
         if self.schema == "pair":
             records = list(zip(cols[0].tolist(), cols[1].tolist(), strict=True))
         elif self.schema == "nested":
-            records = list(zip(zip(cols[0][0].tolist(), cols[0][1].tolist(), strict=True),
-                               cols[1].tolist(), strict=True))
+            records = list(
+                zip(
+                    zip(cols[0][0].tolist(), cols[0][1].tolist(), strict=True),
+                    cols[1].tolist(),
+                    strict=True,
+                )
+            )
         else:
             records = cols.tolist()
         self._add_rows(records, ts.tolist(), ds.tolist())
@@ -427,8 +487,7 @@ class HostileInput(RuleBasedStateMachine):
     @precondition(lambda self: not self.closed)
     @rule(data=st.data(), back=st.integers(1, 5), diff=diffs)
     def update_at_past(self, data, back: int, diff) -> None:
-        self._rejected(dd.TimeError, self.inp.update_at, self._record(data), self.time - back,
-                       diff)
+        self._rejected(dd.TimeError, self.inp.update_at, self._record(data), self.time - back, diff)
 
     @precondition(lambda self: not self.closed)
     @rule(data=st.data(), t=st.sampled_from(BAD_TIMES))
@@ -445,8 +504,10 @@ class HostileInput(RuleBasedStateMachine):
             self._rejected(dd.DiffTypeError, self.inp.update, r, diff)
 
     @precondition(lambda self: not self.closed)
-    @rule(record=st.sampled_from(ALWAYS_BAD_RECORDS), how=st.sampled_from(["update", "at",
-                                                                             "insert", "remove"]))
+    @rule(
+        record=st.sampled_from(ALWAYS_BAD_RECORDS),
+        how=st.sampled_from(["update", "at", "insert", "remove"]),
+    )
     def always_bad_record(self, record, how: str) -> None:
         """NaN, unhashable values: rejected even before the collection knows its shape."""
         if how == "update":
@@ -463,18 +524,40 @@ class HostileInput(RuleBasedStateMachine):
     def wrong_record(self, data, how: str) -> None:
         """Records of another schema, with None in a key, lists instead of tuples."""
         # (int and edge records are both numbers: one field kind, each valid for the other)
-        other = data.draw(st.sampled_from([s for s in SCHEMAS if s != self.schema
-                                           and {s, self.schema} != {"int", "edge"}]))
+        other = data.draw(
+            st.sampled_from(
+                [s for s in SCHEMAS if s != self.schema and {s, self.schema} != {"int", "edge"}]
+            )
+        )
         bad = [data.draw(records_of[other]), None]
         if self.schema == "pair":
             k, v = data.draw(records_of["pair"])
-            bad += [(None, v), (k, None), [k, v], (k, v, 0), ((k,), v), (k, (v,)), (str(k), v),
-                    (k, 1.5j), (k,)]
+            bad += [
+                (None, v),
+                (k, None),
+                [k, v],
+                (k, v, 0),
+                ((k,), v),
+                (k, (v,)),
+                (str(k), v),
+                (k, 1.5j),
+                (k,),
+            ]
         elif self.schema == "nested":
             (a, b), v = data.draw(records_of["nested"])
-            bad += [(a, v), ((a, b, 0), v), ((a,), v), (a, (b, v)), ((a, b), (v,)),
-                    ((None, b), v), ((a, "x"), v), ((a, b), b"v"), ((a, b), frozenset()),
-                    [(a, b), v], ((a, b), 1j)]
+            bad += [
+                (a, v),
+                ((a, b, 0), v),
+                ((a,), v),
+                (a, (b, v)),
+                ((a, b), (v,)),
+                ((None, b), v),
+                ((a, "x"), v),
+                ((a, b), b"v"),
+                ((a, b), frozenset()),
+                [(a, b), v],
+                ((a, b), 1j),
+            ]
         elif self.schema in ("int", "edge"):
             bad += [(1,), "1", b"1", 1j, frozenset({1})]
         else:
@@ -512,13 +595,24 @@ class HostileInput(RuleBasedStateMachine):
     def bad_batch_diffs(self, data, n: int, which: int) -> None:
         records = [self._record(data) for _ in range(n)]
         bad = [
-            np.ones(n, dtype=np.float64), np.ones(n, dtype=bool), np.array(["1"] * n),
-            np.ones(n + 1, dtype=np.int64), np.ones(max(n - 1, 0), dtype=np.int64),
-            np.ones((n, 2), dtype=np.int64), [1.5] * n, np.full(n, 2**64 - 1, dtype=np.uint64),
-            _obj([None] * n), "1", 1.5,
+            np.ones(n, dtype=np.float64),
+            np.ones(n, dtype=bool),
+            np.array(["1"] * n),
+            np.ones(n + 1, dtype=np.int64),
+            np.ones(max(n - 1, 0), dtype=np.int64),
+            np.ones((n, 2), dtype=np.int64),
+            [1.5] * n,
+            np.full(n, 2**64 - 1, dtype=np.uint64),
+            _obj([None] * n),
+            "1",
+            1.5,
         ]
-        self._rejected(dd.DiffTypeError, self.inp.insert_columns,
-                       _columns(self.schema, records), diffs=bad[which % len(bad)])
+        self._rejected(
+            dd.DiffTypeError,
+            self.inp.insert_columns,
+            _columns(self.schema, records),
+            diffs=bad[which % len(bad)],
+        )
 
     @precondition(lambda self: not self.closed)
     @rule(data=st.data(), n=st.integers(1, 6), which=st.integers(0, 100), back=st.integers(1, 3))
@@ -527,28 +621,45 @@ class HostileInput(RuleBasedStateMachine):
         past = np.full(n, self.time, dtype=np.int64)
         past[-1] = self.time - back
         bad = [
-            past, past.tolist(), np.full(n, self.time, dtype=np.float64),
-            np.full(n, self.time + 0.5), np.ones(n, dtype=bool), np.array([str(self.time)] * n),
-            np.full(n + 1, self.time, dtype=np.int64), np.full((n, 2), self.time, dtype=np.int64),
-            np.full(n, 2**64 - 1, dtype=np.uint64), _obj([None] * n), [BIG] * n,
-            "1", 1.5, self.time,
+            past,
+            past.tolist(),
+            np.full(n, self.time, dtype=np.float64),
+            np.full(n, self.time + 0.5),
+            np.ones(n, dtype=bool),
+            np.array([str(self.time)] * n),
+            np.full(n + 1, self.time, dtype=np.int64),
+            np.full((n, 2), self.time, dtype=np.int64),
+            np.full(n, 2**64 - 1, dtype=np.uint64),
+            _obj([None] * n),
+            [BIG] * n,
+            "1",
+            1.5,
+            self.time,
         ]
-        self._rejected(dd.TimeError, self.inp.insert_columns, _columns(self.schema, records),
-                       times=bad[which % len(bad)])
+        self._rejected(
+            dd.TimeError,
+            self.inp.insert_columns,
+            _columns(self.schema, records),
+            times=bad[which % len(bad)],
+        )
 
     @precondition(lambda self: self.closed)
     @rule(data=st.data(), which=st.integers(0, 100))
     def use_closed(self, data, which: int) -> None:
         r = self._record(data)
         calls = [
-            (self.inp.update, (r, 1)), (self.inp.insert, (r,)), (self.inp.remove, (r,)),
+            (self.inp.update, (r, 1)),
+            (self.inp.insert, (r,)),
+            (self.inp.remove, (r,)),
             (self.inp.update_at, (r, self.time + 1, 1)),
             (self.inp.insert_columns, (_columns(self.schema, [r]),)),
             (self.inp.insert_columns, (_columns(self.schema, []),)),
-            (self.inp.flush, ()), (self.inp.advance_to, (self.time + 1,)),
+            (self.inp.flush, ()),
+            (self.inp.advance_to, (self.time + 1,)),
             (self.inp.advance_to, (self.time,)),
             # invalid for a second reason too: the closed session is named first
-            (self.inp.update, (float("nan"), "x")), (self.inp.advance_to, (-1,)),
+            (self.inp.update, (float("nan"), "x")),
+            (self.inp.advance_to, (-1,)),
         ]
         call, args = calls[which % len(calls)]
         self._rejected(dd.SessionClosedError, call, *args)
@@ -577,8 +688,9 @@ class HostileInput(RuleBasedStateMachine):
             return
         assert self.inp.time() == self.time
         assert self.inp.closed == self.closed
-        buffered = len(self.inp._records) + sum(len(u) for u in self.inp._chunks)
-        assert buffered == self.pending, "the session's buffer does not hold what was accepted"
+        assert self.inp.buffered() == self.pending, (
+            "the session's buffer does not hold what was accepted"
+        )
 
     @invariant()
     def outputs_match_oracle(self) -> None:

@@ -13,10 +13,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ddflow.runtime.comm import MeshError, WorkerError
-from ddflow.runtime.job import Changes, run_job
-from ddflow.runtime.mesh import Listener, Mesh, new_secret
-from ddflow.runtime.processes import execute
+from ddflow import Changes, MeshError, WorkerError, run_job
+from ddflow.engine.mesh import Listener, Mesh, new_secret
+from ddflow.runtimes.processes import Launcher, execute
 
 
 def _meshes(n: int, secret: bytes, before: Any = None) -> list[Mesh]:
@@ -30,8 +29,7 @@ def _meshes(n: int, secret: bytes, before: Any = None) -> list[Mesh]:
 
     def connect(i: int) -> None:
         try:
-            out[i] = Mesh.connect(i, addresses, listeners[i], secret, timeout=30,
-                                  setup_timeout=30)
+            out[i] = Mesh.connect(i, addresses, listeners[i], secret, timeout=30, setup_timeout=30)
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
 
@@ -64,8 +62,9 @@ def test_exchange_delivers_each_part_to_its_worker() -> None:
     """All-to-all: worker j receives exactly what every worker addressed to j."""
     meshes = _meshes(3, new_secret())
     try:
-        got = _all(meshes, lambda m: m.exchange([(m.index, j, np.arange(m.index + j))
-                                                  for j in range(3)]))
+        got = _all(
+            meshes, lambda m: m.exchange([(m.index, j, np.arange(m.index + j)) for j in range(3)])
+        )
         for j in range(3):
             for i in range(3):
                 src, dst, arr = got[j][i]
@@ -99,7 +98,7 @@ def test_connection_without_secret_is_refused_and_mesh_unaffected(tmp_path: Any)
     def intrude(addresses: list[tuple[str, int]]) -> None:
         s = socket.create_connection(addresses[0], timeout=5)
         hello = s.recv(64)
-        s.sendall(struct.pack("<I", 1) + evil[: 64] + b"\0" * max(0, 64 - len(evil)) + evil)
+        s.sendall(struct.pack("<I", 1) + evil[:64] + b"\0" * max(0, 64 - len(evil)) + evil)
         s.settimeout(5)
         try:
             seen["reply"] = s.recv(64)
@@ -108,8 +107,9 @@ def test_connection_without_secret_is_refused_and_mesh_unaffected(tmp_path: Any)
         seen["hello"] = hello
         s.close()
 
-    meshes = _meshes(2, new_secret(), before=lambda a: threading.Thread(
-        target=intrude, args=(a,)).start())
+    meshes = _meshes(
+        2, new_secret(), before=lambda a: threading.Thread(target=intrude, args=(a,)).start()
+    )
     try:
         got = _all(meshes, lambda m: m.all_gather(m.index * 10))
         assert got == [[0, 10], [0, 10]]
@@ -233,14 +233,20 @@ def test_intruder_on_a_process_mesh_leaves_the_job_unaffected() -> None:
         time.sleep(0.2)
 
     def one(worker: Any) -> Any:
-        from ddflow.runtime.job import drive, share_of
+        from ddflow.runtimes.job import drive, share_of
 
         return drive(worker, _degrees, {"edges": share_of(edges, worker.index, 2)})
 
     from ddflow.core.time import INT_TIME
-    from ddflow.runtime.job import merge_results
+    from ddflow.runtimes.job import merge_results
 
-    res = merge_results(execute(one, 2, _on_addresses=attack), INT_TIME)
+    class Attacked(Launcher):
+        """A launcher that lets an intruder at worker 0 before worker 1 connects."""
+
+        def addresses(self, addresses: list[tuple[str, int]]) -> None:
+            attack(addresses)
+
+    res = merge_results(Attacked().execute(one, 2), INT_TIME)
     for t in threads:
         t.join(30)
     assert res["hist"].updates() == want

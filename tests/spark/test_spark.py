@@ -3,6 +3,7 @@ a worker killed mid-run. (Operator conformance on Spark is in the shared runtime
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from types import SimpleNamespace
@@ -12,12 +13,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from ddflow.runtime.comm import WorkerError
-from ddflow.runtime.job import Changes, run_job
+from ddflow import Changes, WorkerError, run_job
 from ddflow.spark import (
     SparkJobError,
-    _check_session,
     changes_between,
+    check_session,
     run_on_spark,
     spark_job,
     write_changes,
@@ -39,16 +39,22 @@ def _edges(n: int = 20000, rounds: int = 8, seed: int = 5) -> Changes:
 
 def _df(spark: Any, c: Changes) -> Any:
     src, dst = c.data
-    return spark.createDataFrame(pa.table({"src": src, "dst": dst, "time": c.times,
-                                           "diff": c.diffs}))
+    return spark.createDataFrame(
+        pa.table({"src": src, "dst": dst, "time": c.times, "diff": c.diffs})
+    )
 
 
 def test_run_on_spark_returns_update_dataframes(spark: Any) -> None:
     """Output DataFrames hold data columns, time and diff, equal to the in-process updates."""
     edges = _edges()
     want = run_job(degrees, {"edges": edges})
-    out = run_on_spark(spark, degrees, {"edges": _df(spark, edges)}, workers=2,
-                       output_columns={"hist": ["degree", "nodes"]})
+    out = run_on_spark(
+        spark,
+        degrees,
+        {"edges": _df(spark, edges)},
+        workers=2,
+        output_columns={"hist": ["degree", "nodes"]},
+    )
     hist = out["hist"]
     assert hist.columns == ["degree", "nodes", "time", "diff"]
     rows = sorted((r.degree, r.nodes, r.time, r.diff) for r in hist.collect())
@@ -79,7 +85,7 @@ def test_dynamic_allocation_is_refused() -> None:
     conf = {"spark.dynamicAllocation.enabled": "true"}
     fake = SimpleNamespace(conf=SimpleNamespace(get=lambda k, d=None: conf.get(k, d)))
     with pytest.raises(SparkJobError, match="dynamic allocation"):
-        _check_session(fake, 2)  # type: ignore[arg-type]
+        check_session(fake, 2)  # type: ignore[arg-type]
 
 
 def test_missing_columns_are_named(spark: Any) -> None:
@@ -89,8 +95,7 @@ def test_missing_columns_are_named(spark: Any) -> None:
         run_on_spark(spark, degrees, {"edges": df}, columns={"edges": ["src", "weight"]})
 
 
-@pytest.mark.parametrize("col,value", [("time", "1"), ("time", 1.5), ("diff", 0.5),
-                                       ("diff", "x")])
+@pytest.mark.parametrize("col,value", [("time", "1"), ("time", 1.5), ("diff", 0.5), ("diff", "x")])
 def test_time_and_diff_must_be_integral(spark: Any, col: str, value: Any) -> None:
     """A time or diff column of the wrong type is refused, naming the column and its type."""
     data = {"src": [1, 2], "dst": [3, 4], col: [value, value]}
@@ -141,16 +146,15 @@ def test_worker_exception_reaches_caller_with_its_traceback(spark: Any) -> None:
     assert time.monotonic() - start < 30
 
 
-def test_killed_worker_is_rerun_with_the_same_output(spark: Any, tmp_path: Any) -> None:
+def test_killed_worker_is_rerun_with_the_same_output(spark: Any, kill_worker: Any) -> None:
     """A worker process killed mid-run: Spark reruns the barrier stage and the output equals a
     run without the fault, with no update lost or duplicated."""
     edges = _edges(30000, rounds=12)
     df = _df(spark, edges)
     clean = spark_job(spark, degrees, {"edges": df}, workers=2)
-    marker = tmp_path / "killed"
-    faulty = spark_job(spark, degrees, {"edges": df}, workers=2,
-                       _fault={"worker": 1, "round": 5, "marker": str(marker)})
-    assert marker.exists(), "the fault hook did not fire"
+    kill = kill_worker(1, 5)
+    faulty = spark_job(spark, degrees, {"edges": df}, workers=2, on_round=kill)
+    assert os.path.exists(kill.marker), "the fault hook did not fire"
     assert faulty["hist"].updates() == clean["hist"].updates()
     assert faulty["deg"].updates() == clean["deg"].updates()
     assert faulty["deg"].updates() == run_job(degrees, {"edges": edges})["deg"].updates()
@@ -163,10 +167,10 @@ def test_changes_between_snapshots_and_parquet(spark: Any, tmp_path: Any) -> Non
     new = spark.createDataFrame(pa.table({"k": [2, 3, 4], "v": [20, 31, 40]}))
     ch = changes_between(old, new, time=7)
     rows = sorted(tuple(r) for r in ch.select("k", "v", "time", "diff").collect())
-    assert rows == [(1, 10, 7, -1), (2, 20, 7, -1), (3, 30, 7, -1), (3, 31, 7, 1),
-                    (4, 40, 7, 1)]
+    assert rows == [(1, 10, 7, -1), (2, 20, 7, -1), (3, 30, 7, -1), (3, 31, 7, 1), (4, 40, 7, 1)]
     path = str(tmp_path / "changes")
     write_changes(ch, path)
-    back = sorted(tuple(r) for r in spark.read.parquet(path).select("k", "v", "time",
-                                                                     "diff").collect())
+    back = sorted(
+        tuple(r) for r in spark.read.parquet(path).select("k", "v", "time", "diff").collect()
+    )
     assert back == rows

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ddflow.runtime.checkpoint import CheckpointError, latest_checkpoint
-from ddflow.runtime.job import Changes, run_job
+from ddflow import Changes, run_job
+from ddflow.engine.checkpoint import CheckpointError, latest_checkpoint
 from ddflow.spark import spark_job
 
 
@@ -35,8 +35,9 @@ def _df(spark: Any, c: Changes) -> Any:
     import pyarrow as pa
 
     src, dst = c.data
-    return spark.createDataFrame(pa.table({"src": src, "dst": dst, "time": c.times,
-                                           "diff": c.diffs}))
+    return spark.createDataFrame(
+        pa.table({"src": src, "dst": dst, "time": c.times, "diff": c.diffs})
+    )
 
 
 def _between(c: Changes, lo: int, hi: int) -> Changes:
@@ -63,8 +64,9 @@ def test_jobs_resume_where_the_last_stopped(tmp_path: Any, workers: int) -> None
     path = tmp_path / "ck"
     got: dict[str, Counter] = {"hist": Counter(), "deg": Counter()}
     for lo, hi in ((0, 4), (4, 9), (9, 12)):
-        part = run_job(degrees, {"edges": _between(edges, lo, hi)}, workers=workers,
-                       checkpoint=path)
+        part = run_job(
+            degrees, {"edges": _between(edges, lo, hi)}, workers=workers, checkpoint=path
+        )
         for name in got:
             mine = _as_counter(part[name].updates())
             assert all(lo <= t < hi for _, t in mine), "a job returns its own slice only"
@@ -98,10 +100,20 @@ def test_spark_incremental_refresh_between_jobs(spark: Any, tmp_path: Any) -> No
     edges = _edges()
     ref = run_job(degrees, {"edges": edges})
     path = tmp_path / "ck"
-    first = spark_job(spark, degrees, {"edges": _df(spark, _between(edges, 0, 6))},
-                      workers=2, checkpoint=str(path))
-    second = spark_job(spark, degrees, {"edges": _df(spark, _between(edges, 6, 12))},
-                       workers=2, checkpoint=str(path))
+    first = spark_job(
+        spark,
+        degrees,
+        {"edges": _df(spark, _between(edges, 0, 6))},
+        workers=2,
+        checkpoint=str(path),
+    )
+    second = spark_job(
+        spark,
+        degrees,
+        {"edges": _df(spark, _between(edges, 6, 12))},
+        workers=2,
+        checkpoint=str(path),
+    )
     assert second.worker_stats[0]["restored"]["fed_through"] == 5
     for name in ("hist", "deg"):
         before, after = _split(ref[name].updates(), 6)
@@ -109,19 +121,27 @@ def test_spark_incremental_refresh_between_jobs(spark: Any, tmp_path: Any) -> No
         assert _as_counter(second[name].updates()) == after
 
 
-def test_spark_killed_worker_resumes_from_the_last_checkpoint(spark: Any, tmp_path: Any) -> None:
+def test_spark_killed_worker_resumes_from_the_last_checkpoint(
+    spark: Any, tmp_path: Any, kill_worker: Any
+) -> None:
     """Worker 1 dies at round 8, after the checkpoints of rounds 3 and 6 committed: Spark
     reruns the stage, which restores round 6's checkpoint (not the start), and the job's
     output equals an uninterrupted run's: no update lost or duplicated."""
     edges = _edges(30000, rounds=12)
     df = _df(spark, edges)
     clean = spark_job(spark, degrees, {"edges": df}, workers=2)
-    marker = tmp_path / "killed"
+    kill = kill_worker(1, 7)
     path = tmp_path / "ck"
-    faulty = spark_job(spark, degrees, {"edges": df}, workers=2, checkpoint=str(path),
-                       checkpoint_every=3,
-                       _fault={"worker": 1, "round": 7, "marker": str(marker)})
-    assert marker.exists(), "the fault hook did not fire"
+    faulty = spark_job(
+        spark,
+        degrees,
+        {"edges": df},
+        workers=2,
+        checkpoint=str(path),
+        checkpoint_every=3,
+        on_round=kill,
+    )
+    assert os.path.exists(kill.marker), "the fault hook did not fire"
     for st in faulty.worker_stats[:2]:
         assert st["restored"] is not None and st["restored"]["fed_through"] == 5, st
     # the rerun ran only the rounds after the checkpoint

@@ -47,8 +47,9 @@ def raw() -> Path:
     return lineitem_path(SF)
 
 
-def _run(cols: tuple[np.ndarray, ...], times: np.ndarray,
-         diffs: np.ndarray | None = None) -> dd.Capture:
+def _run(
+    cols: tuple[np.ndarray, ...], times: np.ndarray, diffs: np.ndarray | None = None
+) -> dd.Capture:
     """Feeds ``cols`` at ``times`` into q1 in one vectorized call; runs past the last time."""
     with dd.Worker() as worker:
         inp, coll = worker.new_collection()
@@ -162,8 +163,18 @@ def test_answer_rejects_non_unit_diffs() -> None:
 
 def test_mismatches_allow_avg_tolerance_only() -> None:
     """q1_mismatches tolerates one unit in an average's last place but no change in a sum."""
-    row = ("A", "F", Decimal("1.00"), Decimal("2.00"), Decimal("3.0000"), Decimal("4.000000"),
-           Decimal("1.000000"), Decimal("2.000000"), Decimal("0.050000"), 1)
+    row = (
+        "A",
+        "F",
+        Decimal("1.00"),
+        Decimal("2.00"),
+        Decimal("3.0000"),
+        Decimal("4.000000"),
+        Decimal("1.000000"),
+        Decimal("2.000000"),
+        Decimal("0.050000"),
+        1,
+    )
     near = row[:6] + (Decimal("1.000001"),) + row[7:]
     off = row[:2] + (Decimal("1.01"),) + row[3:]
     assert q1_mismatches([row], [near]) == []
@@ -178,8 +189,9 @@ def test_generate_is_cached(raw: Path) -> None:
     assert os.stat(raw).st_mtime_ns == before
 
 
-def test_missing_tpchgen_cli_says_how_to_install(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_tpchgen_cli_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With tpchgen-cli neither beside the interpreter nor on PATH, generate() raises
     (a RuntimeError) naming the pip command that installs the tpch extra, and writes nothing."""
     monkeypatch.setenv("DDFLOW_CACHE", str(tmp_path))

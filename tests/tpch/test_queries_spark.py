@@ -20,8 +20,14 @@ def test_query_on_spark_matches_duckdb_and_in_process(n, spark, tmp_path):
     data = load_tables(0.01)
     stream = make_stream(data, tuple(QUERIES[n].tables), batch=4000, refresh=0.05)
     inputs = spark_inputs(spark, n, data, stream, str(tmp_path))
-    job = spark_job(spark, spark_build(n, data), inputs, workers=2,
-                    columns={t: list(c) for t, c in QUERIES[n].tables.items()}, timeout=300)
+    job = spark_job(
+        spark,
+        spark_build(n, data),
+        inputs,
+        workers=2,
+        columns={t: list(c) for t, c in QUERIES[n].tables.items()},
+        timeout=300,
+    )
     local = run_query(n, data, stream=stream)
     assert job["output"].updates() == local.capture.updates()
     with duckdb.connect() as con:

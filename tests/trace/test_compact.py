@@ -14,18 +14,24 @@ from ddflow.core.diff import INT_DIFF, diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import COMPACT_MIN_ROWS, Description, TraceBatch, compact_column
-from ddflow.trace.spine import Spine, _Merge, _merge_all, key_sums
+from ddflow.trace.merge import Merge, merge_all
+from ddflow.trace.spine import Spine, key_sums
 
 
 def _desc(lo: int, hi: int, since: int = 0) -> Description:
-    return Description(Antichain.of([(lo,)], 1), Antichain.of([(hi,)], 1),
-                       Antichain.of([(since,)], 1))
+    return Description(
+        Antichain.of([(lo,)], 1), Antichain.of([(hi,)], 1), Antichain.of([(since,)], 1)
+    )
 
 
 def _batch(k, v, t, d, lo: int, hi: int) -> TraceBatch:
     n = len(k)
-    u = Updates((np.asarray(k, np.int64), np.asarray(v, np.int64)),
-                np.asarray(t, np.int64).reshape(n, 1), np.asarray(d, np.int64), INT_DIFF)
+    u = Updates(
+        (np.asarray(k, np.int64), np.asarray(v, np.int64)),
+        np.asarray(t, np.int64).reshape(n, 1),
+        np.asarray(d, np.int64),
+        INT_DIFF,
+    )
     return TraceBatch.build(1, u, _desc(lo, hi))
 
 
@@ -47,8 +53,15 @@ def _static(n: int, seed: int = 0, keys: int = 300, time: int = 0) -> TraceBatch
 
 
 def _rows(b: TraceBatch) -> list[tuple[int, int, int, int]]:
-    return list(zip(b.data[0].tolist(), b.data[1].tolist(), b.times[:, 0].tolist(),
-                    b.diffs.tolist(), strict=True))
+    return list(
+        zip(
+            b.data[0].tolist(),
+            b.data[1].tolist(),
+            b.times[:, 0].tolist(),
+            b.diffs.tolist(),
+            strict=True,
+        )
+    )
 
 
 def _same_updates(x: Updates, y: Updates) -> None:
@@ -85,8 +98,14 @@ def test_compaction_needs_one_time_and_one_diff():
     assert b.times.strides[0] != 0 and b.diffs.strides[0] == 0 and not b.is_compact
     b = _batch(k, v, np.full(n, 3), np.full(n, -1), 3, 4)  # all -1: compact too
     assert b.is_compact and int(b.diffs[0]) == -1 and int(b.times[0, 0]) == 3
-    small = _batch(k[:COMPACT_MIN_ROWS - 1], v[:COMPACT_MIN_ROWS - 1],
-                   np.zeros(COMPACT_MIN_ROWS - 1), np.ones(COMPACT_MIN_ROWS - 1), 0, 1)
+    small = _batch(
+        k[: COMPACT_MIN_ROWS - 1],
+        v[: COMPACT_MIN_ROWS - 1],
+        np.zeros(COMPACT_MIN_ROWS - 1),
+        np.ones(COMPACT_MIN_ROWS - 1),
+        0,
+        1,
+    )
     assert not small.is_compact  # not worth the check
     pair = diff_type_of((int, int))
     d = (np.ones(n, np.int64), np.arange(n, dtype=np.int64))
@@ -121,15 +140,17 @@ def test_read_paths_match_plain_batch(nprobe):
         np.testing.assert_array_equal(rb, rp)
         np.testing.assert_array_equal(ob, op)
         _same_updates(b.take_rows(rb), p.take_rows(rp))
-        np.testing.assert_array_equal(key_sums([b], probe_, INT_DIFF),
-                                      key_sums([p], probe_, INT_DIFF))
+        np.testing.assert_array_equal(
+            key_sums([b], probe_, INT_DIFF), key_sums([p], probe_, INT_DIFF)
+        )
     _same_updates(b.updates(), p.updates())
     assert sorted(_rows(b)) == sorted(_rows(p))
-    # a dense key table built by lookups is counted
-    b._table = None
-    before = b.nbytes()
-    b.rows_for(np.arange(0, 300))
-    assert isinstance(b._table, tuple) and b.nbytes() == before + b._table[1].nbytes
+    # a dense key table built by lookups is counted (one int32 per key in the keys' span)
+    fresh = _static(3000, seed=nprobe)
+    before = fresh.nbytes()
+    fresh.rows_for(np.arange(0, 300))
+    span = int(fresh.keys[-1]) - int(fresh.keys[0]) + 1
+    assert fresh.nbytes() == before + 4 * span
 
 
 def _changes(base: TraceBatch, seed: int, rounds: int) -> list[TraceBatch]:
@@ -141,9 +162,16 @@ def _changes(base: TraceBatch, seed: int, rounds: int) -> list[TraceBatch]:
         gone = rng.choice(len(base), 40, replace=False)
         nk, nv = rng.integers(0, 300, 30), rng.integers(1000, 1100, 30)
         again = rng.choice(len(base), 5, replace=False)
-        out.append(_batch(np.concatenate([k[gone], nk, k[again]]),
-                          np.concatenate([v[gone], nv, v[again]]),
-                          np.full(75, r), np.concatenate([-np.ones(40), np.ones(35)]), r, r + 1))
+        out.append(
+            _batch(
+                np.concatenate([k[gone], nk, k[again]]),
+                np.concatenate([v[gone], nv, v[again]]),
+                np.full(75, r),
+                np.concatenate([-np.ones(40), np.ones(35)]),
+                r,
+                r + 1,
+            )
+        )
     return out
 
 
@@ -164,17 +192,17 @@ def test_merges_with_later_noncompact_batches(since):
     later = _changes(base, since, 4)
     expect = {t: _accumulate([base, *later], t) for t in range(6)}
     s = Antichain.of([(since,)], 1)
-    merged = _merge_all([base, *later], s)
-    merged_plain = _merge_all([_plain(base), *later], s)
+    merged = merge_all([base, *later], s)
+    merged_plain = merge_all([_plain(base), *later], s)
     assert _rows(merged) == _rows(merged_plain)
     for t in range(since, 6):
         assert _accumulate([merged], t) == expect[t]
-    m = _Merge(base, _merge_all(later, s), s)
+    m = Merge(base, merge_all(later, s), s)
     while not m.work(500):
         pass
     assert m.result is not None and _rows(m.result) == _rows(merged)
     # everything advanced to one time and the removals merged away: compact again
-    final = _merge_all([base, *later], Antichain.of([(9,)], 1))
+    final = merge_all([base, *later], Antichain.of([(9,)], 1))
     assert final.is_compact == all(d == 1 for *_, d in _rows(final))
 
 
@@ -185,7 +213,7 @@ def test_spine_merges_collapse_times_into_compact_batches():
     rng = np.random.default_rng(1)
     codes = rng.permutation(np.unique(rng.integers(0, 10**6, 12_000)))[:10_000]
     for r in range(10):
-        c = codes[r * 1000:(r + 1) * 1000]
+        c = codes[r * 1000 : (r + 1) * 1000]
         spine.insert(_batch(c // 1000, c % 1000, np.full(1000, r), np.ones(1000), r, r + 1))
     bs = spine.batches()
     assert sum(len(b) for b in bs) == 10_000 and len(bs) < 10
@@ -217,8 +245,10 @@ def _edges_dataflow(reader: str):
         compact_seen = any(b.is_compact for b in arranged.op.spine.batches())
         for t in range(1, 5):
             gone = rng.choice(sorted(live), 30, replace=False).tolist()
-            new = [(int(a), int(b)) for a, b in zip(rng.integers(0, 400, 20),
-                                                    rng.integers(50, 60, 20), strict=True)]
+            new = [
+                (int(a), int(b))
+                for a, b in zip(rng.integers(0, 400, 20), rng.integers(50, 60, 20), strict=True)
+            ]
             for e in gone:
                 live.discard(tuple(e))
                 edges_in.remove(tuple(e))
@@ -280,15 +310,16 @@ def test_static_arrangement_compacts_in_dataflow():
 
 def test_pickle_round_trip_keeps_compact_columns():
     """A batch pickles with equal contents, stays compact, and its pickle has no per-update
-    time or diff bytes; ``uid`` starts as None and survives."""
+    time or diff bytes, nor the lookup caches a reader built."""
     b = _static(5000)
-    assert b.uid is None
+    plain_size = len(pickle.dumps(b))
     b.rows_for(np.arange(300))  # caches are dropped, not pickled
-    b.uid = "abc"
+    b.rows_for(b.keys[:3])
     raw = pickle.dumps(b)
+    assert len(raw) == plain_size
     assert len(raw) < 16 * len(b) + 12 * b.num_keys + 2000
     c = pickle.loads(raw)
-    assert c.is_compact and c.uid == "abc" and c._table is None and c._index is None
+    assert c.is_compact and c.nbytes() < b.nbytes()
     assert _rows(c) == _rows(b) and c.desc == b.desc and c.diff_type == b.diff_type
     np.testing.assert_array_equal(c.keys, b.keys)
     np.testing.assert_array_equal(c.bounds, b.bounds)

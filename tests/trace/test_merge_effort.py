@@ -12,8 +12,9 @@ import ddflow as dd
 from ddflow.trace.batch import TraceBatch
 
 
-def _degree_run(effort: int | None, rounds: list[tuple[np.ndarray, np.ndarray]]
-                ) -> tuple[list[dict[int, int]], list[list[object]]]:
+def _degree_run(
+    effort: int | None, rounds: list[tuple[np.ndarray, np.ndarray]]
+) -> tuple[list[dict[int, int]], list[list[object]]]:
     w = dd.Worker()
     inp, edges = w.new_collection()
     arranged = edges.map(lambda c: c[0], vectorized=True).arrange_by_self(effort=effort)
@@ -27,8 +28,10 @@ def _degree_run(effort: int | None, rounds: list[tuple[np.ndarray, np.ndarray]]
         inp.flush()
         w.step_while(lambda t=t: probe.less_than(t))
         stacks.append(list(arranged.op.spine.stack))
-    seen = [{int(k): int(c) for (k, c), d in cap.at(t - 1).items() if d} for t in
-            range(1, len(rounds) + 1)]
+    seen = [
+        {int(k): int(c) for (k, c), d in cap.at(t - 1).items() if d}
+        for t in range(1, len(rounds) + 1)
+    ]
     return seen, stacks
 
 
@@ -40,11 +43,16 @@ def _rounds(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
         n = int(rng.integers(1, 3000 if r % 7 else 40_000))
         add = rng.integers(0, 1_000_000, n)
         k = min(len(live), int(rng.integers(0, n + 1)))
-        rem = np.array([live.pop(int(rng.integers(0, len(live)))) for _ in range(k)],
-                       dtype=np.int64)
+        rem = np.array(
+            [live.pop(int(rng.integers(0, len(live)))) for _ in range(k)], dtype=np.int64
+        )
         live.extend(add.tolist())
-        out.append((np.concatenate([rem, add]),
-                    np.concatenate([-np.ones(k, np.int64), np.ones(n, np.int64)])))
+        out.append(
+            (
+                np.concatenate([rem, add]),
+                np.concatenate([-np.ones(k, np.int64), np.ones(n, np.int64)]),
+            )
+        )
     return out
 
 

@@ -10,11 +10,20 @@ from ddflow.core.diff import diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import Description, TraceBatch
-from ddflow.trace.spine import Spine, _merge_all
+from ddflow.trace.merge import merge_all
+from ddflow.trace.spine import Spine
 
 INT = diff_type_of(int)
-rows_st = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 3), st.integers(0, 2),
-                             st.integers(0, 2), st.sampled_from([1, -1, 2])), max_size=25)
+rows_st = st.lists(
+    st.tuples(
+        st.integers(0, 5),
+        st.integers(0, 3),
+        st.integers(0, 2),
+        st.integers(0, 2),
+        st.sampled_from([1, -1, 2]),
+    ),
+    max_size=25,
+)
 
 
 def _batch(rows, lower, upper, dim=2):
@@ -23,16 +32,18 @@ def _batch(rows, lower, upper, dim=2):
     v = np.array([r[1] for r in rows], dtype=np.int64)
     t = np.array([r[2:4] for r in rows], dtype=np.int64).reshape(n, dim)
     d = np.array([r[4] for r in rows], dtype=np.int64)
-    desc = Description(Antichain.of([lower], dim), Antichain.of([upper], dim),
-                       Antichain.of([(0, 0)], dim))
+    desc = Description(
+        Antichain.of([lower], dim), Antichain.of([upper], dim), Antichain.of([(0, 0)], dim)
+    )
     return TraceBatch.build(1, Updates((k, v), t, d, INT), desc)
 
 
 def _accumulate(batches, t):
     acc = {}
     for b in batches:
-        for k, v, tt, d in zip(b.data[0].tolist(), b.data[1].tolist(), b.times.tolist(),
-                               b.diffs.tolist(), strict=True):
+        for k, v, tt, d in zip(
+            b.data[0].tolist(), b.data[1].tolist(), b.times.tolist(), b.diffs.tolist(), strict=True
+        ):
             if all(x <= y for x, y in zip(tt, t, strict=True)):
                 acc[(k, v)] = acc.get((k, v), 0) + d
     return {key: x for key, x in acc.items() if x}
@@ -46,15 +57,17 @@ def test_merge_associative(r1, r2, r3):
     """(a + b) + c and a + (b + c) hold the same collection at every time."""
     z = Antichain.of([(0, 0)], 2)
     a, b, c = _batch(r1, (0, 0), (9, 9)), _batch(r2, (0, 0), (9, 9)), _batch(r3, (0, 0), (9, 9))
-    left = _merge_all([_merge_all([a, b], z), c], z)
-    right = _merge_all([a, _merge_all([b, c], z)], z)
+    left = merge_all([merge_all([a, b], z), c], z)
+    right = merge_all([a, merge_all([b, c], z)], z)
     for t in ALL_TIMES:
         assert _accumulate([left], t) == _accumulate([right], t) == _accumulate([a, b, c], t)
 
 
 @settings(max_examples=60)
-@given(st.lists(rows_st, min_size=1, max_size=12),
-       st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=3))
+@given(
+    st.lists(rows_st, min_size=1, max_size=12),
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3)), min_size=1, max_size=3),
+)
 def test_compaction_preserves_accumulations(batches, since):
     """After merges with a since frontier, the trace accumulates as before at every time
     beyond since; the spine keeps few batches."""
@@ -130,27 +143,35 @@ def test_progressive_merge_of_composite_keys() -> None:
     from ddflow.core.frontier import Antichain
     from ddflow.core.updates import Updates, consolidate
     from ddflow.trace.batch import Description, TraceBatch
-    from ddflow.trace.spine import _Merge
+    from ddflow.trace.merge import Merge
 
     rng = np.random.default_rng(0)
 
     def batch(n: int, lo: int) -> TraceBatch:
         cols = (rng.integers(0, 50, n), rng.integers(0, 50, n), rng.integers(0, 5, n))
         u = Updates(cols, np.full((n, 1), lo), np.ones(n, np.int64), INT_DIFF)
-        return TraceBatch.build(2, u, Description(Antichain.of([(lo,)], 1),
-                                                  Antichain.of([(lo + 1,)], 1),
-                                                  Antichain.of([(0,)], 1)))
+        return TraceBatch.build(
+            2,
+            u,
+            Description(
+                Antichain.of([(lo,)], 1), Antichain.of([(lo + 1,)], 1), Antichain.of([(0,)], 1)
+            ),
+        )
 
     a, b = batch(5000, 0), batch(3000, 1)
-    m = _Merge(a, b, Antichain.of([(0,)], 1))
+    m = Merge(a, b, Antichain.of([(0,)], 1))
     steps = 0
     while not m.work(500):
         steps += 1
     assert steps > 3  # it really merged in chunks
-    want = consolidate(Updates(tuple(np.concatenate([x, y])
-                                     for x, y in zip(a.data, b.data, strict=True)),
-                               np.concatenate([a.times, b.times]),
-                               np.concatenate([a.diffs, b.diffs]), INT_DIFF))
+    want = consolidate(
+        Updates(
+            tuple(np.concatenate([x, y]) for x, y in zip(a.data, b.data, strict=True)),
+            np.concatenate([a.times, b.times]),
+            np.concatenate([a.diffs, b.diffs]),
+            INT_DIFF,
+        )
+    )
     assert m.result is not None
     assert all((x == y).all() for x, y in zip(m.result.data, want.data, strict=False))
     assert (m.result.diffs == want.diffs).all()
@@ -169,8 +190,9 @@ def test_cascade_merge_is_left_to_fuel():
         nonlocal inserted
         k = rng.integers(0, 1 << 40, n)
         u = Updates((k,), np.full((n, 1), t, dtype=np.int64), np.ones(n, dtype=np.int64), INT)
-        d = Description(Antichain.of([(t,)], 1), Antichain.of([(t + 1,)], 1),
-                        Antichain.of([(0,)], 1))
+        d = Description(
+            Antichain.of([(t,)], 1), Antichain.of([(t + 1,)], 1), Antichain.of([(0,)], 1)
+        )
         spine.insert(TraceBatch.build(1, u, d))
         h.set_compaction(Antichain.of([(t + 1,)], 1), Antichain.of([(t + 1,)], 1))
         inserted += n

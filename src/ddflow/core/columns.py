@@ -249,8 +249,9 @@ def _floats_exact(values: Sequence[Any]) -> bool:
         return True
     if not any(issubclass(t, (float, np.floating)) for t in types):
         return False  # ints only, some beyond int64: Python ints, not floats
-    return all(isinstance(v, (float, np.floating)) or -FLOAT_EXACT <= v <= FLOAT_EXACT
-               for v in values)
+    return all(
+        isinstance(v, (float, np.floating)) or -FLOAT_EXACT <= v <= FLOAT_EXACT for v in values
+    )
 
 
 def concat_columns(parts: Sequence[np.ndarray]) -> np.ndarray:
@@ -273,8 +274,10 @@ def concat_columns(parts: Sequence[np.ndarray]) -> np.ndarray:
     kinds = {p.dtype.kind for p in parts}
     if "f" in kinds and kinds & {"i", "u"}:
         ints = [p for p in parts if p.dtype.kind in "iu"]
-        if not all(p.dtype.kind == "i" and int(p.min()) >= -FLOAT_EXACT
-                   and int(p.max()) <= FLOAT_EXACT for p in ints):
+        if not all(
+            p.dtype.kind == "i" and int(p.min()) >= -FLOAT_EXACT and int(p.max()) <= FLOAT_EXACT
+            for p in ints
+        ):
             return np.concatenate([p.astype(object) for p in parts])
     return np.concatenate(parts)
 
@@ -305,9 +308,11 @@ def _check_orderable(c: np.ndarray) -> None:
 
 def unordered_set_message(x: Any) -> str:
     """Why a set value cannot be data, and what to use instead."""
-    return (f"{type(x).__name__} {x!r:.60} cannot be ordered: < on sets is the subset order, "
-            "not a total order, so arranged data cannot hold frozensets; use a sorted tuple "
-            "of the elements instead")
+    return (
+        f"{type(x).__name__} {x!r:.60} cannot be ordered: < on sets is the subset order, "
+        "not a total order, so arranged data cannot hold frozensets; use a sorted tuple "
+        "of the elements instead"
+    )
 
 
 def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
@@ -429,8 +434,9 @@ def _merge_runs(packed: np.ndarray, split: int) -> np.ndarray | None:
     return order
 
 
-def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False, split: int | None = None
-              ) -> np.ndarray:
+def lex_order(
+    cols: Sequence[np.ndarray], *, runs: bool = False, split: int | None = None
+) -> np.ndarray:
     """The permutation that sorts rows of ``cols`` lexicographically (first column first).
 
     ``runs=True`` says the rows are a few concatenated sorted runs (a merge): a stable sort

@@ -211,8 +211,7 @@ class DiffType:
             return other, other.scale(e, d)
         raise DiffTypeError(f"cannot multiply {self.name} diffs by {other.name} diffs")
 
-    def running_sums(self, d: Any, starts: np.ndarray, base: Any, *,
-                     bounded: bool = False) -> Any:
+    def running_sums(self, d: Any, starts: np.ndarray, base: Any, *, bounded: bool = False) -> Any:
         """Inclusive prefix sums of ``d`` restarting at each segment, plus ``base[segment]``.
         ``bounded``: the caller knows no int result leaves int64 (its check is skipped)."""
         raise NotImplementedError
@@ -289,8 +288,7 @@ class IntDiff(DiffType):
         return a + b
 
     def put(self, target: np.ndarray, idx: np.ndarray, values: Any) -> np.ndarray:
-        if (target.dtype.kind == "i" and isinstance(values, np.ndarray)
-                and values.dtype.kind == "O"):
+        if target.dtype.kind == "i" and isinstance(values, np.ndarray) and values.dtype.kind == "O":
             target = target.astype(object)
         target[idx] = values
         return target
@@ -304,8 +302,9 @@ class IntDiff(DiffType):
     def py_negate(self, a: Any) -> Any:
         return -a
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def sum_segments(
+        self, d: np.ndarray, starts: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         if len(starts) == len(d) or not len(d):
             return d
         if d.dtype.kind == "i":
@@ -340,12 +339,19 @@ class IntDiff(DiffType):
             return narrow(_wide(d) * _wide(k))
         return d * k
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def running_sums(
+        self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         if len(d) == 0:
             return np.cumsum(d)
-        exact = (d.dtype.kind == "i" and base.dtype.kind == "i" and (bounded or (
-            len(d) * magnitude(d) + (magnitude(base) if len(base) else 0) <= I64_MAX)))
+        exact = (
+            d.dtype.kind == "i"
+            and base.dtype.kind == "i"
+            and (
+                bounded
+                or (len(d) * magnitude(d) + (magnitude(base) if len(base) else 0) <= I64_MAX)
+            )
+        )
         if not exact and (d.dtype.kind == "i" or d.dtype == object):
             d, base = _wide(d), _wide(base)
         c = np.cumsum(d)
@@ -432,8 +438,9 @@ class TupleDiff(DiffType):
     def add(self, a: tuple[Any, ...], b: tuple[Any, ...]) -> tuple[Any, ...]:
         return tuple(p.add(x, y) for p, x, y in zip(self.parts, a, b, strict=True))
 
-    def put(self, target: tuple[Any, ...], idx: np.ndarray, values: tuple[Any, ...]
-            ) -> tuple[Any, ...]:
+    def put(
+        self, target: tuple[Any, ...], idx: np.ndarray, values: tuple[Any, ...]
+    ) -> tuple[Any, ...]:
         return tuple(p.put(t, idx, v) for p, t, v in zip(self.parts, target, values, strict=True))
 
     def length(self, d: tuple[Any, ...]) -> int:
@@ -443,9 +450,7 @@ class TupleDiff(DiffType):
         return tuple(p.take(c, idx) for p, c in zip(self.parts, d, strict=True))
 
     def concat(self, ds: Sequence[Any]) -> tuple[Any, ...]:
-        return tuple(
-            p.concat([d[i] for d in ds]) for i, p in enumerate(self.parts)
-        )
+        return tuple(p.concat([d[i] for d in ds]) for i, p in enumerate(self.parts))
 
     def zero_mask(self, d: tuple[Any, ...]) -> np.ndarray:
         mask = self.parts[0].zero_mask(d[0])
@@ -453,13 +458,16 @@ class TupleDiff(DiffType):
             mask = mask & p.zero_mask(c)
         return mask
 
-    def sum_segments(self, d: tuple[Any, ...], starts: np.ndarray, *,
-                     bounded: bool = False) -> tuple[Any, ...]:
-        return tuple(p.sum_segments(c, starts, bounded=bounded)
-                     for p, c in zip(self.parts, d, strict=True))
+    def sum_segments(
+        self, d: tuple[Any, ...], starts: np.ndarray, *, bounded: bool = False
+    ) -> tuple[Any, ...]:
+        return tuple(
+            p.sum_segments(c, starts, bounded=bounded) for p, c in zip(self.parts, d, strict=True)
+        )
 
-    def sum_groups(self, d: tuple[Any, ...], group: np.ndarray, groups: int
-                   ) -> tuple[Any, ...] | None:
+    def sum_groups(
+        self, d: tuple[Any, ...], group: np.ndarray, groups: int
+    ) -> tuple[Any, ...] | None:
         out = []
         for p, c in zip(self.parts, d, strict=True):
             r = p.sum_groups(c, group, groups)
@@ -474,10 +482,13 @@ class TupleDiff(DiffType):
     def scale(self, d: tuple[Any, ...], k: np.ndarray) -> tuple[Any, ...]:
         return tuple(p.scale(c, k) for p, c in zip(self.parts, d, strict=True))
 
-    def running_sums(self, d: tuple[Any, ...], starts: np.ndarray, base: Any, *,
-                     bounded: bool = False) -> tuple[Any, ...]:
-        return tuple(p.running_sums(c, starts, b, bounded=bounded)
-                     for p, c, b in zip(self.parts, d, base, strict=True))
+    def running_sums(
+        self, d: tuple[Any, ...], starts: np.ndarray, base: Any, *, bounded: bool = False
+    ) -> tuple[Any, ...]:
+        return tuple(
+            p.running_sums(c, starts, b, bounded=bounded)
+            for p, c, b in zip(self.parts, d, base, strict=True)
+        )
 
     def value_layout(self) -> Layout:
         children = tuple(p.value_layout() for p in self.parts)
@@ -528,8 +539,9 @@ class MinSumDiff(DiffType):
     def add(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.minimum(a, b)
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def sum_segments(
+        self, d: np.ndarray, starts: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         return np.minimum.reduceat(d, starts) if len(d) else d
 
     def multiply(self, d: Any, other: DiffType, e: Any) -> tuple[DiffType, Any]:
@@ -540,8 +552,7 @@ class MinSumDiff(DiffType):
         if isinstance(other, IntDiff):
             # Repeating a min k > 0 times is the same min; k must be a positive multiplicity.
             if (e <= 0).any():
-                raise RetractionError(
-                    "MinSum collections cannot be retracted (non-positive count)")
+                raise RetractionError("MinSum collections cannot be retracted (non-positive count)")
             return self, d
         return super().multiply(d, other, e)
 
@@ -553,8 +564,9 @@ class MinSumDiff(DiffType):
             )
         return d
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def running_sums(
+        self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         out = np.empty_like(d)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts, ends, strict=True)):
@@ -608,8 +620,9 @@ class ObjectDiff(DiffType):
             out[i] = y if x is None else (x if y is None else x.plus(y))
         return out
 
-    def sum_segments(self, d: np.ndarray, starts: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def sum_segments(
+        self, d: np.ndarray, starts: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         out = np.empty(len(starts), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
@@ -649,8 +662,9 @@ class ObjectDiff(DiffType):
             return diff_type_of(vals[0]) if vals else self, arr
         return super().multiply(d, other, e)
 
-    def running_sums(self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *,
-                     bounded: bool = False) -> np.ndarray:
+    def running_sums(
+        self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
         out = np.empty(len(d), dtype=object)
         ends = np.append(starts[1:], len(d))
         for i, (s, e) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):

@@ -54,7 +54,9 @@ class Updates:
 
     def take(self, idx: Any) -> Updates:
         return Updates(
-            take_columns(self.data, idx), self.times[idx], self.diff_type.take(self.diffs, idx),
+            take_columns(self.data, idx),
+            self.times[idx],
+            self.diff_type.take(self.diffs, idx),
             self.diff_type,
         )
 
@@ -75,8 +77,14 @@ def concat_updates(parts: Sequence[Updates]) -> Updates:
     return Updates(data, times, dt.concat([p.diffs for p in parts]), dt)
 
 
-def consolidate(u: Updates, *, runs: bool = False, split: int | None = None,
-                compact: bool = False, bounded: bool = False) -> Updates:
+def consolidate(
+    u: Updates,
+    *,
+    runs: bool = False,
+    split: int | None = None,
+    compact: bool = False,
+    bounded: bool = False,
+) -> Updates:
     """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
 
     ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
@@ -134,8 +142,9 @@ def _one_time(times: np.ndarray, n: int, compact: bool) -> np.ndarray:
     return np.broadcast_to(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
 
 
-def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool,
-                          compact: bool = False) -> Updates | None:
+def _consolidate_counting(
+    u: Updates, cols: list[np.ndarray], const_time: bool, compact: bool = False
+) -> Updates | None:
     """``consolidate`` without sorting, for batches whose (data, time) rows pack into at
     most ``n / 4`` codes (aggregates over few groups, such as TPC-H Q1's exploded line
     items): rows are grouped by their code and diffs added per group with ``np.add.at``.
@@ -168,8 +177,9 @@ def _consolidate_counting(u: Updates, cols: list[np.ndarray], const_time: bool,
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 
-def split_complete(parts: Sequence[Updates], frontier: Antichain
-                   ) -> tuple[Updates | None, list[Updates]]:
+def split_complete(
+    parts: Sequence[Updates], frontier: Antichain
+) -> tuple[Updates | None, list[Updates]]:
     """Split held updates into those the frontier has passed (complete) and the rest."""
     if not parts:
         return None, []
@@ -182,8 +192,9 @@ def split_complete(parts: Sequence[Updates], frontier: Antichain
     return u.take(np.flatnonzero(~beyond)), [u.take(np.flatnonzero(beyond))]
 
 
-def update_records(u: Updates | None, layout: Layout | None,
-                   kind: TimeKind) -> list[tuple[Any, Any, Any]]:
+def update_records(
+    u: Updates | None, layout: Layout | None, kind: TimeKind
+) -> list[tuple[Any, Any, Any]]:
     """``u``'s updates as ``(record, time, diff)`` values, sorted by time then data."""
     if u is None or layout is None or len(u) == 0:
         return []
@@ -193,8 +204,9 @@ def update_records(u: Updates | None, layout: Layout | None,
     return list(zip(recs, times, u.diff_type.to_values(u.diffs), strict=True))
 
 
-def accumulated_at(u: Updates | None, layout: Layout | None, kind: TimeKind,
-                   t: Any) -> dict[Any, Any]:
+def accumulated_at(
+    u: Updates | None, layout: Layout | None, kind: TimeKind, t: Any
+) -> dict[Any, Any]:
     """The collection ``u`` describes at time ``t``: record -> accumulated diff (no zeros)."""
     if u is None or layout is None or len(u) == 0:
         return {}

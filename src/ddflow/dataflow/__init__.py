@@ -1,1 +1,3 @@
-"""Dataflow: the user-facing Collection and Arranged API."""
+"""The dataflow API: ``Worker`` (its ``new_collection``), ``Collection`` and ``Arranged``,
+loops (``Variable``, ``iterate``) and composites built from operators (``antijoin``, the
+hierarchical reduce for skewed keys)."""

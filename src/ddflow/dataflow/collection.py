@@ -14,8 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ddflow.core.diff import DiffType
+from ddflow.core.diff import INT_DIFF, DiffType, ObjectDiff
 from ddflow.core.errors import DiffTypeError, ScopeError
+from ddflow.engine.exchange import Exchange
+from ddflow.engine.loop import Enter, Leave
+from ddflow.engine.operator import Stream
+from ddflow.engine.scope import Scope
+from ddflow.io.output import Capture, Probe
+from ddflow.operators import reducers as R
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.count_total import CountTotal
 from ddflow.operators.join import Join
@@ -29,13 +35,11 @@ from ddflow.operators.linear import (
     Map,
     Negate,
 )
+from ddflow.operators.min_total import MinMaxTotal
 from ddflow.operators.reduce import Reduce
-from ddflow.runtime.exchange import Exchange
-from ddflow.runtime.scope import Scope
-from ddflow.runtime.worker import Capture, Probe, Stream
 
 if TYPE_CHECKING:
-    from ddflow.runtime.worker import Worker
+    from ddflow.engine.worker import Worker
 
 __all__ = ["Arranged", "Collection"]
 
@@ -66,8 +70,6 @@ class Collection:
     def enter(self, scope: Scope, *, name: str | None = None) -> Collection:
         """This collection inside the loop ``scope`` (a child of this collection's scope), at
         iteration 0 of every outer time."""
-        from ddflow.operators.iterate import Enter
-
         if not isinstance(scope, Scope) or scope.parent is not self.scope:
             raise ScopeError(
                 f"enter({scope!r}) needs a loop scope directly inside this collection's scope "
@@ -76,9 +78,7 @@ class Collection:
         return self._wrap(Enter(self.worker, self.stream, scope, name), self.diff_type)
 
     def leave(self, *, name: str | None = None) -> Collection:
-        """This loop collection in the enclosing scope (iteration counters dropped)."""
-        from ddflow.operators.iterate import Leave
-
+        """This loop collection in the enclosing scope (iterations dropped)."""
         if self.scope.parent is None:
             raise ScopeError(
                 "leave() needs a collection inside a loop; this one is in the root scope "
@@ -86,8 +86,14 @@ class Collection:
             )
         return self._wrap(Leave(self.worker, self.stream, name), self.diff_type)
 
-    def iterate(self, body: Callable[[Collection], Collection], *, limit: int | None = None,
-                fold_initial: bool = False, name: str | None = None) -> Collection:
+    def iterate(
+        self,
+        body: Callable[[Collection], Collection],
+        *,
+        limit: int | None = None,
+        fold_initial: bool = False,
+        name: str | None = None,
+    ) -> Collection:
         """The fixed point of ``body`` from this collection: ``x_0 = self``,
         ``x_{i+1} = body(x_i)``, until nothing changes (DD's ``iterate``).
 
@@ -101,45 +107,57 @@ class Collection:
         return iterate(self, body, limit=limit, fold_initial=fold_initial, name=name)
 
     # -- linear ----------------------------------------------------------------------------------
-    def map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
-            name: str | None = None) -> Collection:
+    def map(
+        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Each record ``x`` becomes ``f(x)``."""
         return self._wrap(Map(self.worker, self.stream, f, vectorized, name), self.diff_type)
 
-    def filter(self, p: Callable[[Any], Any], *, vectorized: bool = False,
-               name: str | None = None) -> Collection:
+    def filter(
+        self, p: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Keeps records with ``p(x)`` true."""
         return self._wrap(Filter(self.worker, self.stream, p, vectorized, name), self.diff_type)
 
-    def flat_map(self, f: Callable[[Any], Any], *, vectorized: bool = False,
-                 name: str | None = None) -> Collection:
+    def flat_map(
+        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """Each record becomes the records of the iterable ``f(x)``."""
         return self._wrap(FlatMap(self.worker, self.stream, f, vectorized, name), self.diff_type)
 
-    def explode(self, f: Callable[[Any], Any], *, vectorized: bool = False, diff: Any = None,
-                name: str | None = None) -> Collection:
+    def explode(
+        self,
+        f: Callable[[Any], Any],
+        *,
+        vectorized: bool = False,
+        diff: Any = None,
+        name: str | None = None,
+    ) -> Collection:
         """Moves data into diffs: ``f(x)`` yields ``(data, diff)`` pairs (aggregates in diffs)."""
         op = Explode(self.worker, self.stream, f, vectorized, diff, name)
         return self._wrap(op, op.dt)
 
     def concat(self, *others: Collection, name: str | None = None) -> Collection:
         """The union (sum) of this collection and ``others``."""
-        return self._wrap(Concat(self.worker, [self.stream] + [o.stream for o in others], name),
-                          self.diff_type)
+        return self._wrap(
+            Concat(self.worker, [self.stream] + [o.stream for o in others], name), self.diff_type
+        )
 
     def negate(self, *, name: str | None = None) -> Collection:
         """Every diff negated (needs an abelian diff type)."""
         if self.diff_type is not None and not self.diff_type.abelian:
             raise DiffTypeError(
-                f"negate needs diffs with subtraction; {self.diff_type.name} has none")
+                f"negate needs diffs with subtraction; {self.diff_type.name} has none"
+            )
         return self._wrap(Negate(self.worker, self.stream, name), self.diff_type)
 
     def consolidate(self, *, name: str | None = None) -> Collection:
         """The same collection with updates at equal ``(data, time)`` added up."""
         return self._wrap(Consolidate(self.worker, self._routed(True), name), self.diff_type)
 
-    def inspect(self, f: Callable[[tuple[Any, Any, Any]], Any], *,
-                name: str | None = None) -> Collection:
+    def inspect(
+        self, f: Callable[[tuple[Any, Any, Any]], Any], *, name: str | None = None
+    ) -> Collection:
         """Calls ``f((data, time, diff))`` on every update and passes it on."""
         return self._wrap(Inspect(self.worker, self.stream, f, name), self.diff_type)
 
@@ -173,8 +191,14 @@ class Collection:
         """``(k, a)`` and ``(k, b)`` give ``(k, (a, b))``; diffs multiply."""
         return self.arrange_by_key().join(other, name=name)
 
-    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
-                 vectorized: bool = False, name: str | None = None) -> Collection:
+    def join_map(
+        self,
+        other: Collection | Arranged,
+        f: Callable[..., Any],
+        *,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> Collection:
         """``(k, a)`` and ``(k, b)`` give ``f(k, a, b)``."""
         return self.arrange_by_key().join_map(other, f, vectorized=vectorized, name=name)
 
@@ -186,13 +210,24 @@ class Collection:
         """``(k, v)`` records whose key is not in ``keys``: ``self - self.semijoin(keys)``."""
         return self.concat(self.semijoin(keys).negate(), name=name)
 
-    def reduce(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
-               name: str | None = None) -> Collection:
+    def reduce_core(self, reducer: R.Reducer, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> what ``reducer`` computes per key (``ddflow.operators.
+        reducers``; arrange by self first for reducers of whole records)."""
+        return self.arrange_by_key().reduce_core(reducer, name=name)
+
+    def reduce(
+        self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *, name: str | None = None
+    ) -> Collection:
         """``(k, v)`` records -> ``(k, out)`` with ``logic(k, [(v, diff)...]) -> [(out, diff)]``."""
         return self.arrange_by_key().reduce(logic, name=name)
 
-    def reduce_abelian(self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *,
-                       diff: Any = None, name: str | None = None) -> Collection:
+    def reduce_abelian(
+        self,
+        logic: Callable[[Any, list[tuple[Any, Any]]], Any],
+        *,
+        diff: Any = None,
+        name: str | None = None,
+    ) -> Collection:
         """Like ``reduce`` with output diffs of any abelian type (``diff``: type or sample)."""
         return self.arrange_by_key().reduce_abelian(logic, diff=diff, name=name)
 
@@ -246,8 +281,9 @@ class Collection:
         """``distinct`` for totally ordered times."""
         return self.arrange_by_self().distinct_total(name=name)
 
-    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
-                        name: str | None = None) -> Collection:
+    def threshold_total(
+        self, f: Callable[[Any], int], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
         """``threshold`` for totally ordered times."""
         return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
 
@@ -260,14 +296,26 @@ class Collection:
         """``(k, v)`` records -> ``(k, greatest v)`` for totally ordered times."""
         return self.arrange_by_key().max_total(name=name)
 
-    def reduce_hierarchical(self, how: str, *, buckets: int = 256,
-                            name: str | None = None) -> Collection:
+    def reduce_hierarchical(
+        self, how: str, *, buckets: int = 256, name: str | None = None
+    ) -> Collection:
         """``reduce`` for skewed keys with an associative ``how`` (``"min"``,
         ``"max"``, ``"sum"``, ``"count"``): each key's values are split into ``buckets``
         sub-groups by a hash of the value, reduced, and the partial results reduced again."""
-        from ddflow.operators.hierarchical import reduce_hierarchical
+        from ddflow.dataflow.hierarchical import reduce_hierarchical
 
         return reduce_hierarchical(self, how, buckets=buckets, name=name)
+
+
+def _product_type(a: DiffType | None, b: DiffType | None) -> DiffType | None:
+    """The diff type of a join's output (diffs multiply), when both inputs' are known and
+    their product's type follows from them (None otherwise: learnt from the output)."""
+    if a is None or b is None or isinstance(a, ObjectDiff) or isinstance(b, ObjectDiff):
+        return None
+    try:
+        return a.multiply(a.empty(), b, b.empty())[0]
+    except DiffTypeError:
+        return None  # (the join raises when it meets such diffs)
 
 
 class Arranged:
@@ -278,6 +326,11 @@ class Arranged:
         self.source = source
         self.op = op
 
+    @property
+    def diff_type(self) -> DiffType | None:
+        """The diff type of the arranged collection (None until known)."""
+        return self.source.diff_type
+
     def as_collection(self) -> Collection:
         """The arranged updates as a plain collection (the source collection)."""
         return self.source
@@ -287,77 +340,88 @@ class Arranged:
             return other
         return other.arrange_by_self() if by_self else other.arrange_by_key()
 
-    def _out(self, op: Any) -> Collection:
-        return Collection(self.worker, op.output)
+    def _out(self, op: Any, diff_type: DiffType | None = None) -> Collection:
+        return Collection(self.worker, op.output, diff_type)
 
     def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:
-        return self._out(Join(self.worker, self.op, self._arranged(other, False).op, name=name))
+        o = self._arranged(other, False)
+        return self._out(
+            Join(self.worker, self.op, o.op, name=name), _product_type(self.diff_type, o.diff_type)
+        )
 
-    def join_map(self, other: Collection | Arranged, f: Callable[..., Any], *,
-                 vectorized: bool = False, name: str | None = None) -> Collection:
-        o = self._arranged(other, False).op
-        return self._out(Join(self.worker, self.op, o, f, vectorized, name=name or "join_map"))
+    def join_map(
+        self,
+        other: Collection | Arranged,
+        f: Callable[..., Any],
+        *,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> Collection:
+        o = self._arranged(other, False)
+        return self._out(
+            Join(self.worker, self.op, o.op, f, vectorized, name=name or "join_map"),
+            _product_type(self.diff_type, o.diff_type),
+        )
 
     def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
-        o = self._arranged(keys, True).op
-        return self._out(Join(self.worker, self.op, o, semijoin=True, name=name or "semijoin"))
+        o = self._arranged(keys, True)
+        return self._out(
+            Join(self.worker, self.op, o.op, semijoin=True, name=name or "semijoin"),
+            _product_type(self.diff_type, o.diff_type),
+        )
+
+    def reduce_core(self, reducer: R.Reducer, *, name: str | None = None) -> Collection:
+        """``(k, v)`` records -> what ``reducer`` computes per key (the reducers are in
+        ``ddflow.operators.reducers``; every keyed reduction below is one)."""
+        op = Reduce(self.worker, self.op, reducer, in_diff=self.diff_type, name=name)
+        return self._out(op, reducer.output_diffs(self.diff_type))
 
     def reduce(self, logic: Callable[..., Any], *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "general", logic=logic, out_diff=int,
-                                name=name))
+        return self.reduce_core(R.Logic(logic, int), name=name)
 
-    def reduce_abelian(self, logic: Callable[..., Any], *, diff: Any = None,
-                       name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "general", logic=logic, out_diff=diff,
-                                name=name or "reduce_abelian"))
+    def reduce_abelian(
+        self, logic: Callable[..., Any], *, diff: Any = None, name: str | None = None
+    ) -> Collection:
+        return self.reduce_core(R.Logic(logic, diff, "reduce_abelian"), name=name)
 
     def min(self, *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "min", name=name))
+        return self.reduce_core(R.Min(), name=name)
 
     def max(self, *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "max", name=name))
+        return self.reduce_core(R.Max(), name=name)
 
     def top_k(self, k: int, *, name: str | None = None) -> Collection:
-        if int(k) < 1:
-            raise ValueError(f"top_k needs k >= 1, got {k!r}")
-        return self._out(Reduce(self.worker, self.op, "top_k", f=int(k),  # type: ignore[arg-type]
-                                name=name))
+        return self.reduce_core(R.TopK(k), name=name)
 
     def reduce_solve(self, logic: Any = "min", *, name: str | None = None) -> Collection:
         if logic == "min":
-            op = Reduce(self.worker, self.op, "solve_min", abelian_required=False,
-                        out_diff=None, name=name or "reduce_solve")
-            return Collection(self.worker, op.output, self.source.diff_type)
-        return self._out(Reduce(self.worker, self.op, "solve", logic=logic,
-                                abelian_required=False, out_diff=None,
-                                name=name or "reduce_solve"))
+            return self.reduce_core(R.SolveMin(), name=name)
+        return self.reduce_core(R.SolveLogic(logic), name=name)
 
     def count(self, *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "count", abelian_required=False, name=name))
+        return self.reduce_core(R.Count(), name=name)
 
     def distinct(self, *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "distinct", name=name))
+        return self.reduce_core(R.Distinct(), name=name)
 
     def threshold(self, f: Callable[[Any], int], *, name: str | None = None) -> Collection:
-        return self._out(Reduce(self.worker, self.op, "threshold", f=f, abelian_required=False,
-                                name=name))
+        return self.reduce_core(R.Threshold(f), name=name)
 
     def count_total(self, *, name: str | None = None) -> Collection:
-        return self._out(CountTotal(self.worker, self.op, "count", name=name))
+        return self._out(CountTotal(self.worker, self.op, "count", name=name), INT_DIFF)
 
     def distinct_total(self, *, name: str | None = None) -> Collection:
-        return self._out(CountTotal(self.worker, self.op, "distinct", name=name))
+        return self._out(CountTotal(self.worker, self.op, "distinct", name=name), INT_DIFF)
 
-    def threshold_total(self, f: Callable[[Any], int], *, vectorized: bool = False,
-                        name: str | None = None) -> Collection:
-        return self._out(CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name))
+    def threshold_total(
+        self, f: Callable[[Any], int], *, vectorized: bool = False, name: str | None = None
+    ) -> Collection:
+        return self._out(
+            CountTotal(self.worker, self.op, "threshold", f, vectorized, name=name), INT_DIFF
+        )
 
     def min_total(self, *, name: str | None = None) -> Collection:
-        from ddflow.operators.min_total import MinMaxTotal
-
-        return self._out(MinMaxTotal(self.worker, self.op, "min", name=name))
+        return self._out(MinMaxTotal(self.worker, self.op, "min", name=name), INT_DIFF)
 
     def max_total(self, *, name: str | None = None) -> Collection:
-        from ddflow.operators.min_total import MinMaxTotal
-
-        return self._out(MinMaxTotal(self.worker, self.op, "max", name=name))
+        return self._out(MinMaxTotal(self.worker, self.op, "max", name=name), INT_DIFF)

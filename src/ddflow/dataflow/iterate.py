@@ -1,7 +1,7 @@
 """Loops in the user API: ``Variable`` (DD's loop variable) and the ``iterate`` helper.
 
 A loop lives in a scope (``worker.iterative()``, or made by ``iterate``); inside it times are
-``Product(outer, inner)`` with ``inner`` the iteration. Outer collections come in with
+``Product(outer, iteration)``. Outer collections come in with
 ``collection.enter(scope)`` and results go out with ``collection.leave()``.
 
 ``Variable(scope, initial)`` is the collection ``initial`` at iteration 0 and, at iteration
@@ -15,16 +15,12 @@ the feedback carries ``result - initial``, so ``initial`` needs diffs with subtr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from ddflow.core.errors import DiffTypeError, ScopeError
 from ddflow.dataflow.collection import Collection
-from ddflow.operators.iterate import Feedback
+from ddflow.engine.loop import Feedback
+from ddflow.engine.scope import Scope
 from ddflow.operators.linear import Concat
-from ddflow.runtime.scope import Scope
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["Variable", "iterate"]
 
@@ -32,8 +28,9 @@ __all__ = ["Variable", "iterate"]
 class Variable(Collection):
     """A loop variable of ``scope``: a collection defined by what it is ``set`` to."""
 
-    def __init__(self, scope: Scope, initial: Collection | None = None, *,
-                 name: str | None = None) -> None:
+    def __init__(
+        self, scope: Scope, initial: Collection | None = None, *, name: str | None = None
+    ) -> None:
         if not isinstance(scope, Scope) or scope.parent is None:
             raise ScopeError("Variable needs a loop scope: worker.iterative() or a loop's scope")
         worker = scope.worker
@@ -78,9 +75,14 @@ class Variable(Collection):
         return result
 
 
-def iterate(initial: Collection, body: Callable[[Collection], Collection], *,
-            limit: int | None = None, fold_initial: bool = False,
-            name: str | None = None) -> Collection:
+def iterate(
+    initial: Collection,
+    body: Callable[[Collection], Collection],
+    *,
+    limit: int | None = None,
+    fold_initial: bool = False,
+    name: str | None = None,
+) -> Collection:
     """The fixed point of ``body`` starting from ``initial`` (see ``Collection.iterate``)."""
     worker = initial.worker
     scope = worker.iterative(limit=limit, name=name, parent=initial.scope)

@@ -17,7 +17,8 @@ from ddflow.core.columns import Layout, Tup
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, split_complete
-from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.engine.operator import Operator, State, Stream
+from ddflow.engine.worker import Worker
 from ddflow.trace.batch import Description, TraceBatch
 from ddflow.trace.spine import Spine
 
@@ -37,20 +38,33 @@ def split_layout(layout: Layout, by_self: bool, op_name: str) -> tuple[Layout, L
 
 
 class Arrange(Operator):
-    name = "arrange"
+    """Arranges a stream: ``held`` keeps updates until the frontier passes their times,
+    ``spine`` the trace of the batches made so far, ``upper`` the frontier it reached."""
 
-    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None,
-                 effort: int | None = 4) -> None:
+    name = "arrange"
+    state_version = 1
+
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        by_self: bool,
+        name: str | None = None,
+        effort: int | None = 4,
+    ) -> None:
+        if s.layout is not None:  # a shape known already is checked as the dataflow is built
+            split_layout(s.layout, by_self, name or self.name)
         super().__init__(worker, [s], name)
         self.by_self = by_self
         dim = self.kind.dim
         if effort is not None and (not isinstance(effort, int) or effort < 1):
             raise ValueError(f"merge effort must be an int >= 1 or None, got {effort!r}")
-        self.spine = Spine(0, dim, effort=effort)
+        self.spine: Spine = Spine(0, dim, effort=effort)
         self.held: list[Updates] = []
         self.upper = Antichain.of([self.kind.minimum()], dim)
         self.key_layout: Layout | None = None
         self.val_layout: Layout | None = None
+        self._learn_layout()
 
     @property
     def key_width(self) -> int:
@@ -63,10 +77,24 @@ class Arrange(Operator):
             )
             self.spine.key_width = self.key_layout.width
 
-    def held_times(self) -> np.ndarray | None:
+    def outstanding_times(self) -> np.ndarray | None:
         if not self.held:
             return None
         return np.concatenate([u.times for u in self.held])
+
+    def state(self) -> State:
+        return {
+            "spine": self.spine.state(),
+            "held": list(self.held),
+            "upper": self.upper,
+            "key_layout": self.key_layout,
+            "val_layout": self.val_layout,
+        }
+
+    def load_state(self, state: State) -> None:
+        self.spine.load_state(state["spine"])
+        self.held, self.upper = list(state["held"]), state["upper"]
+        self.key_layout, self.val_layout = state["key_layout"], state["val_layout"]
 
     def run(self, frontier: Antichain) -> None:
         new = self.take()

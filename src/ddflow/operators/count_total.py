@@ -23,17 +23,24 @@ from ddflow.core.diff import INT_DIFF, DiffType, int_column
 from ddflow.core.errors import TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch
 from ddflow.trace.spine import key_sums, sums_fit
 
 __all__ = ["CountTotal", "threshold_values"]
 
 
-def threshold_values(op: Operator, dt: DiffType, counts: Any, mode: str,
-                     f: Callable[..., Any] | None, vectorized: bool = False) -> np.ndarray:
+def threshold_values(
+    op: Operator,
+    dt: DiffType,
+    counts: Any,
+    mode: str,
+    f: Callable[..., Any] | None,
+    vectorized: bool = False,
+) -> np.ndarray:
     """The int output diff of a key for each count: 0 where the count is zero, else 1 for
     ``distinct`` (DD: every record with a non-zero count, once) or ``f(count)``."""
     nz = np.flatnonzero(~dt.zero_mask(counts))
@@ -58,18 +65,35 @@ class CountTotal(Operator):
     """``mode``: ``"count"`` -> ``(key, count)``; ``"distinct"`` -> key with diff 1;
     ``"threshold"`` -> key with diff ``f(count)``."""
 
-    def __init__(self, worker: Worker, arr: Arrange, mode: str,
-                 f: Callable[..., Any] | None = None, vectorized: bool = False,
-                 name: str | None = None) -> None:
-        if not arr.kind.total:
+    state_version = 1
+
+    def __init__(
+        self,
+        worker: Worker,
+        arrangement: Arrange,
+        mode: str,
+        f: Callable[..., Any] | None = None,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> None:
+        if not arrangement.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arr.kind.describe()} times: use {mode}() instead"
+                f"{arrangement.kind.describe()} times: use {mode}() instead"
             )
-        super().__init__(worker, [arr.output], name or f"{mode}_total")
-        self.arr = arr
+        super().__init__(worker, [arrangement.output], name or f"{mode}_total")
+        self.arrangement = arrangement
         self.mode, self.f, self.vectorized = mode, f, vectorized
-        self.handle = arr.spine.handle()
+        self.handle = arrangement.spine.handle()
+        kl = arrangement.key_layout
+        if kl is not None and mode != "count":
+            self.output.layout = kl
+
+    def state(self) -> State:
+        return {"handle": self.handle.state()}
+
+    def load_state(self, state: State) -> None:
+        self.handle.load_state(state["handle"])
 
     def run(self, frontier: Antichain) -> None:
         batches = self.take()
@@ -81,7 +105,7 @@ class CountTotal(Operator):
 
     def _batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
         dt = batch.diff_type
-        history = self.arr.spine.batches_through(batch.desc.lower)
+        history = self.arrangement.spine.batches_through(batch.desc.lower)
         # counts before and during the batch are sums of these batches' diffs
         fit = sums_fit([*history, batch])
         prior = key_sums(history, batch.keys, dt, bounded=fit)
@@ -92,8 +116,8 @@ class CountTotal(Operator):
         prev_idx = np.arange(-1, n - 1)
         old = dt.take(new, np.maximum(prev_idx, 0))
         old = dt.put(old, starts, prior)
-        key_cols = batch.data[: self.arr.key_width]
-        key_layout = self.arr.key_layout
+        key_cols = batch.data[: self.arrangement.key_width]
+        key_layout = self.arrangement.key_layout
         assert key_layout is not None
         times = batch.times
         if self.mode == "count":
@@ -111,8 +135,11 @@ class CountTotal(Operator):
         g_new = threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
         g_old = threshold_values(self, dt, old, self.mode, self.f, self.vectorized)
         # (distinct's values are 0 and 1; a threshold function's may be any ints)
-        d = g_new - g_old if self.mode == "distinct" else INT_DIFF.add(g_new,
-                                                                      INT_DIFF.negate(g_old))
+        d = (
+            g_new - g_old
+            if self.mode == "distinct"
+            else INT_DIFF.add(g_new, INT_DIFF.negate(g_old))
+        )
         keep = np.flatnonzero(d != 0)
         if not len(keep):
             return None

@@ -25,9 +25,10 @@ from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import TraceBatch, ranges_to_indices
 
 __all__ = ["Join"]
@@ -39,10 +40,18 @@ class Join(Operator):
     ``(k, va)`` (semijoin)."""
 
     name = "join"
+    state_version = 1
 
-    def __init__(self, worker: Worker, a: Arrange, b: Arrange,
-                 f: Callable[..., Any] | None = None, vectorized: bool = False,
-                 semijoin: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        a: Arrange,
+        b: Arrange,
+        f: Callable[..., Any] | None = None,
+        vectorized: bool = False,
+        semijoin: bool = False,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [a.output, b.output], name)
         self.a, self.b = a, b
         self.f, self.vectorized, self.semijoin = f, vectorized, semijoin
@@ -50,6 +59,23 @@ class Join(Operator):
         self.hb = b.spine.handle()
         self.a_ack = a.upper
         self.b_ack = b.upper
+        kl, val, vbl = a.key_layout, a.val_layout, b.val_layout
+        if f is None and kl is not None and val is not None and vbl is not None:
+            # the output's shape follows from the inputs' (known as the dataflow is built)
+            self.output.layout = Tup((kl, val)) if semijoin else Tup((kl, Tup((val, vbl))))
+
+    def state(self) -> State:
+        return {
+            "a_ack": self.a_ack,
+            "b_ack": self.b_ack,
+            "ha": self.ha.state(),
+            "hb": self.hb.state(),
+        }
+
+    def load_state(self, state: State) -> None:
+        self.a_ack, self.b_ack = state["a_ack"], state["b_ack"]
+        self.ha.load_state(state["ha"])
+        self.hb.load_state(state["hb"])
 
     def run(self, frontier: Antichain) -> None:
         da = self.take(0)
@@ -71,8 +97,9 @@ class Join(Operator):
         self.ha.set_compaction(self.b.frontier, self.a_ack)
         self.hb.set_compaction(self.a.frontier, self.b_ack)
 
-    def _match(self, batch: TraceBatch, others: list[TraceBatch],
-               batch_is_a: bool) -> list[tuple[Updates, Layout]]:
+    def _match(
+        self, batch: TraceBatch, others: list[TraceBatch], batch_is_a: bool
+    ) -> list[tuple[Updates, Layout]]:
         if self.a.key_layout != self.b.key_layout:
             # keys of different shapes (pairs and ints, ((1, 2), 3) and (1, (2, 3))) are
             # never equal records, whatever their columns hold: a dict join matches none
@@ -99,8 +126,9 @@ class Join(Operator):
                 out.append(self._emit(other, o_rows, batch, b_rows))
         return out
 
-    def _emit(self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch,
-              rb: np.ndarray) -> tuple[Updates, Layout]:
+    def _emit(
+        self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch, rb: np.ndarray
+    ) -> tuple[Updates, Layout]:
         kw = self.a.key_width
         kcols = tuple(c[ra] for c in ta.data[:kw])
         va = tuple(c[ra] for c in ta.data[kw:])
@@ -109,8 +137,13 @@ class Join(Operator):
         da, db = ta.diff_type.take(ta.diffs, ra), tb.diff_type.take(tb.diffs, rb)
         ma, mb = ta.diff_bound(), tb.diff_bound()  # (bounds on any row's |diff|)
         dt: DiffType
-        if (type(ta.diff_type) is IntDiff and type(tb.diff_type) is IntDiff
-                and ma is not None and mb is not None and ma * mb <= I64_MAX):
+        if (
+            type(ta.diff_type) is IntDiff
+            and type(tb.diff_type) is IntDiff
+            and ma is not None
+            and mb is not None
+            and ma * mb <= I64_MAX
+        ):
             dt, diffs = INT_DIFF, da * db  # int64 products that cannot leave int64
         else:
             dt, diffs = ta.diff_type.multiply(da, tb.diff_type, db)  # exact, checked
@@ -127,8 +160,9 @@ class Join(Operator):
             else:
                 recs = [
                     self.f(k, x, y)
-                    for k, x, y in zip(kl.to_records(kcols), val.to_records(va),
-                                       vbl.to_records(vb), strict=True)
+                    for k, x, y in zip(
+                        kl.to_records(kcols), val.to_records(va), vbl.to_records(vb), strict=True
+                    )
                 ]
         except Exception as e:
             raise user_error(self, e) from e

@@ -22,27 +22,28 @@ over the output history plus the corrections made at earlier ranks; the differen
 emitted at ``t``. Every time of the closure that is ``<= t`` was handled at an earlier
 rank, so after rank ``r`` the output accumulated at each of its times is the desired one.
 
-Reducers (``mode``): ``min`` / ``max`` (the least / greatest value with a non-zero count),
-``top_k`` (the ``k = f`` least values, each with its count capped to the places left),
-``count``, ``distinct``, ``threshold`` (with ``f``), and ``solve_min`` for ``MinSum`` diffs
-(DD's ``group_solve``: add the input's minimum when it is below the output's,
-never subtract).
+What is desired at a time, and how the difference is emitted, is the reducer's
+(``ddflow.operators.reducers``): ``desired`` gives the output rows from the accumulated
+input, ``corrections`` what to emit given the current output (desired minus current, or for
+``adds_only`` reducers only improvements).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.columns import concat_columns, lex_order
-from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType, narrow
-from ddflow.core.errors import DataError
+from ddflow.core.columns import lex_order
+from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
-from ddflow.core.updates import Updates, consolidate
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.operators.reducers import Reducer, group_starts
 from ddflow.trace.batch import ranges_to_indices
+
+if TYPE_CHECKING:
+    from ddflow.engine.operator import Operator
 
 __all__ = ["expand", "interesting_times", "lattice_reduce", "unique_rows"]
 
@@ -91,8 +92,9 @@ def unique_rows(owner: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.nd
     return owner[idx], times[idx]
 
 
-def _new_rows(have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray,
-              cand_t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _new_rows(
+    have_o: np.ndarray, have_t: np.ndarray, cand_o: np.ndarray, cand_t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows of ``cand`` (distinct) not among ``have`` (distinct)."""
     if len(cand_o) == 0 or len(have_o) == 0:
         return cand_o, cand_t
@@ -138,9 +140,13 @@ class _Packer:
         return c, times
 
 
-def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                      h_times: np.ndarray, n_owner: int | None = None
-                      ) -> tuple[np.ndarray, np.ndarray]:
+def interesting_times(
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+    n_owner: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """The closure of the rows ``c`` under join with history ``h`` and with itself, per owner.
 
     Returns distinct rows sorted by owner, then time."""
@@ -174,8 +180,9 @@ def interesting_times(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndar
     return pk.unpack(closure)
 
 
-def _interesting_small(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                       h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interesting_small(
+    c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray, h_times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``interesting_times`` for a few rows, with Python sets (numpy's per-call cost
     dominates at this size)."""
     hist: dict[int, set[tuple[int, ...]]] = {}
@@ -202,8 +209,9 @@ def _interesting_small(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.nda
     return arr[:, 0].copy(), arr[:, 1:].copy()
 
 
-def _interesting_rows(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray,
-                      h_times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _interesting_rows(
+    c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndarray, h_times: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``interesting_times`` for rows too wide to pack into an int64."""
     c_owner, c_times = unique_rows(c_owner, c_times)
     if len(h_owner):
@@ -222,10 +230,10 @@ def _interesting_rows(c_owner: np.ndarray, c_times: np.ndarray, h_owner: np.ndar
         add_o, add_t = _new_rows(c_owner, c_times, jo, jt)
         if not len(add_o):
             break
-        c_owner, c_times = unique_rows(np.concatenate([c_owner, add_o]),
-                                       np.concatenate([c_times, add_t]))
-        all_o, all_t = unique_rows(np.concatenate([all_o, add_o]),
-                                   np.concatenate([all_t, add_t]))
+        c_owner, c_times = unique_rows(
+            np.concatenate([c_owner, add_o]), np.concatenate([c_times, add_t])
+        )
+        all_o, all_t = unique_rows(np.concatenate([all_o, add_o]), np.concatenate([all_t, add_t]))
         new_o, new_t = add_o, add_t
     return c_owner, c_times
 
@@ -236,21 +244,9 @@ def _sorted_rows(owner: np.ndarray, u: Updates, kw: int) -> tuple[np.ndarray, Up
     return owner[order], u.take(order)
 
 
-def _group_flags(q: np.ndarray, vals: tuple[np.ndarray, ...]) -> np.ndarray:
-    """Starts of runs of equal ``(q, vals)`` in rows sorted by them."""
-    n = len(q)
-    flags = np.empty(n, dtype=bool)
-    if n == 0:
-        return flags
-    flags[0] = True
-    np.not_equal(q[1:], q[:-1], out=flags[1:])
-    for c in vals:
-        flags[1:] |= c[1:] != c[:-1]
-    return flags
-
-
-def _accumulate(q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates,
-                kw: int) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
+def _accumulate(
+    q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates, kw: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
     """For each query ``(owner, time)`` (one per owner), the rows' diffs at times ``<= time``
     summed per value: ``(query index, value columns, sums)``, zero sums dropped, sorted by
     query then value."""
@@ -260,7 +256,7 @@ def _accumulate(q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r
         ok = np.all(r.times[rj] <= q_times[qi], axis=1)
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
-    flags = _group_flags(qi, vals)
+    flags = group_starts(qi, vals)
     starts = np.flatnonzero(flags)
     if not len(starts):
         return qi[:0], tuple(v[:0] for v in vals), dt.take(r.diffs, rj[:0])
@@ -271,7 +267,8 @@ def _accumulate(q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r
 
 
 def lattice_reduce(
-    mode: str,
+    reducer: Reducer,
+    op: Operator,
     probe_cols: tuple[np.ndarray, ...],
     n_probe: int,
     c_owner: np.ndarray,
@@ -286,10 +283,6 @@ def lattice_reduce(
     lower: Antichain,
     upper: Antichain,
     dim: int,
-    f: Callable[..., Any] | None = None,
-    threshold_of: Callable[[Any], np.ndarray] | None = None,
-    count_columns: Callable[[Any], tuple[np.ndarray, ...]] | None = None,
-    closure: bool = True,
 ) -> tuple[Updates | None, np.ndarray, np.ndarray]:
     """Output corrections for the probe keys, and the pending ``(owner, time)`` rows beyond
     ``upper``.
@@ -297,8 +290,8 @@ def lattice_reduce(
     ``c`` are the starting times (new update times and pending times) per probe index;
     ``in_*``/``out_*`` the probe keys' input and output history rows (keys and values as
     columns, ``kw`` key columns). Output records are ``key columns + output value columns``
-    with ``out_dt`` diffs. ``closure=False`` evaluates at the starting times only (see
-    ``solve_min`` in ``Reduce``)."""
+    with ``out_dt`` diffs. A reducer without ``closure`` is evaluated at the starting times
+    only (see ``SolveMin``)."""
     la = lower.arr
     h_parts_o, h_parts_t = [], []
     if in_u is not None and len(in_u):
@@ -316,7 +309,7 @@ def lattice_reduce(
     else:
         h_o = np.empty(0, dtype=np.int64)
         h_t = np.empty((0, dim), dtype=np.int64)
-    if closure:
+    if reducer.closure:
         t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
     else:
         t_owner, t_times = unique_rows(c_owner, c_times)
@@ -358,43 +351,8 @@ def lattice_reduce(
             oq, ov, osum = _accumulate(q_o, q_t, cur_o, cur_u, kw)
         else:
             oq, ov, osum = np.empty(0, dtype=np.int64), (), out_dt.empty()
-        d_q, d_v, d_d = _desired(mode, nq, iq, iv, isum, in_dt, f, threshold_of, count_columns)
-        if mode == "solve_min":
-            # add the input's minimum where it is below the output's (no subtraction)
-            cur = np.full(nq, MINSUM_ZERO, dtype=np.int64)
-            if len(oq):
-                np.minimum.at(cur, oq, osum)
-            want = np.full(nq, MINSUM_ZERO, dtype=np.int64)
-            if len(d_q):
-                np.minimum.at(want, d_q, d_d)
-            go = np.flatnonzero(want < cur)
-            fix_v: tuple[np.ndarray, ...] = ()
-            fix_q, fix_d = go, want[go]
-        else:
-            # desired minus current, consolidated per (query, value)
-            if not len(d_q) and not len(oq):
-                continue
-            all_q = np.concatenate([d_q, oq])
-            nv = len(d_v) if len(d_q) else len(ov)
-            all_v = tuple(
-                concat_columns([d_v[k] if len(d_q) else ov[k][:0],
-                                ov[k] if len(oq) else d_v[k][:0]])
-                for k in range(nv)
-            )
-            all_d = out_dt.concat([d_d, out_dt.negate(osum)])
-            order = lex_order((all_q,) + all_v)
-            all_q = all_q[order]
-            all_v = tuple(c[order] for c in all_v)
-            all_d = out_dt.take(all_d, order)
-            flags = _group_flags(all_q, all_v)
-            gs = np.flatnonzero(flags)
-            if not len(gs):
-                continue
-            sums = out_dt.sum_segments(all_d, gs)
-            nz = np.flatnonzero(~out_dt.zero_mask(sums))
-            fix_q = all_q[gs[nz]]
-            fix_v = tuple(c[gs[nz]] for c in all_v)
-            fix_d = out_dt.take(sums, nz)
+        want = reducer.desired(op, nq, iq, iv, isum, in_dt)
+        fix_q, fix_v, fix_d = reducer.corrections(nq, want, (oq, ov, osum), out_dt)
         if not len(fix_q):
             continue
         owners = q_o[fix_q]
@@ -407,63 +365,10 @@ def lattice_reduce(
             if cur_u is None:
                 cur_o, cur_u = _sorted_rows(owners, u, kw)
             else:
-                from ddflow.core.updates import concat_updates
-
                 assert cur_o is not None
-                cur_o, cur_u = _sorted_rows(np.concatenate([cur_o, owners]),
-                                            concat_updates([cur_u, u]), kw)
+                cur_o, cur_u = _sorted_rows(
+                    np.concatenate([cur_o, owners]), concat_updates([cur_u, u]), kw
+                )
     if not emitted:
         return None, pend_o, pend_t
-    from ddflow.core.updates import concat_updates
-
     return consolidate(concat_updates(emitted)), pend_o, pend_t
-
-
-def _desired(mode: str, nq: int, iq: np.ndarray, iv: tuple[np.ndarray, ...], isum: Any,
-             in_dt: DiffType, f: Callable[..., Any] | None,
-             threshold_of: Callable[[Any], np.ndarray] | None,
-             count_columns: Callable[[Any], tuple[np.ndarray, ...]] | None,
-             ) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
-    """The desired output rows ``(query, value columns, diff)`` from the accumulated input."""
-    if not len(iq):
-        return iq, (), (INT_DIFF.empty() if mode != "solve_min" else np.empty(0, np.int64))
-    first = np.empty(len(iq), dtype=bool)
-    first[0] = True
-    np.not_equal(iq[1:], iq[:-1], out=first[1:])
-    if mode in ("min", "max"):
-        if mode == "min":
-            pick = np.flatnonzero(first)
-        else:
-            last = np.empty(len(iq), dtype=bool)
-            last[-1] = True
-            np.not_equal(iq[1:], iq[:-1], out=last[:-1])
-            pick = np.flatnonzero(last)
-        return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
-    starts = np.flatnonzero(first)
-    if mode == "top_k":
-        # The k least values of each key, with their multiplicities (a value counted c
-        # times fills c places): exclusive running counts within each key pick them.
-        counts = isum  # an int diff column: int64, or Python ints beyond it
-        if (counts < 0).any():
-            raise DataError("top_k needs non-negative accumulated counts")
-        k = int(f)  # type: ignore[call-overload]
-        if counts.dtype == object or int(counts.sum(dtype=np.float64)) >= 2**62:
-            counts = counts.astype(object)  # running counts in Python ints: exact
-        run = np.cumsum(counts)
-        group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
-        before = run - counts - (run[group_start] - counts[group_start])
-        keep = np.flatnonzero(before < k)
-        take = narrow(np.minimum(counts[keep], k - before[keep]))
-        return iq[keep], tuple(c[keep] for c in iv), take
-    totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
-    qs = iq[starts]
-    if mode == "solve_min":
-        return qs, (), totals
-    if mode == "count":
-        ok = np.flatnonzero(~in_dt.zero_mask(totals))
-        assert count_columns is not None
-        return qs[ok], count_columns(in_dt.take(totals, ok)), np.ones(len(ok), dtype=np.int64)
-    assert threshold_of is not None
-    d = threshold_of(totals)
-    ok = np.flatnonzero(d != 0)
-    return qs[ok], (), d[ok]

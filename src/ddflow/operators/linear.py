@@ -21,7 +21,8 @@ from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type
 from ddflow.core.errors import DataError, DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate, split_complete
-from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.engine.operator import Operator, State, Stream
+from ddflow.engine.worker import Worker
 
 __all__ = [
     "Concat",
@@ -71,8 +72,14 @@ class _PerBatch(Operator):
 class Map(_PerBatch):
     name = "map"
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
 
@@ -97,9 +104,16 @@ class Map(_PerBatch):
 class Filter(_PerBatch):
     name = "filter"
 
-    def __init__(self, worker: Worker, s: Stream, p: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        p: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
+        self.output.layout = s.layout
         self.p, self.vectorized = p, vectorized
 
     def apply(self, u: Updates) -> tuple[Updates, Layout]:
@@ -120,8 +134,14 @@ class FlatMap(_PerBatch):
 
     name = "flat_map"
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
 
@@ -160,12 +180,27 @@ class Explode(_PerBatch):
     rows only."""
 
     name = "explode"
+    state_version = 1
 
-    def __init__(self, worker: Worker, s: Stream, f: Callable[..., Any], vectorized: bool,
-                 diff: Any, name: str | None = None) -> None:
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        f: Callable[..., Any],
+        vectorized: bool,
+        diff: Any,
+        name: str | None = None,
+    ) -> None:
         super().__init__(worker, [s], name)
         self.f, self.vectorized = f, vectorized
         self.dt: DiffType | None = diff_type_of(diff) if diff is not None else None
+
+    def state(self) -> State:
+        # the output diff type, learnt from the first diffs when none was given
+        return {"diff_type": self.dt}
+
+    def load_state(self, state: State) -> None:
+        self.dt = state["diff_type"]
 
     def apply(self, u: Updates) -> tuple[Updates, Layout] | None:
         if not isinstance(u.diff_type, IntDiff):
@@ -232,6 +267,7 @@ class Negate(_PerBatch):
 
     def __init__(self, worker: Worker, s: Stream, name: str | None = None) -> None:
         super().__init__(worker, [s], name)
+        self.output.layout = s.layout
 
     def apply(self, u: Updates) -> tuple[Updates, Layout]:
         dt = u.diff_type
@@ -246,7 +282,17 @@ class Concat(Operator):
     name = "concat"
 
     def __init__(self, worker: Worker, streams: Sequence[Stream], name: str | None = None) -> None:
+        known = [(port, s.layout) for port, s in enumerate(streams) if s.layout is not None]
+        for port, lay in known[1:]:
+            if lay != known[0][1]:  # shapes known as the dataflow is built: refused now
+                raise DataError(
+                    f"'{name or self.name}' joins records of shape {known[0][1]} (input "
+                    f"{known[0][0]}) and {lay} (input {port}): the collections a concat joins "
+                    "must have one record shape (map them to one first)"
+                )
         super().__init__(worker, streams, name)
+        if known and len(known) == len(streams):
+            self.output.layout = known[0][1]
 
     def run(self, frontier: Antichain) -> None:
         layout = self.output.layout
@@ -269,7 +315,8 @@ class Concat(Operator):
                 f"collection holds records of shape {layout}: the collections a concat joins "
                 "must have one record shape (map them to one first). The batch was refused "
                 f"({n} updates not taken in); other batches go on.",
-                refused=[u for _p, u, _l in refused])
+                refused=[u for _p, u, _l in refused],
+            )
         for port in range(len(self.inbox)):
             self.inbox[port] = []
         for u, lay in out:
@@ -283,6 +330,7 @@ class Inspect(_PerBatch):
 
     def __init__(self, worker: Worker, s: Stream, f: Callable[[Any], Any], name: str | None = None):
         super().__init__(worker, [s], name)
+        self.output.layout = s.layout
         self.f = f
 
     def apply(self, u: Updates) -> tuple[Updates, Layout]:
@@ -301,19 +349,26 @@ class Consolidate(Operator):
     """Holds updates until the frontier passes their times, then emits them consolidated."""
 
     name = "consolidate"
+    state_version = 1
 
     def __init__(self, worker: Worker, s: Stream, name: str | None = None) -> None:
         super().__init__(worker, [s], name)
+        self.output.layout = s.layout
         self.held: list[Updates] = []
 
-    def held_times(self) -> np.ndarray | None:
+    def outstanding_times(self) -> np.ndarray | None:
         if not self.held:
             return None
         return np.concatenate([u.times for u in self.held])
+
+    def state(self) -> State:
+        return {"held": list(self.held)}
+
+    def load_state(self, state: State) -> None:
+        self.held = list(state["held"])
 
     def run(self, frontier: Antichain) -> None:
         ready, rest = split_complete(self.held + self.take(), frontier)
         self.held = rest
         if ready is not None:
             self.output.push(consolidate(ready), self.inputs[0].layout)
-

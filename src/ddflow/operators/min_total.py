@@ -59,8 +59,9 @@ from ddflow.core.diff import INT_DIFF, IntDiff
 from ddflow.core.errors import DataError, DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.engine.operator import Operator, State
+from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
-from ddflow.runtime.worker import Operator, Worker
 from ddflow.trace.batch import Description, TraceBatch, key_index, ranges_to_indices
 from ddflow.trace.spine import Spine, sums_fit
 
@@ -70,24 +71,47 @@ __all__ = ["MinMaxTotal"]
 class MinMaxTotal(Operator):
     """``mode`` is ``"min"`` or ``"max"``; see the module docstring."""
 
-    def __init__(self, worker: Worker, arr: Arrange, mode: str, name: str | None = None) -> None:
+    state_version = 1
+
+    def __init__(
+        self, worker: Worker, arrangement: Arrange, mode: str, name: str | None = None
+    ) -> None:
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-        if not arr.kind.total:
+        if not arrangement.kind.total:
             raise TimeError(
                 f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arr.kind.describe()} times: use {mode}() instead"
+                f"{arrangement.kind.describe()} times: use {mode}() instead"
             )
-        super().__init__(worker, [arr.output], name or f"{mode}_total")
-        self.arr = arr
+        super().__init__(worker, [arrangement.output], name or f"{mode}_total")
+        self.arrangement = arrangement
         self.mode = mode
-        self.handle = arr.spine.handle()
+        self.handle = arrangement.spine.handle()
         self.out_spine = Spine(0, 1)
         self.out_h = self.out_spine.handle()
         self.spine = self.out_spine  # statistics
         self.lower = Antichain.of([(0,)], 1)
         self.rows_read = 0
         self._index: dict[int, tuple[TraceBatch, tuple[Any, ...]]] = {}
+        kl, vl = arrangement.key_layout, arrangement.val_layout
+        if kl is not None and vl is not None:
+            self.output.layout = Tup((kl, vl))
+
+    def state(self) -> State:
+        # (the per-batch indexes are a cache, rebuilt when needed)
+        return {
+            "handle": self.handle.state(),
+            "out_spine": self.out_spine.state(),
+            "out_h": self.out_h.state(),
+            "lower": self.lower,
+            "rows_read": self.rows_read,
+        }
+
+    def load_state(self, state: State) -> None:
+        self.handle.load_state(state["handle"])
+        self.out_spine.load_state(state["out_spine"])
+        self.out_h.load_state(state["out_h"])
+        self.lower, self.rows_read = state["lower"], state["rows_read"]
 
     # -- per-batch indexes ----------------------------------------------------------------------
     def _kv(self, b: TraceBatch) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
@@ -96,7 +120,7 @@ class MinMaxTotal(Operator):
         hit = self._index.get(id(b))
         if hit is not None and hit[0] is b:
             return hit[1]
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         cols = list(b.data[: kw + 1])
         vals = self._vals(cols[kw])
         if self.mode == "max":
@@ -117,14 +141,16 @@ class MinMaxTotal(Operator):
                 packer = (kmin, kmax, vmin, vmax, vbits)
                 # one int64 per row ordering like (key, val): searches compare ints, not
                 # structured records
-                idx = ((cols[0][order] if self.mode == "max" else cols[0]).astype(np.int64)
-                       - kmin) << vbits | (vals.astype(np.int64) - vmin)
+                idx = (
+                    (cols[0][order] if self.mode == "max" else cols[0]).astype(np.int64) - kmin
+                ) << vbits | (vals.astype(np.int64) - vmin)
         self._index[id(b)] = (b, (idx, cs, vals, packer))
         return idx, cs, vals, packer
 
     @staticmethod
-    def _query(kv: tuple[Any, ...], kcols: list[np.ndarray], v: np.ndarray,
-               exact: bool) -> np.ndarray:
+    def _query(
+        kv: tuple[Any, ...], kcols: list[np.ndarray], v: np.ndarray, exact: bool
+    ) -> np.ndarray:
         """Queries ``(key, val)`` in a batch's index space: exact lookups never match a
         value outside the batch's range; positions clamp it."""
         packer = kv[3]
@@ -156,38 +182,49 @@ class MinMaxTotal(Operator):
     def run(self, frontier: Antichain) -> None:
         batches = self.take()
         if batches:
-            kl, vl = self.arr.key_layout, self.arr.val_layout
+            kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
             if kl is None or vl is None or vl.width != 1:
                 raise DataError(f"'{self.name}' needs (key, value) records with a single value")
             if not isinstance(batches[0].diff_type, IntDiff):
                 raise DiffTypeError(
-                    f"'{self.name}' needs int diffs, got {batches[0].diff_type.name}")
+                    f"'{self.name}' needs int diffs, got {batches[0].diff_type.name}"
+                )
             out = self._run(batches, self.lower)
         else:
             out = None
         upper = frontier
         if out is not None and len(out):
-            self.out_spine.insert(TraceBatch.build(self.arr.key_width, out,
-                                                   Description(self.lower, upper,
-                                                               self.out_spine.logical)))
+            self.out_spine.insert(
+                TraceBatch.build(
+                    self.arrangement.key_width,
+                    out,
+                    Description(self.lower, upper, self.out_spine.logical),
+                )
+            )
         else:
             self.out_spine.advance_upper(upper)
         self.lower = upper
         self.out_h.set_compaction(upper, upper)
         self.handle.set_compaction(upper, upper)
-        live = {id(b) for b in self.arr.spine.batches()}
+        live = {id(b) for b in self.arrangement.spine.batches()}
         self._index = {k: v for k, v in self._index.items() if k in live}
         if out is not None and len(out):
-            assert self.arr.key_layout is not None and self.arr.val_layout is not None
-            self.output.push(out, Tup((self.arr.key_layout, self.arr.val_layout)))
+            kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
+            assert kl is not None and vl is not None
+            self.output.push(out, Tup((kl, vl)))
 
     def _run(self, batches: list[TraceBatch], lower: Antichain) -> Updates | None:
-        kw = self.arr.key_width
-        nb = batches[0] if len(batches) == 1 else TraceBatch.build(
-            kw, concat_updates([b.updates() for b in batches]), batches[0].desc)
+        kw = self.arrangement.key_width
+        nb = (
+            batches[0]
+            if len(batches) == 1
+            else TraceBatch.build(
+                kw, concat_updates([b.updates() for b in batches]), batches[0].desc
+            )
+        )
         if not len(nb):
             return None
-        history = self.arr.spine.batches_through(lower)
+        history = self.arrangement.spine.batches_through(lower)
         if not self._vectorizable(nb, history):
             return self._reference(nb, history)
         vals = self._vals(nb.data[kw])  # in sort order (reversed for max)
@@ -245,38 +282,41 @@ class MinMaxTotal(Operator):
         """Whether the vectorized path is exact here (see the module docstring): one dtype
         per key and value column in the batch, the history and the output, values ``max``
         can reverse, and int64 diffs whose sums cannot leave int64."""
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         dtypes = [c.dtype for c in nb.data[: kw + 1]]
         if self.mode == "max" and dtypes[kw].kind not in "ibf":
             numbers = dtypes[kw].kind == "O" and all(
-                issubclass(t, (int, float, np.number)) for t in set(map(type, nb.data[kw])))
+                issubclass(t, (int, float, np.number)) for t in set(map(type, nb.data[kw]))
+            )
             if not numbers:
-                raise DataError(f"'{self.name}' needs numeric values (got {dtypes[kw]}); "
-                                "use max()")
+                raise DataError(f"'{self.name}' needs numeric values (got {dtypes[kw]}); use max()")
             return False  # Python ints beyond int64 (or beside floats): the reference path
         if not sums_fit([*history, nb]):  # (counts are sums of one key's diffs)
             return False
         for b in history:
             if [c.dtype for c in b.data[: kw + 1]] != dtypes:
                 return False
-        return all([c.dtype for c in b.data[: kw + 1]] == dtypes
-                   for b in self.out_spine.batches())
+        return all([c.dtype for c in b.data[: kw + 1]] == dtypes for b in self.out_spine.batches())
 
     def _reference(self, nb: TraceBatch, history: list[TraceBatch]) -> Updates | None:
         """The output changes for batch ``nb``, in Python: each touched key's counts per
         value from its whole history (exact ints, values compared as Python compares them),
         its answer before the batch, then the batch's rows in time order, the answer
         recomputed for each key touched at each time."""
-        kw = self.arr.key_width
-        kl, vl = self.arr.key_layout, self.arr.val_layout
+        kw = self.arrangement.key_width
+        kl, vl = self.arrangement.key_layout, self.arrangement.val_layout
         assert kl is not None and vl is not None
         nk = nb.num_keys
         counts: list[dict[Any, int]] = [{} for _ in range(nk)]
-        hist_u, owner = self.arr.spine.gather(nb.keys, history)
+        hist_u, owner = self.arrangement.spine.gather(nb.keys, history)
         if hist_u is not None:
             self.rows_read += len(hist_u)
-            for o, v, d in zip(owner.tolist(), vl.to_records(hist_u.data[kw:], len(hist_u)),
-                               hist_u.diff_type.to_values(hist_u.diffs), strict=True):
+            for o, v, d in zip(
+                owner.tolist(),
+                vl.to_records(hist_u.data[kw:], len(hist_u)),
+                hist_u.diff_type.to_values(hist_u.diffs),
+                strict=True,
+            ):
                 counts[o][v] = counts[o].get(v, 0) + d
         pick = min if self.mode == "min" else max
 
@@ -287,8 +327,7 @@ class MinMaxTotal(Operator):
             try:
                 return [pick(live)]
             except TypeError as e:
-                raise DataError(f"'{self.name}': values of one key cannot be ordered ({e})"
-                                ) from e
+                raise DataError(f"'{self.name}': values of one key cannot be ordered ({e})") from e
 
         current = [answer(c) for c in counts]
         keys = kl.to_records(tuple(c[nb.bounds[:-1]] for c in nb.data[:kw]), nk)
@@ -328,12 +367,27 @@ class MinMaxTotal(Operator):
         if not recs:
             return None
         cols = Tup((kl, vl)).to_columns(recs)
-        return consolidate(Updates(cols, np.array(out_t, dtype=np.int64).reshape(-1, 1),
-                                   np.array(out_d, dtype=np.int64), INT_DIFF))
+        return consolidate(
+            Updates(
+                cols,
+                np.array(out_t, dtype=np.int64).reshape(-1, 1),
+                np.array(out_d, dtype=np.int64),
+                INT_DIFF,
+            )
+        )
 
-    def _walk(self, nb: TraceBatch, rp: np.ndarray, cnt: np.ndarray, row_pair: np.ndarray,
-              pair_key: np.ndarray, pvals: np.ndarray, keys: list[np.ndarray],
-              unt: np.ndarray, has_unt: np.ndarray) -> Updates | None:
+    def _walk(
+        self,
+        nb: TraceBatch,
+        rp: np.ndarray,
+        cnt: np.ndarray,
+        row_pair: np.ndarray,
+        pair_key: np.ndarray,
+        pvals: np.ndarray,
+        keys: list[np.ndarray],
+        unt: np.ndarray,
+        has_unt: np.ndarray,
+    ) -> Updates | None:
         """Walks the batch's times in order over the relevant pairs ``rp`` (``cnt``: their
         counts before the batch), keeping per key the position of its answer: the least
         relevant pair with a non-zero count, else (``NONE``) the untouched value.
@@ -388,9 +442,9 @@ class MinMaxTotal(Operator):
             keep = keep[np.asarray(cnt[prev[keep]] != 0, dtype=bool)]
             best[keep] = np.minimum(best[keep], prev[keep])
             if len(died):
-                best[died] = np.minimum(best[died],
-                                        self._next_live(cnt, prev[died] + 1,
-                                                        span_hi[prev[died]], none))
+                best[died] = np.minimum(
+                    best[died], self._next_live(cnt, prev[died] + 1, span_hi[prev[died]], none)
+                )
             ch = np.flatnonzero(best != prev)
             if not len(ch):
                 continue
@@ -409,8 +463,7 @@ class MinMaxTotal(Operator):
         return consolidate(concat_updates(parts))
 
     @staticmethod
-    def _next_live(cnt: np.ndarray, start: np.ndarray, end: np.ndarray,
-                   none: int) -> np.ndarray:
+    def _next_live(cnt: np.ndarray, start: np.ndarray, end: np.ndarray, none: int) -> np.ndarray:
         """Per range ``[start, end)`` of pairs, the first with a non-zero count (``none`` if
         none), reading windows that double until found or the range ends."""
         out = np.full(len(start), none, dtype=np.int64)
@@ -433,8 +486,9 @@ class MinMaxTotal(Operator):
             window *= 2
         return out
 
-    def _counts(self, history: list[TraceBatch], kcols: list[np.ndarray],
-                v: np.ndarray) -> np.ndarray:
+    def _counts(
+        self, history: list[TraceBatch], kcols: list[np.ndarray], v: np.ndarray
+    ) -> np.ndarray:
         """Accumulated count before the batch of each ``(key, val)`` (values in sort order)."""
         total = np.zeros(len(v), dtype=np.int64)
         for b in history:
@@ -447,12 +501,17 @@ class MinMaxTotal(Operator):
             self.rows_read += int((hi - lo).sum())
         return total
 
-    def _rows(self, keys: list[np.ndarray], k: np.ndarray, v: np.ndarray, t: int,
-              sign: int) -> Updates:
+    def _rows(
+        self, keys: list[np.ndarray], k: np.ndarray, v: np.ndarray, t: int, sign: int
+    ) -> Updates:
         n = len(k)
         vcol = self._vals(v)  # (reversing twice gives the values back)
-        return Updates(tuple(c[k] for c in keys) + (vcol,), np.full((n, 1), t, np.int64),
-                       np.full(n, sign, np.int64), INT_DIFF)
+        return Updates(
+            tuple(c[k] for c in keys) + (vcol,),
+            np.full((n, 1), t, np.int64),
+            np.full(n, sign, np.int64),
+            INT_DIFF,
+        )
 
     def _old_min(self, kidx: np.ndarray, nk: int, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
         """The current output value (in sort order) of each touched key, and whether it has one."""
@@ -460,18 +519,31 @@ class MinMaxTotal(Operator):
         has = np.zeros(nk, dtype=bool)
         u, owner = self.out_spine.gather(kidx, self.out_spine.batches())
         if u is not None and len(u):
-            kw = self.arr.key_width
+            kw = self.arrangement.key_width
             # an output key accumulates to exactly one value with count 1
-            c = consolidate(Updates((owner, self._vals(u.data[kw])),
-                                    np.zeros((len(u), 1), np.int64), u.diffs, u.diff_type))
+            c = consolidate(
+                Updates(
+                    (owner, self._vals(u.data[kw])),
+                    np.zeros((len(u), 1), np.int64),
+                    u.diffs,
+                    u.diff_type,
+                )
+            )
             live = np.flatnonzero(c.diffs != 0)
             o = c.data[0][live]
             vals[o] = c.data[1][live]
             has[o] = True
         return vals, has
 
-    def _scan(self, history: list[TraceBatch], keys: list[np.ndarray], kidx: np.ndarray,
-              pidx: np.ndarray, old: np.ndarray, todo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _scan(
+        self,
+        history: list[TraceBatch],
+        keys: list[np.ndarray],
+        kidx: np.ndarray,
+        pidx: np.ndarray,
+        old: np.ndarray,
+        todo: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """For the keys ``todo`` (whose old extreme the batch touches), the least value present
         before the batch and not touched by it, and whether there is one.
 

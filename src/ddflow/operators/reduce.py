@@ -1,46 +1,51 @@
-"""``reduce`` / ``reduce_abelian`` / ``count`` / ``distinct`` / ``threshold``: per-key logic
-over the accumulated input, correct for any lattice of times.
+"""``reduce`` and its family (``reduce_abelian``, ``count``, ``distinct``, ``threshold``,
+``min``, ``max``, ``top_k``, ``reduce_solve``): per-key reducers over the accumulated input,
+correct for any lattice of times. What is computed per key is a ``Reducer``
+(``ddflow.operators.reducers``); this operator decides when.
 
-The output at time ``t`` must be ``logic(key, input accumulated at t)`` for every ``t``. Input
-accumulations change only at joins of input update times, so for each key touched by a batch
-``[lower, upper)`` the operator evaluates the logic at its *interesting times*: the new update
-times of the key, closed under ``join`` with every time in the key's input and output history,
-that lie in ``[lower, upper)``. Times of that closure beyond ``upper`` are kept (``pending``)
-and evaluated when the frontier reaches them. At each interesting time (in a linear extension
-of the partial order) the output is corrected by ``desired - current``, where ``current`` is
-the output trace accumulated at that time plus corrections already made in this batch.
-Correctness: every output update sits at a closure time, and for any time ``t`` the join of
-the closure times ``<= t`` is itself a closure time with the same input and output.
+The output at time ``t`` must be ``reducer(key, input accumulated at t)`` for every ``t``.
+Input accumulations change only at joins of input update times, so for each key touched by
+a batch ``[lower, upper)`` the operator evaluates the reducer at its *interesting times*:
+the new update times of the key, closed under ``join`` with every time in the key's input
+and output history, that lie in ``[lower, upper)``. Times of that closure beyond ``upper``
+are kept as *pending work* and evaluated when the frontier reaches them. At each interesting
+time (in a linear extension of the partial order) the output is corrected by ``desired -
+current``, where ``current`` is the output trace accumulated at that time plus corrections
+already made in this batch. Correctness: every output update sits at a closure time, and for
+any time ``t`` the join of the closure times ``<= t`` is itself a closure time with the same
+input and output.
 
-The built-in reducers (``min``, ``max``, ``count``, ``distinct``, ``threshold`` and
-``solve_min`` for ``MinSum``) run this over columns for all keys at once
-(``ddflow.operators.lattice``); user ``logic`` runs per key in Python.
+Three paths, one meaning:
 
-With totally ordered times the interesting times of a key are just its new update times, and
-``count``/``distinct``/``threshold`` run vectorized over all keys at once (running sums from
-the input trace, retractions from the output trace). Everything else uses the per-key
-reference path, with the user's Python ``logic``.
+* vectorized reducers run over columns for all keys at once (``ddflow.operators.lattice``);
+* with totally ordered times, a reducer of a key's total diff (``TotalsReducer``: count,
+  distinct, threshold) over subtractable diffs needs no interesting times: running sums from
+  the input trace, retractions from the output trace;
+* reducers without a kernel (user logic) run per key in Python: the reference path, which
+  also runs any reducer's ``reference`` (``Reference``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_order, run_starts
-from ddflow.core.diff import INT_DIFF, DiffType, MinSumDiff, diff_type_of
-from ddflow.core.errors import DataError, DiffTypeError
+from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
+from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.engine.operator import Operator, State
 from ddflow.operators.arrange import Arrange
-from ddflow.operators.count_total import threshold_values
 from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
-from ddflow.runtime.worker import Operator, Worker
+from ddflow.operators.reducers import Reducer, TotalsReducer
 from ddflow.trace.batch import Description, TraceBatch, comparable, key_index
 from ddflow.trace.spine import Spine, key_sums, sums_fit
+
+if TYPE_CHECKING:
+    from ddflow.engine.worker import Worker
 
 __all__ = ["Reduce"]
 
@@ -55,27 +60,30 @@ def _le(a: Flat, b: Flat) -> bool:
     return all(x <= y for x, y in zip(a, b, strict=True))
 
 
-LATTICE_MODES = ("min", "max", "top_k", "count", "distinct", "threshold", "solve_min")
-
-
 class Reduce(Operator):
-    """``mode`` is ``"count"``, ``"distinct"``, ``"threshold"`` (with ``f``), ``"min"``,
-    ``"max"``, ``"solve_min"`` (``MinSum`` diffs), ``"general"`` (with
-    ``logic(key, [(val, diff)]) -> [(out, diff)]`` and output diff type ``out_diff``) or
-    ``"solve"`` (with ``logic(key, input, output) -> [(out, diff)]`` updates that are only
-    added, DD's ``group_solve``)."""
+    """Applies ``reducer`` to each key of ``arrangement`` (see the module docstring).
 
-    def __init__(self, worker: Worker, arr: Arrange, mode: str, *,
-                 logic: Callable[..., Any] | None = None, f: Callable[..., Any] | None = None,
-                 out_diff: Any = int, abelian_required: bool = True,
-                 name: str | None = None) -> None:
-        super().__init__(worker, [arr.output], name or (mode if mode != "general" else "reduce"))
-        self.arr = arr
-        self.mode, self.logic, self.f = mode, logic, f
-        self.out_dt: DiffType | None = diff_type_of(out_diff) if out_diff is not None else None
-        self.abelian_required = abelian_required
+    State: the output trace (``out_spine``), the frontier reached (``lower``), pending work
+    (``pend_keys``/``pend_times`` for vectorized reducers, ``pending`` per key otherwise) and
+    what was learnt of the input and output (diff types, the output values' layout)."""
+
+    state_version = 1
+
+    def __init__(
+        self,
+        worker: Worker,
+        arrangement: Arrange,
+        reducer: Reducer,
+        *,
+        in_diff: DiffType | None = None,
+        name: str | None = None,
+    ) -> None:
+        super().__init__(worker, [arrangement.output], name or reducer.name)
+        self.arrangement = arrangement
+        self.reducer = reducer
+        self.out_dt: DiffType | None = reducer.output_diffs(in_diff)
         dim = self.kind.dim
-        self.in_h = arr.spine.handle()
+        self.in_h = arrangement.spine.handle()
         self.out_spine = Spine(0, dim)
         self.out_h = self.out_spine.handle()
         self.spine = self.out_spine  # statistics
@@ -85,70 +93,103 @@ class Reduce(Operator):
         # pending work of the vectorized path: key columns and times, one row each
         self.pend_keys: tuple[np.ndarray, ...] | None = None
         self.pend_times = np.zeros((0, dim), dtype=np.int64)
-        self.out_val_layout: Layout | None = None
-        if mode in ("distinct", "threshold", "solve_min"):  # "solve": learnt from its logic
-            self.out_val_layout = Tup(())
-        if mode in ("min", "max", "top_k"):
-            self.out_val_layout = arr.val_layout
+        self.out_val_layout: Layout | None = reducer.output_values(in_diff, arrangement.val_layout)
+        kl = arrangement.key_layout
+        if kl is not None and self.out_val_layout is not None:
+            # the output's shape follows from the input's (known as the dataflow is built)
+            self.output.layout = kl if reducer.keys_only else Tup((kl, self.out_val_layout))
 
-    def held_times(self) -> np.ndarray | None:
+    def outstanding_times(self) -> np.ndarray | None:
         parts = [self.pend_times] if len(self.pend_times) else []
         if self.pending:
-            parts.append(np.array([t for ts in self.pending.values() for t in ts],
-                                  dtype=np.int64).reshape(-1, self.kind.dim))
+            parts.append(
+                np.array([t for ts in self.pending.values() for t in ts], dtype=np.int64).reshape(
+                    -1, self.kind.dim
+                )
+            )
         return np.concatenate(parts) if parts else None
 
+    def state(self) -> State:
+        return {
+            "in_h": self.in_h.state(),
+            "out_spine": self.out_spine.state(),
+            "out_h": self.out_h.state(),
+            "lower": self.lower,
+            "pending": {k: set(ts) for k, ts in self.pending.items()},
+            "pend_keys": self.pend_keys,
+            "pend_times": self.pend_times,
+            "in_dt": self._in_dt,
+            "out_dt": self.out_dt,
+            "out_val_layout": self.out_val_layout,
+        }
+
+    def load_state(self, state: State) -> None:
+        self.in_h.load_state(state["in_h"])
+        self.out_spine.load_state(state["out_spine"])
+        self.out_h.load_state(state["out_h"])
+        self.lower = state["lower"]
+        self.pending = {k: set(ts) for k, ts in state["pending"].items()}
+        self.pend_keys, self.pend_times = state["pend_keys"], state["pend_times"]
+        self._in_dt, self.out_dt = state["in_dt"], state["out_dt"]
+        self.out_val_layout = state["out_val_layout"]
+
     # -- driver --------------------------------------------------------------------------------
+    def _total_path(self) -> bool:
+        """Whether the totally ordered fast path applies: a reducer of totals, int times and
+        subtractable input diffs (monoid totals take the lattice path, whose sums need no
+        running prefix)."""
+        if not (isinstance(self.reducer, TotalsReducer) and self.kind.total):
+            return False
+        bs = self.arrangement.spine.batches()
+        return bool(bs) and bs[0].diff_type.abelian
+
     def run(self, frontier: Antichain) -> None:
         batches = self.take()
         lower, upper = self.lower, frontier
         if lower == upper and not batches:
             return
-        lattice = self.mode in LATTICE_MODES and not (
-            self.kind.total and self.mode in ("count", "distinct", "threshold")
-            and self._in_abelian())
-        if lattice:
-            due_rows = (np.flatnonzero(~upper.beyond_mask(self.pend_times))
-                        if len(self.pend_times) else np.empty(0, dtype=np.int64))
+        reducer = self.reducer
+        vectorized = reducer.vectorized and not self._total_path()
+        if vectorized:
+            due_rows = (
+                np.flatnonzero(~upper.beyond_mask(self.pend_times))
+                if len(self.pend_times)
+                else np.empty(0, dtype=np.int64)
+            )
             has_due = len(due_rows) > 0
             due: list[Any] = []
         else:
-            due = [k for k, ts in self.pending.items()
-                   if any(not upper.less_equal(t) for t in ts)]
+            due = [k for k, ts in self.pending.items() if any(not upper.less_equal(t) for t in ts)]
             has_due = bool(due)
         out: Updates | None = None
         new_pending = None
         new_pend_arrays = None
-        if self.arr.key_layout is not None and (batches or has_due):
+        if self.arrangement.key_layout is not None and (batches or has_due):
             # (due pending work can meet a trace whose updates all cancelled away: then the
             # diff type is the one seen last)
-            held = self.arr.spine.batches()
-            in_dt = (batches[0].diff_type if batches else held[0].diff_type if held
-                     else self._in_dt or INT_DIFF)
+            held = self.arrangement.spine.batches()
+            in_dt = (
+                batches[0].diff_type
+                if batches
+                else held[0].diff_type
+                if held
+                else self._in_dt or INT_DIFF
+            )
             self._in_dt = in_dt
-            if self.abelian_required and not in_dt.abelian:
-                raise DiffTypeError(
-                    f"'{self.name}' needs diffs with subtraction (an abelian group); "
-                    f"{in_dt.name} is a monoid: use reduce_solve or *_total operators"
-                )
-            if self.mode == "solve_min" and not isinstance(in_dt, MinSumDiff):
-                raise DiffTypeError(
-                    f"'{self.name}' (reduce_solve of the least value) needs MinSum diffs, "
-                    f"got {in_dt.name}"
-                )
-            if not lattice and self.kind.total and self.mode not in ("general", "solve"):
+            reducer.check_input(in_dt, self.name)
+            if reducer.vectorized and not vectorized:
                 out = self._total_vectorized(batches, lower, in_dt)
-            elif lattice:
+            elif vectorized:
                 out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
             else:
-                out, new_pending = self._general(batches, due, lower, upper, in_dt)
+                out, new_pending = self._per_key(batches, due, lower, upper, in_dt)
         # commit
         if new_pending is not None:
             self.pending = new_pending
         if new_pend_arrays is not None:
             self.pend_keys, self.pend_times = new_pend_arrays
         self.lower = upper
-        kw = self.arr.key_width
+        kw = self.arrangement.key_width
         if out is not None and len(out):
             out_batch = TraceBatch.build(kw, out, Description(lower, upper, self.out_spine.logical))
             self.out_spine.insert(out_batch)
@@ -159,32 +200,31 @@ class Reduce(Operator):
         if out is not None and len(out):
             self.output.push(*self._as_output(out))
 
-    def _in_abelian(self) -> bool:
-        """Whether the input diffs subtract (monoid counts take the lattice path, whose
-        sums need no running prefix)."""
-        bs = self.arr.spine.batches()
-        return bool(bs) and bs[0].diff_type.abelian
-
     def _as_output(self, out: Updates) -> tuple[Updates, Layout]:
-        kl = self.arr.key_layout
+        kl = self.arrangement.key_layout
         assert kl is not None and self.out_val_layout is not None
-        if self.mode in ("distinct", "threshold", "solve_min"):
+        if self.reducer.keys_only:
             return Updates(out.data[: kl.width], out.times, out.diffs, out.diff_type), kl
         return out, Tup((kl, self.out_val_layout))
 
-    # -- totally ordered times, vectorized ---------------------------------------------------------
-    def _total_vectorized(self, batches: list[TraceBatch], lower: Antichain,
-                          dt: DiffType) -> Updates | None:
-        kw = self.arr.key_width
-        if self.arr.val_layout is not None and self.arr.val_layout.width:
+    # -- totally ordered times, a reducer of totals, vectorized -----------------------------------
+    def _total_vectorized(
+        self, batches: list[TraceBatch], lower: Antichain, dt: DiffType
+    ) -> Updates | None:
+        reducer = self.reducer
+        assert isinstance(reducer, TotalsReducer)
+        arrangement = self.arrangement
+        kw = arrangement.key_width
+        if arrangement.val_layout is not None and arrangement.val_layout.width:
             raise DataError(f"'{self.name}' needs an arrangement by self")
+        if self.out_val_layout is None:
+            self.out_val_layout = reducer.output_values(dt, arrangement.val_layout)
         if len(batches) == 1:
             nb = batches[0]
         else:
             u = concat_updates([b.updates() for b in batches])
             nb = TraceBatch.build(kw, u, batches[0].desc)
-        spine = self.arr.spine
-        history = [b for b in spine.batches_through(lower)]
+        history = list(arrangement.spine.batches_through(lower))
         fit = sums_fit([*history, nb])
         prior = key_sums(history, nb.keys, dt, bounded=fit)
         starts = nb.bounds[:-1]
@@ -200,40 +240,42 @@ class Reduce(Operator):
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
             cur_t = times[starts][owner]
-            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs),
-                                 cur.diff_type))
+            parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs), cur.diff_type))
+        # the output of each row's running total, minus that of the total before it
         old = dt.take(new, prev_rows - 1)
-        if self.mode == "count":
-            if self.out_val_layout is None:
-                self.out_val_layout = dt.value_layout()
-            for rows, vals, sign in ((np.arange(n), new, 1), (prev_rows, old, -1)):
-                ok = np.flatnonzero(~dt.zero_mask(vals))
-                r = rows[ok]
-                parts.append(Updates(
-                    tuple(c[r] for c in key_cols) + dt.value_columns(dt.take(vals, ok)),
-                    times[r], np.full(len(r), sign, dtype=np.int64), INT_DIFF,
-                ))
-        else:
-            g_new = threshold_values(self, dt, new, self.mode, self.f)
-            g_old = threshold_values(self, dt, old, self.mode, self.f)
-            parts.append(Updates(tuple(key_cols), times, g_new, INT_DIFF))
-            parts.append(Updates(tuple(c[prev_rows] for c in key_cols), times[prev_rows],
-                                 INT_DIFF.negate(g_old), INT_DIFF))
+        for rows, totals, sign in ((np.arange(n), new, 1), (prev_rows, old, -1)):
+            r, vals, diffs = reducer.of_totals(self, dt, totals)
+            r = rows[r]
+            parts.append(
+                Updates(
+                    tuple(c[r] for c in key_cols) + vals,
+                    times[r],
+                    diffs if sign == 1 else INT_DIFF.negate(diffs),
+                    INT_DIFF,
+                )
+            )
         return consolidate(concat_updates(parts))
 
-    # -- any lattice, built-in reducers: over columns ---------------------------------------------
-    def _lattice(self, batches: list[TraceBatch], due_rows: np.ndarray, lower: Antichain,
-                 upper: Antichain, in_dt: DiffType
-                 ) -> tuple[Updates | None, tuple[tuple[np.ndarray, ...] | None, np.ndarray]]:
-        kl = self.arr.key_layout
+    # -- any lattice, vectorized reducers: over columns ------------------------------------------
+    def _lattice(
+        self,
+        batches: list[TraceBatch],
+        due_rows: np.ndarray,
+        lower: Antichain,
+        upper: Antichain,
+        in_dt: DiffType,
+    ) -> tuple[Updates | None, tuple[tuple[np.ndarray, ...] | None, np.ndarray]]:
+        arrangement = self.arrangement
+        kl = arrangement.key_layout
         assert kl is not None
         kw = kl.width
         dim = self.kind.dim
-        if self.mode == "count" and self.out_val_layout is None:
-            self.out_val_layout = in_dt.value_layout()
+        reducer = self.reducer
         if self.out_val_layout is None:
-            self.out_val_layout = self.arr.val_layout
-        out_dt = in_dt if self.mode == "solve_min" else INT_DIFF
+            self.out_val_layout = reducer.output_values(in_dt, arrangement.val_layout)
+        if self.out_val_layout is None:
+            self.out_val_layout = arrangement.val_layout
+        out_dt = reducer.output_diffs(in_dt) or INT_DIFF
         self.out_dt = out_dt
         key_parts: list[tuple[np.ndarray, ...]] = []
         time_parts: list[np.ndarray] = []
@@ -249,8 +291,9 @@ class Reduce(Operator):
         starts = run_starts(kcols, len(order))
         probe_cols = tuple(c[starts] for c in kcols)
         probe = key_index(probe_cols)
-        c_owner = [np.searchsorted(*comparable(probe, key_index(p)))
-                   for p in key_parts[: len(batches)]]
+        c_owner = [
+            np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
+        ]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
@@ -262,27 +305,35 @@ class Reduce(Operator):
             c_times.append(self.pend_times[hit])
             keep_pending = ~hit
         co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
-        ct = (np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64))
-        closure = self.mode != "solve_min"
-        if closure:
-            in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        ct = np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64)
+        if reducer.closure:
+            in_u, in_owner = arrangement.spine.gather(
+                probe, arrangement.spine.batches_through(upper)
+            )
         else:
-            # The least value, added whenever the input's minimum drops below the output's,
-            # keeps the output's accumulation equal to the input's at every time once each
-            # new input time has been evaluated: every input update at s <= t was evaluated
-            # at s, so out(t) <= in(t), and every output is some in(s) with s <= t, so
-            # out(t) >= in(t). Hence only the new times need evaluating (no interesting
-            # times), against the new updates and the output: O(batch), the monoid's gain.
+            # evaluated at the new times only: against the new updates (see ``SolveMin``)
             in_u = concat_updates([b.updates() for b in batches]) if batches else None
-            in_owner = (np.concatenate(c_owner[: len(batches)]) if batches
-                        else np.empty(0, dtype=np.int64))
+            in_owner = (
+                np.concatenate(c_owner[: len(batches)]) if batches else np.empty(0, dtype=np.int64)
+            )
         out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
-        f = self.f
         out, pend_o, pend_t = lattice_reduce(
-            self.mode, probe_cols, len(probe), co.astype(np.int64), ct, in_owner, in_u,
-            out_owner, out_u, kw, in_dt, out_dt, lower, upper, dim, f=f,
-            threshold_of=lambda totals: threshold_values(self, in_dt, totals, self.mode, f),
-            count_columns=in_dt.value_columns, closure=closure,
+            reducer,
+            self,
+            probe_cols,
+            len(probe),
+            co.astype(np.int64),
+            ct,
+            in_owner,
+            in_u,
+            out_owner,
+            out_u,
+            kw,
+            in_dt,
+            out_dt,
+            lower,
+            upper,
+            dim,
         )
         new_keys: list[tuple[np.ndarray, ...]] = []
         new_times: list[np.ndarray] = []
@@ -299,22 +350,38 @@ class Reduce(Operator):
         return out, (None, np.zeros((0, dim), dtype=np.int64))
 
     # -- any lattice: the per-key reference path -------------------------------------------------
-    def _solve_at(self, key: Any, t: Flat, inp: list[tuple[Any, Any]],
-                  outputs: list[tuple[Any, Flat, Any]],
-                  produced: list[tuple[Any, Flat, Any]]) -> None:
-        """``group_solve`` at one time: the logic sees input and current output and proposes
-        updates that are added (never a difference: no subtraction needed)."""
+    def _current(
+        self, t: Flat, outputs: list[tuple[Any, Flat, Any]], produced: list[tuple[Any, Flat, Any]]
+    ) -> dict[Any, Any]:
+        """The output accumulated at ``t``: ``value -> diff`` (zeros kept)."""
         odt = self.out_dt
         current: dict[Any, Any] = {}
         for v, s, d in list(outputs) + produced:
             if _le(s, t):
-                current[v] = d if v not in current else (odt or diff_type_of(d)).py_plus(
-                    current[v], d)
-        cur = sorted(((v, d) for v, d in current.items()
-                      if not (odt or diff_type_of(d)).py_is_zero(d)), key=lambda vd: vd[0])
-        assert self.logic is not None
+                current[v] = (
+                    d if v not in current else (odt or diff_type_of(d)).py_plus(current[v], d)
+                )
+        return current
+
+    def _solve_at(
+        self,
+        key: Any,
+        t: Flat,
+        inp: list[tuple[Any, Any]],
+        outputs: list[tuple[Any, Flat, Any]],
+        produced: list[tuple[Any, Flat, Any]],
+        in_dt: DiffType,
+    ) -> None:
+        """An ``adds_only`` reducer at one time: it sees input and current output and
+        proposes updates that are added (never a difference: no subtraction needed)."""
+        odt = self.out_dt
+        current = self._current(t, outputs, produced)
+        cur = sorted(
+            ((v, d) for v, d in current.items() if not (odt or diff_type_of(d)).py_is_zero(d)),
+            key=lambda vd: vd[0],
+        )
         try:
-            ups = list(self.logic(key, inp, cur))
+            ups = self.reducer.reference(self, key, inp, cur, in_dt)
         except Exception as e:
             raise user_error(self, e) from e
         for v, d in ups:
@@ -323,44 +390,23 @@ class Reduce(Operator):
             if not self.out_dt.py_is_zero(d):
                 produced.append((v, t, d))
 
-    def _mode_logic(self, in_dt: DiffType) -> Callable[[Any, list[tuple[Any, Any]]], list]:
-        if self.mode in ("general", "solve"):
-            assert self.logic is not None
-            return self.logic
-        if self.mode == "count":
-            def count(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-                total = None
-                for _v, d in inp:
-                    total = in_dt.py_plus(total, d)
-                return [] if in_dt.py_is_zero(total) else [(total, 1)]
-            return count
-        if self.mode == "distinct":
-            def distinct(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-                return [((), 1)] if inp else []
-            return distinct
-        f = self.f
-        assert f is not None
-
-        def threshold(_k: Any, inp: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
-            total = None
-            for _v, d in inp:
-                total = in_dt.py_plus(total, d)
-            if in_dt.py_is_zero(total):
-                return []
-            r = int(f(total))
-            return [((), r)] if r else []
-        return threshold
-
-    def _general(self, batches: list[TraceBatch], due: list[Any], lower: Antichain,
-                 upper: Antichain, in_dt: DiffType) -> tuple[Updates | None, dict[Any, set[Flat]]]:
-        kl, vl = self.arr.key_layout, self.arr.val_layout
+    def _per_key(
+        self,
+        batches: list[TraceBatch],
+        due: list[Any],
+        lower: Antichain,
+        upper: Antichain,
+        in_dt: DiffType,
+    ) -> tuple[Updates | None, dict[Any, set[Flat]]]:
+        arrangement = self.arrangement
+        reducer = self.reducer
+        kl, vl = arrangement.key_layout, arrangement.val_layout
         assert kl is not None and vl is not None
         kw = kl.width
-        logic = self._mode_logic(in_dt)
-        if self.mode == "count" and self.out_val_layout is None:
-            self.out_val_layout = in_dt.value_layout()
-        if self.out_dt is None and self.mode != "general":
-            self.out_dt = INT_DIFF
+        if self.out_val_layout is None:
+            self.out_val_layout = reducer.output_values(in_dt, vl)
+        if self.out_dt is None:
+            self.out_dt = reducer.output_diffs(in_dt)
         new_u = concat_updates([b.updates() for b in batches]) if batches else None
         # distinct probe keys: keys of new updates and keys with due pending times
         key_parts = []
@@ -388,7 +434,7 @@ class Reduce(Operator):
                 groups[o].append((v, t, d))
             return groups
 
-        in_u, in_owner = self.arr.spine.gather(probe, self.arr.spine.batches_through(upper))
+        in_u, in_owner = arrangement.spine.gather(probe, arrangement.spine.batches_through(upper))
         inputs = grouped(in_u, in_owner, vl)
         out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
         out_vl = self.out_val_layout or Tup(())
@@ -432,11 +478,11 @@ class Reduce(Operator):
                     inp.sort(key=lambda vd: vd[0])
                 except TypeError as e:
                     raise DataError(f"values of key {key!r} cannot be ordered: {e}") from e
-                if self.mode == "solve":
-                    self._solve_at(key, t, inp, outputs[i], produced)
+                if reducer.adds_only:
+                    self._solve_at(key, t, inp, outputs[i], produced, in_dt)
                     continue
                 try:
-                    desired_list = list(logic(key, inp)) if inp else []
+                    desired_list = reducer.reference(self, key, inp, [], in_dt)
                 except Exception as e:
                     raise user_error(self, e) from e
                 if self.out_dt is None and desired_list:

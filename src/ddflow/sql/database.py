@@ -26,7 +26,8 @@ from sqlglot import exp
 
 from ddflow.core.errors import DataError, DDError
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.dataflow.worker import Worker
+from ddflow.engine.operator import Operator, Stream
 from ddflow.sql.batch import LazyStrings, Phys, RowBatch
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx, evaluate, predicate_mask

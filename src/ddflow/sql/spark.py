@@ -143,7 +143,7 @@ class SqlJob:
     def ingest(self, rows: Mapping[str, Any], kind: Any) -> dict[str, Any]:
         """Per dataflow input, a ``Changes`` log from the task's rows of each table (an
         Arrow table of the data columns, ``__time`` and ``__diff``)."""
-        from ddflow.runtime.job import Changes
+        from ddflow.runtimes.job import Changes
         from ddflow.sql.ingest import to_batch
 
         logs: dict[str, Any] = {}
@@ -369,7 +369,7 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
                       ckdir: str | None) -> tuple[Any, list[str]]:
     from pyspark.sql import functions as F
 
-    from ddflow.spark import changes_between
+    from ddflow.runtimes.spark import changes_between
 
     snaps = state.setdefault("snapshots", {})
     t = int(state.get("time", -1)) + 1
@@ -399,7 +399,7 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     tasks (see the module docstring); returns ``{view: ViewResult}``."""
     import time as _time
 
-    from ddflow.spark import SparkJobError, spark_job
+    from ddflow.runtimes.spark import SparkJobError, spark_job
 
     started = _time.perf_counter()
     if not views:

@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ddflow import Product
+from ddflow.core.time import Product
 
 __all__ = [
     "accumulate",
@@ -71,6 +71,7 @@ __all__ = [
     "filter",
     "flat_map",
     "flatten_time",
+    "group_by_key",
     "interesting_times",
     "is_zero",
     "iterate",
@@ -327,7 +328,8 @@ def negate(coll: Mapping[Any, Any]) -> Coll:
     return _from_pairs((d, negate_diff(r)) for d, r in coll.items())
 
 
-def _by_key(coll: Mapping[Any, Any]) -> dict[Any, list[tuple[Any, Any]]]:
+def group_by_key(coll: Mapping[Any, Any]) -> dict[Any, list[tuple[Any, Any]]]:
+    """``{key: [(val, diff), ...]}`` of a collection of ``(key, val)`` records."""
     groups: dict[Any, list[tuple[Any, Any]]] = {}
     for (k, v), r in coll.items():
         groups.setdefault(k, []).append((v, r))
@@ -337,7 +339,7 @@ def _by_key(coll: Mapping[Any, Any]) -> dict[Any, list[tuple[Any, Any]]]:
 def _relational_join(
     left: Mapping[Any, Any], right: Mapping[Any, Any], f: Callable[[Any, Any, Any], Any]
 ) -> Coll:
-    rgroups = _by_key(right)
+    rgroups = group_by_key(right)
     pairs: list[tuple[Any, Any]] = []
     for (k, v1), r1 in left.items():
         for v2, r2 in rgroups.get(k, ()):
@@ -384,7 +386,7 @@ def reduce(
     never called for a key with no values.
     """
     pairs: list[tuple[Any, Any]] = []
-    for k, group in _by_key(coll).items():
+    for k, group in group_by_key(coll).items():
         vals = sorted(group, key=lambda vr: vr[0])
         if vals:
             pairs.extend(((k, out), r2) for out, r2 in logic(k, vals))
@@ -416,14 +418,15 @@ threshold_total = threshold
 
 def min_by_key(coll: Mapping[Any, Any]) -> Coll:
     """``{(k, least v): 1}`` over the values of ``k`` with a non-zero count."""
-    return {(k, min(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
+    groups = group_by_key(consolidate(coll))
+    return {(k, min(v for v, _ in group)): 1 for k, group in groups.items()}
 
 
 def top_k_by_key(coll: Mapping[Any, Any], k: int) -> Coll:
     """The ``k`` least values of each key, ``{(key, v): places}``: values in order, a value
     of count ``c`` takes ``min(c, places left)``. Counts must be non-negative."""
     out: Coll = {}
-    for key, group in _by_key(consolidate(coll)).items():
+    for key, group in group_by_key(consolidate(coll)).items():
         left = k
         for v, c in sorted(group):
             if c < 0:
@@ -437,11 +440,17 @@ def top_k_by_key(coll: Mapping[Any, Any], k: int) -> Coll:
 
 def max_by_key(coll: Mapping[Any, Any]) -> Coll:
     """``{(k, greatest v): 1}`` over the values of ``k`` with a non-zero count."""
-    return {(k, max(v for v, _ in group)): 1 for k, group in _by_key(consolidate(coll)).items()}
+    groups = group_by_key(consolidate(coll))
+    return {(k, max(v for v, _ in group)): 1 for k, group in groups.items()}
 
 
-def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
-            limit: int = 10_000, *, fold: bool = False) -> Coll:
+def iterate(
+    initial: Mapping[Any, Any],
+    body: Callable[[Coll], Mapping[Any, Any]],
+    limit: int = 10_000,
+    *,
+    fold: bool = False,
+) -> Coll:
     """The fixed point of ``body`` from ``initial``: ``x_0 = initial``, ``x_{i+1} =
     body(x_i)`` until two successive collections are equal; ``x`` is returned.
 
@@ -460,8 +469,9 @@ def iterate(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]
     raise RuntimeError(f"no fixed point within {limit} steps")
 
 
-def iterate_fold(initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]],
-                 limit: int = 10_000) -> Coll:
+def iterate_fold(
+    initial: Mapping[Any, Any], body: Callable[[Coll], Mapping[Any, Any]], limit: int = 10_000
+) -> Coll:
     """The monoid fixed point: ``x_0 = {}``, ``x_{i+1} = concat(body(x_i), initial)`` until
     two successive collections are equal (nothing is ever subtracted: fine for ``MinSum``).
 

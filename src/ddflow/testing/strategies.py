@@ -28,7 +28,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from ddflow import Product
+from ddflow.core.time import Product
 
 __all__ = [
     "Schedule",
@@ -67,12 +67,30 @@ def key_vals(max_key: int = 2, max_val: int = 3) -> st.SearchStrategy[tuple[int,
 I64_MIN, I64_MAX = -(2**63), 2**63 - 1
 
 #: ints at the edges of int64 and of the ints a float64 holds exactly, and beyond int64
-EDGE_INTS = (I64_MIN, I64_MIN + 1, -(2**62), -(2**53) - 1, -(2**53), -1, 0, 1, 2, 2**53,
-             2**53 + 1, 2**62, I64_MAX - 1, I64_MAX, 2**63, 2**64, 2**64 + 1, -(2**64),
-             2**70 + 1, -(2**70))
+EDGE_INTS = (
+    I64_MIN,
+    I64_MIN + 1,
+    -(2**62),
+    -(2**53) - 1,
+    -(2**53),
+    -1,
+    0,
+    1,
+    2,
+    2**53,
+    2**53 + 1,
+    2**62,
+    I64_MAX - 1,
+    I64_MAX,
+    2**63,
+    2**64,
+    2**64 + 1,
+    -(2**64),
+    2**70 + 1,
+    -(2**70),
+)
 #: floats equal to some edge ints, and others
-EDGE_FLOATS = (0.5, -0.5, 0.0, 1.0, 2.0**53, 2.0**53 + 2, 2.0**63, -(2.0**63), 2.0**64,
-               1e300)
+EDGE_FLOATS = (0.5, -0.5, 0.0, 1.0, 2.0**53, 2.0**53 + 2, 2.0**63, -(2.0**63), 2.0**64, 1e300)
 
 
 def edge_ints(*, beyond: bool = True) -> st.SearchStrategy[int]:
@@ -88,8 +106,9 @@ def edge_numbers() -> st.SearchStrategy[Any]:
 
 def edge_diffs() -> st.SearchStrategy[int]:
     """Int diffs a session accepts (within int64) whose sums and products leave int64."""
-    return st.sampled_from((I64_MIN, I64_MAX, 2**62, -(2**62), 2**32, -(2**32))) | \
-        st.integers(-3, 3)
+    return st.sampled_from((I64_MIN, I64_MAX, 2**62, -(2**62), 2**32, -(2**32))) | st.integers(
+        -3, 3
+    )
 
 
 def data_for(kind: str) -> st.SearchStrategy[Any]:

@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from ddflow._tools import find_tool
+from ddflow.tools import find_tool
 
 __all__ = [
     "Q1_COLUMNS",
@@ -91,7 +91,7 @@ def generate(sf: float, tables: Sequence[str] = ("lineitem",)) -> Path:
     The folder is ``cache_dir()/tpch/sf<SF>`` and holds ``<table>.parquet``. Tables already
     there are not generated again. Missing ones are written by ``tpchgen-cli parquet`` into
     a temporary folder beside it and moved in file by file. ``tpchgen-cli`` is found beside
-    the running interpreter first, then on PATH (``ddflow._tools.find_tool``). Raises
+    the running interpreter first, then on PATH (``ddflow.tools.find_tool``). Raises
     ``ToolNotFoundError`` (a ``RuntimeError``) if it is not installed, ``RuntimeError`` if
     it fails.
     """
@@ -105,8 +105,14 @@ def generate(sf: float, tables: Sequence[str] = ("lineitem",)) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".sf{_sf_text(sf)}-", dir=out.parent))
     try:
-        cmd = [exe, "parquet", "-s", _sf_text(sf), f"--tables={','.join(missing)}",
-               f"--output-dir={tmp}"]
+        cmd = [
+            exe,
+            "parquet",
+            "-s",
+            _sf_text(sf),
+            f"--tables={','.join(missing)}",
+            f"--output-dir={tmp}",
+        ]
         res = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if res.returncode != 0:
             raise RuntimeError(
@@ -145,14 +151,14 @@ def _unscaled(arr: pa.Array, scale: int) -> np.ndarray:
     if not pa.types.is_decimal128(arr.type):
         arr = pc.cast(arr, pa.decimal128(38, arr.type.scale))  # widening is exact
     words = np.frombuffer(arr.buffers()[1], dtype="<i8").reshape(-1, 2)
-    words = words[arr.offset: arr.offset + len(arr)]
+    words = words[arr.offset : arr.offset + len(arr)]
     low, high = words[:, 0], words[:, 1]
     if not np.array_equal(high, low >> 63):
         raise ValueError(f"decimal values of {arr.type} do not fit in int64")
     shift = scale - arr.type.scale
     if shift >= 0:
-        return low.astype(np.int64) * np.int64(10 ** shift)
-    q, r = np.divmod(low, np.int64(10 ** -shift))
+        return low.astype(np.int64) * np.int64(10**shift)
+    q, r = np.divmod(low, np.int64(10**-shift))
     if r.any():
         raise ValueError(f"decimal values of {arr.type} are not multiples of 10**{-scale}")
     return q.astype(np.int64)
@@ -203,10 +209,20 @@ def lineitem_q1(sf: float) -> Path:
     path = raw_path.with_name("lineitem_q1.parquet")
     if path.is_file():
         return path
-    raw = pq.read_table(raw_path, columns=[
-        "l_orderkey", "l_linenumber", "l_quantity", "l_extendedprice", "l_discount", "l_tax",
-        "l_returnflag", "l_linestatus", "l_shipdate",
-    ])
+    raw = pq.read_table(
+        raw_path,
+        columns=[
+            "l_orderkey",
+            "l_linenumber",
+            "l_quantity",
+            "l_extendedprice",
+            "l_discount",
+            "l_tax",
+            "l_returnflag",
+            "l_linestatus",
+            "l_shipdate",
+        ],
+    )
     table = _q1_table(raw)
     # A private name in the same folder (not mkstemp: its file mode would be 0600).
     tmp = path.with_name(f".{path.stem}-{os.getpid()}-{uuid.uuid4().hex}.parquet")

@@ -73,8 +73,16 @@ AVG_PLACES = 6
 
 #: Q1's output columns, in order.
 Q1_HEADER = (
-    "l_returnflag", "l_linestatus", "sum_qty", "sum_base_price", "sum_disc_price",
-    "sum_charge", "avg_qty", "avg_price", "avg_disc", "count_order",
+    "l_returnflag",
+    "l_linestatus",
+    "sum_qty",
+    "sum_base_price",
+    "sum_disc_price",
+    "sum_charge",
+    "avg_qty",
+    "avg_price",
+    "avg_disc",
+    "count_order",
 )
 
 #: TPC-H Q1 (delta 90 days); ``{table}`` is the lineitem relation, ``{where}`` extra conjuncts.
@@ -134,10 +142,18 @@ def q1(lineitem: Collection) -> Collection:
         # SF 1 the largest group (N, O: 2.92 M rows) has sum_charge 1.104e17, 83x below
         # 2**63 ~ 9.22e18 (sum_disc_price 1.06e15); group sums grow linearly with the scale
         # factor, so int64 diffs are exact up to about SF 80 and overflow (silently) beyond.
-        return (flag, status), (
-            np.ones(len(qty), dtype=np.int64), qty, price, disc_price,
-            disc_price * (100 + tax), disc,
-        ), ship <= cutoff
+        return (
+            (flag, status),
+            (
+                np.ones(len(qty), dtype=np.int64),
+                qty,
+                price,
+                disc_price,
+                disc_price * (100 + tax),
+                disc,
+            ),
+            ship <= cutoff,
+        )
 
     # The WHERE clause is explode's keep mask: one pass over the batch instead of a filter
     # that copies all seven columns first (measured: about 1.3x faster at SF 1).
@@ -169,17 +185,20 @@ def q1_answer(accumulated: Mapping[Any, Any]) -> list[Row]:
         if count <= 0:
             raise ValueError(f"q1 group {(flag, status)!r} has count {count}")
         with decimal.localcontext(_EXACT):
-            rows.append((
-                chr(int(flag)), chr(int(status)),
-                _sum(qty, 2),
-                _sum(Decimal(price).scaleb(-2), 2),
-                _sum(Decimal(disc_price).scaleb(-4), 4),
-                _sum(Decimal(charge).scaleb(-6), 6),
-                _avg(_exact_div(Decimal(qty), count)),
-                _avg(_exact_div(Decimal(price).scaleb(-2), count)),
-                _avg(_exact_div(Decimal(disc).scaleb(-2), count)),
-                count,
-            ))
+            rows.append(
+                (
+                    chr(int(flag)),
+                    chr(int(status)),
+                    _sum(qty, 2),
+                    _sum(Decimal(price).scaleb(-2), 2),
+                    _sum(Decimal(disc_price).scaleb(-4), 4),
+                    _sum(Decimal(charge).scaleb(-6), 6),
+                    _avg(_exact_div(Decimal(qty), count)),
+                    _avg(_exact_div(Decimal(price).scaleb(-2), count)),
+                    _avg(_exact_div(Decimal(disc).scaleb(-2), count)),
+                    count,
+                )
+            )
     return sorted(rows)
 
 
@@ -191,8 +210,9 @@ def _exact_div(a: Decimal, n: int) -> Decimal:
 def _normalize(row: Sequence[Any]) -> Row:
     """A SQL result row (Decimal or float averages) in the rows' common format."""
     flag, status, qty, base, disc_price, charge, aq, ap, ad, count = row
-    sums = tuple(_sum(Decimal(v), s) for v, s in zip((qty, base, disc_price, charge),
-                                                     _SCALES, strict=True))
+    sums = tuple(
+        _sum(Decimal(v), s) for v, s in zip((qty, base, disc_price, charge), _SCALES, strict=True)
+    )
     return (str(flag), str(status), *sums, _avg(aq), _avg(ap), _avg(ad), int(count))
 
 
@@ -241,21 +261,24 @@ def _keys_where(raw_lineitem: str | Path, deleted: RowRanges) -> str:
     return "".join(conds)
 
 
-def q1_reference_duckdb(raw_lineitem: str | Path,
-                        deleted_row_ranges: RowRanges = None) -> list[Row]:
+def q1_reference_duckdb(
+    raw_lineitem: str | Path, deleted_row_ranges: RowRanges = None
+) -> list[Row]:
     """Q1 by DuckDB on the raw ``tpchgen-cli`` lineitem Parquet, without the rows of
     ``deleted_row_ranges`` (see the module doc), in ``q1_answer``'s format."""
     import duckdb
 
     path = str(raw_lineitem).replace("'", "''")
-    sql = Q1_SQL.format(table=f"read_parquet('{path}')",
-                        where=_keys_where(raw_lineitem, deleted_row_ranges))
+    sql = Q1_SQL.format(
+        table=f"read_parquet('{path}')", where=_keys_where(raw_lineitem, deleted_row_ranges)
+    )
     with duckdb.connect() as con:
         return [_normalize(r) for r in con.execute(sql).fetchall()]
 
 
-def q1_reference_spark(spark: Any, raw_lineitem: str | Path,
-                       deleted_row_ranges: RowRanges = None) -> list[Row]:
+def q1_reference_spark(
+    spark: Any, raw_lineitem: str | Path, deleted_row_ranges: RowRanges = None
+) -> list[Row]:
     """Q1 by Spark SQL (``spark``: a SparkSession) on the raw lineitem Parquet, without the
     rows of ``deleted_row_ranges``, in ``q1_answer``'s format. The path must also be readable
     by this process (the deleted ranges' keys are looked up locally with pyarrow)."""
@@ -268,8 +291,9 @@ def q1_reference_spark(spark: Any, raw_lineitem: str | Path,
         spark.catalog.dropTempView(view)
 
 
-def q1_mismatches(got: Sequence[Row], want: Sequence[Row],
-                  avg_tolerance: Decimal = _AVG_QUANTUM) -> list[str]:
+def q1_mismatches(
+    got: Sequence[Row], want: Sequence[Row], avg_tolerance: Decimal = _AVG_QUANTUM
+) -> list[str]:
     """Differences between two Q1 results: groups, sums and counts must be equal exactly,
     averages within ``avg_tolerance``. An empty list means they agree."""
     out = []

@@ -60,9 +60,16 @@ class QueryRun:
         return self.query.rows(self.capture.at(t), data)
 
 
-def run_query(query: Query | int, data: Tables, *, batch: int = 10_000,
-              window_rows: int = 0, refresh: float = 0.001, stream: Stream | None = None,
-              after_window: Callable[[int, int, Any], None] | None = None) -> QueryRun:
+def run_query(
+    query: Query | int,
+    data: Tables,
+    *,
+    batch: int = 10_000,
+    window_rows: int = 0,
+    refresh: float = 0.001,
+    stream: Stream | None = None,
+    after_window: Callable[[int, int, Any], None] | None = None,
+) -> QueryRun:
     """Feeds ``query``'s change stream through one in-process worker (see the module doc).
 
     ``after_window(lo, hi, capture)`` is called (outside the timed part) after the batches
@@ -70,8 +77,7 @@ def run_query(query: Query | int, data: Tables, *, batch: int = 10_000,
     q = QUERIES[query] if isinstance(query, int) else query
     s = stream or make_stream(data, tuple(q.tables), batch=batch, refresh=refresh)
     cols = {t: tuple(data.columns[t][c] for c in names) for t, names in q.tables.items()}
-    windows = list(s.windows(window_rows)) if window_rows else [
-        (i, i + 1) for i in range(s.rounds)]
+    windows = list(s.windows(window_rows)) if window_rows else [(i, i + 1) for i in range(s.rounds)]
     # The change log, read before the clock starts: per window, per table, the columns,
     # diffs and times of its events.
     feed = []
@@ -107,8 +113,14 @@ def run_query(query: Query | int, data: Tables, *, batch: int = 10_000,
 
 # --- DuckDB --------------------------------------------------------------------------------
 
-def duckdb_answer(query: Query | int, data: Tables, stream: Stream | None = None,
-                  t: int | None = None, con: Any = None) -> list[Row]:
+
+def duckdb_answer(
+    query: Query | int,
+    data: Tables,
+    stream: Stream | None = None,
+    t: int | None = None,
+    con: Any = None,
+) -> list[Row]:
     """DuckDB's rows for ``query`` on the raw tables, restricted to the rows live after
     batch ``t`` of ``stream`` (all rows when ``stream`` is None)."""
     import duckdb
@@ -143,8 +155,10 @@ def _raw(data: Tables, table: str, pq: Any) -> Any:
 
         t = pq.read_table(data.raw[table])
         # string_view columns as plain strings (every DuckDB version reads those).
-        fields = [pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f
-                  for f in t.schema]
+        fields = [
+            pa.field(f.name, pa.string()) if pa.types.is_string_view(f.type) else f
+            for f in t.schema
+        ]
         _RAW_CACHE[key] = t.cast(pa.schema(fields))
     return _RAW_CACHE[key]
 
@@ -184,14 +198,24 @@ def mismatches(got: list[Row], want: list[Row]) -> list[str]:
 
 def _sort_key(r: Row) -> tuple[Any, ...]:
     # Rows sorted with floats rounded, so a last-digit difference does not reorder them.
-    return tuple((0, "") if v is None else (1, round(v, 6)) if isinstance(v, float)
-                 else (2, v) if isinstance(v, int) else (3, str(v)) for v in r)
+    return tuple(
+        (0, "")
+        if v is None
+        else (1, round(v, 6))
+        if isinstance(v, float)
+        else (2, v)
+        if isinstance(v, int)
+        else (3, str(v))
+        for v in r
+    )
 
 
 # --- Spark ---------------------------------------------------------------------------------
 
-def spark_inputs(spark: Any, query: Query | int, data: Tables, stream: Stream,
-                 folder: str) -> dict[str, Any]:
+
+def spark_inputs(
+    spark: Any, query: Query | int, data: Tables, stream: Stream, folder: str
+) -> dict[str, Any]:
     """``query``'s change stream as Spark DataFrames (the table's columns, ``time``,
     ``diff``), written as Parquet under ``folder`` and read back with ``spark``: the inputs
     of ``ddflow.spark.run_on_spark`` / ``spark_job`` for ``spark_build(query, data)``."""

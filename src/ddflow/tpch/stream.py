@@ -57,13 +57,17 @@ class Stream:
     def __len__(self) -> int:
         return len(self.row)
 
-    def events(self, table: str, lo_time: int = 0, hi_time: int | None = None
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def events(
+        self, table: str, lo_time: int = 0, hi_time: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(rows, diffs, times)`` of ``table``'s events at times in ``[lo_time, hi_time)``."""
         ti = self.tables.index(table)
         lo = int(np.searchsorted(self.time, lo_time, side="left"))
-        hi = len(self.time) if hi_time is None else int(
-            np.searchsorted(self.time, hi_time, side="left"))
+        hi = (
+            len(self.time)
+            if hi_time is None
+            else int(np.searchsorted(self.time, hi_time, side="left"))
+        )
         sel = np.flatnonzero(self.table[lo:hi] == ti) + lo
         return self.row[sel], self.diff[sel], self.time[sel]
 
@@ -84,8 +88,9 @@ class Stream:
         return count == 1
 
 
-def make_stream(data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_000,
-                refresh: float = 0.001) -> Stream:
+def make_stream(
+    data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_000, refresh: float = 0.001
+) -> Stream:
     """The change stream over ``tables`` (see the module doc) in batches of ``batch`` events;
     ``refresh`` is the fraction of orders RF1 inserts and RF2 deletes (TPC-H: 0.1%)."""
     if batch < 1:
@@ -104,8 +109,8 @@ def make_stream(data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_00
     if keys is not None and len(keys):
         sk = np.sort(keys)
         k = max(1, int(round(len(sk) * refresh))) if refresh > 0 else 0
-        held_lo = sk[-k] if k else sk[-1] + 1        # keys >= held_lo: RF1
-        dropped_hi = sk[k - 1] if k else sk[0] - 1   # keys <= dropped_hi: RF2
+        held_lo = sk[-k] if k else sk[-1] + 1  # keys >= held_lo: RF1
+        dropped_hi = sk[k - 1] if k else sk[0] - 1  # keys <= dropped_hi: RF2
 
     load_t, load_r = [], []
     fact: list[tuple[Any, ...]] = []
@@ -114,8 +119,7 @@ def make_stream(data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_00
         if t == "orders":
             fact.append((np.full(n, index[t]), np.arange(n), okey, np.zeros(n, np.int64)))
         elif t == "lineitem":
-            fact.append((np.full(n, index[t]), np.arange(n), lkey,
-                         data.columns[t]["l_linenumber"]))
+            fact.append((np.full(n, index[t]), np.arange(n), lkey, data.columns[t]["l_linenumber"]))
         else:
             load_t.append(np.full(n, index[t]))
             load_r.append(np.arange(n))
@@ -160,5 +164,12 @@ def make_stream(data: Tables, tables: Sequence[str] = TABLES, batch: int = 10_00
     remap = np.full(len(TABLES), -1, dtype=np.int64)
     for i, t in enumerate(tables):
         remap[index[t]] = i
-    return Stream(tables, remap[table_idx], np.concatenate(r_parts), np.concatenate(d_parts),
-                  np.concatenate(time_parts), batch, phases)
+    return Stream(
+        tables,
+        remap[table_idx],
+        np.concatenate(r_parts),
+        np.concatenate(d_parts),
+        np.concatenate(time_parts),
+        batch,
+        phases,
+    )

@@ -48,31 +48,65 @@ COLUMNS: dict[str, dict[str, str]] = {
     "region": {"r_regionkey": "int", "r_name": "str"},
     "nation": {"n_nationkey": "int", "n_name": "str", "n_regionkey": "int"},
     "supplier": {
-        "s_suppkey": "int", "s_name": "str", "s_address": "str", "s_nationkey": "int",
-        "s_phone": "str", "s_acctbal": "money", "s_comment": "str",
+        "s_suppkey": "int",
+        "s_name": "str",
+        "s_address": "str",
+        "s_nationkey": "int",
+        "s_phone": "str",
+        "s_acctbal": "money",
+        "s_comment": "str",
     },
     "part": {
-        "p_partkey": "int", "p_name": "str", "p_mfgr": "str", "p_brand": "str",
-        "p_type": "str", "p_size": "int", "p_container": "str", "p_retailprice": "money",
+        "p_partkey": "int",
+        "p_name": "str",
+        "p_mfgr": "str",
+        "p_brand": "str",
+        "p_type": "str",
+        "p_size": "int",
+        "p_container": "str",
+        "p_retailprice": "money",
     },
     "partsupp": {
-        "ps_partkey": "int", "ps_suppkey": "int", "ps_availqty": "int",
+        "ps_partkey": "int",
+        "ps_suppkey": "int",
+        "ps_availqty": "int",
         "ps_supplycost": "money",
     },
     "customer": {
-        "c_custkey": "int", "c_name": "str", "c_address": "str", "c_nationkey": "int",
-        "c_phone": "str", "c_acctbal": "money", "c_mktsegment": "str", "c_comment": "str",
+        "c_custkey": "int",
+        "c_name": "str",
+        "c_address": "str",
+        "c_nationkey": "int",
+        "c_phone": "str",
+        "c_acctbal": "money",
+        "c_mktsegment": "str",
+        "c_comment": "str",
     },
     "orders": {
-        "o_orderkey": "int", "o_custkey": "int", "o_orderstatus": "str",
-        "o_totalprice": "money", "o_orderdate": "date", "o_orderpriority": "str",
-        "o_shippriority": "int", "o_comment": "str",
+        "o_orderkey": "int",
+        "o_custkey": "int",
+        "o_orderstatus": "str",
+        "o_totalprice": "money",
+        "o_orderdate": "date",
+        "o_orderpriority": "str",
+        "o_shippriority": "int",
+        "o_comment": "str",
     },
     "lineitem": {
-        "l_orderkey": "int", "l_partkey": "int", "l_suppkey": "int", "l_linenumber": "int",
-        "l_quantity": "money", "l_extendedprice": "money", "l_discount": "money",
-        "l_tax": "money", "l_returnflag": "str", "l_linestatus": "str", "l_shipdate": "date",
-        "l_commitdate": "date", "l_receiptdate": "date", "l_shipinstruct": "str",
+        "l_orderkey": "int",
+        "l_partkey": "int",
+        "l_suppkey": "int",
+        "l_linenumber": "int",
+        "l_quantity": "money",
+        "l_extendedprice": "money",
+        "l_discount": "money",
+        "l_tax": "money",
+        "l_returnflag": "str",
+        "l_linestatus": "str",
+        "l_shipdate": "date",
+        "l_commitdate": "date",
+        "l_receiptdate": "date",
+        "l_shipinstruct": "str",
         "l_shipmode": "str",
     },
 }
@@ -142,8 +176,10 @@ def _convert(raw: Path, table: str, out: Path) -> None:
         else:
             codes, uniq = _strings(col)
             arrays.append(pa.array(codes))
-            _write(pa.table({"value": pa.array(list(uniq), pa.string())}),
-                   out / f"{table}.{name}.dict.parquet")
+            _write(
+                pa.table({"value": pa.array(list(uniq), pa.string())}),
+                out / f"{table}.{name}.dict.parquet",
+            )
         names.append(name)
     _write(pa.table(arrays, names=names), out / f"{table}.int.parquet")
 
@@ -171,8 +207,9 @@ def load_tables(sf: float, tables: Sequence[str] = TABLES) -> Tables:
     for table in tables:
         raw[table] = folder / f"{table}.parquet"
         path = folder / f"{table}.int.parquet"
-        dict_paths = {n: folder / f"{table}.{n}.dict.parquet"
-                      for n, k in COLUMNS[table].items() if k == "str"}
+        dict_paths = {
+            n: folder / f"{table}.{n}.dict.parquet" for n, k in COLUMNS[table].items() if k == "str"
+        }
         if not path.is_file() or not all(p.is_file() for p in dict_paths.values()):
             _convert(raw[table], table, folder)
         t = pq.read_table(path)

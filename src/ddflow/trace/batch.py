@@ -50,13 +50,8 @@ __all__ = [
     "is_zero_stride",
     "key_index",
     "merged_bound",
-    "merged_lineage",
     "ranges_to_indices",
 ]
-
-#: at most this many rows of unwritten batches are kept alive by a merged batch's lineage
-#: (so a dataflow checkpointed once and then never again does not hold its history twice)
-LINEAGE_KEEP_ROWS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -135,34 +130,6 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     return np.repeat(starts, lens) + offsets, owner
 
 
-def merged_lineage(parts: Sequence[TraceBatch], since: Antichain) -> tuple[Any, ...] | None:
-    """How to rebuild the merge of ``parts`` (oldest first, times advanced by ``since``)
-    from batches a checkpoint has written, so the next checkpoint need not write the merged
-    batch at once (it refers to this and writes the batch in the background).
-
-    Each part is ``("file", batch)`` once a checkpoint wrote it (the batch is kept only as
-    metadata: its columns are dropped by ``_file_ref``), its own lineage if it has one, or
-    ``("mem", batch)``; if the unwritten rows kept so exceed ``LINEAGE_KEEP_ROWS``, None.
-    None also when no part was ever checkpointed (checkpoints are not in use)."""
-    if not any(p.uid is not None or p.lineage is not None for p in parts):
-        return None
-    out: list[Any] = []
-    kept = 0  # rows of unwritten batches the lineage keeps alive (bounded)
-    for p in parts:
-        lin = p.lineage  # (read once: a background writer clears it when done)
-        if lin is not None:  # not written yet (maybe being written)
-            out.append(lin)
-            kept += lin[3]
-        elif p.uid is not None:
-            out.append(("file", _file_ref(p)))
-        else:
-            out.append(("mem", p))
-            kept += len(p)
-        if kept > LINEAGE_KEEP_ROWS:
-            return None  # the merged batch will be written whole instead
-    return ("merge", tuple(out), since, kept)
-
-
 #: batches with fewer rows keep plain columns (checking them costs more than it saves)
 COMPACT_MIN_ROWS = 64
 
@@ -173,8 +140,13 @@ def compact_column(a: Any) -> Any:
     its first row; other columns are returned as they are."""
     if isinstance(a, tuple):
         return tuple(compact_column(c) for c in a)
-    if (not isinstance(a, np.ndarray) or a.ndim == 0 or a.shape[0] < COMPACT_MIN_ROWS
-            or a.dtype.kind not in "biu" or a.strides[0] == 0):
+    if (
+        not isinstance(a, np.ndarray)
+        or a.ndim == 0
+        or a.shape[0] < COMPACT_MIN_ROWS
+        or a.dtype.kind not in "biu"
+        or a.strides[0] == 0
+    ):
         return a
     first = a[0]
     if np.any(a[-1] != first) or not bool((a == first).all()):
@@ -242,17 +214,22 @@ def _unpack(a: Any) -> Any:
     return a
 
 
-def _file_ref(b: TraceBatch) -> tuple[Any, ...]:
-    """A written batch's identity without its columns."""
-    return (b.uid, len(b), b.key_width, b.desc, b.diff_type)
-
-
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
     __slots__ = (
-        "key_width", "data", "times", "diffs", "diff_type", "desc", "keys", "bounds", "_table",
-        "_index", "_bound", "uid", "lineage",
+        "key_width",
+        "data",
+        "times",
+        "diffs",
+        "diff_type",
+        "desc",
+        "keys",
+        "bounds",
+        "_table",
+        "_index",
+        "_bound",
+        "__weakref__",
     )
 
     def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
@@ -273,9 +250,6 @@ class TraceBatch:
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self._bound: int | None = None
-        self.uid: str | None = None  # a stable id, given when a checkpoint first writes it
-        # how to rebuild this batch from checkpointed ones (see ``merged_lineage``)
-        self.lineage: tuple[Any, ...] | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -296,8 +270,9 @@ class TraceBatch:
         return self._table if isinstance(self._table, tuple) else None
 
     @staticmethod
-    def build(key_width: int, u: Updates, desc: Description, *,
-              sorted_: bool = False) -> TraceBatch:
+    def build(
+        key_width: int, u: Updates, desc: Description, *, sorted_: bool = False
+    ) -> TraceBatch:
         """A batch from any updates (consolidated here unless ``sorted_``)."""
         if not sorted_:
             u = consolidate(u, compact=len(u) >= COMPACT_MIN_ROWS)
@@ -321,8 +296,7 @@ class TraceBatch:
         caches), leaving out those whose ids are in ``seen`` and adding the rest to it (pass
         one set over several batches to count shared buffers once). See ``buffer_nbytes``."""
         seen = set() if seen is None else seen
-        total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds],
-                              seen)
+        total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds], seen)
         if isinstance(self._table, tuple):
             total += buffer_nbytes(self._table[1], seen)
         if self._index is not None and id(self._index) not in seen:
@@ -344,16 +318,29 @@ class TraceBatch:
         it down: the merge of batches holds, per key, sums of their rows, so the sum of
         their bounds bounds it too, without a pass over the merged diffs."""
         if self._bound is None:
-            mags = [_column_magnitude(c) for c in
-                    (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))]
+            mags = [
+                _column_magnitude(c)
+                for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
+            ]
             if any(m is None for m in mags):
                 return None
             mag = max([0, *(m for m in mags if m is not None)])
             n, nk = len(self), len(self.bounds) - 1
-            run = (0 if not mag or not nk else 1 if nk == n  # (one row per key: common)
-                   else int(np.diff(self.bounds).max()))
+            run = (
+                0
+                if not mag or not nk
+                else 1
+                if nk == n  # (one row per key: common)
+                else int(np.diff(self.bounds).max())
+            )
             self._bound = run * mag
         return self._bound
+
+    def set_diff_bound(self, bound: int) -> None:
+        """Record a ``diff_bound`` known from how the batch was made (a merge hands down the
+        sum of its sources' bounds). It is an error to give a bound smaller than the true
+        one: readers trust it to prove that sums cannot leave int64."""
+        self._bound = bound
 
     def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
@@ -368,8 +355,7 @@ class TraceBatch:
             return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
-        table = (self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16
-                 else None)
+        table = self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16 else None
         if table is not None:
             lo, tab = table
             rel = probe - lo
@@ -415,13 +401,18 @@ class TraceBatch:
 
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(
-            tuple(c[rows] for c in self.data), self.times[rows],
-            self.diff_type.take(self.diffs, rows), self.diff_type,
+            tuple(c[rows] for c in self.data),
+            self.times[rows],
+            self.diff_type.take(self.diffs, rows),
+            self.diff_type,
         )
 
     def __getstate__(self) -> dict[str, Any]:
-        state = {k: getattr(self, k) for k in self.__slots__
-                 if k not in ("_table", "_index", "_bound", "lineage")}
+        state = {
+            k: getattr(self, k)
+            for k in self.__slots__
+            if k not in ("_table", "_index", "_bound", "__weakref__")
+        }
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -432,7 +423,6 @@ class TraceBatch:
         self._table = None
         self._index = None
         self._bound = None
-        self.lineage = None
 
     def __repr__(self) -> str:
         d = self.desc

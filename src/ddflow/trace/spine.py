@@ -10,141 +10,31 @@ merge. Small merges (below ``eager_rows``) finish at once, where their fixed cos
 Compaction: each merge advances its times by the *logical* compaction frontier (the meet of
 every reader's ``since``), so times no reader can tell apart collapse and cancelling updates
 vanish. *Physical* compaction: a batch enters the merge structure only once every reader's
-physical frontier has passed its upper; until then it waits in ``pending``, so each reader can
+physical frontier has passed its upper; until then it waits in ``queued``, so each reader can
 still see the trace "through" the batches it has processed (``batches_through``).
 
 Readers hold ``TraceHandle``s; a closed handle releases its hold on both frontiers.
+
+What a merge computes is in ``ddflow.trace.merge``; this module decides when to merge.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import take_columns
 from ddflow.core.diff import I64_MAX, FloatDiff, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.time import columns_advance_by
-from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import (
-    Description,
-    TraceBatch,
-    buffer_nbytes,
-    merged_bound,
-    merged_lineage,
-)
+from ddflow.core.updates import Updates, concat_updates
+from ddflow.trace.batch import TraceBatch, buffer_nbytes, merged_bound
+from ddflow.trace.merge import Merge, merge_all
 
-__all__ = ["Spine", "TraceHandle", "key_sums", "sums_fit"]
+__all__ = ["MergeListener", "Spine", "TraceHandle", "key_sums", "sums_fit"]
 
-
-class _Merge:
-    """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
-
-    def __init__(self, a: TraceBatch, b: TraceBatch, since: Antichain) -> None:
-        self.a, self.b, self.since = a, b, since
-        self.ka = 0  # next key index of a
-        self.kb = 0
-        self.chunks: list[Updates] = []
-        self.result: TraceBatch | None = None
-        self.size = len(a) + len(b)
-        self.credit = 0
-        # sums of a key's rows in the merge cannot leave int64 when the bounds say so
-        self.bound = merged_bound([a, b])
-        self.bounded = self.bound is not None and self.bound <= I64_MAX
-
-    def _chunk(self, ka_end: int, kb_end: int) -> None:
-        a, b = self.a, self.b
-        ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
-        rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
-        ua, ub = _slice(a, ra), _slice(b, rb)
-        u = concat_updates([ua, ub])
-        if len(u):
-            u = u.with_times(columns_advance_by(u.times, self.since.arr))
-            split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
-            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
-            if len(u):
-                self.chunks.append(u)
-        self.ka, self.kb = ka_end, kb_end
-
-    def work(self, fuel: int) -> bool:
-        """Merge about ``fuel`` more rows; return whether the merge is complete."""
-        a, b = self.a, self.b
-        na, nb = a.num_keys, b.num_keys
-        while self.result is None:
-            if fuel <= 0:
-                return False
-            if (self.ka >= na or self.kb >= nb or fuel >= self.size
-                    or a.keys.dtype != b.keys.dtype):
-                # (keys of two representations, e.g. int64 and Python ints, are not
-                # compared to cut chunks: the whole merge is one chunk, made exact by
-                # ``concat_columns``)
-                self._chunk(na, nb)
-                fuel = 0
-                self._finish()
-                break
-            half = max(fuel // 2, 1)
-            ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
-            ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
-            ia = min(max(ia, self.ka + 1), na)
-            ib = min(max(ib, self.kb + 1), nb)
-            if ia >= na and ib >= nb:
-                self._chunk(na, nb)
-                self._finish()
-                break
-            # the smaller of the two boundary keys bounds this chunk in both batches
-            # (compared through a sort: composite keys are structured or object arrays,
-            # whose scalars do not order with ``<=``)
-            if ib >= nb:
-                bound = a.keys[ia:ia + 1]
-            elif ia >= na:
-                bound = b.keys[ib:ib + 1]
-            else:
-                bound = np.sort(np.concatenate([a.keys[ia:ia + 1], b.keys[ib:ib + 1]]))[:1]
-            ka_end = int(np.searchsorted(a.keys, bound, side="left")[0])
-            kb_end = int(np.searchsorted(b.keys, bound, side="left")[0])
-            before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
-            self._chunk(ka_end, kb_end)
-            fuel -= int(a.bounds[self.ka]) - before[0] + int(b.bounds[self.kb]) - before[1]
-        return True
-
-    def _finish(self) -> None:
-        a, b = self.a, self.b
-        desc = Description(a.desc.lower, b.desc.upper, self.since)
-        if self.chunks:
-            u = concat_updates(self.chunks)
-        else:
-            u = Updates(
-                take_columns(a.data, slice(0, 0)), a.times[:0],
-                a.diff_type.take(a.diffs, slice(0, 0)),
-                a.diff_type,
-            )
-        self.result = TraceBatch(a.key_width, u, desc)
-        if self.bounded:  # (else computed from the merged rows when asked: maybe smaller)
-            self.result._bound = self.bound
-        self.result.lineage = merged_lineage((a, b), self.since)
-        self.chunks = []
-
-
-def _slice(batch: TraceBatch, rows: slice) -> Updates:
-    return Updates(
-        take_columns(batch.data, rows), batch.times[rows], batch.diff_type.take(batch.diffs, rows),
-        batch.diff_type,
-    )
-
-
-def _merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
-    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
-    u = concat_updates([b.updates() for b in batches])
-    u = u.with_times(columns_advance_by(u.times, since.arr))
-    bound = merged_bound(batches)
-    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
-    desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
-    out = TraceBatch(batches[0].key_width, u, desc)
-    if bound is not None and bound <= I64_MAX:
-        out._bound = bound
-    out.lineage = merged_lineage(batches, since)
-    return out
+#: told of every merge the spine completes: ``(sources oldest first, since, result)``
+MergeListener = Callable[[Sequence[TraceBatch], Antichain, TraceBatch], None]
 
 
 class Spine:
@@ -157,22 +47,69 @@ class Spine:
     large merge waiting for all of it).
     """
 
-    def __init__(self, key_width: int, dim: int, *, effort: int | None = 4,
-                 eager_rows: int = 1 << 15,
-                 small_rows: int = 256, max_small: int = 6):
+    #: the format of ``state()``: raise it whenever what ``state()`` holds changes (its keys
+    #: or a value's meaning); it enters every checkpoint's fingerprint
+    state_version = 1
+
+    def __init__(
+        self,
+        key_width: int,
+        dim: int,
+        *,
+        effort: int | None = 4,
+        eager_rows: int = 1 << 15,
+        small_rows: int = 256,
+        max_small: int = 6,
+    ):
         self.key_width = key_width
         self.dim = dim
         self.effort = effort
         self.eager_rows = eager_rows
         self.small_rows = small_rows
         self.max_small = max_small
-        self.stack: list[TraceBatch | _Merge] = []
-        self.pending: list[TraceBatch] = []
+        self.stack: list[TraceBatch | Merge] = []
+        self.queued: list[TraceBatch] = []
         self.handles: list[TraceHandle] = []
         self.logical = Antichain.of([(0,) * dim], dim)
         self.physical = self.logical
         self.upper = self.logical
         self.merges_done = 0
+        #: told of every completed merge (statistics, logging, checkpoints' lineage)
+        self.merge_listeners: list[MergeListener] = []
+
+    # -- state ---------------------------------------------------------------------------------
+    def state(self) -> dict[str, Any]:
+        """The trace as plain data: its batches (a merge in progress as its two sources and
+        its ``since``: it restarts from them), frontiers and counters. Readers' handles are
+        their owners' state."""
+        stack: list[tuple[Any, ...]] = [
+            ("merge", e.a, e.b, e.since) if isinstance(e, Merge) else ("batch", e)
+            for e in self.stack
+        ]
+        return {
+            "key_width": self.key_width,
+            "stack": stack,
+            "queued": list(self.queued),
+            "logical": self.logical,
+            "physical": self.physical,
+            "upper": self.upper,
+            "merges_done": self.merges_done,
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state()`` returned, into a spine built afresh (its readers' handles
+        are put back by their owners)."""
+        self.key_width = state["key_width"]
+        self.stack = [Merge(e[1], e[2], e[3]) if e[0] == "merge" else e[1] for e in state["stack"]]
+        self.queued = list(state["queued"])
+        self.logical, self.physical = state["logical"], state["physical"]
+        self.upper = state["upper"]
+        self.merges_done = state["merges_done"]
+
+    def _merged(self, sources: Sequence[TraceBatch], since: Antichain, result: TraceBatch) -> None:
+        self.merges_done += 1
+        for listen in self.merge_listeners:
+            listen(sources, since, result)
 
     # -- readers -------------------------------------------------------------------------------
     def handle(self) -> TraceHandle:
@@ -198,10 +135,10 @@ class Spine:
 
     # -- writing -------------------------------------------------------------------------------
     def insert(self, batch: TraceBatch) -> None:
-        """Append a batch whose lower is the trace's upper (it waits in ``pending`` first)."""
+        """Append a batch whose lower is the trace's upper (it waits in ``queued`` first)."""
         self.upper = batch.desc.upper
         if len(batch):
-            self.pending.append(batch)
+            self.queued.append(batch)
         self._introduce()
 
     def advance_upper(self, frontier: Antichain) -> None:
@@ -216,8 +153,8 @@ class Spine:
             # them when the last handle closes, so batches are merged and their times
             # advanced (a trace nobody reads compacts like any other).
             self.logical = self.physical = self.upper
-        while self.pending and self.physical.dominates(self.pending[0].desc.upper):
-            batch = self.pending.pop(0)
+        while self.queued and self.physical.dominates(self.queued[0].desc.upper):
+            batch = self.queued.pop(0)
             self._apply_fuel(len(batch))
             self.stack.append(batch)
             self._tidy()
@@ -227,7 +164,7 @@ class Spine:
             return  # merges complete when they start
         fuel = self.effort * max(n, 1)
         for i, entry in enumerate(self.stack):
-            if isinstance(entry, _Merge):
+            if isinstance(entry, Merge):
                 # Small amounts of fuel are banked so Python overhead is paid per large chunk.
                 entry.credit += fuel
                 if entry.credit >= 4096 or entry.credit >= entry.size:
@@ -236,19 +173,19 @@ class Spine:
                     if done:
                         assert entry.result is not None
                         self.stack[i] = entry.result
-                        self.merges_done += 1
+                        self._merged((entry.a, entry.b), entry.since, entry.result)
 
     @staticmethod
-    def _size(entry: TraceBatch | _Merge) -> int:
-        return entry.size if isinstance(entry, _Merge) else len(entry)
+    def _size(entry: TraceBatch | Merge) -> int:
+        return entry.size if isinstance(entry, Merge) else len(entry)
 
     def _complete(self, i: int) -> TraceBatch:
         entry = self.stack[i]
-        if isinstance(entry, _Merge):
+        if isinstance(entry, Merge):
             entry.work(1 << 62)
             assert entry.result is not None
             self.stack[i] = entry.result
-            self.merges_done += 1
+            self._merged((entry.a, entry.b), entry.since, entry.result)
             return entry.result
         return entry
 
@@ -266,8 +203,9 @@ class Spine:
             return
         if tail > 1:
             small = [e for e in self.stack[-tail:] if isinstance(e, TraceBatch)]
-            self.stack[-tail:] = [_merge_all(small, self.logical)]
-            self.merges_done += 1
+            merged = merge_all(small, self.logical)
+            self.stack[-tail:] = [merged]
+            self._merged(small, self.logical, merged)
         # Restore the geometric sizes: any neighbours where the younger is at least half the
         # older are merged, checked from the youngest down (not only at the tail: a merge
         # that finished on fuel can leave its result too large for the batch before it).
@@ -284,14 +222,14 @@ class Spine:
             if 2 * self._size(self.stack[i]) < self._size(self.stack[i - 1]):
                 i -= 1
                 continue
-            if isinstance(self.stack[i], _Merge) and not deferred and self.effort is not None:
+            if isinstance(self.stack[i], Merge) and not deferred and self.effort is not None:
                 deferred = True
                 i -= 1
                 continue
             b = self._complete(i)
             a = self._complete(i - 1)
-            merge = _Merge(a, b, self.logical)
-            self.stack[i - 1:i + 1] = [merge]
+            merge = Merge(a, b, self.logical)
+            self.stack[i - 1 : i + 1] = [merge]
             if merge.size <= self.eager_rows or self.effort is None:
                 self._complete(i - 1)
             i = len(self.stack) - 1
@@ -305,12 +243,12 @@ class Spine:
         """Every readable batch, oldest first (sources of merges in progress included)."""
         out: list[TraceBatch] = []
         for entry in self.stack:
-            if isinstance(entry, _Merge):
+            if isinstance(entry, Merge):
                 out.append(entry.a)
                 out.append(entry.b)
             else:
                 out.append(entry)
-        out.extend(self.pending)
+        out.extend(self.queued)
         return out
 
     def batches_through(self, frontier: Antichain) -> list[TraceBatch]:
@@ -321,8 +259,9 @@ class Spine:
         out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
         return out
 
-    def gather(self, probe: np.ndarray, batches: list[TraceBatch]
-               ) -> tuple[Updates | None, np.ndarray]:
+    def gather(
+        self, probe: np.ndarray, batches: list[TraceBatch]
+    ) -> tuple[Updates | None, np.ndarray]:
         """All rows of the probe keys (sorted, distinct) in ``batches``, and each row's probe
         index."""
         parts: list[Updates] = []
@@ -342,11 +281,9 @@ class Spine:
         return {
             "batches": len(bs),
             "updates": int(sum(len(b) for b in bs)),
-            "merges_in_progress": sum(isinstance(e, _Merge) for e in self.stack),
-            "merge_work_outstanding": int(
-                sum(e.size for e in self.stack if isinstance(e, _Merge))
-            ),
-            "pending": len(self.pending),
+            "merges_in_progress": sum(isinstance(e, Merge) for e in self.stack),
+            "merge_work_outstanding": int(sum(e.size for e in self.stack if isinstance(e, Merge))),
+            "queued": len(self.queued),
             "merges_done": self.merges_done,
             "bytes": self.nbytes(),
         }
@@ -357,14 +294,15 @@ class Spine:
         seen: set[int] = set()
         total = sum(b.nbytes(seen) for b in self.batches())
         for e in self.stack:
-            if isinstance(e, _Merge):
+            if isinstance(e, Merge):
                 for u in e.chunks:
                     total += buffer_nbytes([*u.data, u.times, u.diffs], seen)
         return total
 
 
-def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
-             bounded: bool | None = None) -> Any:
+def key_sums(
+    batches: list[TraceBatch], probe: np.ndarray, dt: Any, *, bounded: bool | None = None
+) -> Any:
     """For each probe key (sorted, distinct), the sum of the diffs of its rows in ``batches``.
 
     Exact for every diff type. Numeric diff columns whose per-key sums provably stay in
@@ -395,8 +333,7 @@ def key_sums(batches: list[TraceBatch], probe: np.ndarray, dt: Any, *,
     return tuple(accs) if tuple_diff else accs[0]
 
 
-def _key_rows(b: TraceBatch, probe: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _key_rows(b: TraceBatch, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The rows of ``b`` holding probe keys, where each key's run of them starts, and the
     probe index of each run; None if none."""
     rows, owner = b.rows_for(probe)
@@ -432,6 +369,9 @@ class TraceHandle:
     handles' frontiers. ``close()`` releases the hold.
     """
 
+    #: the format of ``state()`` (as ``Spine.state_version``)
+    state_version = 1
+
     def __init__(self, spine: Spine, logical: Antichain, physical: Antichain) -> None:
         self.spine = spine
         self.logical = logical
@@ -457,3 +397,12 @@ class TraceHandle:
         if not self.closed:
             self.closed = True
             self.spine._refresh_frontiers()
+
+    def state(self) -> dict[str, Any]:
+        """This reader's frontiers, as plain data."""
+        return {"logical": self.logical, "physical": self.physical, "closed": self.closed}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        """Put back what ``state()`` returned (the spine's own frontiers are its state)."""
+        self.logical, self.physical = state["logical"], state["physical"]
+        self.closed = state["closed"]

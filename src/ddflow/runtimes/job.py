@@ -9,8 +9,12 @@ times still to come (closing the inputs after the last round) and steps the data
 the outputs have caught up. Output updates are captured per worker and merged by the caller.
 
 The same driver (``drive``) runs in-process, in local processes and in Spark barrier tasks;
-only the communicator differs. ``run_job`` runs a job in-process or in local processes;
+only the communicator differs, and every runtime hands it the same ``JobConfig``
+(``ddflow.runtimes.config``). ``run_job`` runs a job in-process or in local processes;
 ``ddflow.spark.run_on_spark`` runs one on Spark.
+
+A columnar log gives its collection's record shape when the dataflow is built (its columns
+say it), so shape errors in ``build`` surface before any round runs.
 
 An input log is either a list of ``(record, time, diff)`` triples or a ``Changes`` value:
 columns in the record's shape (one array, or a tuple of arrays), an int time array
@@ -19,16 +23,15 @@ columns in the record's shape (one array, or a tuple of arrays), an int time arr
 
 from __future__ import annotations
 
-import os
+import sys
 import time as _time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout
+from ddflow.core.columns import Layout, layout_of_view
 from ddflow.core.errors import DataError
 from ddflow.core.time import TimeKind, time_kind_of
 from ddflow.core.updates import (
@@ -38,11 +41,21 @@ from ddflow.core.updates import (
     consolidate,
     update_records,
 )
-from ddflow.runtime.worker import Worker
+from ddflow.dataflow.collection import Collection
+from ddflow.dataflow.worker import Worker
+from ddflow.engine.checkpoint import latest_checkpoint
+from ddflow.engine.exchange import Exchange
+from ddflow.runtimes.config import Build, JobConfig, RoundReport
 
-__all__ = ["Changes", "JobResult", "Output", "WorkerResult", "drive", "run_job", "share_of"]
-
-Build = Callable[[dict[str, Any]], Any]
+__all__ = [
+    "Changes",
+    "JobResult",
+    "Output",
+    "WorkerResult",
+    "drive",
+    "merge_results",
+    "share_of",
+]
 
 
 @dataclass(frozen=True)
@@ -58,8 +71,11 @@ class Changes:
 
     def take(self, idx: Any) -> Changes:
         """The rows ``idx`` (an index array or a slice), as contiguous copies."""
-        return Changes(_take_view(self.data, idx), _take_view(self.times, idx),
-                       None if self.diffs is None else _take_view(self.diffs, idx))
+        return Changes(
+            _take_view(self.data, idx),
+            _take_view(self.times, idx),
+            None if self.diffs is None else _take_view(self.diffs, idx),
+        )
 
 
 def _take_view(view: Any, idx: Any) -> Any:
@@ -152,60 +168,94 @@ def _suffix_meets(times: list[tuple[int, ...]]) -> list[tuple[int, ...] | None]:
     return meets
 
 
-def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 0,
-          diffs: Mapping[str, Any] | None = None,
-          on_round: Callable[[int, int, float], None] | None = None,
-          checkpoint: str | None = None, checkpoint_every: int = 0,
-          job_id: str | None = None) -> WorkerResult:
+def _progress_printer(every: float) -> Callable[[RoundReport], None]:
+    """Worker 0's progress lines on stderr, at most every ``every`` seconds (in Spark's
+    local mode they reach the console; on a cluster, the executor's log)."""
+    state = {"last": _time.monotonic(), "busy": 0.0}
+
+    def hook(r: RoundReport) -> None:
+        state["busy"] += r.seconds
+        now = _time.monotonic()
+        if now - state["last"] >= every or r.round == r.rounds - 1:
+            state["last"] = now
+            print(
+                f"[ddflow] round {r.round + 1}/{r.rounds}: {state['busy']:.2f} s of rounds so "
+                f"far, last {r.seconds * 1e3:.1f} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    return hook
+
+
+def drive(
+    worker: Worker,
+    build: Build,
+    logs: Mapping[str, Any],
+    config: JobConfig | None = None,
+    *,
+    job_id: str | None = None,
+) -> WorkerResult:
     """Run ``build`` on ``worker`` over its share of ``logs`` (see the module docstring).
 
-    Every worker of the job must call this with the same ``build``, input names and ``time``.
-    ``on_round(round, rounds, seconds)`` is called after each round.
+    Every worker of the job must call this with the same ``build``, input names and
+    ``config``; ``config.on_round`` is called after each round.
 
-    ``checkpoint``: a directory (seen by every worker) for checkpoints of this job's state
-    (int times only). If it holds one, the dataflow is restored from it first and input at
-    times it already covers is skipped (taken as processed). A checkpoint is written every
+    ``config.checkpoint``: a directory (seen by every worker) for checkpoints of this job's
+    state (int times only). If it holds one, the dataflow is restored from it first and input
+    at times it already covers is skipped (taken as processed). A checkpoint is written every
     ``checkpoint_every`` rounds (0: only at the end) and at the end, where the inputs stay
     open (advanced past the last time instead of closed) so a later job can go on with
     newer input. ``job_id`` names the job: restoring a checkpoint of the same job (a rerun
     after a failure) keeps the output it had captured so far; one of an earlier job does
     not, so each job returns the output changes of its own input.
     """
+    config = config if config is not None else JobConfig()
+    time, checkpoint = config.time, config.checkpoint
     kind = time_kind_of(time)
     if checkpoint is not None and kind.dim != 1:
-        raise DataError("checkpointed jobs need int times (Product times have no 'next time' "
-                        "to leave the inputs at between jobs)")
+        raise DataError(
+            "checkpointed jobs need int times (Product times have no 'next time' "
+            "to leave the inputs at between jobs)"
+        )
+    hooks = [
+        h
+        for h in (
+            config.on_round,
+            _progress_printer(config.progress) if config.progress and worker.index == 0 else None,
+        )
+        if h is not None
+    ]
     t0 = kind.unflatten(kind.minimum())
     names = sorted(logs)
     sessions = {}
     colls = {}
     for name in names:
-        s, c = worker.new_collection(time=t0, diff=(diffs or {}).get(name, int))
+        log = logs[name]
+        shape = layout_of_view(log.data) if isinstance(log, Changes) else None
+        s, c = worker.new_collection(time=t0, diff=(config.diffs or {}).get(name, int), shape=shape)
         sessions[name], colls[name] = s, c
     outs = build(colls)
     if not isinstance(outs, Mapping):
         outs = {"output": outs}
-    from ddflow.dataflow.collection import Collection
-
     for name, c in outs.items():
         if not isinstance(c, Collection):
-            raise TypeError(f"build returned {type(c).__name__} for output {name!r}; "
-                            "outputs must be Collections")
+            raise TypeError(
+                f"build returned {type(c).__name__} for output {name!r}; "
+                "outputs must be Collections"
+            )
     captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
     probes = [c.probe() for c in outs.values()]
 
     fed: int | None = None  # input at times <= fed is in the restored state already
     restored: dict[str, Any] | None = None
-    if checkpoint is not None:
-        from ddflow.runtime.checkpoint import latest_checkpoint
-
-        if latest_checkpoint(checkpoint) is not None:
-            restored = worker.restore(checkpoint)
-            meta = restored.get("meta") or {}
-            fed = meta.get("fed_through")
-            if meta.get("job") != job_id:
-                for cap in captures.values():
-                    cap.parts = []  # an earlier job's output: this job returns its own
+    if checkpoint is not None and latest_checkpoint(checkpoint) is not None:
+        restored = worker.restore(checkpoint)
+        meta = restored.get("meta") or {}
+        fed = meta.get("fed_through")
+        if meta.get("job") != job_id:
+            for cap in captures.values():
+                cap.clear()  # an earlier job's output: this job returns its own
 
     # Agree on the rounds: the distinct times of every worker's logs.
     local_times = {name: _times_of(logs[name], kind) for name in names}
@@ -236,8 +286,11 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             rix = np.searchsorted(arr, t[:, 0]) if len(t) else np.zeros(0, np.int64)
         else:
             index = {r: i for i, r in enumerate(rounds)}
-            uniq, inv = (np.unique(t, axis=0, return_inverse=True) if len(t)
-                         else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64)))
+            uniq, inv = (
+                np.unique(t, axis=0, return_inverse=True)
+                if len(t)
+                else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+            )
             rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[inv.ravel()]
         order = np.argsort(rix, kind="stable")
         bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
@@ -270,37 +323,42 @@ def drive(worker: Worker, build: Build, logs: Mapping[str, Any], *, time: Any = 
             worker.step_while(lambda: behind(rt), at_least_once=True)
         else:
             worker.run()
-        if checkpoint is not None and checkpoint_every > 0 and (r + 1) % checkpoint_every == 0 \
-                and r + 1 < len(rounds):
+        if (
+            checkpoint is not None
+            and config.checkpoint_every > 0
+            and (r + 1) % config.checkpoint_every == 0
+            and r + 1 < len(rounds)
+        ):
             worker.run()
-            checkpoints.append(worker.checkpoint(
-                checkpoint, meta={"job": job_id, "fed_through": int(rt[0])}))
+            checkpoints.append(
+                worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": int(rt[0])})
+            )
         dt = _time.perf_counter() - start
         seconds.append(dt)
-        if on_round is not None:
-            on_round(r, len(rounds), dt)
+        for hook in hooks:
+            hook(RoundReport(worker.index, r, len(rounds), dt))
     if checkpoint is None:
         for s in sessions.values():
             s.close()
     worker.run()
     if checkpoint is not None:
         last = int(rounds[-1][0]) if rounds else fed
-        checkpoints.append(worker.checkpoint(
-            checkpoint, meta={"job": job_id, "fed_through": last}))
+        checkpoints.append(worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": last}))
     outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
     for name, cap in captures.items():
-        outputs[name] = (cap._consolidated(), cap.inputs[0].layout)
+        outputs[name] = (cap.columns(), cap.inputs[0].layout)
     stats: dict[str, Any] = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
     if checkpoint is not None:
-        stats["restored"] = None if restored is None else {
-            "seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+        stats["restored"] = (
+            None
+            if restored is None
+            else {"seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+        )
         stats["checkpoints"] = checkpoints
     return WorkerResult(outputs, seconds, rounds, stats)
 
 
 def _exchanged(worker: Worker) -> dict[str, int]:
-    from ddflow.runtime.exchange import Exchange
-
     ex = [op for op in worker.operators if isinstance(op, Exchange)]
     return {"sent": sum(op.sent for op in ex), "received": sum(op.received for op in ex)}
 
@@ -313,35 +371,3 @@ def _feed(session: Any, log: Any, rows: np.ndarray, kind: TimeKind) -> None:
     for i in rows.tolist():
         x, t, d = log[i]
         session.update_at(x, t, d)
-
-
-def run_job(build: Build, inputs: Mapping[str, Any], *, workers: int = 1, time: Any = 0,
-            diffs: Mapping[str, Any] | None = None, timeout: float = 600.0,
-            checkpoint: str | os.PathLike[str] | None = None,
-            checkpoint_every: int = 0) -> JobResult:
-    """Run ``build`` over ``inputs`` on ``workers`` workers (local processes when more than one).
-
-    Returns ``{output name: Output}`` (a single returned collection is named ``"output"``);
-    the result is the same for any number of workers. ``checkpoint``/``checkpoint_every``:
-    see ``drive`` (a job resumes from the directory's checkpoint and leaves one there).
-    """
-    if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
-    for name, log in inputs.items():
-        if not isinstance(log, (Changes, list, tuple)):
-            raise DataError(f"input {name!r} must be a list of (data, time, diff) or Changes")
-    kind = time_kind_of(time)
-    ck = None if checkpoint is None else os.path.abspath(os.fspath(checkpoint))
-    job_id = uuid.uuid4().hex
-    if workers == 1:
-        return merge_results([drive(Worker(), build, inputs, time=time, diffs=diffs,
-                                    checkpoint=ck, checkpoint_every=checkpoint_every,
-                                    job_id=job_id)], kind)
-    from ddflow.runtime.processes import execute
-
-    def one(worker: Worker) -> WorkerResult:
-        logs = {n: share_of(v, worker.index, workers) for n, v in inputs.items()}
-        return drive(worker, build, logs, time=time, diffs=diffs, checkpoint=ck,
-                     checkpoint_every=checkpoint_every, job_id=job_id)
-
-    return merge_results(execute(one, workers, timeout=timeout), kind)

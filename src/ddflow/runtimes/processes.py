@@ -22,16 +22,22 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any
 
-from ddflow.runtime.comm import PeerAborted, WorkerError
-from ddflow.runtime.memory import tune_malloc
-from ddflow.runtime.mesh import Listener, Mesh, new_secret
-from ddflow.runtime.worker import Worker
+from ddflow.dataflow.worker import Worker
+from ddflow.engine.comm import PeerAborted, WorkerError
+from ddflow.engine.mesh import Listener, Mesh, new_secret
+from ddflow.runtimes.memory import tune_malloc
 
 __all__ = ["execute"]
 
 
-def _child(index: int, peers: int, secret: bytes, conn: Connection,
-           fn: Callable[[Worker], Any], timeout: float) -> None:
+def _child(
+    index: int,
+    peers: int,
+    secret: bytes,
+    conn: Connection,
+    fn: Callable[[Worker], Any],
+    timeout: float,
+) -> None:
     code = 0
     mesh = None
     try:
@@ -60,12 +66,32 @@ def _child(index: int, peers: int, secret: bytes, conn: Connection,
         os._exit(code)  # skip the parent's atexit handlers (pytest, Spark, ...)
 
 
-def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0,
-            _on_addresses: Callable[[list[tuple[str, int]]], None] | None = None) -> list[Any]:
+def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0) -> list[Any]:
     """Run ``fn(worker)`` on ``workers`` local worker processes; their results, by index.
 
     ``timeout`` bounds how long a worker waits for its peers at any step.
     """
+    return Launcher().execute(fn, workers, timeout=timeout)
+
+
+class Launcher:
+    """Forks the worker processes and hands them each other's addresses (the trusted
+    launcher of the module docstring). ``addresses`` is called with the gathered addresses
+    before they go out: a subclass may look at them (tests attack the mesh there)."""
+
+    def addresses(self, addresses: list[tuple[str, int]]) -> None:
+        return None
+
+    def execute(
+        self, fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
+    ) -> list[Any]:
+        """Run ``fn(worker)`` on ``workers`` local worker processes (see ``execute``)."""
+        return _launch(self, fn, workers, timeout)
+
+
+def _launch(
+    launcher: Launcher, fn: Callable[[Worker], Any], workers: int, timeout: float
+) -> list[Any]:
     if workers < 1:
         raise ValueError(f"workers must be at least 1, got {workers}")
     ctx = mp.get_context("fork")
@@ -74,8 +100,12 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
     conns: list[Connection] = []
     for i in range(workers):
         parent_end, child_end = ctx.Pipe()
-        p = ctx.Process(target=_child, args=(i, workers, secret, child_end, fn, timeout),
-                        daemon=True, name=f"ddflow-worker-{i}")
+        p = ctx.Process(
+            target=_child,
+            args=(i, workers, secret, child_end, fn, timeout),
+            daemon=True,
+            name=f"ddflow-worker-{i}",
+        )
         p.start()
         child_end.close()
         procs.append(p)
@@ -86,8 +116,7 @@ def execute(fn: Callable[[Worker], Any], workers: int, *, timeout: float = 600.0
             if not c.poll(60):
                 raise WorkerError(i, "the worker process did not start within 60 s")
             addresses.append(c.recv())
-        if _on_addresses is not None:
-            _on_addresses(addresses)
+        launcher.addresses(addresses)
         for c in conns:
             c.send(addresses)
         results: list[Any] = [None] * workers

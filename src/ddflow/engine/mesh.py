@@ -38,7 +38,7 @@ import struct
 import time
 from typing import Any
 
-from ddflow.runtime.comm import MeshError, PeerAborted
+from ddflow.engine.comm import MeshError, PeerAborted
 
 __all__ = ["Listener", "Mesh", "new_secret"]
 
@@ -91,8 +91,9 @@ class Listener:
 class Mesh:
     """The connections of worker ``index`` to its peers; see the module docstring."""
 
-    def __init__(self, index: int, socks: list[socket.socket | None],
-                 timeout: float | None) -> None:
+    def __init__(
+        self, index: int, socks: list[socket.socket | None], timeout: float | None
+    ) -> None:
         self.index = index
         self.peers = len(socks)
         self.socks = socks
@@ -106,9 +107,16 @@ class Mesh:
 
     # -- set-up ---------------------------------------------------------------------------------
     @staticmethod
-    def connect(index: int, addresses: list[tuple[str, int]], listener: Listener, secret: bytes,
-                *, timeout: float | None = 600.0, handshake_timeout: float = 10.0,
-                setup_timeout: float = 120.0) -> Mesh:
+    def connect(
+        index: int,
+        addresses: list[tuple[str, int]],
+        listener: Listener,
+        secret: bytes,
+        *,
+        timeout: float | None = 600.0,
+        handshake_timeout: float = 10.0,
+        setup_timeout: float = 120.0,
+    ) -> Mesh:
         """Build worker ``index``'s connections; ``addresses[i]`` is worker ``i``'s listener."""
         peers = len(addresses)
         socks: list[socket.socket | None] = [None] * peers
@@ -147,7 +155,7 @@ class Mesh:
 
     # -- collectives ----------------------------------------------------------------------------
     def exchange(self, parts: list[Any]) -> list[Any]:
-        """All-to-all (see ``ddflow.runtime.comm``)."""
+        """All-to-all (see ``ddflow.engine.comm``)."""
         if len(parts) != self.peers:
             raise ValueError(f"exchange needs one message per worker ({self.peers})")
         out: list[Any] = [None] * self.peers
@@ -186,8 +194,9 @@ class Mesh:
         self.socks = [None] * self.peers
 
     # -- internals ------------------------------------------------------------------------------
-    def _pump(self, sending: dict[int, list[memoryview]], receiving: dict[int, _Incoming],
-              out: list[Any]) -> None:
+    def _pump(
+        self, sending: dict[int, list[memoryview]], receiving: dict[int, _Incoming], out: list[Any]
+    ) -> None:
         sel = self.sel
         registered: dict[int, int] = {}
 
@@ -286,7 +295,7 @@ class _Incoming:
         """Read what is available; True once the frame is complete."""
         try:
             if self.body is None:
-                k = sock.recv_into(memoryview(self.head)[self.head_got:])
+                k = sock.recv_into(memoryview(self.head)[self.head_got :])
                 if k == 0:
                     raise MeshError(f"worker {peer} closed its connection (did it die?)")
                 self.head_got += k
@@ -299,7 +308,7 @@ class _Incoming:
                 self.body = bytearray(size)
                 if size == 0:
                     return True
-            k = sock.recv_into(memoryview(self.body)[self.body_got:])
+            k = sock.recv_into(memoryview(self.body)[self.body_got :])
             if k == 0:
                 raise MeshError(f"worker {peer} closed its connection mid-message (did it die?)")
             self.body_got += k
@@ -317,17 +326,18 @@ class _Incoming:
         lengths = struct.unpack_from(f"<{n}Q", self.body, 0)
         view = memoryview(self.body)
         pos = 8 * n
-        main = view[pos:pos + lengths[0]]
+        main = view[pos : pos + lengths[0]]
         pos += lengths[0]
         bufs = []
         for ln in lengths[1:]:
-            bufs.append(view[pos:pos + ln])
+            bufs.append(view[pos : pos + ln])
             pos += ln
         return pickle.loads(main, buffers=bufs)
 
 
-def _dial(me: int, peer: int, addr: tuple[str, int], secret: bytes, hs_timeout: float,
-          deadline: float) -> socket.socket:
+def _dial(
+    me: int, peer: int, addr: tuple[str, int], secret: bytes, hs_timeout: float, deadline: float
+) -> socket.socket:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
@@ -341,7 +351,7 @@ def _dial(me: int, peer: int, addr: tuple[str, int], secret: bytes, hs_timeout: 
             hello = _recv_exact(s, len(_MAGIC) + _NONCE)
             if hello[: len(_MAGIC)] != _MAGIC:
                 raise MeshError(f"worker {peer} at {addr} does not speak the ddflow mesh protocol")
-            nonce_a = hello[len(_MAGIC):]
+            nonce_a = hello[len(_MAGIC) :]
             nonce_c = os.urandom(_NONCE)
             idx = struct.pack("<I", me)
             s.sendall(idx + nonce_c + _mac(secret, b"connect", nonce_a, nonce_c, idx))
@@ -357,8 +367,9 @@ def _dial(me: int, peer: int, addr: tuple[str, int], secret: bytes, hs_timeout: 
     raise MeshError(f"worker {me} could not connect to worker {peer} at {addr}: {last}")
 
 
-def _accept(me: int, conn: socket.socket, secret: bytes, expected: set[int],
-            hs_timeout: float) -> int | None:
+def _accept(
+    me: int, conn: socket.socket, secret: bytes, expected: set[int], hs_timeout: float
+) -> int | None:
     """The peer index of an authenticated connection, or None (the caller closes it)."""
     try:
         conn.settimeout(hs_timeout)
@@ -366,7 +377,7 @@ def _accept(me: int, conn: socket.socket, secret: bytes, expected: set[int],
         nonce_a = os.urandom(_NONCE)
         conn.sendall(_MAGIC + nonce_a)
         msg = _recv_exact(conn, 4 + _NONCE + _MAC)
-        idx, nonce_c, mac = msg[:4], msg[4:4 + _NONCE], msg[4 + _NONCE:]
+        idx, nonce_c, mac = msg[:4], msg[4 : 4 + _NONCE], msg[4 + _NONCE :]
         if not hmac.compare_digest(mac, _mac(secret, b"connect", nonce_a, nonce_c, idx)):
             return None
         peer = struct.unpack("<I", idx)[0]

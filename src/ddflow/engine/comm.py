@@ -9,7 +9,7 @@ same message to everyone.
 Implementations:
 
 * ``LocalComm``: one worker in this process (nothing to exchange);
-* ``ddflow.runtime.mesh.Mesh``: a TCP mesh between processes, used both by local processes
+* ``ddflow.engine.mesh.Mesh``: a TCP mesh between processes, used both by local processes
   (``workers=N``) and by Spark barrier tasks; only launching and address discovery differ.
 
 ``abort`` tells the peers that this worker failed, so they stop instead of waiting for
@@ -65,8 +65,7 @@ class Communicator(Protocol):
         """Tell the peers this worker failed (best effort, never raises)."""
         ...
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...
 
 
 class LocalComm:

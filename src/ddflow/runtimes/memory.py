@@ -36,6 +36,7 @@ def tune_malloc(mmap_threshold: int = 32 << 20, trim_threshold: int = 256 << 20)
         return False
     mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
     ok = bool(mallopt(_M_MMAP_THRESHOLD, mmap_threshold)) and bool(
-        mallopt(_M_TRIM_THRESHOLD, trim_threshold))
+        mallopt(_M_TRIM_THRESHOLD, trim_threshold)
+    )
     _done = ok
     return ok

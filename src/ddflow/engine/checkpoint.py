@@ -1,13 +1,21 @@
 """Checkpoints: a worker's whole state written to a directory, restored by a new process.
 
-What is saved. Everything a dataflow remembers between steps: every operator's state
-(arrangements' trace batches and spines, updates held for incomplete times, pending work,
-frontiers, captured output), the input sessions' progress (time, buffered updates, closed)
-and the loop scopes' progress. Trace batches (immutable, and nearly all of the bytes) go to
-one Parquet file each, named by an id the batch receives the first time it is written; a
-later checkpoint into the same directory writes only the batches made since and refers to
-the others. The rest (frontiers, spine structure, operator bookkeeping: small) is one pickle
-in which batches appear by id.
+What is saved: what the dataflow declares as its state, nothing scraped. Per operator, the
+engine's progress (its output frontier, the input frontier it last ran with, its output's
+record layout) and what ``op.state()`` returns (``ddflow.engine.operator``): traces,
+updates held for incomplete times, pending work, captured output, an input session's
+progress and buffer. Per loop scope, its ``LoopProgress``. Trace batches (immutable, and
+nearly all of the bytes) go to one Parquet file each, named by an id the checkpoint gives a
+batch the first time it writes it; a later checkpoint into the same directory writes only
+the batches made since and refers to the others. The rest (small) is one pickle of plain
+data in which batches appear by id; live dataflow objects are refused.
+
+Lineage. A batch a spine merged since the last checkpoint need not be written at once: this
+module listens to the spines' merges (``Spine.merge_listeners``) and remembers, beside the
+batches and not on them, how each merged batch is rebuilt from batches already written; the
+checkpoint refers to that and writes the merged batch in the background, so a large merge
+never stalls a checkpoint. What a lineage keeps of unwritten batches is bounded
+(``LINEAGE_KEEP_ROWS``).
 
 A directory holds the checkpoints of one dataflow::
 
@@ -24,10 +32,11 @@ file it names. A checkpoint without its marker does not exist for ``restore``.
 
 Restore checks everything before it changes anything: the marker, the manifest, every file's
 size and sha256, the dataflow's fingerprint (the operator graph: kinds, names, wiring,
-inputs' time and diff types) and the number of workers. A truncated, corrupted or foreign
-checkpoint raises ``CheckpointError`` and the worker is left exactly as it was. (The sums
-guard against damage, not against someone who can write the directory: the state is a
-pickle, so only restore checkpoints you wrote.)
+inputs' time and diff types, and every operator's ``state_version``), the names of each
+operator's state and the number of workers. A truncated, corrupted or foreign checkpoint,
+or one written by a ddflow whose state format differs, raises ``CheckpointError`` and the
+worker is left exactly as it was. (The sums guard against damage, not against someone who
+can write the directory: the state is a pickle, so only restore checkpoints you wrote.)
 
 Usage::
 
@@ -39,6 +48,7 @@ Usage::
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import json
@@ -47,46 +57,112 @@ import pickle
 import re
 import secrets
 import time as _time
+import weakref
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.errors import DDError
+from ddflow.core.errors import DataflowClosedError, DDError
+from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
+from ddflow.engine.scope import LoopProgress
 from ddflow.trace.batch import TraceBatch
-from ddflow.trace.spine import _Merge, _merge_all
+from ddflow.trace.merge import Merge, merge_all
+from ddflow.trace.spine import Spine, TraceHandle
 
 if TYPE_CHECKING:
-    from ddflow.runtime.scope import Scope
-    from ddflow.runtime.worker import Worker
+    from ddflow.engine.worker import Worker
 
-__all__ = ["CheckpointError", "latest_checkpoint", "restore_checkpoint", "write_checkpoint"]
+__all__ = [
+    "CheckpointError",
+    "CheckpointLog",
+    "fingerprint",
+    "latest_checkpoint",
+    "restore_checkpoint",
+    "write_checkpoint",
+]
 
 FORMAT = "ddflow-checkpoint"
-VERSION = 1
+VERSION = 2  # 2: state declared per operator (state()/state_version), lineage beside batches
 _COMMIT = re.compile(r"^COMMIT-(\d{8})$")
 _MANIFEST = re.compile(r"^manifest-(\d{8})\.json$")
 _STATE = re.compile(r"^state-(\d{8})\.pkl$")
-_SCOPE_STATE = ("done", "round_frontier", "outer_complete", "rounds")
-_SESSION_SKIP = frozenset({"worker", "op"})
+
+#: at most this many rows of unwritten batches are kept alive by a merged batch's lineage
+#: (so a dataflow checkpointed once and then never again does not hold its history twice)
+LINEAGE_KEEP_ROWS = 1 << 16
 
 
 class CheckpointError(DDError, ValueError):
     """A checkpoint that cannot be written or restored (missing, damaged, foreign)."""
 
 
-@dataclass
-class _Written:
-    """What a worker has already written into a directory (for incremental checkpoints),
-    and the batch files being written in the background."""
+@dataclass(eq=False)
+class CheckpointLog:
+    """What a worker's checkpoints into one directory have written, and the lineage of the
+    batches merged since (see the module docstring). A worker keeps one
+    (``worker.checkpoint_log``); nothing of it lives on the trace batches themselves."""
 
     path: str
     files: dict[str, dict[str, Any]] = field(default_factory=dict)  # batch uid -> entry
     seq: int = 0
     inflight: dict[str, Future[dict[str, Any]]] = field(default_factory=dict)
     pool: ThreadPoolExecutor | None = None
+    #: the id each batch was written under
+    uids: weakref.WeakKeyDictionary[TraceBatch, str] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    #: how to rebuild a merged batch not yet written from batches that are (``lineage_of``)
+    lineage: weakref.WeakKeyDictionary[TraceBatch, tuple[Any, ...]] = field(
+        default_factory=weakref.WeakKeyDictionary
+    )
+    #: the spines whose merges this log listens to (by id)
+    spines: set[int] = field(default_factory=set)
+
+    def uid(self, b: TraceBatch) -> str:
+        """The id of batch ``b`` (a new one the first time)."""
+        uid = self.uids.get(b)
+        if uid is None:
+            uid = secrets.token_hex(8)
+            self.uids[b] = uid
+        return uid
+
+    def listen(self, spines: Sequence[Spine]) -> None:
+        """Record the lineage of every merge these spines complete from now on."""
+        for sp in spines:
+            if id(sp) not in self.spines:
+                self.spines.add(id(sp))
+                sp.merge_listeners.append(self.merged)
+
+    def merged(self, parts: Sequence[TraceBatch], since: Antichain, result: TraceBatch) -> None:
+        """A spine merged ``parts`` (oldest first, times advanced by ``since``) into
+        ``result``: remember how to rebuild it from written batches, so the next checkpoint
+        need not write it at once (it refers to this and writes the batch in the background).
+
+        Each part is ``("file", ref)`` once a checkpoint wrote it (only its metadata is
+        kept), its own lineage if it has one, or ``("mem", batch)``; nothing when no part
+        was ever written, or when the unwritten rows kept so would exceed
+        ``LINEAGE_KEEP_ROWS`` (the merged batch is then written whole)."""
+        if not any(p in self.uids or p in self.lineage for p in parts):
+            return
+        out: list[Any] = []
+        kept = 0  # rows of unwritten batches the lineage keeps alive (bounded)
+        for p in parts:
+            lin = self.lineage.get(p)  # (read once: a background writer drops it when done)
+            if lin is not None:  # not written yet (maybe being written)
+                out.append(lin)
+                kept += lin[3]
+            elif p in self.uids:
+                out.append(("file", (self.uids[p], len(p), p.key_width, p.desc, p.diff_type)))
+            else:
+                out.append(("mem", p))
+                kept += len(p)
+            if kept > LINEAGE_KEEP_ROWS:
+                return
+        self.lineage[result] = ("merge", tuple(out), since, kept)
 
     def background(self, uid: str, b: TraceBatch, wdir: str, durable: bool) -> None:
         """Write batch ``b`` (uid ``uid``) on a background thread (Parquet encoding and
@@ -96,7 +172,7 @@ class _Written:
 
         def job() -> dict[str, Any]:
             entry = _write_batch(b, uid, wdir, durable)
-            b.lineage = None  # written: what it was merged from may be freed
+            self.lineage.pop(b, None)  # written: what it was merged from may be freed
             return entry
 
         self.inflight[uid] = self.pool.submit(job)
@@ -186,32 +262,62 @@ def latest_checkpoint(path: str | os.PathLike[str]) -> int | None:
 # -- the dataflow's fingerprint -----------------------------------------------------------------
 
 
-def _scopes(worker: Worker) -> list[Scope]:
-    from ddflow.runtime.scope import Scope
-
-    out: list[Scope] = []
-
-    def walk(s: Scope) -> None:
-        out.append(s)
-        for n in s.nodes:
-            if isinstance(n, Scope):
-                walk(n)
-
-    walk(worker.root)
-    return out
-
-
 def fingerprint(worker: Worker) -> str:
-    """A digest of the dataflow's structure: what a checkpoint must match to be restored."""
+    """A digest of the dataflow: what a checkpoint must match to be restored. It covers the
+    operator graph (each operator's class, name, scope and inputs), what else an operator
+    says a checkpoint must match (``identity``: an input's diff and time types) and the
+    format of every operator's state (``state_version``)."""
     index = {id(op): i for i, op in enumerate(worker.operators)}
-    scopes = {id(s): i for i, s in enumerate(_scopes(worker))}
-    parts: list[Any] = [worker.time_kind.describe()]
+    scopes = {id(s): i for i, s in enumerate(worker.root.scopes())}
+    # the trace's parts are embedded in operators' states: their formats count as well
+    parts: list[Any] = [
+        worker.time_kind.describe(),
+        ("Spine", Spine.state_version, "TraceHandle", TraceHandle.state_version),
+    ]
     for op in worker.operators:
-        parts.append((type(op).__name__, op.name, scopes[id(op.scope)],
-                      [index[id(s.producer)] for s in op.inputs]))
-    for s in worker.sessions:
-        parts.append(("session", index[id(s.op)], s.diff_type.name, s.kind.describe()))
+        parts.append(
+            (
+                type(op).__name__,
+                op.name,
+                scopes[id(op.scope)],
+                [index[id(s.producer)] for s in op.inputs],
+                op.state_version,
+                op.identity(),
+            )
+        )
     return _sha(repr(parts).encode())
+
+
+def _spines(worker: Worker) -> list[Spine]:
+    """The traces the worker's operators maintain."""
+    return [s for op in worker.operators for s in op.spines()]
+
+
+def _state_versions(worker: Worker) -> list[list[Any]]:
+    """Each operator's class, name and state version (to say why a fingerprint differs)."""
+    return [[type(op).__name__, op.name, op.state_version] for op in worker.operators]
+
+
+def _fingerprint_mismatch(path: str, commit: dict[str, Any], worker: Worker) -> CheckpointError:
+    """The error for a checkpoint of another dataflow, naming a state version that changed
+    when that is the difference."""
+    theirs, ours = commit.get("state_versions"), _state_versions(worker)
+    if isinstance(theirs, list) and len(theirs) == len(ours):
+        changed = [
+            (o, t) for o, t in zip(ours, theirs, strict=True) if o[:2] == t[:2] and o[2] != t[2]
+        ]
+        if changed and all(o[:2] == t[:2] for o, t in zip(ours, theirs, strict=True)):
+            (cls, name, v), (_, _, w) = changed[0]
+            return CheckpointError(
+                f"the checkpoint in {path!r} was written with state version {w} of operator "
+                f"'{name}' ({cls}); this ddflow's is {v}: its state format changed, so the "
+                "checkpoint is refused (run from the input again)"
+            )
+    return CheckpointError(
+        f"the checkpoint in {path!r} is of another dataflow (its operators, their wiring, "
+        "its inputs' types or its operators' state versions differ): build the same "
+        "dataflow to restore it"
+    )
 
 
 # -- batches as Parquet ----------------------------------------------------------------------------
@@ -232,8 +338,13 @@ def _encode_column(a: Any, name: str, arrays: dict[str, Any]) -> Any:
     if a.ndim == 2:  # times (n, d)
         if _const(a):
             return ("const2", a[0].tolist(), a.shape[1])
-        return ("cols", [_encode_column(np.ascontiguousarray(a[:, j]), f"{name}_{j}", arrays)
-                         for j in range(a.shape[1])])
+        return (
+            "cols",
+            [
+                _encode_column(np.ascontiguousarray(a[:, j]), f"{name}_{j}", arrays)
+                for j in range(a.shape[1])
+            ],
+        )
     if _const(a) and a.dtype != object:
         return ("const", a[:1].copy(), a.shape[0])
     if a.dtype != object:
@@ -285,8 +396,7 @@ def _batch_bytes(b: TraceBatch) -> tuple[bytes, Any]:
     }
     table = pa.table(arrays) if arrays else pa.table({"_n": pa.array(np.zeros(len(b), np.int8))})
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="lz4", use_dictionary=False,
-                   write_statistics=False)
+    pq.write_table(table, sink, compression="lz4", use_dictionary=False, write_statistics=False)
     return sink.getvalue(), meta
 
 
@@ -294,12 +404,19 @@ def _write_batch(b: TraceBatch, uid: str, wdir: str, durable: bool) -> dict[str,
     data, meta = _batch_bytes(b)
     name = f"b-{uid}.parquet"
     _write_file(os.path.join(wdir, name), data, durable)
-    return {"file": name, "bytes": len(data), "sha256": _sha(data), "rows": len(b),
-            "meta": meta, "finished": _time.time()}
+    return {
+        "file": name,
+        "bytes": len(data),
+        "sha256": _sha(data),
+        "rows": len(b),
+        "meta": meta,
+        "finished": _time.time(),
+    }
 
 
-def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
-                      meta: Any) -> TraceBatch:
+def _batch_from_bytes(
+    data: bytes, n: int, key_width: int, desc: Any, dt: Any, meta: Any
+) -> TraceBatch:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -315,77 +432,60 @@ def _batch_from_bytes(data: bytes, n: int, key_width: int, desc: Any, dt: Any,
 # -- pickling the state ----------------------------------------------------------------------------
 
 
+#: where the classes of the live dataflow are defined (their objects are never state)
+_LIVE_MODULES = (
+    "ddflow.engine.",
+    "ddflow.io.",
+    "ddflow.operators.",
+    "ddflow.dataflow.",
+    "ddflow.runtimes.",
+)
+
+
+def _is_data(obj: Any) -> bool:
+    """Whether ``obj`` may appear in a checkpoint's state: anything but objects of the live
+    dataflow (operators, streams, scopes, workers, sessions, spines, their handles and
+    merges), which a state must not hold."""
+    if isinstance(obj, (Spine, TraceHandle, Merge)):
+        return False
+    return not type(obj).__module__.startswith(_LIVE_MODULES)
+
+
 class _StatePickler(pickle.Pickler):
-    """Pickles operator state: live dataflow objects by reference (they exist in the process
-    that restores), trace batches by id (their columns go to Parquet files)."""
+    """Pickles declared state: plain data, trace batches by id (their columns go to Parquet
+    files); any object of the live dataflow is refused."""
 
-    def __init__(self, f: Any, worker: Worker, on_batch: Any) -> None:
+    def __init__(self, f: Any, on_batch: Any) -> None:
         super().__init__(f, protocol=5)
-        from ddflow.runtime.scope import Scope
-        from ddflow.runtime.worker import InputSession, Operator, Stream, Worker
-
-        self._classes = (TraceBatch, Operator, Stream, Scope, Worker, InputSession)
-        self._ops = {id(op): i for i, op in enumerate(worker.operators)}
-        self._scopes = {id(s): i for i, s in enumerate(_scopes(worker))}
-        self._sessions = {id(s): i for i, s in enumerate(worker.sessions)}
         self._on_batch = on_batch
-        self._Operator, self._Stream, self._Scope = Operator, Stream, Scope
 
     def persistent_id(self, obj: Any) -> Any:
-        if not isinstance(obj, self._classes):
-            return None
         if isinstance(obj, TraceBatch):
             return self._on_batch(obj)
-        if isinstance(obj, self._Operator):
-            return ("op", self._ops[id(obj)])
-        if isinstance(obj, self._Stream):
-            return ("stream", self._ops[id(obj.producer)])
-        if isinstance(obj, self._Scope):
-            return ("scope", self._scopes[id(obj)])
-        if id(obj) in self._sessions:
-            return ("session", self._sessions[id(obj)])
-        return ("worker",)
-
-    def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is _Merge:
-            # a merge in progress restarts from its two (immutable) sources
-            return (_Merge, (obj.a, obj.b, obj.since))
-        return NotImplemented
+        if not _is_data(obj):
+            raise pickle.PicklingError(
+                f"an operator's state holds a {type(obj).__name__} ({type(obj).__module__}); "
+                "state() must return data, not objects of the dataflow"
+            )
+        return None
 
 
 class _StateUnpickler(pickle.Unpickler):
-    def __init__(self, f: Any, worker: Worker, load_batch: Any) -> None:
+    def __init__(self, f: Any, load_batch: Any) -> None:
         super().__init__(f)
-        self._worker = worker
-        self._scopes = _scopes(worker)
         self._load_batch = load_batch
 
     def persistent_load(self, pid: Any) -> Any:
         tag = pid[0]
-        w = self._worker
-        try:
-            if tag == "batch":
-                return self._load_batch(pid)
-            if tag == "lineage":
-                b = self._rebuild(pid[1])
-                if b.desc != pid[2]:
-                    raise CheckpointError("a checkpoint batch rebuilt from its lineage does not "
-                                          "cover the times it should")
-                return b
-            if tag == "op":
-                return w.operators[pid[1]]
-            if tag == "stream":
-                return w.operators[pid[1]].output
-            if tag == "scope":
-                return self._scopes[pid[1]]
-            if tag == "session":
-                return w.sessions[pid[1]]
-            if tag == "worker":
-                return w
-        except IndexError as e:
-            raise CheckpointError(
-                f"the checkpoint refers to {tag} {pid[1]}, which this dataflow does not have"
-            ) from e
+        if tag == "batch":
+            return self._load_batch(pid)
+        if tag == "lineage":
+            b = self._rebuild(pid[1])
+            if b.desc != pid[2]:
+                raise CheckpointError(
+                    "a checkpoint batch rebuilt from its lineage does not cover the times it should"
+                )
+            return b
         raise CheckpointError(f"unknown reference {tag!r} in a checkpoint's state")
 
     def _rebuild(self, node: Any) -> TraceBatch:
@@ -394,34 +494,28 @@ class _StateUnpickler(pickle.Unpickler):
             return self._load_batch(node)
         if node[0] != "merge":
             raise CheckpointError(f"unknown lineage node {node[0]!r} in a checkpoint's state")
-        return _merge_all([self._rebuild(p) for p in node[1]], node[2])
-
-
-def _op_state(op: Any) -> dict[str, Any]:
-    """The attributes of an operator that are state (functions are definition)."""
-    return {k: v for k, v in vars(op).items() if k != "worker" and not callable(v)}
+        return merge_all([self._rebuild(p) for p in node[1]], node[2])
 
 
 def _state_of(worker: Worker) -> dict[str, Any]:
-    return {
-        "ops": [_op_state(op) for op in worker.operators],
-        "layouts": [op.output.layout for op in worker.operators],
-        "sessions": [{k: v for k, v in vars(s).items() if k not in _SESSION_SKIP}
-                     for s in worker.sessions],
-        "scopes": [{k: getattr(s, k) for k in _SCOPE_STATE} for s in _scopes(worker)],
-        "kind": worker._kind,
-    }
-
-
-# -- writing -------------------------------------------------------------------------------------
-
-
-def _uid(b: TraceBatch) -> str:
-    uid = getattr(b, "uid", None)
-    if uid is None:
-        uid = secrets.token_hex(8)
-        b.uid = uid
-    return str(uid)
+    """Everything the worker's dataflow declares as its state (see the module docstring)."""
+    ops = []
+    for op in worker.operators:
+        st = op.state() if op.state_version is not None else None
+        ops.append(
+            {
+                "frontier": op.frontier,
+                "seen": op.seen,
+                "layout": op.output.layout,
+                "keys": None if st is None else sorted(st),
+                "state": st,
+            }
+        )
+    scopes = [
+        {f.name: getattr(s.progress, f.name) for f in dataclasses.fields(s.progress)}
+        for s in worker.root.scopes()
+    ]
+    return {"ops": ops, "scopes": scopes}
 
 
 def _check_directory(path: str, worker: Worker, fp: str) -> int:
@@ -443,9 +537,14 @@ def _check_directory(path: str, worker: Worker, fp: str) -> int:
     return seqs[-1]
 
 
-def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
-                     meta: dict[str, Any] | None = None, durable: bool = True,
-                     keep: int = 2) -> dict[str, Any]:
+def write_checkpoint(
+    worker: Worker,
+    path: str | os.PathLike[str],
+    *,
+    meta: dict[str, Any] | None = None,
+    durable: bool = True,
+    keep: int = 2,
+) -> dict[str, Any]:
     """Write a checkpoint of ``worker`` into ``path`` (see the module docstring).
 
     With several workers every worker calls this at the same point (between the same steps).
@@ -458,8 +557,6 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     ``batches_by_lineage`` (merged batches referred to by what they were merged from, and
     written in the background, so a large merge never stalls a checkpoint).
     """
-    from ddflow.core.errors import DataflowClosedError
-
     t0 = _time.perf_counter()
     t_wall = _time.time()
     path = os.fspath(path)
@@ -478,9 +575,10 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     if worker.peers > 1:
         seq = max(worker.comm.all_gather(seq))
 
-    written: _Written | None = getattr(worker, "_checkpoint_written", None)
+    written = worker.checkpoint_log
     if written is None or written.path != os.path.abspath(path):
-        written = _Written(os.path.abspath(path))
+        written = CheckpointLog(os.path.abspath(path))
+    written.listen(_spines(worker))
     files: dict[str, dict[str, Any]] = {}
     new_bytes = 0
     new_batches = 0
@@ -488,10 +586,9 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     written.settle()
     by_lineage = 0
 
-    def batch_pid(b: TraceBatch, entry: dict[str, Any]) -> Any:
-        assert b.uid is not None
-        files[b.uid] = entry
-        return ("batch", b.uid, len(b), b.key_width, b.desc, b.diff_type, entry["meta"])
+    def batch_pid(uid: str, b: TraceBatch, entry: dict[str, Any]) -> Any:
+        files[uid] = entry
+        return ("batch", uid, len(b), b.key_width, b.desc, b.diff_type, entry["meta"])
 
     def known(uid: str | None) -> dict[str, Any] | None:
         if uid is None:
@@ -518,9 +615,14 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
 
     def on_batch(b: TraceBatch) -> Any:
         nonlocal new_bytes, new_batches, by_lineage
-        lin = b.lineage
-        if lin is not None and b.uid is not None and b.uid in written.inflight \
-                and not written.inflight[b.uid].done():
+        lin = written.lineage.get(b)
+        uid = written.uids.get(b)
+        if (
+            lin is not None
+            and uid is not None
+            and uid in written.inflight
+            and not written.inflight[uid].done()
+        ):
             # still being written: refer to its lineage again rather than wait
             try:
                 tree = lineage_pid(lin)
@@ -528,30 +630,30 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
                 return ("lineage", tree, b.desc)
             except KeyError:
                 pass
-        entry = known(b.uid)
+        entry = known(uid)
         if entry is not None:
-            return batch_pid(b, entry)
-        if b.lineage is not None and b.uid is None:
+            assert uid is not None
+            return batch_pid(uid, b, entry)
+        if lin is not None and uid is None:
             # Refer to what it was merged from (written already) and write it in the
             # background: a large merge does not stall this checkpoint.
             try:
-                tree = lineage_pid(b.lineage)
+                tree = lineage_pid(lin)
             except KeyError:
                 tree = None
             if tree is not None:
                 by_lineage += 1
-                uid = _uid(b)
-                written.background(uid, b, wdir, durable)
+                written.background(written.uid(b), b, wdir, durable)
                 return ("lineage", tree, b.desc)
-        uid = _uid(b)
+        uid = written.uid(b)
         entry = _write_batch(b, uid, wdir, durable)
         new_bytes += entry["bytes"]
         new_batches += 1
-        return batch_pid(b, entry)
+        return batch_pid(uid, b, entry)
 
     buf = io.BytesIO()
     try:
-        _StatePickler(buf, worker, on_batch).dump(_state_of(worker))
+        _StatePickler(buf, on_batch).dump(_state_of(worker))
     except (pickle.PicklingError, TypeError, AttributeError) as e:
         raise CheckpointError(
             f"the dataflow's state cannot be written: {type(e).__name__}: {e} (state must be "
@@ -561,12 +663,18 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     state_name = f"state-{seq:08d}.pkl"
     _write_file(os.path.join(wdir, state_name), state, durable)
     manifest = {
-        "format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-        "worker": worker.index, "peers": worker.peers,
+        "format": FORMAT,
+        "version": VERSION,
+        "seq": seq,
+        "fingerprint": fp,
+        "worker": worker.index,
+        "peers": worker.peers,
         "created": _time.time(),
         "state": {"file": state_name, "bytes": len(state), "sha256": _sha(state)},
-        "batches": {uid: {k: v for k, v in e.items() if k not in ("meta", "finished")}
-                    for uid, e in files.items()},
+        "batches": {
+            uid: {k: v for k, v in e.items() if k not in ("meta", "finished")}
+            for uid, e in files.items()
+        },
     }
     mbytes = json.dumps(manifest, sort_keys=True).encode()
     _write_file(os.path.join(wdir, f"manifest-{seq:08d}.json"), mbytes, durable)
@@ -575,26 +683,45 @@ def write_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     msha = _sha(mbytes)
     shas = worker.comm.all_gather(msha) if worker.peers > 1 else [msha]
     if worker.index == 0:
-        commit = {"format": FORMAT, "version": VERSION, "seq": seq, "fingerprint": fp,
-                  "peers": worker.peers, "meta": meta, "manifests": shas}
-        _write_file(os.path.join(path, f"COMMIT-{seq:08d}"),
-                    json.dumps(commit, sort_keys=True).encode(), durable)
+        commit = {
+            "format": FORMAT,
+            "version": VERSION,
+            "seq": seq,
+            "fingerprint": fp,
+            "state_versions": _state_versions(worker),
+            "peers": worker.peers,
+            "meta": meta,
+            "manifests": shas,
+        }
+        _write_file(
+            os.path.join(path, f"COMMIT-{seq:08d}"),
+            json.dumps(commit, sort_keys=True).encode(),
+            durable,
+        )
         if durable:
             _fsync_dir(path)
     if worker.peers > 1:
         worker.comm.all_gather(True)  # nobody goes on before the commit exists
     written.settle()
-    written.files = {**{u: e for u, e in written.files.items() if u not in files
-                        and _is_fresh(e, t_wall)}, **files}
+    written.files = {
+        **{u: e for u, e in written.files.items() if u not in files and _is_fresh(e, t_wall)},
+        **files,
+    }
     written.seq = seq
-    worker._checkpoint_written = written  # type: ignore[attr-defined]
+    worker.checkpoint_log = written
     busy = {f"b-{u}.parquet" for u in written.inflight} | {
-        e["file"] for e in written.files.values()}
+        e["file"] for e in written.files.values()
+    }
     _collect(path, wdir, worker.index, keep, busy)
-    return {"seq": seq, "seconds": _time.perf_counter() - t0, "batches_written": new_batches,
-            "bytes_written": new_bytes + len(state) + len(mbytes), "batches_total": len(files),
-            "batches_by_lineage": by_lineage,
-            "state_bytes": len(state)}
+    return {
+        "seq": seq,
+        "seconds": _time.perf_counter() - t0,
+        "batches_written": new_batches,
+        "bytes_written": new_bytes + len(state) + len(mbytes),
+        "batches_total": len(files),
+        "batches_by_lineage": by_lineage,
+        "state_bytes": len(state),
+    }
 
 
 def _is_fresh(entry: dict[str, Any], since: float) -> bool:
@@ -607,7 +734,7 @@ def _collect(path: str, wdir: str, index: int, keep: int, busy: set[str]) -> Non
     """Delete checkpoints older than the ``keep`` newest committed ones, and batch files no
     kept manifest names."""
     seqs = _committed(path)
-    kept = set(seqs[-max(keep, 1):])
+    kept = set(seqs[-max(keep, 1) :])
     if not kept:
         return
     oldest = min(kept)
@@ -624,8 +751,7 @@ def _collect(path: str, wdir: str, index: int, keep: int, busy: set[str]) -> Non
         except (OSError, ValueError, KeyError):
             return  # cannot tell what is in use: delete nothing
     for name in os.listdir(wdir):
-        if name.startswith("b-") and name not in used and name not in busy \
-                and ".tmp-" not in name:
+        if name.startswith("b-") and name not in used and name not in busy and ".tmp-" not in name:
             _unlink(os.path.join(wdir, name))
     if index == 0:
         for seq in seqs:
@@ -658,8 +784,9 @@ def _read_commit(path: str, seq: int) -> dict[str, Any]:
     return commit
 
 
-def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
-                       seq: int | None = None) -> dict[str, Any]:
+def restore_checkpoint(
+    worker: Worker, path: str | os.PathLike[str], *, seq: int | None = None
+) -> dict[str, Any]:
     """Load the newest committed checkpoint in ``path`` (or checkpoint ``seq``) into
     ``worker``, which must host the same dataflow, built and not yet stepped.
 
@@ -684,9 +811,11 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
     commit = _read_commit(path, seq)
     fp = fingerprint(worker)
     if commit.get("fingerprint") != fp:
+        raise _fingerprint_mismatch(path, commit, worker)
+    if commit.get("state_versions") != _state_versions(worker):
         raise CheckpointError(
-            f"the checkpoint in {path!r} is of another dataflow (its operators, their wiring "
-            "or its inputs' types differ): build the same dataflow to restore it"
+            f"checkpoint commit marker of {path!r} does not match its fingerprint: it is "
+            "corrupted; the checkpoint is refused"
         )
     peers = int(commit.get("peers", -1))
     if peers != worker.peers:
@@ -709,8 +838,9 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
         )
     manifest = json.loads(mbytes)
     st = manifest["state"]
-    state_bytes = _read_checked(os.path.join(wdir, st["file"]), st["bytes"], st["sha256"],
-                                "state file")
+    state_bytes = _read_checked(
+        os.path.join(wdir, st["file"]), st["bytes"], st["sha256"], "state file"
+    )
     entries: dict[str, dict[str, Any]] = manifest["batches"]
     loaded: dict[str, TraceBatch] = {}
 
@@ -729,35 +859,46 @@ def restore_checkpoint(worker: Worker, path: str | os.PathLike[str], *,
             raise
         except Exception as ex:  # noqa: BLE001 - any decoding failure means a bad file
             raise CheckpointError(f"checkpoint batch {e['file']!r} cannot be decoded: {ex}") from ex
-        b.uid = uid
         loaded[uid] = b
         e["meta"] = meta
         return b
 
     try:
-        state = _StateUnpickler(io.BytesIO(state_bytes), worker, load_batch).load()
+        state = _StateUnpickler(io.BytesIO(state_bytes), load_batch).load()
     except CheckpointError:
         raise
     except Exception as e:  # noqa: BLE001 - a state that does not load is refused whole
         raise CheckpointError(f"checkpoint state cannot be loaded: {type(e).__name__}: {e}") from e
-    scopes = _scopes(worker)
-    if (len(state["ops"]) != len(worker.operators) or len(state["sessions"]) != len(worker.sessions)
-            or len(state["scopes"]) != len(scopes)):
+    scopes = worker.root.scopes()
+    if len(state["ops"]) != len(worker.operators) or len(state["scopes"]) != len(scopes):
         raise CheckpointError("the checkpoint's state does not fit this dataflow's operators")
+    for op, rec in zip(worker.operators, state["ops"], strict=True):
+        here = None if op.state_version is None else sorted(op.state())
+        if rec["keys"] != here:
+            raise CheckpointError(
+                f"the checkpoint holds state {rec['keys']} for operator '{op.name}' "
+                f"({type(op).__name__}), which now has {here} under the same state version "
+                f"{op.state_version}: this ddflow's state format differs from the one that "
+                "wrote the checkpoint; the checkpoint is refused (run from the input again)"
+            )
 
-    # Everything is read and checked: apply (plain assignments, which cannot fail part-way).
-    for op, attrs, layout in zip(worker.operators, state["ops"], state["layouts"], strict=True):
-        for k, v in attrs.items():
-            setattr(op, k, v)
-        op.output.layout = layout
-    for s, attrs in zip(worker.sessions, state["sessions"], strict=True):
-        for k, v in attrs.items():
-            setattr(s, k, v)
-    for sc, attrs in zip(scopes, state["scopes"], strict=True):
-        for k, v in attrs.items():
-            setattr(sc, k, v)
-    worker._kind = state["kind"]
-    worker._checkpoint_written = _Written(  # type: ignore[attr-defined]
-        os.path.abspath(path), {uid: e for uid, e in entries.items() if "meta" in e}, seq)
-    return {"seq": seq, "meta": commit.get("meta"), "seconds": _time.perf_counter() - t0,
-            "batches": len(loaded)}
+    # Everything is read and checked: apply.
+    for op, rec in zip(worker.operators, state["ops"], strict=True):
+        op.frontier, op.seen, op.output.layout = rec["frontier"], rec["seen"], rec["layout"]
+        if rec["state"] is not None:
+            op.load_state(rec["state"])
+    for sc, progress in zip(scopes, state["scopes"], strict=True):
+        sc.progress = LoopProgress(**progress)
+    log = CheckpointLog(
+        os.path.abspath(path), {uid: e for uid, e in entries.items() if "meta" in e}, seq
+    )
+    for uid, b in loaded.items():
+        log.uids[b] = uid
+    log.listen(_spines(worker))
+    worker.checkpoint_log = log
+    return {
+        "seq": seq,
+        "meta": commit.get("meta"),
+        "seconds": _time.perf_counter() - t0,
+        "batches": len(loaded),
+    }

@@ -20,10 +20,14 @@ sends a handful of updates instead of every row. An exchange keeps combining whi
 least halves the updates, and otherwise probes again every ``PROBE_EVERY`` batches.
 
 Progress: every step, every worker's exchange sends each peer its share of the updates
-together with its own input frontier; the exchange's output frontier is the meet of the
-frontiers received. Workers step in lockstep, so after the exchange of a step every update
-sent at a time not beyond that meet has arrived: downstream, a time is complete only once it
-is complete on every worker.
+together with its own input frontier (``peer_frontiers`` keeps what it received); the
+exchange's output frontier is the meet of those (``ddflow.engine.progress``). Workers step
+in lockstep, so after the exchange of a step every update sent at a time not beyond that
+meet has arrived: downstream, a time is complete only once it is complete on every worker.
+
+A content-coded string dictionary (the SQL layer's) travels with the updates: when the
+worker has one (``worker.string_dict``), the strings it made since its last exchange go to
+every peer before any code of theirs can.
 """
 
 from __future__ import annotations
@@ -31,14 +35,17 @@ from __future__ import annotations
 import hashlib
 import numbers
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ddflow.core.columns import Layout, Tup
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.runtime.worker import Operator, Stream, Worker
+from ddflow.engine.operator import Operator, State, Stream
+
+if TYPE_CHECKING:
+    from ddflow.engine.worker import Worker
 
 __all__ = ["Exchange", "hash_columns", "stable_hash"]
 
@@ -117,8 +124,9 @@ def stable_hash(x: Any) -> int:
             hashlib.blake2b(x.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little"
         )
     if isinstance(x, (bytes, bytearray)):
-        return int.from_bytes(hashlib.blake2b(bytes(x), digest_size=8, person=b"b").digest(),
-                              "little")
+        return int.from_bytes(
+            hashlib.blake2b(bytes(x), digest_size=8, person=b"b").digest(), "little"
+        )
     if isinstance(x, tuple):
         h = 0x7475706C65 + len(x)
         for v in x:
@@ -170,6 +178,7 @@ class Exchange(Operator):
 
     name = "exchange"
     always_run = True
+    state_version = 1
     PROBE_EVERY = 32
     MIN_COMBINE = 256  # smaller batches are sent as they are
 
@@ -177,7 +186,9 @@ class Exchange(Operator):
         super().__init__(worker, [s], name)
         self.by_self = by_self
         self.peers = worker.peers
-        self._out_frontier = self.frontier
+        self.output.layout = s.layout
+        #: the input frontier every worker sent at the last step (their meet is the output's)
+        self.peer_frontiers: list[tuple[tuple[int, ...], ...]] = []
         self.sent = 0
         self.received = 0
         self.combine = True
@@ -207,26 +218,22 @@ class Exchange(Operator):
                 if hi > lo:
                     parts[j] = u.take(order[lo:hi]) if hi - lo < n else u
             self.sent += n - (len(parts[self.worker.index] or ()))
-        # A content-coded string dictionary (SQL) travels with the updates: the strings this
-        # worker made since its last exchange go to every peer before any code of theirs can.
-        strings = getattr(self.worker, "string_dict", None)
+        # the content-coded string dictionary, if any (see the module docstring)
+        strings = self.worker.string_dict
         side = strings.take_new() if strings is not None else None
         msgs = [(parts[j], layout, frontier.elements, side) for j in range(peers)]
         received = self.worker.comm.exchange(msgs)
-        dim = frontier.dim
-        elements: list[tuple[int, ...]] = []
         for j, (_, _, _, got) in enumerate(received):
             if got and j != self.worker.index and strings is not None:
                 strings.learn(got)
-        for j, (part, lay, fr, _) in enumerate(received):
-            elements.extend(fr)
+        self.peer_frontiers = [fr for _, _, fr, _ in received]
+        for j, (part, lay, _, _) in enumerate(received):
             if part is not None and len(part):
                 if j != self.worker.index:
                     self.received += len(part)
                 self.output.push(part, lay)
             elif lay is not None and self.output.layout is None:
                 self.output.set_layout(lay)
-        self._out_frontier = Antichain.of(elements, dim)
 
     def _combine(self, u: Updates) -> Updates:
         n = len(u)
@@ -241,5 +248,16 @@ class Exchange(Operator):
         self.combine = 2 * len(c) <= n
         return c
 
-    def output_frontier(self, frontier: Antichain) -> Antichain:
-        return self._out_frontier
+    def state(self) -> State:
+        # (how well combining paid, and the traffic so far: statistics and tuning only)
+        return {
+            "combine": self.combine,
+            "since_probe": self._since_probe,
+            "sent": self.sent,
+            "received": self.received,
+        }
+
+    def load_state(self, state: State) -> None:
+        self.combine = state["combine"]
+        self._since_probe = state["since_probe"]
+        self.sent, self.received = state["sent"], state["received"]

@@ -13,7 +13,7 @@ key's ``buckets`` partial results. This needs an associative reduction:
   result, ``(key, 0)``), per sub-group, then the partial results exploded again per key;
 * ``count``: the number of records (with multiplicity), the same way with int diffs.
 
-Everything is vectorized (the bucket hash is ``ddflow.runtime.exchange.hash_columns``, the
+Everything is vectorized (the bucket hash is ``ddflow.engine.exchange.hash_columns``, the
 same in every process), and correct for any time kind.
 """
 
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.runtime.exchange import hash_columns
+from ddflow.engine.exchange import hash_columns
 
 if TYPE_CHECKING:
     from ddflow.dataflow.collection import Collection
@@ -42,8 +42,9 @@ def _cols(view: Any) -> list[np.ndarray]:
     return [np.asarray(view)]
 
 
-def reduce_hierarchical(coll: Collection, how: str, *, buckets: int = 256,
-                        name: str | None = None) -> Collection:
+def reduce_hierarchical(
+    coll: Collection, how: str, *, buckets: int = 256, name: str | None = None
+) -> Collection:
     """``(key, val)`` records -> ``(key, result)`` of ``how`` over each key's values."""
     if how not in HOWS:
         raise ValueError(f"reduce_hierarchical: how must be one of {HOWS}, got {how!r}")
@@ -62,10 +63,16 @@ def reduce_hierarchical(coll: Collection, how: str, *, buckets: int = 256,
     def stage(c: Collection, what: str, suffix: str) -> Collection:
         if what in ("min", "max"):
             if total:
-                return c.min_total(name=f"{label}_{suffix}") if what == "min" else \
-                    c.max_total(name=f"{label}_{suffix}")
-            return c.min(name=f"{label}_{suffix}") if what == "min" else \
-                c.max(name=f"{label}_{suffix}")
+                return (
+                    c.min_total(name=f"{label}_{suffix}")
+                    if what == "min"
+                    else c.max_total(name=f"{label}_{suffix}")
+                )
+            return (
+                c.min(name=f"{label}_{suffix}")
+                if what == "min"
+                else c.max(name=f"{label}_{suffix}")
+            )
         if total:
             return c.count_total(name=f"{label}_{suffix}")
         return c.count(name=f"{label}_{suffix}")
@@ -76,6 +83,7 @@ def reduce_hierarchical(coll: Collection, how: str, *, buckets: int = 256,
         keyed = part.map(lambda r: (r[0][0], r[1]), vectorized=True, name=f"{label}_partials")
         return stage(keyed, how, "keys")
     if how == "sum":
+
         def to_sum(r: Any) -> Any:
             v = np.asarray(r[1])
             return (r[0], (v, np.ones(len(v), dtype=np.int64)))
@@ -86,7 +94,8 @@ def reduce_hierarchical(coll: Collection, how: str, *, buckets: int = 256,
         res = stage(keyed, "sum", "keys")
         return res.map(lambda r: (r[0], r[1][0]), vectorized=True, name=label)
     # count
-    part = stage(sub.map(lambda r: r[0], vectorized=True, name=f"{label}_records"), "count",
-                 "groups")
+    part = stage(
+        sub.map(lambda r: r[0], vectorized=True, name=f"{label}_records"), "count", "groups"
+    )
     keyed = part.explode(lambda r: (r[0][0], r[1]), vectorized=True, name=f"{label}_partials")
     return stage(keyed, "count", "keys")

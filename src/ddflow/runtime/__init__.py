@@ -1,1 +1,0 @@
-"""Runtime: workers, stepping and progress."""

@@ -1,0 +1,144 @@
+"""Merging trace batches: the one place two or more adjacent batches become one.
+
+A merge of adjacent batches ``a`` (older) and ``b`` holds every update of both, with times
+advanced by the merge's ``since`` frontier and consolidated::
+
+    merge(a, b, since) = consolidate({ (k, v, advance_by(t, since), d) : (k, v, t, d) in a U b })
+
+described by ``[a.lower, b.upper)`` with that ``since``. Advancing by ``since`` keeps every
+comparison with times beyond ``since``, so readers whose frontiers are beyond it see the
+same accumulations; updates whose times collapse onto one another add up, and cancelling
+ones vanish (that is compaction).
+
+Two forms, with the same result:
+
+* ``Merge``: a merge in progress of two batches, done in key chunks as fuel arrives, so a
+  large merge never stalls one insert (the spine drives it; see ``ddflow.trace.spine``);
+* ``merge_all``: several adjacent batches merged at once (the spine's small tail batches,
+  and rebuilding a merge from its sources).
+
+Invariant: a merged batch's ``diff_bound`` is the sum of its sources' bounds when they
+have one (a merge sums rows of one key), handed down without a pass over the merged diffs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddflow.core.columns import take_columns
+from ddflow.core.diff import I64_MAX
+from ddflow.core.frontier import Antichain
+from ddflow.core.time import columns_advance_by
+from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.trace.batch import Description, TraceBatch, merged_bound
+
+__all__ = ["Merge", "merge_all"]
+
+
+class Merge:
+    """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
+
+    def __init__(self, a: TraceBatch, b: TraceBatch, since: Antichain) -> None:
+        self.a, self.b, self.since = a, b, since
+        self.ka = 0  # next key index of a
+        self.kb = 0
+        self.chunks: list[Updates] = []
+        self.result: TraceBatch | None = None
+        self.size = len(a) + len(b)
+        self.credit = 0
+        # sums of a key's rows in the merge cannot leave int64 when the bounds say so
+        self.bound = merged_bound([a, b])
+        self.bounded = self.bound is not None and self.bound <= I64_MAX
+
+    def _chunk(self, ka_end: int, kb_end: int) -> None:
+        a, b = self.a, self.b
+        ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
+        rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
+        ua, ub = _slice(a, ra), _slice(b, rb)
+        u = concat_updates([ua, ub])
+        if len(u):
+            u = u.with_times(columns_advance_by(u.times, self.since.arr))
+            split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
+            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
+            if len(u):
+                self.chunks.append(u)
+        self.ka, self.kb = ka_end, kb_end
+
+    def work(self, fuel: int) -> bool:
+        """Merge about ``fuel`` more rows; return whether the merge is complete."""
+        a, b = self.a, self.b
+        na, nb = a.num_keys, b.num_keys
+        while self.result is None:
+            if fuel <= 0:
+                return False
+            if self.ka >= na or self.kb >= nb or fuel >= self.size or a.keys.dtype != b.keys.dtype:
+                # (keys of two representations, e.g. int64 and Python ints, are not
+                # compared to cut chunks: the whole merge is one chunk, made exact by
+                # ``concat_columns``)
+                self._chunk(na, nb)
+                fuel = 0
+                self._finish()
+                break
+            half = max(fuel // 2, 1)
+            ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
+            ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
+            ia = min(max(ia, self.ka + 1), na)
+            ib = min(max(ib, self.kb + 1), nb)
+            if ia >= na and ib >= nb:
+                self._chunk(na, nb)
+                self._finish()
+                break
+            # the smaller of the two boundary keys bounds this chunk in both batches
+            # (compared through a sort: composite keys are structured or object arrays,
+            # whose scalars do not order with ``<=``)
+            if ib >= nb:
+                bound = a.keys[ia : ia + 1]
+            elif ia >= na:
+                bound = b.keys[ib : ib + 1]
+            else:
+                bound = np.sort(np.concatenate([a.keys[ia : ia + 1], b.keys[ib : ib + 1]]))[:1]
+            ka_end = int(np.searchsorted(a.keys, bound, side="left")[0])
+            kb_end = int(np.searchsorted(b.keys, bound, side="left")[0])
+            before = (int(a.bounds[self.ka]), int(b.bounds[self.kb]))
+            self._chunk(ka_end, kb_end)
+            fuel -= int(a.bounds[self.ka]) - before[0] + int(b.bounds[self.kb]) - before[1]
+        return True
+
+    def _finish(self) -> None:
+        a, b = self.a, self.b
+        desc = Description(a.desc.lower, b.desc.upper, self.since)
+        if self.chunks:
+            u = concat_updates(self.chunks)
+        else:
+            u = Updates(
+                take_columns(a.data, slice(0, 0)),
+                a.times[:0],
+                a.diff_type.take(a.diffs, slice(0, 0)),
+                a.diff_type,
+            )
+        self.result = TraceBatch(a.key_width, u, desc)
+        if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
+            self.result.set_diff_bound(self.bound)
+        self.chunks = []
+
+
+def _slice(batch: TraceBatch, rows: slice) -> Updates:
+    return Updates(
+        take_columns(batch.data, rows),
+        batch.times[rows],
+        batch.diff_type.take(batch.diffs, rows),
+        batch.diff_type,
+    )
+
+
+def merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
+    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
+    u = concat_updates([b.updates() for b in batches])
+    u = u.with_times(columns_advance_by(u.times, since.arr))
+    bound = merged_bound(batches)
+    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
+    desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
+    out = TraceBatch(batches[0].key_width, u, desc)
+    if bound is not None and bound <= I64_MAX:
+        out.set_diff_bound(bound)
+    return out
