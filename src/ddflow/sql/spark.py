@@ -26,7 +26,7 @@ snapshot.
 On the workers: every table's rows are read in the tasks (typed: NULLs, exact decimals,
 dates, timestamps, strings) and string values get codes from their content, so workers in
 different processes agree on them; strings made by expressions travel between workers with
-the updates (``ddflow.runtime.exchange``) and to the driver with each worker's result.
+the updates (``ddflow.engine.exchange``) and to the driver with each worker's result.
 """
 
 from __future__ import annotations
