@@ -600,8 +600,9 @@ def spark_job(spark: SparkSession, build: Callable[[dict[str, Any]], Any],
 def _dry_run(build: Callable[..., Any], union: DataFrame, names: list[str], kind: TimeKind,
              time: Any, widths: list[int], rows: int = 64) -> None:
     """Run ``build`` in-process on the first rows of the inputs: errors surface before the
-    job starts (one small Spark query; some inputs may get no rows)."""
-    table = union.limit(rows).toArrow()
+    job starts (one small Spark query; some inputs may get no rows). Only rows with a
+    positive diff: a sample of deletions, or a resumed job's deltas, is no valid input."""
+    table = union.filter("__diff > 0").limit(rows).toArrow()
     if hasattr(build, "ingest"):
         logs = build.ingest(rows_by_input(table, names), kind)
     else:
