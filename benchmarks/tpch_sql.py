@@ -111,11 +111,21 @@ def _sql_type(t: pa.DataType) -> str:
     return "STRING"
 
 
+#: The primary keys of the TPC-H specification (declared in the DDL: the planner orders
+#: joins by them; they are not enforced).
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "part": ("p_partkey",), "supplier": ("s_suppkey",), "partsupp": ("ps_partkey", "ps_suppkey"),
+    "customer": ("c_custkey",), "orders": ("o_orderkey",),
+    "lineitem": ("l_orderkey", "l_linenumber"), "nation": ("n_nationkey",),
+    "region": ("r_regionkey",),
+}
+
 #: ``CREATE TABLE`` statements (Spark SQL) of the eight tables; every column is NOT NULL,
-#: as in the TPC-H specification's schema.
+#: as in the TPC-H specification's schema, with its primary key.
 DDL: dict[str, str] = {
     name: f"CREATE TABLE {name} ("
-          + ", ".join(f"{f.name} {_sql_type(f.type)} NOT NULL" for f in schema) + ")"
+          + ", ".join(f"{f.name} {_sql_type(f.type)} NOT NULL" for f in schema)
+          + f", PRIMARY KEY ({', '.join(PRIMARY_KEYS[name])}))"
     for name, schema in SCHEMAS.items()
 }
 

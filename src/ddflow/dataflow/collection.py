@@ -152,13 +152,21 @@ class Collection:
         return Capture(self.worker, [self.stream], name)
 
     # -- arrangements -------------------------------------------------------------------------
-    def arrange_by_key(self, *, name: str | None = None) -> Arranged:
-        """Index ``(key, val)`` records by key in a shared trace."""
-        return Arranged(self, Arrange(self.worker, self._routed(False), False, name))
+    def arrange_by_key(self, *, name: str | None = None, effort: int | None = 4) -> Arranged:
+        """Index ``(key, val)`` records by key in a shared trace.
 
-    def arrange_by_self(self, *, name: str | None = None) -> Arranged:
-        """Index whole records (as keys) in a shared trace."""
-        return Arranged(self, Arrange(self.worker, self._routed(True), True, name))
+        ``effort``: the trace merges its batches progressively, doing ``effort`` units of
+        merge work per update it takes in (``2`` is the least that finishes each merge
+        before it is needed again; more keeps fewer batches for readers to search, and
+        lowers throughput); ``None`` completes every merge at once, so the update that
+        starts a large merge waits for all of it (the latency spikes progressive merging
+        exists to avoid)."""
+        return Arranged(self, Arrange(self.worker, self._routed(False), False, name, effort))
+
+    def arrange_by_self(self, *, name: str | None = None, effort: int | None = 4) -> Arranged:
+        """Index whole records (as keys) in a shared trace (``effort`` as for
+        ``arrange_by_key``)."""
+        return Arranged(self, Arrange(self.worker, self._routed(True), True, name, effort))
 
     # -- keyed operators (arrange first) ---------------------------------------------------------
     def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:

@@ -39,11 +39,14 @@ def split_layout(layout: Layout, by_self: bool, op_name: str) -> tuple[Layout, L
 class Arrange(Operator):
     name = "arrange"
 
-    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None) -> None:
+    def __init__(self, worker: Worker, s: Stream, by_self: bool, name: str | None = None,
+                 effort: int | None = 4) -> None:
         super().__init__(worker, [s], name)
         self.by_self = by_self
         dim = self.kind.dim
-        self.spine = Spine(0, dim)
+        if effort is not None and (not isinstance(effort, int) or effort < 1):
+            raise ValueError(f"merge effort must be an int >= 1 or None, got {effort!r}")
+        self.spine = Spine(0, dim, effort=effort)
         self.held: list[Updates] = []
         self.upper = Antichain.of([self.kind.minimum()], dim)
         self.key_layout: Layout | None = None

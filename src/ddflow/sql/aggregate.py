@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.expr import Ctx, Expr, _mul, evaluate
+from ddflow.sql.expr import Ctx, Expr, _mul, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -65,6 +65,11 @@ class _Linear:
             self._add("n", a.arg)
             if a.func in ("sum", "avg"):
                 self._add("s", a.arg)
+        # equal subexpressions of the arguments made one object, so a batch computes each
+        # once (evaluation remembers arithmetic results by object)
+        shared = iter(intern_exprs([arg for _, arg in self.parts if arg is not None]))
+        self.parts = [(kind, None if arg is None else next(shared))
+                      for kind, arg in self.parts]
 
     def _add(self, kind: str, arg: Expr | None) -> None:
         if (kind, arg) in self.index:
@@ -115,6 +120,21 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     lin = _Linear(plan.aggs, plan.scalar)
     sample = lin.sample()
     keys = plan.keys
+    args = {a.arg for a in plan.aggs}
+    if not plan.scalar and plan.aggs and len(args) == 1 and all(
+            a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggs) and \
+            plan.aggs[0].arg is not None and not plan.aggs[0].arg.nullable:
+        # only DISTINCT aggregates of one never-NULL argument: a group is present exactly
+        # when it has a distinct value, so the distinct part alone gives every column
+        part = _part(plan.aggs[0], src, stages, in_fields, keys, key_fields, lw, env)
+
+        def slots(r: Any) -> Any:
+            k, (cnt, total) = r
+            return k, ((cnt,), (np.ones(len(cnt), np.int64), cnt, total))
+
+        combined = part.map(slots, vectorized=True, name="group")
+        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth,
+                       ctx)
 
     def explode(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)
@@ -130,10 +150,10 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                 diffs.append(np.ones(n, np.int64))
             else:
                 assert arg is not None
-                got = cache.get(arg)
+                got = cache.get(id(arg))
                 if got is None:
                     got = evaluate(arg, fr, ctx)
-                    cache[arg] = got
+                    cache[id(arg)] = got
                 v, nl = got
                 if kind == "n":
                     diffs.append(np.ones(n, np.int64) if nl is None else
@@ -273,10 +293,10 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                                           and arg.type.kind == "double" else np.int64))
                     continue
                 assert arg is not None
-                got = cache.get(arg)
+                got = cache.get(id(arg))
                 if got is None:
                     got = evaluate(arg, fr, ctx)
-                    cache[arg] = got
+                    cache[id(arg)] = got
                 v, nl_ = got
                 if kind == "n":
                     diffs.append(np.ones(n, np.int64) if nl_ is None else
@@ -436,7 +456,12 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             if aa == a:
                 part_slot = slot_of[id(p)]
                 break
-        agg_specs.append((a, fields[nk + j].type, part_slot))
+        n_at = s_at = None
+        if part_slot is None and a.func != "count_star":
+            n_at = lin.index[("n", a.arg)]
+            if a.func in ("sum", "avg"):
+                s_at = lin.index[("s", a.arg)]
+        agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at))
 
     flat = not parts_order
 
@@ -462,7 +487,7 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
             for i in range(nk):
                 vals.append(sel(k[i]))
                 nulls.append(kf.null(i) if kf is not None else None)
-        for a, t, part_slot in agg_specs:
+        for a, t, part_slot, n_at, s_at in agg_specs:
             if part_slot is not None:
                 s = slots[part_slot]
                 present = sel(s[0]) != 0
@@ -481,8 +506,8 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
                 vals.append(sel(rows))
                 nulls.append(None)
                 continue
-            cnt = sel(comps[lin.index[("n", a.arg)]])
-            tot = sel(comps[lin.index[("s", a.arg)]]) if a.func in ("sum", "avg") else None
+            cnt = sel(comps[n_at])
+            tot = sel(comps[s_at]) if s_at is not None else None
             v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
             nulls.append(nl)

@@ -116,14 +116,7 @@ class LazyStrings:
             elif len(raw) == 0:
                 self.codes = np.zeros(0, np.int64)
             else:
-                import pyarrow.compute as pc
-
-                enc = pc.dictionary_encode(raw)
-                uniq = enc.dictionary.to_pylist()
-                idx = np.asarray(enc.indices.fill_null(0).to_numpy(zero_copy_only=False),
-                                 dtype=np.int64)
-                codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
-                out = codes[idx]
+                out = strings.encode_arrow(raw)
                 nl = self.nulls()
                 if nl is not None:
                     out[nl] = 0
@@ -148,6 +141,10 @@ class LazyStrings:
         part = raw if idx is None else _arrow_take(raw, idx)
         return part.to_pylist()
 
+    def arrow(self, idx: np.ndarray) -> Any:
+        """Rows ``idx`` as an Arrow string array (the column must be held as Arrow)."""
+        return _arrow_take(self.raw, idx)
+
     def take(self, idx: np.ndarray) -> LazyStrings:
         raw = self.raw
         out = LazyStrings([raw[i] for i in idx.tolist()] if isinstance(raw, list)
@@ -169,8 +166,13 @@ class RowBatch:
         self.cols = cols
         self.n = n
 
-    def take(self, idx: np.ndarray) -> RowBatch:
-        return RowBatch([c.take(idx) for c in self.cols], len(idx))
+    def take(self, idx: np.ndarray, only: Sequence[int] | None = None) -> RowBatch:
+        """Rows ``idx``; with ``only``, of those columns alone (the others are None)."""
+        if only is None:
+            return RowBatch([c.take(idx) for c in self.cols], len(idx))
+        keep = set(only)
+        return RowBatch([c.take(idx) if i in keep else None for i, c in enumerate(self.cols)],
+                        len(idx))
 
     def column(self, i: int, strings: StringDict) -> np.ndarray:
         """Column ``i``'s physical values (converted now if needed)."""

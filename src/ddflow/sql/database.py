@@ -83,6 +83,9 @@ class _Table:
         self.width = len(fields) + mask_words(fields)
         self.store = TableStore(strings)
         self.pending: list[tuple[RowBatch, np.ndarray]] = []  # (rows, diffs)
+        #: declared PRIMARY KEY / UNIQUE column sets (informational: not enforced; the
+        #: planner orders joins by them, so a wrong declaration costs speed, not answers)
+        self.keys: list[frozenset[int]] = []
 
     def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (all by default) of ``b``."""
@@ -389,7 +392,8 @@ class Database:
 
     def _planner(self) -> Planner:
         views = {n: _visible_plan(v.planned) for n, v in self._views.items()}
-        return Planner(self._catalog(), self.dialect, views)
+        keys = {n: t.keys for n, t in self._tables.items() if t.keys}
+        return Planner(self._catalog(), self.dialect, views, keys)
 
     def create_table(self, name: str, schema: Any) -> None:
         """A new empty table from a ``pyarrow.Schema`` (or a list of ``(name, SQL type)``)."""
@@ -406,8 +410,8 @@ class Database:
                 fields.append(Field(col.lower(), sql_type(dt, self.dialect), True))
         self._add_table(name, tuple(fields))
 
-    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False
-                   ) -> None:
+    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False,
+                   keys: Sequence[Sequence[str]] = ()) -> None:
         key = name.lower()
         if key in self._tables or key in self._views:
             if if_not_exists and key in self._tables:
@@ -418,7 +422,15 @@ class Database:
         names = [f.name for f in fields]
         if len(set(names)) != len(names):
             raise SQLError(f"table '{name}' has duplicate column names")
-        self._tables[key] = _Table(key, fields, self.strings)
+        table = _Table(key, fields, self.strings)
+        for cols in keys:
+            idx = []
+            for c in cols:
+                if c.lower() not in names:
+                    raise SQLError(f"key column '{c}' is not a column of table '{name}'")
+                idx.append(names.index(c.lower()))
+            table.keys.append(frozenset(idx))
+        self._tables[key] = table
         self._stale = True
 
     def _table(self, name: str) -> _Table:
@@ -670,9 +682,21 @@ class Database:
             raise SQLError("CREATE TABLE needs column definitions")
         name = schema.this.name
         fields = []
+        keys: list[list[str]] = []  # PRIMARY KEY / UNIQUE: informational, not enforced
         for col in schema.expressions:
             if not isinstance(col, exp.ColumnDef):
-                continue  # table constraints (PRIMARY KEY, ...) are not enforced
+                for k in [col, *(col.expressions if isinstance(col, exp.Constraint) else [])]:
+                    if isinstance(k, (exp.PrimaryKey, exp.UniqueColumnConstraint)):
+                        names = [c.name for c in k.expressions] if isinstance(
+                            k, exp.PrimaryKey) else [c.name for c in k.this.expressions] \
+                            if isinstance(k.this, exp.Schema) else []
+                        if names:
+                            keys.append(names)
+                continue
+            if any(isinstance(c.kind, (exp.PrimaryKeyColumnConstraint,
+                                       exp.UniqueColumnConstraint))
+                   for c in col.args.get("constraints") or []):
+                keys.append([col.name])
             kind = col.args.get("kind")
             if kind is None:
                 if self.dialect == "sqlite":
@@ -685,7 +709,7 @@ class Database:
                            not c.kind.args.get("allow_null")
                            for c in col.args.get("constraints") or [])
             fields.append(Field(col.name.lower(), t, not not_null))
-        self._add_table(name, tuple(fields), bool(tree.args.get("exists")))
+        self._add_table(name, tuple(fields), bool(tree.args.get("exists")), keys)
 
     def _drop_table(self, name: str, if_exists: bool) -> None:
         key = name.lower()
@@ -949,7 +973,9 @@ def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[i
             idx = np.flatnonzero(mask)
             if not len(idx):
                 return
-            b, diffs = b.take(idx), np.asarray(diffs)[idx]
+            # only the columns the input reads are taken (a table's other columns, long
+            # comments among them, are left alone)
+            b, diffs = b.take(idx, only=pick), np.asarray(diffs)[idx]
     session.insert_columns(t.records(b, pick), diffs=diffs)
 
 

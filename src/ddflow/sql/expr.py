@@ -16,6 +16,7 @@ Division by zero is NULL.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import math
 import re
@@ -156,7 +157,38 @@ def evaluate(e: Expr, f: Frame, ctx: Ctx) -> Result:
     fn = _OPS.get(e.op)
     if fn is None:
         raise DataError(f"no evaluator for {e.op}")
+    if e.op in _SHARED:
+        # arithmetic met twice in one batch (``a * (1 - b)`` inside two sums, made one
+        # object by ``intern_exprs``) is computed once: results are never written to (like
+        # the batch's own columns)
+        seen = f.seen
+        got = seen.get(id(e))
+        if got is None:  # (the entry holds ``e``, so its id is not reused meanwhile)
+            got = seen[id(e)] = (e, fn(e, f, ctx))
+        return got[1]
     return fn(e, f, ctx)
+
+
+def intern_exprs(exprs: list[Expr]) -> list[Expr]:
+    """``exprs`` rebuilt so that equal subexpressions are one object (hashing each once,
+    when a plan is lowered, not per batch)."""
+    table: dict[Expr, Expr] = {}
+
+    def go(e: Expr) -> Expr:
+        if isinstance(e, Call):
+            args = tuple(go(a) for a in e.args)
+            if any(a is not b for a, b in zip(args, e.args, strict=True)):
+                e = dataclasses.replace(e, args=args)
+        got = table.get(e)
+        if got is None:
+            table[e] = e
+            return e
+        return got
+
+    return [go(e) for e in exprs]
+
+
+_SHARED = frozenset(("add", "sub", "mul", "div", "cast"))
 
 
 def _lit_value(e: Lit, ctx: Ctx) -> tuple[Any, dict[Any, Any]]:

@@ -166,11 +166,19 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
                  ) -> tuple[np.ndarray, np.ndarray | None]:
     """One Arrow column (Array or ChunkedArray) as ``(physical, nulls)`` of type ``t``."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     if isinstance(c, pa.ChunkedArray):
         c = c.combine_chunks() if c.num_chunks != 1 else c.chunk(0)
     if pa.types.is_dictionary(c.type):
+        if t.kind == "string" and (pa.types.is_string(c.type.value_type)
+                                   or pa.types.is_large_string(c.type.value_type)):
+            nulls = None
+            if c.null_count:
+                nulls = np.asarray(c.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            codes = strings.encode_arrow(c)
+            if nulls is not None:
+                codes[nulls] = 0
+            return codes, nulls
         c = c.dictionary_decode()
     if getattr(pa.types, "is_string_view", lambda _: False)(c.type):
         c = c.cast(pa.string())
@@ -191,11 +199,10 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             raise bad()
         if n == 0:
             return np.zeros(0, np.int64), None
-        enc = pc.dictionary_encode(c)
-        uniq = enc.dictionary.to_pylist()
-        idx = _filled(enc.indices, 0).to_numpy(zero_copy_only=False).astype(np.int64)
-        codes = strings.encode_list(uniq) if uniq else np.zeros(1, np.int64)
-        return codes[idx], nulls
+        codes = strings.encode_arrow(c)
+        if nulls is not None:
+            codes[nulls] = 0
+        return codes, nulls
     if k == "boolean":
         if not pa.types.is_boolean(at):
             raise bad()
@@ -223,6 +230,26 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             v = np.asarray(_filled(c.cast(pa.float64()), 0.0).to_numpy(zero_copy_only=False))
             return float_keys(v), nulls
         raise bad()
+    if k == "decimal" and pa.types.is_decimal128(at) and at.scale == t.scale and \
+            at.precision <= min(t.precision, 18) and n:
+        # the usual case, read from the buffer: a DECIMAL(p <= 18) value's 128-bit integer
+        # is its low word (checked: the high word is the sign)
+        words = np.frombuffer(c.buffers()[1], dtype=np.int64, count=2 * (c.offset + n))
+        low, high = words[2 * c.offset::2], words[2 * c.offset + 1::2]
+        if nulls is None and not (high == (low >> 63)).all():
+            raise DataError(f"a value of column '{name}' does not fit {t}")
+        out = low.copy()
+        if nulls is not None:
+            out[nulls] = 0
+            if not (high[~nulls] == (out[~nulls] >> 63)).all():
+                raise DataError(f"a value of column '{name}' does not fit {t}")
+        return out, nulls
+    if k == "date" and pa.types.is_date32(at) and n:
+        days = np.frombuffer(c.buffers()[1], dtype=np.int32, count=c.offset + n)[c.offset:]
+        out = days.astype(np.int64)
+        if nulls is not None:
+            out[nulls] = 0
+        return out, nulls
     if k == "decimal":
         if pa.types.is_integer(at):
             v = np.asarray(_filled(c, 0).to_numpy(zero_copy_only=False)).astype(np.int64)

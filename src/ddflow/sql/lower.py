@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.expr import Col, Ctx, Expr, evaluate, predicate_mask
+from ddflow.sql.expr import Call, Col, Ctx, Expr, Lit, evaluate, predicate_mask
 from ddflow.sql.plan import (
     Agg,
     Aggregate,
@@ -55,7 +55,7 @@ from ddflow.sql.plan import (
     Values,
 )
 from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
-from ddflow.sql.types import encode_values, float_from_keys
+from ddflow.sql.types import BOOLEAN, encode_values, float_from_keys
 
 __all__ = ["Env", "Lowering", "sort_columns"]
 
@@ -308,7 +308,9 @@ class Lowering:
             coll = self.lower(plan, env)
             k = self.keyed(coll, plan.fields, keys, null_safe, row=False)
             only = k.map(lambda kv: kv[0], vectorized=True, name="keys")
-            got = (only.distinct_total() if env.total else only.distinct()).arrange_by_self()
+            if not _distinct_keys(plan, keys):
+                only = only.distinct_total() if env.total else only.distinct()
+            got = only.arrange_by_self()
             self.memo[key] = got
         return got
 
@@ -334,6 +336,15 @@ class Lowering:
                 session.insert_columns(tuple(data))
             session.close()
         self.constants = []
+
+
+def _distinct_keys(plan: Plan, keys: tuple[Expr, ...]) -> bool:
+    """Whether ``keys`` (columns of ``plan``) take distinct values on distinct rows already
+    (they hold a set of columns no two rows agree on; dropping NULL keys keeps that)."""
+    from ddflow.sql.rewrite import unique_sets
+
+    cols = {k.index for k in keys if isinstance(k, Col)}
+    return any(u <= cols for u in unique_sets(plan))
 
 
 def concat_masks(lview: tuple[np.ndarray, ...], lf: tuple[Field, ...],
@@ -433,6 +444,7 @@ def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]
         if hit is not None:
             break
     stages.reverse()
+    stages = _merge_filters(stages)
     if isinstance(node, Scan) and ("rel", node, id(env.scope), tuple(sorted(env.rec))) \
             not in lw.memo:
         base, pick = _scan_input(node, lw, env)
@@ -440,6 +452,38 @@ def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]
     else:
         base = lw.lower(node, env)
     return base, stages
+
+
+_CHEAP = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "is_null",
+                    "is_not_null", "in"))
+
+
+def _cheap(e: Expr) -> bool:
+    """Whether ``e`` is a comparison (or a combination of them) of columns and constants
+    that cannot fail and costs one numpy pass over non-string values: evaluating it on
+    every row of a batch costs less than taking the rows an earlier filter kept."""
+    if isinstance(e, (Col, Lit)):
+        return True
+    if not isinstance(e, Call) or e.op not in _CHEAP:
+        return False
+    if e.op in ("lt", "le", "gt", "ge") and any(a.type.kind == "string" for a in e.args):
+        return False  # string order is looked up per distinct string
+    return all(_cheap(a) for a in e.args)
+
+
+def _merge_filters(stages: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """Consecutive filters of cheap conditions as one filter of their AND (one mask, one
+    set of kept rows, instead of a take after each)."""
+    out: list[tuple[Any, ...]] = []
+    for st in stages:
+        if st[0] == "filter" and out and out[-1][0] == "filter" and _cheap(st[2]) \
+                and _cheap(out[-1][2]):
+            prev = out[-1][2]
+            both = Call("and", (prev, st[2]), BOOLEAN, prev.nullable or st[2].nullable)
+            out[-1] = ("filter", out[-1][1], both)
+        else:
+            out.append(st)
+    return out
 
 
 def run_stages(view: Any, stages: list[tuple[Any, ...]], ctx: Ctx

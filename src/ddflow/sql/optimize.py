@@ -231,14 +231,19 @@ def _prune_join(p: Join, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
             elif min(u) >= nl and (p.kind in ("inner", "right") or _strict(e)):
                 side = "r"
         if side == "l":
-            where.append(("l", len(lpush)))
-            lpush.append(e)
+            where.append(("l", _slot(lpush, e)))
         elif side == "r":
-            where.append(("r", len(rpush)))
-            rpush.append(_shift(e, -nl))
+            where.append(("r", _slot(rpush, _shift(e, -nl))))
         else:
             where.append(None)
     del push_left
+    # an expression over both sides: its parts over one side are computed on that side
+    # (``CASE WHEN n_name = 'X' THEN price * (1 - disc) ...`` above a join carries one
+    # computed column up, not the two it reads)
+    exprs = list(exprs)
+    for i, (e, w) in enumerate(zip(exprs, where, strict=True)):
+        if w is None and isinstance(e, Call):
+            exprs[i] = _push_parts(e, nl, p.kind, lpush, rpush)
     # the fields still read at or above the join
     lneed: set[int] = set()
     rneed: set[int] = set()
@@ -274,7 +279,7 @@ def _prune_join(p: Join, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
     outs: list[Expr] = []
     for e, w in zip(exprs, where, strict=True):
         if w is None:
-            outs.append(remap(e, both))
+            outs.append(_fill_pushed(remap(e, both), new, lext, nl2 + 0, rext))
         elif w[0] == "l":
             j = lext[w[1]]
             outs.append(Col(j, new.fields[j].type, new.fields[j].nullable))
@@ -282,6 +287,54 @@ def _prune_join(p: Join, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
             j = nl2 + rext[w[1]]
             outs.append(Col(j, new.fields[j].type, new.fields[j].nullable))
     return new, outs
+
+
+def _slot(pushed: list[Expr], e: Expr) -> int:
+    """Where ``e`` is in ``pushed`` (appended if it is not there: computed once)."""
+    for k, x in enumerate(pushed):
+        if x == e:
+            return k
+    pushed.append(e)
+    return len(pushed) - 1
+
+
+def _push_parts(e: Call, nl: int, kind: str, lpush: list[Expr], rpush: list[Expr]) -> Expr:
+    """``e`` with each largest computed part over one join side that reads two or more of
+    its fields replaced by a reference to that part, appended to (or found in) ``lpush`` /
+    ``rpush``. (A part of one field saves no column and would be computed for every row of
+    its side, not only the rows the join keeps: ``CAST(l_quantity AS DECIMAL(21,7))`` for
+    all line items instead of those of a few parts.)"""
+    args: list[Expr] = []
+    for a in e.args:
+        u = uses(a)
+        if len(u) < 2:
+            args.append(_push_parts(a, nl, kind, lpush, rpush) if isinstance(a, Call)
+                        else a)
+            continue
+        if isinstance(a, Call) and max(u) < nl and (kind in ("inner", "left")
+                                                    or _strict(a)):
+            args.append(Call("_pushed", (), a.type, a.nullable, ("l", _slot(lpush, a))))
+        elif isinstance(a, Call) and min(u) >= nl and (kind in ("inner", "right")
+                                                       or _strict(a)):
+            args.append(Call("_pushed", (), a.type, a.nullable,
+                             ("r", _slot(rpush, _shift(a, -nl)))))
+        elif isinstance(a, Call):
+            args.append(_push_parts(a, nl, kind, lpush, rpush))
+        else:
+            args.append(a)
+    return Call(e.op, tuple(args), e.type, e.nullable, e.extra)
+
+
+def _fill_pushed(e: Expr, join: Join, lext: list[int], nl2: int, rext: list[int]) -> Expr:
+    """``e`` with the references made by ``_push_parts`` pointing at the join's columns."""
+    if not isinstance(e, Call):
+        return e
+    if e.op == "_pushed":
+        side, k = e.extra
+        j = lext[k] if side == "l" else nl2 + rext[k]
+        return Col(j, join.fields[j].type, join.fields[j].nullable)
+    return Call(e.op, tuple(_fill_pushed(a, join, lext, nl2, rext) for a in e.args), e.type,
+                e.nullable, e.extra)
 
 
 def _side(p: Plan, need: list[int], extra: list[Expr]

@@ -59,6 +59,7 @@ from ddflow.sql.plan import (
     UnionAll,
     Values,
 )
+from ddflow.sql.rewrite import unique_sets
 from ddflow.sql.rows import Field
 from ddflow.sql.types import (
     BIGINT,
@@ -401,13 +402,16 @@ class Planner:
     """Plans queries over a catalog of tables (name -> fields) in one dialect."""
 
     def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark",
-                 views: dict[str, Plan] | None = None) -> None:
+                 views: dict[str, Plan] | None = None,
+                 keys: dict[str, list[frozenset[int]]] | None = None) -> None:
         if dialect not in DIALECTS:
             raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
         self.catalog = catalog
         self.dialect = dialect
         #: views defined earlier, usable as relations (their plans are inlined)
         self.views = views or {}
+        #: declared unique column sets of tables (join order only, never answers)
+        self.keys = keys or {}
         self.ctes: list[dict[str, Plan]] = [{}]
         self._recursive: dict[str, RecRef] = {}
 
@@ -891,6 +895,32 @@ class Planner:
         # constant, then any filter, then none; the written order breaks ties) and join the
         # most restricted source connected to what is joined by an equality; a source with
         # no such connection comes last, as a cross join.
+        # With declared keys, a join whose new side is matched on a key of its own (each
+        # row joined finds at most one) comes before one matched on a key of what is
+        # joined (each new row finds at most one), and both before a join on no key (which
+        # can multiply rows: suppliers and customers of one nation).
+        uniq = [unique_sets(p, self.keys) for p in plans]
+
+        def join_kind(i: int, have: set[int]) -> int:
+            mine: set[int] = set()
+            theirs: dict[int, set[int]] = {}
+            for _, e, srcs in bound:
+                if i in srcs and (srcs - {i}) <= have:
+                    parts = _equi_parts(e, offsets, owner, i, have)
+                    if parts is None:
+                        continue
+                    lk, rk = parts
+                    if isinstance(rk, Col):
+                        mine.add(rk.index - offsets[i])
+                    if isinstance(lk, Col):
+                        j = owner[lk.index]
+                        theirs.setdefault(j, set()).add(lk.index - offsets[j])
+            if any(u <= mine for u in uniq[i]):
+                return 0
+            if any(u <= cols for j, cols in theirs.items() for u in uniq[j]):
+                return 1
+            return 2
+
         first = min(range(len(items)), key=lambda i: (rank[i], i))
         order = [first]
         remaining = [i for i in range(len(items)) if i != first]
@@ -901,7 +931,9 @@ class Planner:
             connected = [i for i in remaining if any(
                 i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
                 and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound)]
-            pick = min(connected or remaining, key=lambda i: (rank[i], i))
+            have = set(order)
+            pick = min(connected or remaining,
+                       key=lambda i: (join_kind(i, have), rank[i], i))
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
@@ -1018,8 +1050,7 @@ class Planner:
                 continue
             if isinstance(node, exp.In) and node.args.get("query") is not None \
                     and scope.agg is None:
-                if not neg:
-                    self._semi_in(node, scope)
+                if self._semi_in(node, scope, anti=neg):
                     continue
                 e = self.bind(exp.Not(this=node), scope)
             else:
@@ -1255,14 +1286,23 @@ class Planner:
         scope.plan = SemiJoin(scope.plan, keyset, tuple(outer_keys),
                               tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
 
-    def _semi_in(self, node: Node, scope: Scope) -> None:
+    def _semi_in(self, node: Node, scope: Scope, anti: bool = False) -> bool:
+        """``x IN (q)`` as a semi join; ``x NOT IN (q)`` as an anti join when neither ``x``
+        nor ``q``'s column can be NULL (then it is ``NOT EXISTS (q WHERE y = x)``; with
+        NULLs SQL's rule needs the counts, and the caller binds it as an expression).
+        Whether it was applied."""
         x = self.bind(node.this, scope)
+        if anti and x.nullable:
+            return False
         sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
         assert y is not None
+        if anti and y.nullable:
+            return False
         t = common_type(x.type, y.type, "IN")
         pairs = pairs + [(self._cast(y, t), self._to_outer(self._cast(x, t)))]
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
-        self._semi(scope, rel, outer_keys, k, null_safe, anti=False)
+        self._semi(scope, rel, outer_keys, k, null_safe, anti=anti)
+        return True
 
     def _to_outer(self, e: Expr) -> Expr:
         """An expression of the enclosing scope written as outer references."""

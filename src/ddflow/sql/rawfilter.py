@@ -91,17 +91,24 @@ def split(plan: Plan) -> Plan:
     """``plan`` with string conditions on scans moved into the scans' prefilters."""
     import dataclasses
 
-    if isinstance(plan, Filter) and isinstance(plan.input, Scan):
-        scan = plan.input
-        moved = [c for c in _conjuncts(plan.predicate) if _raw(c, scan)]
-        if moved:
-            rest = [c for c in _conjuncts(plan.predicate) if not _raw(c, scan)]
+    if isinstance(plan, Filter):
+        # the conditions of a run of filters directly over a scan
+        conj: list[Expr] = []
+        node: Plan = plan
+        while isinstance(node, Filter):
+            conj = _conjuncts(node.predicate) + conj
+            node = node.input
+        if isinstance(node, Scan):
+            scan = node
+            moved = [c for c in conj if _raw(c, scan)]
+            if not moved:
+                return plan
+            rest = [c for c in conj if not _raw(c, scan)]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
             new_scan = Scan(scan.table, scan.fields, scan.columns, _and(pre))
             kept = _and(rest)
             return new_scan if kept is None else Filter(new_scan, kept)
-        return plan
     kids = plan.inputs()
     if not kids:
         return plan
@@ -129,7 +136,7 @@ def keep(pred: Expr, b: RowBatch) -> np.ndarray:
     out = _eval(pred, b)
     if isinstance(out, pa.Scalar):  # a condition without columns
         return np.full(b.n, bool(out.as_py()), dtype=bool)
-    mask = pc.fill_null(out, False)
+    mask = pc.fill_null(out, False) if out.null_count else out
     return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -182,7 +189,8 @@ def _eval(e: Expr, b: RowBatch) -> Any:
         col = _eval(e.args[0], b)
         vals = [v for v in e.extra if v is not None]
         hit = pc.is_in(col, value_set=pa.array(vals, type=pa.string()))
-        hit = pc.if_else(pc.is_null(col), pa.scalar(None, pa.bool_()), hit)
+        if col.null_count:
+            hit = pc.if_else(pc.is_null(col), pa.scalar(None, pa.bool_()), hit)
         if any(v is None for v in e.extra):
             hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
         return hit

@@ -12,6 +12,21 @@ filtered table (``part WHERE p_brand = ..``), the aggregate's input is first sem
 with that table's keys, so the aggregate follows a few groups instead of all of them. The
 keys are taken from the filtered table itself, not from the join above it: any superset of
 the keys that meet is correct, and a table's distinct keys are cheap to keep.
+
+``share_partials``: an aggregate over a join whose arguments all come from one side, when
+the same query already aggregates that side by the join key (``WHERE o IN (SELECT l_orderkey
+.. GROUP BY l_orderkey HAVING sum(q) > 300)`` beside ``sum(q)`` of the joined line items),
+joins that aggregate instead of the side's rows and adds up its partial results: the side
+is aggregated once, for both uses, and the join meets one row per key.
+
+``equi_filters``: an equality between the two sides of an inner join, written as a filter
+above it (``WHERE total = (SELECT max(total) ..)`` attaches the one-row subquery with a join
+on nothing), becomes a key of the join: the join meets only equal rows instead of pairing
+every row with the other side and filtering.
+
+``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
+aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
+column sets of a plan hold no two equal rows.
 """
 
 from __future__ import annotations
@@ -20,9 +35,10 @@ import dataclasses
 from typing import Any
 
 from ddflow.sql.expr import Call, Col, Expr
+from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
-from ddflow.sql.optimize import uses
 from ddflow.sql.plan import (
+    Agg,
     Aggregate,
     Distinct,
     Filter,
@@ -33,12 +49,13 @@ from ddflow.sql.plan import (
     SemiJoin,
 )
 
-__all__ = ["inner_outer", "restrict_groups", "rewrite"]
+__all__ = ["drop_distinct", "equi_filters", "inner_outer", "restrict_groups", "rewrite",
+           "share_partials", "unique_sets"]
 
 
 def rewrite(plan: Plan) -> Plan:
     """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
-    return restrict_groups(inner_outer(plan))
+    return share_partials(drop_distinct(restrict_groups(equi_filters(inner_outer(plan)))))
 
 
 def with_inputs(plan: Plan, new: list[Plan]) -> Plan:
@@ -270,3 +287,202 @@ def restrict_groups(plan: Plan) -> Plan:
     """``plan`` with aggregates joined on their group keys restricted to the keys the
     other side of the join can hold, where those come from a filtered table."""
     return _bottom_up(plan, _restrict)
+
+
+# -- rows known to be distinct ----------------------------------------------------------------
+
+def unique_sets(p: Plan, keys: dict[str, list[frozenset[int]]] | None = None
+                ) -> list[frozenset[int]]:
+    """Sets of ``p``'s columns on which no two of its rows agree (NULL agreeing with NULL),
+    as far as the plan shows; [] when none is known. ``keys``: tables' declared keys
+    (informational; pass them only where a wrong declaration cannot change an answer)."""
+    if isinstance(p, Aggregate):
+        return [frozenset()] if p.scalar else [frozenset(range(len(p.keys)))]
+    if isinstance(p, Distinct):
+        return [frozenset(range(len(p.fields))), *unique_sets(p.input, keys)]
+    if isinstance(p, Filter):
+        return unique_sets(p.input, keys)
+    if isinstance(p, SemiJoin):
+        return unique_sets(p.left, keys)
+    if isinstance(p, Scan) and keys:
+        declared = keys.get(p.table, [])
+        if p.columns is None:
+            return list(declared)
+        at = {c: j for j, c in enumerate(p.columns)}
+        return [frozenset(at[c] for c in k) for k in declared if k <= at.keys()]
+    if isinstance(p, Project):
+        out = []
+        for cols in unique_sets(p.input, keys):
+            where: dict[int, int] = {}
+            for j, e in enumerate(p.exprs):
+                if isinstance(e, Col) and e.index in cols:
+                    where.setdefault(e.index, j)
+            if len(where) == len(cols):
+                out.append(frozenset(where.values()))
+        return out
+    return []
+
+
+def _drop(p: Plan) -> Plan:
+    if isinstance(p, Distinct) and unique_sets(p.input):
+        return p.input
+    return p
+
+
+def drop_distinct(plan: Plan) -> Plan:
+    """``plan`` without DISTINCTs over rows that are distinct already."""
+    return _bottom_up(plan, _drop)
+
+
+# -- aggregates computed once for two uses ---------------------------------------------------
+
+_PARTIAL = {"sum": "sum", "count": "sum", "count_star": "sum", "min": "min", "max": "max"}
+
+
+def _aggregates(plan: Plan) -> list[Aggregate]:
+    out = []
+    stack = [plan]
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Aggregate) and not p.scalar:
+            out.append(p)
+        stack.extend(p.inputs())
+    return out
+
+
+def _share(p: Plan, found: list[Aggregate]) -> Plan:
+    if not isinstance(p, Aggregate) or p.scalar or not isinstance(p.input, Join):
+        return p
+    j = p.input
+    if j.kind != "inner" or j.residual is not None or j.null_safe or not j.left_keys:
+        return p
+    if any(a.distinct or a.func not in _PARTIAL for a in p.aggs):
+        return p
+    nl = len(j.left.fields)
+    for side in ("right", "left"):
+        lo, hi = (nl, len(j.fields)) if side == "right" else (0, nl)
+        mine, other = (j.right, j.left) if side == "right" else (j.left, j.right)
+        my_keys = j.right_keys if side == "right" else j.left_keys
+        if not all(isinstance(k, Col) for k in my_keys):
+            continue
+        # the aggregates' arguments over this side (in its own numbering)
+        args: list[Expr | None] = []
+        for a in p.aggs:
+            if a.arg is None:
+                args.append(None)
+                continue
+            u = uses(a.arg)
+            if not u or min(u) < lo or max(u) >= hi:
+                break
+            args.append(_shift(a.arg, -lo))
+        else:
+            key_at = {k.index: i for i, k in enumerate(my_keys) if isinstance(k, Col)}
+            if not all(isinstance(k, Col) and (not lo <= k.index < hi
+                                               or k.index - lo in key_at) for k in p.keys):
+                continue
+            got = _partials(found, mine, my_keys, p.aggs, args)
+            if got is None:
+                continue
+            x, cols = got
+            return _rebuild(p, j, side, x, other, key_at, cols, lo, hi, nl)
+    return p
+
+
+def _partials(found: list[Aggregate], mine: Plan, keys: tuple[Expr, ...],
+              aggs: tuple[Agg, ...], args: list[Expr | None]
+              ) -> tuple[Aggregate, list[int]] | None:
+    """An aggregate of ``mine`` grouped by ``keys`` holding every partial result ``aggs``
+    need, and the column of each."""
+    for x in found:
+        if x.input != mine or tuple(x.keys) != tuple(keys):
+            continue
+        have = {(a.func, a.arg): len(x.keys) + i for i, a in enumerate(x.aggs)
+                if not a.distinct}
+        cols = []
+        for a, arg in zip(aggs, args, strict=True):
+            col = have.get((a.func, arg))
+            if col is None:
+                break
+            cols.append(col)
+        else:
+            return x, cols
+    return None
+
+
+def _rebuild(p: Aggregate, j: Join, side: str, x: Aggregate, other: Plan,
+             key_at: dict[int, int], cols: list[int], lo: int, hi: int, nl: int) -> Plan:
+    no = len(other.fields)
+    nk = len(x.keys)
+    xkeys = tuple(Col(i, x.fields[i].type, x.fields[i].nullable) for i in range(nk))
+    if side == "right":
+        new = Join(other, x, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
+        x_at, shift_other = no, 0
+    else:
+        new = Join(x, other, "inner", xkeys, j.right_keys, None, x.fields + other.fields)
+        x_at, shift_other = 0, len(x.fields)
+
+    def col(i: int) -> Col:
+        return Col(i, new.fields[i].type, new.fields[i].nullable)
+
+    keys = []
+    for k in p.keys:
+        assert isinstance(k, Col)
+        if lo <= k.index < hi:
+            keys.append(col(x_at + key_at[k.index - lo]))
+        else:
+            keys.append(col(k.index - (nl if side == "left" else 0) + shift_other))
+    aggs = tuple(Agg(_PARTIAL[a.func], col(x_at + c)) for a, c in zip(p.aggs, cols,
+                                                                     strict=True))
+    return Aggregate(new, tuple(keys), aggs, False, p.fields)
+
+
+def share_partials(plan: Plan) -> Plan:
+    """``plan`` with aggregates over a join reading the partial results of an aggregate
+    the plan already computes, where there is one (see the module docstring)."""
+    found = _aggregates(plan)
+    if len(found) < 2:
+        return plan
+    return _bottom_up(plan, lambda p: _share(p, found))
+
+
+# -- equalities across a join as its keys ----------------------------------------------------
+
+def _equi(p: Plan) -> Plan:
+    if not (isinstance(p, Filter) and isinstance(p.input, Join)):
+        return p
+    j = p.input
+    if j.kind != "inner" or j.null_safe:
+        return p
+    nl = len(j.left.fields)
+    lk, rk, rest = list(j.left_keys), list(j.right_keys), []
+    for c in _conjuncts(p.predicate):
+        if isinstance(c, Call) and c.op == "eq":
+            a, b = c.args
+            ua, ub = uses(a), uses(b)
+            if ub and ua and max(ub) < nl <= min(ua):
+                a, b, ua, ub = b, a, ub, ua
+            # (not doubles: a join matches stored values, and SQL's = on doubles has its
+            # own cases, NaN and -0.0)
+            if ua and ub and max(ua) < nl <= min(ub) and a.type == b.type \
+                    and a.type.kind != "double":
+                lk.append(a)
+                rk.append(_shift(b, -nl))
+                continue
+        rest.append(c)
+    if len(lk) == len(j.left_keys):
+        return p
+    # key pairs of constants only (a one-row side attached on nothing) are dropped
+    pairs = [(x, y) for x, y in zip(lk, rk, strict=True) if uses(x) or uses(y)]
+    new = dataclasses.replace(j, left_keys=tuple(x for x, _ in pairs),
+                              right_keys=tuple(y for _, y in pairs))
+    if not rest:
+        return new
+    pred = rest[0] if len(rest) == 1 else Call("and", tuple(rest), p.predicate.type,
+                                                p.predicate.nullable)
+    return Filter(new, pred)
+
+
+def equi_filters(plan: Plan) -> Plan:
+    """``plan`` with equalities between the sides of an inner join, filtered above it,
+    made keys of the join."""
+    return _bottom_up(plan, _equi)

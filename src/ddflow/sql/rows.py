@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -55,6 +56,7 @@ class Frame:
         self._masks: list[np.ndarray] | None = None
         self.n = int(n if n is not None else (len(cols[0]) if len(cols) else 0))
         self._nulls: dict[int, np.ndarray | None] = {}
+        self.seen: dict[Any, Any] = {}  # expression -> its result on this batch
 
     @property
     def vals(self) -> list[np.ndarray]:

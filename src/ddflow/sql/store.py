@@ -16,11 +16,12 @@ answer is exact.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
 from ddflow.sql.strings import StringDict
 
 __all__ = ["TableStore", "row_hashes"]
@@ -100,32 +101,60 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
                 strings: StringDict) -> np.ndarray:
-    """Whether row ``ia[k]`` of ``a`` equals row ``ib[k]`` of ``b`` (NULL equals NULL)."""
-    eq = np.ones(len(ia), dtype=bool)
-    for x, y in zip(a.cols, b.cols, strict=True):
-        if not eq.any():
+    """Whether row ``ia[k]`` of ``a`` equals row ``ib[k]`` of ``b`` (NULL equals NULL).
+
+    Columns are compared numbers first, strings last, each only on the pairs still equal
+    (candidate pairs share their index key, so after a column or two few are left)."""
+    alive = np.arange(len(ia))
+    order = sorted(range(len(a.cols)), key=lambda i: isinstance(a.cols[i], LazyStrings))
+    for i in order:
+        if not len(alive):
             break
+        x, y = a.cols[i], b.cols[i]
+        ja, jb = ia[alive], ib[alive]
         nx, ny = x.nulls(), y.nulls()
-        xn = nx[ia] if nx is not None else np.zeros(len(ia), bool)
-        yn = ny[ib] if ny is not None else np.zeros(len(ib), bool)
+        xn = nx[ja] if nx is not None else None
+        yn = ny[jb] if ny is not None else None
         if isinstance(x, LazyStrings) and isinstance(y, LazyStrings):
             if x.codes is not None and y.codes is not None:
-                same = x.codes[ia] == y.codes[ib]
+                same = x.codes[ja] == y.codes[jb]
+            elif not isinstance(x.raw, list) and not isinstance(y.raw, list):
+                import pyarrow.compute as pc
+
+                got = pc.equal(x.arrow(ja), y.arrow(jb)).fill_null(False)
+                same = np.asarray(got.to_numpy(zero_copy_only=False), dtype=bool)
             else:
-                xs, ys = x.strings(ia), y.strings(ib)
+                xs, ys = x.strings(ja), y.strings(jb)
                 same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
-                                   count=len(ia))
+                                   count=len(ja))
         else:
-            xv = x.take(ia).values(strings)
-            yv = y.take(ib).values(strings)
+            xv = _column_values(x, ja, strings)
+            yv = _column_values(y, jb, strings)
             if xv.dtype == object or yv.dtype == object:
                 same = np.fromiter((p == q for p, q in zip(xv.tolist(), yv.tolist(),
                                                             strict=True)),
-                                   dtype=bool, count=len(ia))
+                                   dtype=bool, count=len(ja))
             else:
                 same = xv == yv
-        eq &= np.where(xn | yn, xn & yn, same)
+        if xn is not None or yn is not None:
+            xn = xn if xn is not None else np.zeros(len(ja), bool)
+            yn = yn if yn is not None else np.zeros(len(jb), bool)
+            same = np.where(xn | yn, xn & yn, same)
+        alive = alive[same]
+    eq = np.zeros(len(ia), dtype=bool)
+    eq[alive] = True
     return eq
+
+
+def _column_values(c: Any, rows: np.ndarray, strings: StringDict) -> np.ndarray:
+    """Rows ``rows`` of a non-string column's physical values. A stored chunk stays in its
+    Arrow form: a few rows are taken and converted, many are read from a conversion of the
+    whole column that is not kept."""
+    if isinstance(c, ArrowCol) and c._v is None:
+        if 16 * len(rows) < len(c):
+            return c.take(rows).values(strings)
+        return c.convert(c.arr)[0][rows]
+    return c.values(strings)[rows]
 
 
 class TableStore:

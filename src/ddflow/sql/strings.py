@@ -28,6 +28,33 @@ def content_code(s: str) -> int:
                                           digest_size=8).digest(), "little", signed=True)
 
 
+_SHORT_CACHE = 1 << 21  # short strings remembered at most (beyond: hashed per batch)
+_SHORT = 7  # bytes of a string packed into one int64 key (the eighth holds its length)
+
+
+def _short_keys(arr: Any) -> np.ndarray | None:
+    """Each string of an Arrow string array packed into an ``int64`` (its UTF-8 bytes, then
+    its length in the top byte; distinct strings, distinct keys) when every string has the
+    same length of at most 7 bytes (flags, codes, fixed-width CHAR columns; there the
+    packing is a reshape of the data buffer), else None. NULL rows pack as any string."""
+    import pyarrow as pa
+
+    n = len(arr)
+    bufs = arr.buffers()
+    odt = np.int64 if pa.types.is_large_string(arr.type) else np.int32
+    off = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset:]
+    start, end = int(off[0]), int(off[-1])
+    width, rest = divmod(end - start, n)
+    if rest or width > _SHORT or bufs[2] is None or width == 0:
+        return None
+    if n > 1 and not (np.diff(off) == width).all():
+        return None
+    mat = np.zeros((n, 8), np.uint8)
+    mat[:, :width] = np.frombuffer(bufs[2], dtype=np.uint8)[start:end].reshape(n, width)
+    mat[:, 7] = width
+    return mat.view(np.int64).reshape(n)
+
+
 class StringDict:
     """A growing bijection between strings and ``int64`` codes ``0, 1, 2, ...``.
 
@@ -44,6 +71,11 @@ class StringDict:
         self._by_code: dict[int, str] = {}
         self._array: np.ndarray = np.empty(0, dtype=object)
         self._unsent: list[int] = []  # hashed: codes made here, not yet sent to peers
+        # strings of at most 7 UTF-8 bytes packed into one int64 (bytes, then the length in
+        # the top byte), sorted, beside their codes: Arrow columns of short strings are
+        # encoded by a binary search per row instead of a hash of each string
+        self._short_keys = np.zeros(0, np.int64)
+        self._short_codes = np.zeros(0, np.int64)
         # the empty string first: a NULL's physical value (0) then always decodes
         self.code("")
         if hashed:
@@ -113,6 +145,60 @@ class StringDict:
                 self._strings.extend(new)
             got = list(map(codes.__getitem__, values))
         return np.array(got, dtype=np.int64).reshape(len(got))
+
+    def encode_arrow(self, arr: Any) -> np.ndarray:
+        """Codes of an Arrow string column (``string``, ``large_string``, or a dictionary of
+        them; one chunk). A NULL row's code is unspecified: callers mask NULLs themselves."""
+        import pyarrow as pa
+
+        if pa.types.is_dictionary(arr.type):
+            n = len(arr)
+            codes = self.encode_arrow(arr.dictionary) if len(arr.dictionary) else \
+                np.zeros(1, np.int64)
+            idx = arr.indices
+            if idx.null_count:
+                idx = idx.fill_null(0)
+            return codes[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.intp)] \
+                if n else np.zeros(0, np.int64)
+        if len(arr) == 0:
+            return np.zeros(0, np.int64)
+        keys = _short_keys(arr)
+        if keys is None:
+            return self._encode_hashed(arr)
+        sk = self._short_keys
+        if len(sk):
+            pos = np.searchsorted(sk, keys)
+            pos[pos == len(sk)] = 0
+            found = sk[pos] == keys
+            if found.all():
+                return self._short_codes[pos]
+            miss = np.flatnonzero(~found)
+        else:
+            miss = np.arange(len(keys))
+        new_keys, first = np.unique(keys[miss], return_index=True)
+        if len(sk) + len(new_keys) > _SHORT_CACHE:
+            return self._encode_hashed(arr)
+        rows = miss[first]
+        new_codes = self.encode_list(
+            ["" if v is None else v for v in arr.take(pa.array(rows)).to_pylist()])
+        allk = np.concatenate([sk, new_keys])
+        allc = np.concatenate([self._short_codes, new_codes])
+        order = np.argsort(allk, kind="stable")
+        self._short_keys, self._short_codes = allk[order], allc[order]
+        return self.encode_arrow(arr)
+
+    def _encode_hashed(self, arr: Any) -> np.ndarray:
+        import pyarrow.compute as pc
+
+        if len(arr) == 0:
+            return np.zeros(0, np.int64)
+        enc = pc.dictionary_encode(arr)
+        uniq = enc.dictionary.to_pylist()
+        idx = enc.indices
+        if idx.null_count:
+            idx = idx.fill_null(0)
+        codes = self.encode_list(uniq) if uniq else np.zeros(1, np.int64)
+        return codes[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.intp)]
 
     def encode_unique(self, uniques: Sequence[str], inverse: np.ndarray) -> np.ndarray:
         """Codes of rows given as distinct strings and each row's index into them."""

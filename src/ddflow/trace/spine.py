@@ -152,9 +152,13 @@ class Spine:
 
     ``effort`` scales merge fuel per inserted update (2 suffices to finish each merge before
     it is needed again; more work up front lowers the number of batches readers search).
+    ``effort=None`` merges at once: every merge is completed when it starts (no merge work
+    carried between inserts, and the fewest batches, at the price of an insert that starts a
+    large merge waiting for all of it).
     """
 
-    def __init__(self, key_width: int, dim: int, *, effort: int = 4, eager_rows: int = 1 << 15,
+    def __init__(self, key_width: int, dim: int, *, effort: int | None = 4,
+                 eager_rows: int = 1 << 15,
                  small_rows: int = 256, max_small: int = 6):
         self.key_width = key_width
         self.dim = dim
@@ -219,6 +223,8 @@ class Spine:
             self._tidy()
 
     def _apply_fuel(self, n: int) -> None:
+        if self.effort is None:
+            return  # merges complete when they start
         fuel = self.effort * max(n, 1)
         for i, entry in enumerate(self.stack):
             if isinstance(entry, _Merge):
@@ -278,7 +284,7 @@ class Spine:
             if 2 * self._size(self.stack[i]) < self._size(self.stack[i - 1]):
                 i -= 1
                 continue
-            if isinstance(self.stack[i], _Merge) and not deferred:
+            if isinstance(self.stack[i], _Merge) and not deferred and self.effort is not None:
                 deferred = True
                 i -= 1
                 continue
@@ -286,7 +292,7 @@ class Spine:
             a = self._complete(i - 1)
             merge = _Merge(a, b, self.logical)
             self.stack[i - 1:i + 1] = [merge]
-            if merge.size <= self.eager_rows:
+            if merge.size <= self.eager_rows or self.effort is None:
                 self._complete(i - 1)
             i = len(self.stack) - 1
             deferred = False

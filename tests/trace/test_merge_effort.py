@@ -1,0 +1,81 @@
+"""The merge effort of an arrangement: answers never depend on it, merging at once leaves no
+merge in progress, and bad values are refused."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import ddflow as dd
+from ddflow.trace.batch import TraceBatch
+
+
+def _degree_run(effort: int | None, rounds: list[tuple[np.ndarray, np.ndarray]]
+                ) -> tuple[list[dict[int, int]], list[list[object]]]:
+    w = dd.Worker()
+    inp, edges = w.new_collection()
+    arranged = edges.map(lambda c: c[0], vectorized=True).arrange_by_self(effort=effort)
+    degrees = arranged.count_total()
+    cap = degrees.capture()
+    probe = degrees.probe()
+    stacks = []
+    for t, (src, diffs) in enumerate(rounds, start=1):
+        inp.insert_columns((src, src * 7), diffs=diffs)
+        inp.advance_to(t)
+        inp.flush()
+        w.step_while(lambda t=t: probe.less_than(t))
+        stacks.append(list(arranged.op.spine.stack))
+    seen = [{int(k): int(c) for (k, c), d in cap.at(t - 1).items() if d} for t in
+            range(1, len(rounds) + 1)]
+    return seen, stacks
+
+
+def _rounds(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    live: list[int] = []
+    out = []
+    for r in range(60):
+        n = int(rng.integers(1, 3000 if r % 7 else 40_000))
+        add = rng.integers(0, 1_000_000, n)
+        k = min(len(live), int(rng.integers(0, n + 1)))
+        rem = np.array([live.pop(int(rng.integers(0, len(live)))) for _ in range(k)],
+                       dtype=np.int64)
+        live.extend(add.tolist())
+        out.append((np.concatenate([rem, add]),
+                    np.concatenate([-np.ones(k, np.int64), np.ones(n, np.int64)])))
+    return out
+
+
+def _reference(rounds: list[tuple[np.ndarray, np.ndarray]]) -> list[dict[int, int]]:
+    acc: Counter[int] = Counter()
+    out = []
+    for src, diffs in rounds:
+        for s, d in zip(src.tolist(), diffs.tolist(), strict=True):
+            acc[s] += d
+        out.append({k: v for k, v in acc.items() if v})
+    return out
+
+
+@pytest.mark.parametrize("effort", [None, 1, 2, 4, 16])
+def test_degree_count_same_at_every_effort(effort: int | None) -> None:
+    rounds = _rounds(5)
+    seen, stacks = _degree_run(effort, rounds)
+    assert seen == _reference(rounds)
+    if effort is None:  # merged at once: no merge is ever left in progress
+        assert all(isinstance(e, TraceBatch) for st in stacks for e in st)
+
+
+def test_progressive_merging_leaves_merges_in_progress() -> None:
+    """(So the at-once check above is not vacuous: at a low effort some merge is carried.)"""
+    _, stacks = _degree_run(1, _rounds(5))
+    assert any(not isinstance(e, TraceBatch) for st in stacks for e in st)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "4"])
+def test_bad_effort_is_refused(bad: object) -> None:
+    w = dd.Worker()
+    _, c = w.new_collection()
+    with pytest.raises(ValueError, match="merge effort"):
+        c.arrange_by_self(effort=bad)  # type: ignore[arg-type]
