@@ -657,8 +657,9 @@ def _dry_run(
     rows: int = 64,
 ) -> None:
     """Run ``build`` in-process on the first rows of the inputs: errors surface before the
-    job starts (one small Spark query; some inputs may get no rows)."""
-    table = union.limit(rows).toArrow()
+    job starts (one small Spark query; some inputs may get no rows). Only rows with a
+    positive diff: a sample of deletions, or a resumed job's deltas, is no valid input."""
+    table = union.filter("__diff > 0").limit(rows).toArrow()
     if hasattr(build, "ingest"):
         logs = build.ingest(rows_by_input(table, names), kind)
     else:

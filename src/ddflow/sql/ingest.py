@@ -8,6 +8,7 @@ not fit its column raises ``DataError`` naming the column, before anything chang
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import numpy as np
@@ -332,7 +333,7 @@ def _decimal_unscaled(c: Any) -> np.ndarray:
     if not pa.types.is_decimal128(c.type):
         vals = c.to_pylist()
         s = c.type.scale
-        return int_column([0 if x is None else int(x.scaleb(s)) for x in vals])
+        return int_column([0 if x is None else int(x.scaleb(s, _WIDE)) for x in vals])
     n = len(c)
     if n == 0:
         return np.zeros(0, np.int64)
@@ -346,5 +347,9 @@ def _decimal_unscaled(c: Any) -> np.ndarray:
         out = lo.copy()
         out[~valid] = 0
         return out
-    vals = [0 if x is None else int(x.scaleb(c.type.scale)) for x in c.to_pylist()]
+    vals = [0 if x is None else int(x.scaleb(c.type.scale, _WIDE)) for x in c.to_pylist()]
     return int_column(vals)
+
+
+#: Room for every digit of a decimal128 (the default context rounds to 28 digits).
+_WIDE = decimal.Context(prec=80)

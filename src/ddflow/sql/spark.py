@@ -31,6 +31,7 @@ the updates (``ddflow.engine.exchange``) and to the driver with each worker's re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -125,6 +126,8 @@ class SqlJob:
         self.inputs = _input_keys(list(plans.values()))
         self.input_names = {key: f"{key[0]}#{i}" for i, key in enumerate(self.inputs)}
         self._strings: StringDict | None = None
+        self._max_time: int | None = None
+        self._seconds: dict[str, float] = {}
 
     @property
     def strings(self) -> StringDict:
@@ -138,14 +141,19 @@ class SqlJob:
     def __getstate__(self) -> dict[str, Any]:
         st = dict(self.__dict__)
         st["_strings"] = None
+        st["_max_time"] = None
+        st["_seconds"] = {}
         return st
 
     def ingest(self, rows: Mapping[str, Any], kind: Any) -> dict[str, Any]:
         """Per dataflow input, a ``Changes`` log from the task's rows of each table (an
         Arrow table of the data columns, ``__time`` and ``__diff``)."""
+        import time as _time
+
         from ddflow.runtimes.job import Changes
         from ddflow.sql.ingest import to_batch
 
+        started = _time.perf_counter()
         logs: dict[str, Any] = {}
         for key, cols in self.inputs.items():
             table, pre = key
@@ -160,6 +168,9 @@ class SqlJob:
             data = t.select([f.name for f in fields])
             b = to_batch(data, fields, self.strings, table)
             times = np.asarray(t.column("__time").to_numpy(), dtype=np.int64)
+            if len(times):
+                top = int(times.max())
+                self._max_time = top if self._max_time is None else max(self._max_time, top)
             diffs = np.asarray(t.column("__diff").to_numpy(), dtype=np.int64)
             if pre is not None:
                 m = keep(pre, b)
@@ -168,10 +179,14 @@ class SqlJob:
                     b, times, diffs = b.take(idx), times[idx], diffs[idx]
             rec = b.record(fields, cols, self.strings)
             logs[name] = Changes(tuple(rec), times.reshape(-1, 1), diffs)
+        self._seconds["ingest"] = _time.perf_counter() - started
         return logs
 
     def __call__(self, colls: dict[str, Any]) -> dict[str, Any]:
         """The build: every view's output collection, over the inputs ``colls``."""
+        import time as _time
+
+        started = _time.perf_counter()
         worker = next(iter(colls.values())).worker
         strings = self.strings
         worker.string_dict = strings  # the exchanges carry new strings to the peers
@@ -181,11 +196,14 @@ class SqlJob:
         env = Env(worker.root)
         outs = {name: lowering.lower(plan, env) for name, plan in self.plans.items()}
         lowering.feed_constants()
+        self._seconds["build"] = _time.perf_counter() - started
         return outs
 
     def extras(self) -> dict[str, Any]:
-        """What a worker sends back beside its outputs: the strings it knows."""
-        return {"strings": self.strings.entries()}
+        """What a worker sends back beside its outputs: the strings it knows and the
+        latest time of its input rows."""
+        return {"strings": self.strings.entries(), "max_time": self._max_time,
+                "seconds": dict(self._seconds)}
 
 
 def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
@@ -223,10 +241,12 @@ class ViewResult:
 
 
 class Maintained(dict):
-    """``{view name: ViewResult}`` of one refresh, plus ``seconds`` and ``job`` (the
-    ``ddflow.spark`` job result with timings and worker statistics)."""
+    """``{view name: ViewResult}`` of one refresh, plus ``seconds``, ``timings`` (seconds
+    spent reading the table sources, planning, in the Spark job and making the results)
+    and ``job`` (the ``ddflow.spark`` job result with timings and worker statistics)."""
 
     seconds: float
+    timings: dict[str, float]
     job: Any
 
 
@@ -280,6 +300,10 @@ def _decode(u: Any, fields: tuple[Field, ...], visible: int, strings: StringDict
 
 # -- inputs ------------------------------------------------------------------------------------
 
+#: Columns of a change feed or change rows that are not table columns.
+_META = ("time", "diff", "_change_type", "_commit_version", "_commit_timestamp")
+
+
 def _is_cdf(df: Any) -> bool:
     cols = set(df.columns)
     return "_change_type" in cols and "_commit_version" in cols
@@ -324,7 +348,9 @@ def _change_rows(name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: 
 
 def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> Any:
     """A Delta table's change data feed after the version the state covers, as a Spark
-    DataFrame (read with ``deltalake``)."""
+    DataFrame (read with ``deltalake``) in the change feed's shape. Every change gets the
+    time after the latest the views have seen (the tables' versions count apart, so a
+    version of one table may be below the time another table's changes reached)."""
     import pyarrow as pa
 
     try:
@@ -345,6 +371,8 @@ def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> A
         t = pa.table(dt.load_cdf(starting_version=start).read_all())
         if "_commit_timestamp" in t.column_names:
             t = t.drop(["_commit_timestamp"])
+        t = t.set_column(t.column_names.index("_commit_version"), "_commit_version",
+                         pa.array(np.full(t.num_rows, _next_time(state), np.int64)))
     state["delta"][name] = latest
     t = _plain_strings(t)
     return spark.createDataFrame(t)
@@ -365,6 +393,11 @@ def _plain_strings(t: Any) -> Any:
     return pa.Table.from_arrays(cols, names=t.column_names)
 
 
+def _next_time(state: dict[str, Any]) -> int:
+    """The time after every time the views have seen (0 at first)."""
+    return max(int(state.get("time", -1)), int(state.get("fed", -1))) + 1
+
+
 def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
                       ckdir: str | None) -> tuple[Any, list[str]]:
     from pyspark.sql import functions as F
@@ -372,7 +405,7 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
     from ddflow.runtimes.spark import changes_between
 
     snaps = state.setdefault("snapshots", {})
-    t = int(state.get("time", -1)) + 1
+    t = _next_time(state)
     prev = snaps.get(name)
     data = list(df.columns)
     if prev is not None and ckdir is not None and os.path.exists(prev):
@@ -402,23 +435,33 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     from ddflow.runtimes.spark import SparkJobError, spark_job
 
     started = _time.perf_counter()
+    timings: dict[str, float] = {}
     if not views:
         raise SQLError("maintain needs at least one view")
     ckdir = os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
     state = _load_state(ckdir)
     inputs: dict[str, Any] = {}
     fields: dict[str, tuple[Field, ...]] = {}
+    table_schemas: dict[str, Any] = {}
+    for src in tables.values():  # every column's type checked before any work
+        df = src.df if isinstance(src, Snapshot) else src
+        if hasattr(df, "schema"):
+            for f in df.schema.fields:
+                if f.name not in _META:
+                    sql_type_of(f.dataType, f.name)
     for name, src in tables.items():
         key = name.lower()
         df, data = _change_rows(key, src, spark, state, ckdir)
         schema = {f.name: f.dataType for f in df.schema.fields}
         fields[key] = tuple(Field(c.lower(), sql_type_of(schema[c], c), True) for c in data)
+        table_schemas[key] = df.select(*data).schema
         inputs[key] = df.select(*data, "time", "diff").toDF(*[c.lower() for c in data],
                                                              "time", "diff")
     if "tables" in state and state["tables"] != {k: [str(f.type) for f in v]
                                                   for k, v in fields.items()}:
         raise SQLError("the tables' columns differ from the ones this checkpoint was made "
                        "with; use a new checkpoint directory")
+    timings["inputs"] = _time.perf_counter() - started
     planner = Planner(fields, dialect)
     plans: dict[str, Plan] = {}
     meta: dict[str, tuple[list[str], list[SqlType], int, tuple[SortKey, ...], Plan]] = {}
@@ -429,20 +472,30 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         visible = planned.visible
         meta[vname] = ([f.name for f in plan.fields[:visible]],
                        [f.type for f in plan.fields[:visible]], visible, planned.order, plan)
+    shapes = _spark_shapes(spark, views, table_schemas, state)
     known = {int(k): v for k, v in state.get("strings", {}).items()}
     job = SqlJob(fields, plans, dialect, known)
+    # a refresh of the views an earlier call ran over these tables needs no trial run
+    seen = state.get("views") == dict(views) and "tables" in state
+    timings["plan"] = _time.perf_counter() - started - timings["inputs"]
+    mark = _time.perf_counter()
     try:
         res = spark_job(spark, job, inputs, workers=workers, timeout=timeout,
                         progress=progress, checkpoint=ckdir, checkpoint_every=0,
-                        _fault=_fault)
+                        check=not seen, _fault=_fault)
     except SparkJobError:
         raise
+    timings["job"] = _time.perf_counter() - mark
+    mark = _time.perf_counter()
     strings = StringDict(hashed=True)
     strings.learn(known)
     for st in res.worker_stats:
         got = (st.get("extras") or {}).get("strings")
         if got:
             strings.learn(got)
+        top = (st.get("extras") or {}).get("max_time")
+        if top is not None:
+            state["fed"] = max(int(state.get("fed", -1)), int(top))
     out = Maintained()
     contents_state = state.setdefault("contents", {})
     for vname, (cols, types, visible, order, plan) in meta.items():
@@ -456,7 +509,8 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
             extra = list(zip(u.times[:, 0].tolist(), np.asarray(u.diffs).tolist(),
                              strict=True))
         prev = _load_contents(ckdir, vname, contents_state)
-        now = _apply(prev, change_rows, extra)
+        floats = [j for j, t in enumerate(types) if t.kind == "double"]
+        now, change_rows = _apply(prev, change_rows, extra, floats)
         rows = [r for r, c in now.items() for _ in range(c)]
         if order:
             from ddflow.sql.database import _sort_rows
@@ -466,21 +520,115 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         _save_contents(ckdir, vname, now, contents_state)
         ctab = _arrow_table(cols, types, rows)
         chtab = _arrow_table(cols, types, change_rows, extra)
-        contents_df = spark.createDataFrame(ctab, schema=_spark_schema(cols, types, False))
-        changes_df = spark.createDataFrame(chtab, schema=_spark_schema(cols, types, True))
+        given = _as_spark(ctab, chtab, shapes.get(vname))
+        if given is not None:
+            ctab, chtab, cschema, chschema = given
+            cols = list(cschema.names)
+        else:
+            cschema = _spark_schema(cols, types, False)
+            chschema = _spark_schema(cols, types, True)
+        contents_df = spark.createDataFrame(ctab, schema=cschema)
+        changes_df = spark.createDataFrame(chtab, schema=chschema)
         out[vname] = ViewResult(vname, cols, types, contents_df, changes_df, order, rows)
     state["strings"] = {str(k): v for k, v in strings.entries().items()}
     state["tables"] = {k: [str(f.type) for f in v] for k, v in fields.items()}
+    state["views"] = dict(views)
     _save_state(ckdir, state)
+    timings["results"] = _time.perf_counter() - mark
     out.seconds = _time.perf_counter() - started
     out.job = res
+    out.timings = timings
     return out
 
 
+def _spark_shapes(spark: Any, views: Mapping[str, str], tables: Mapping[str, Any],
+                  state: dict[str, Any]) -> dict[str, Any]:
+    """Per view, the schema Spark SQL gives it (column names and types; kept in ``state``
+    per SQL text and table columns): the tables as empty DataFrames of their Spark types
+    in a new session of ``spark`` (its own temporary views; the SQL settings copied), the
+    view analyzed there, nothing run. A view Spark does not analyze gets none."""
+    from pyspark.sql import types as st
+
+    key = json.dumps({k: v.json() for k, v in sorted(tables.items())})
+    cache = state.setdefault("spark_schemas", {})
+    if cache.get("tables") != key:
+        cache.clear()
+        cache["tables"] = key
+        cache["views"] = {}
+    known = cache["views"]
+    out: dict[str, Any] = {}
+    missing = [v for v, sql in views.items() if sql not in known]
+    if missing:
+        session = spark.newSession()
+        confs: Any = {}
+        with contextlib.suppress(Exception):  # no way to read the settings: defaults
+            confs = spark.conf.getAll
+        for k, v in (confs.items() if isinstance(confs, dict) else ()):
+            if k.startswith("spark.sql.") and not k.startswith("spark.sql.catalog"):
+                with contextlib.suppress(Exception):  # a static setting: leave it
+                    session.conf.set(k, v)
+        for name, schema in tables.items():
+            session.createDataFrame([], schema).createOrReplaceTempView(name)
+        for v in missing:
+            try:
+                known[views[v]] = session.sql(views[v]).schema.json()
+            except Exception:  # noqa: BLE001 - Spark does not take it: our own names
+                known[views[v]] = None
+    for v, sql in views.items():
+        j = known.get(sql)
+        out[v] = None if j is None else st.StructType.fromJson(json.loads(j))
+    return out
+
+
+def _as_spark(contents: Any, changes: Any, schema: Any) -> Any:
+    """``contents`` and ``changes`` (Arrow, our names and types) under ``schema``'s names
+    and types, with the two Spark schemas; None when they do not convert (same number of
+    columns, casts that keep every value)."""
+    if schema is None or len(schema.fields) != contents.num_columns:
+        return None
+    import pyarrow as pa
+    from pyspark.sql import types as st
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    try:
+        targets = [to_arrow_type(f.dataType) for f in schema.fields]
+        names = list(schema.names)
+
+        def conv(t: Any, extra: list[str]) -> Any:
+            cols = [t.column(i).cast(targets[i]) if t.column(i).type != targets[i]
+                    else t.column(i) for i in range(len(names))]
+            cols += [t.column(c) for c in extra]
+            return pa.Table.from_arrays(cols, names=names + extra)
+
+        c = conv(contents, [])
+        ch = conv(changes, ["time", "diff"])
+    except Exception:  # noqa: BLE001 - a value that does not cast: our own types
+        return None
+    fields = [st.StructField(f.name, f.dataType, True) for f in schema.fields]
+    cschema = st.StructType(fields)
+    chschema = st.StructType(fields + [st.StructField("time", st.LongType(), False),
+                                       st.StructField("diff", st.LongType(), False)])
+    return c, ch, cschema, chschema
+
+
 def _apply(prev: dict[tuple[Any, ...], int], rows: list[tuple[Any, ...]],
-           extra: list[tuple[int, int]]) -> dict[tuple[Any, ...], int]:
+           extra: list[tuple[int, int]], floats: list[int]
+           ) -> tuple[dict[tuple[Any, ...], int], list[tuple[Any, ...]]]:
+    """The contents after ``rows`` (with ``extra``'s diffs) and the rows as applied.
+
+    A floating-point sum is accumulated in the order the dataflow's batches happen to be
+    merged in, so a later retraction of an aggregate row may differ from the row that was
+    inserted in the last bits of its ``floats`` columns: such a retraction retracts the
+    inserted row (the nearest one with the same other columns) and is reported as it."""
     now = dict(prev)
-    for r, (_, d) in zip(rows, extra, strict=True):
+    applied = list(rows)
+    order = sorted(range(len(rows)), key=lambda i: -extra[i][1])  # insertions first
+    for i in order:
+        r, d = rows[i], extra[i][1]
+        if d < 0 and now.get(r, 0) + d < 0 and floats:
+            near = _nearest(now, r, floats)
+            if near is not None:
+                r = applied[i] = near
         c = now.get(r, 0) + d
         if c:
             now[r] = c
@@ -489,7 +637,37 @@ def _apply(prev: dict[tuple[Any, ...], int], rows: list[tuple[Any, ...]],
     bad = [r for r, c in now.items() if c < 0]
     if bad:
         raise DDError(f"a view holds a negative multiplicity for {bad[0]!r} (internal error)")
-    return now
+    return now, applied
+
+
+def _nearest(now: dict[tuple[Any, ...], int], r: tuple[Any, ...], floats: list[int]
+             ) -> tuple[Any, ...] | None:
+    """The row of ``now`` equal to ``r`` but for float columns within a relative 1e-9
+    (the nearest such), or None."""
+    import math
+
+    fs = set(floats)
+    best: tuple[float, tuple[Any, ...]] | None = None
+    for q, c in now.items():
+        if c <= 0 or len(q) != len(r):
+            continue
+        if any(a != b for j, (a, b) in enumerate(zip(q, r, strict=True))
+               if j not in fs and not (a is None and b is None)):
+            continue
+        far = 0.0
+        for j in floats:
+            a, b = q[j], r[j]
+            if a is None or b is None:
+                if a is not b:
+                    far = math.inf
+                continue
+            if not math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-300) and not (a != a and b != b):
+                far = math.inf
+                break
+            far = max(far, abs(a - b))
+        if far != math.inf and (best is None or far < best[0]):
+            best = (far, q)
+    return None if best is None else best[1]
 
 
 def _state_path(ckdir: str) -> str:
