@@ -53,8 +53,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tpch_sql import KEYS, SCHEMAS, differences, queries, raw_tables  # noqa: E402
 
-__all__ = ["QUERIES", "RECURSIVE", "apply_changes", "change_frame", "main",
-           "refresh_changes", "tpch_views"]
+__all__ = [
+    "QUERIES",
+    "RECURSIVE",
+    "apply_changes",
+    "change_frame",
+    "main",
+    "refresh_changes",
+    "tpch_views",
+]
 
 QUERIES = (1, 3, 5, 9, 13, 18)
 
@@ -89,16 +96,27 @@ UPDATES: dict[str, dict[str, tuple[str, Any]]] = {
     "region": {"r_name": ("pick", ["ASIA", "EUROPE", "AMERICA", "ATLANTIS"])},
     "nation": {"n_regionkey": ("pick", [0, 1, 2, 3, 4])},
     "supplier": {"s_nationkey": ("pick", [2, 7, 8, 12, 20])},
-    "customer": {"c_mktsegment": ("pick", ["BUILDING", "AUTOMOBILE", "MACHINERY"]),
-                 "c_nationkey": ("pick", [2, 7, 8, 12, 20])},
+    "customer": {
+        "c_mktsegment": ("pick", ["BUILDING", "AUTOMOBILE", "MACHINERY"]),
+        "c_nationkey": ("pick", [2, 7, 8, 12, 20]),
+    },
     "part": {"p_name": ("pick", ["forest green lace", "navy olive plum", "green ivory"])},
-    "partsupp": {"ps_availqty": ("pick", [1, 500, 999, 1000, 9999]),
-                 "ps_supplycost": ("other", None)},
-    "orders": {"o_orderdate": ("shift", 200), "o_custkey": ("other", None),
-               "o_comment": ("pick", ["carefully special deposits requests", "final"])},
-    "lineitem": {"l_quantity": ("other", None), "l_extendedprice": ("other", None),
-                 "l_discount": ("pick", [Decimal("0.00"), Decimal("0.05"), Decimal("0.10")]),
-                 "l_shipdate": ("shift", 200), "l_suppkey": ("other", None)},
+    "partsupp": {
+        "ps_availqty": ("pick", [1, 500, 999, 1000, 9999]),
+        "ps_supplycost": ("other", None),
+    },
+    "orders": {
+        "o_orderdate": ("shift", 200),
+        "o_custkey": ("other", None),
+        "o_comment": ("pick", ["carefully special deposits requests", "final"]),
+    },
+    "lineitem": {
+        "l_quantity": ("other", None),
+        "l_extendedprice": ("other", None),
+        "l_discount": ("pick", [Decimal("0.00"), Decimal("0.05"), Decimal("0.10")]),
+        "l_shipdate": ("shift", 200),
+        "l_suppkey": ("other", None),
+    },
 }
 
 #: Tables that also get deletes and inserts (new keys) beside updates.
@@ -135,8 +153,9 @@ def _new_keys(t: pa.Table, table: str, rows: pa.Table) -> pa.Table:
     return pa.Table.from_pylist(out, schema=t.schema)
 
 
-def refresh_changes(cur: dict[str, pa.Table], rng: np.random.Generator,
-                    fraction: float = 0.001) -> dict[str, tuple[pa.Table, pa.Table]]:
+def refresh_changes(
+    cur: dict[str, pa.Table], rng: np.random.Generator, fraction: float = 0.001
+) -> dict[str, tuple[pa.Table, pa.Table]]:
     """One refresh of the tables ``cur``: per table, the rows deleted and the rows inserted
     (``fraction`` of its rows changed, at least one; an update is its old row deleted and
     its new row inserted). A third of the changed ``orders`` and ``lineitem`` rows are
@@ -183,8 +202,9 @@ def _key(t: pa.Table, name: str) -> Any:
     return pc.add(pc.multiply(cols[0], 1 << 24), cols[1])
 
 
-def apply_changes(cur: dict[str, pa.Table], changes: dict[str, tuple[pa.Table, pa.Table]]
-                  ) -> dict[str, pa.Table]:
+def apply_changes(
+    cur: dict[str, pa.Table], changes: dict[str, tuple[pa.Table, pa.Table]]
+) -> dict[str, pa.Table]:
     """The tables after ``changes`` (deleted rows found by their key)."""
     after = {}
     for name, t in cur.items():
@@ -206,6 +226,7 @@ def change_frame(spark: Any, dels: pa.Table, new: pa.Table, time: int) -> Any:
 
 # --- the benchmark ---------------------------------------------------------------------------
 
+
 def _spark_tables(spark: Any, sf: float) -> dict[str, Any]:
     """The eight tables read from ``tpchgen-cli``'s Parquet, cast to ``SCHEMAS``, cached."""
     from pyspark.sql import functions as F
@@ -216,8 +237,7 @@ def _spark_tables(spark: Any, sf: float) -> dict[str, Any]:
     out = {}
     for name, schema in SCHEMAS.items():
         df = spark.read.parquet(str(folder / f"{name}.parquet"))
-        df = df.select(*[F.col(f.name).cast(_spark_type(f.type)).alias(f.name)
-                         for f in schema])
+        df = df.select(*[F.col(f.name).cast(_spark_type(f.type)).alias(f.name) for f in schema])
         out[name] = df.cache()
         out[name].count()
     return out
@@ -235,8 +255,9 @@ def _spark_type(t: pa.DataType) -> str:
     return "string"
 
 
-def _updated_frames(spark: Any, tables: dict[str, Any],
-                    changes: dict[str, tuple[pa.Table, pa.Table]]) -> dict[str, Any]:
+def _updated_frames(
+    spark: Any, tables: dict[str, Any], changes: dict[str, tuple[pa.Table, pa.Table]]
+) -> dict[str, Any]:
     """The Spark tables after ``changes``: an anti join with the deleted keys and a union
     with the inserted rows, cached (the old ones unpersisted)."""
     from pyspark.sql import functions as F
@@ -256,8 +277,9 @@ def _updated_frames(spark: Any, tables: dict[str, Any],
     return out
 
 
-def _spark_recompute(spark: Any, views: dict[str, str], tables: dict[str, Any]
-                     ) -> tuple[dict[str, float], dict[str, list[tuple[Any, ...]]]]:
+def _spark_recompute(
+    spark: Any, views: dict[str, str], tables: dict[str, Any]
+) -> tuple[dict[str, float], dict[str, list[tuple[Any, ...]]]]:
     for name, df in tables.items():
         df.createOrReplaceTempView(name)
     secs, rows = {}, {}
@@ -282,17 +304,21 @@ def _job_profile(res: Any) -> dict[str, Any]:
         restored = st.get("restored") or {}
         cks = st.get("checkpoints") or []
         own = (st.get("extras") or {}).get("seconds") or {}
-        workers.append({
-            "ingest_s": _r(own.get("ingest")),
-            "build_dataflow_s": _r(own.get("build")),
-            "restore_s": _r(restored.get("seconds")),
-            "checkpoint_write_s": _r(sum(c.get("seconds", 0.0) for c in cks)),
-            "strings_sent_back": len((st.get("extras") or {}).get("strings") or {}),
-        })
-    return {"phases_s": {k: _r(v) for k, v in res.timings.items()},
-            "spark_job_wall_s": _r(job_s),
-            "rounds_s": [_r(x) for x in res.job.round_seconds],
-            "workers": workers}
+        workers.append(
+            {
+                "ingest_s": _r(own.get("ingest")),
+                "build_dataflow_s": _r(own.get("build")),
+                "restore_s": _r(restored.get("seconds")),
+                "checkpoint_write_s": _r(sum(c.get("seconds", 0.0) for c in cks)),
+                "strings_sent_back": len((st.get("extras") or {}).get("strings") or {}),
+            }
+        )
+    return {
+        "phases_s": {k: _r(v) for k, v in res.timings.items()},
+        "spark_job_wall_s": _r(job_s),
+        "rounds_s": [_r(x) for x in res.job.round_seconds],
+        "workers": workers,
+    }
 
 
 def _r(x: float | None) -> float | None:
@@ -308,16 +334,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--fraction", type=float, default=0.001,
-                    help="share of every table's rows a refresh changes (default 0.001)")
+    ap.add_argument(
+        "--fraction",
+        type=float,
+        default=0.001,
+        help="share of every table's rows a refresh changes (default 0.001)",
+    )
     ap.add_argument("--refreshes", type=int, default=1, help="refreshes to time (default 1)")
     ap.add_argument("--memory", default="8g", help="Spark driver memory (default 8g)")
-    ap.add_argument("--checkpoint", default=None,
-                    help="checkpoint directory (default: a new temporary one, removed after)")
+    ap.add_argument(
+        "--checkpoint",
+        default=None,
+        help="checkpoint directory (default: a new temporary one, removed after)",
+    )
     ap.add_argument("--seed", type=int, default=16)
-    ap.add_argument("--no-warmup", action="store_true",
-                    help="skip running the views on Spark before the refresh (saves time at "
-                         "large SF; Spark's timings then include its first compile)")
+    ap.add_argument(
+        "--no-warmup",
+        action="store_true",
+        help="skip running the views on Spark before the refresh (saves time at "
+        "large SF; Spark's timings then include its first compile)",
+    )
     ap.add_argument("--json", default=None, help="also write the JSON document here")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
@@ -357,7 +393,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             total = sum(spark_s.values())
             equal = {v: differences(res[v].rows(), want[v]) or "equal" for v in views}
             entry = {
-                "refresh": step, "changed_rows": changed,
+                "refresh": step,
+                "changed_rows": changed,
                 "refresh_s": round(refresh_s, 4),
                 "spark_s": {v: round(s, 4) for v, s in spark_s.items()},
                 "spark_total_s": round(total, 4),
@@ -366,9 +403,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 "profile": _job_profile(res),
             }
             refreshes.append(entry)
-            log(f"refresh {step}: ddflow {refresh_s:.2f} s, Spark SQL {total:.2f} s, "
+            log(
+                f"refresh {step}: ddflow {refresh_s:.2f} s, Spark SQL {total:.2f} s, "
                 f"ratio {entry['ratio']:.2f}, all equal "
-                f"{all(e == 'equal' for e in equal.values())}", quiet=args.quiet)
+                f"{all(e == 'equal' for e in equal.values())}",
+                quiet=args.quiet,
+            )
         doc = {
             "benchmark": "spark_sql",
             "machine": machine_info(("ddflow", "pyspark", "sqlglot")),

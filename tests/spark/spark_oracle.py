@@ -44,8 +44,20 @@ Row = tuple[Any, ...]
 #: A hashable key of a row, equal for equal SQL values (numbers by value, floats exactly).
 row_key = _key
 
-__all__ = ["Mismatch", "Row", "Stream", "arrow_rows", "check_views", "dele", "ins", "register",
-           "row_key", "same_rows", "spark_answer", "upd"]
+__all__ = [
+    "Mismatch",
+    "Row",
+    "Stream",
+    "arrow_rows",
+    "check_views",
+    "dele",
+    "ins",
+    "register",
+    "row_key",
+    "same_rows",
+    "spark_answer",
+    "upd",
+]
 
 
 class Mismatch(AssertionError):
@@ -76,8 +88,9 @@ def upd(old: Row, new: Row) -> list[Change]:
     return [Change(tuple(old), tuple(new))]
 
 
-def arrow_rows(schema: pa.Schema, rows: Sequence[Row], extra: Mapping[str, Any] | None = None
-               ) -> pa.Table:
+def arrow_rows(
+    schema: pa.Schema, rows: Sequence[Row], extra: Mapping[str, Any] | None = None
+) -> pa.Table:
     """``rows`` as an Arrow table of ``schema`` plus ``extra`` columns (name: Arrow array)."""
     arrays = [pa.array([r[i] for r in rows], type=f.type) for i, f in enumerate(schema)]
     names = list(schema.names)
@@ -93,8 +106,9 @@ def register(spark: Any, tables: Mapping[str, pa.Table]) -> None:
         spark.createDataFrame(t).createOrReplaceTempView(name)
 
 
-def spark_answer(spark: Any, sql: str, tables: Mapping[str, pa.Table] | None
-                 ) -> tuple[list[Row], Any]:
+def spark_answer(
+    spark: Any, sql: str, tables: Mapping[str, pa.Table] | None
+) -> tuple[list[Row], Any]:
     """Spark SQL's rows (in its order) and schema for ``sql`` over ``tables`` (registered as
     temp views under their names; None: as registered already)."""
     if tables is not None:
@@ -123,11 +137,18 @@ def _diff(now: Sequence[Row], before: Sequence[Row]) -> Counter[Any]:
     return Counter({k: v for k, v in c.items() if v})
 
 
-def check_views(spark: Any, res: Maintained, views: Mapping[str, str],
-                tables: Mapping[str, pa.Table], *, ordered: Iterable[str] = (),
-                before: Mapping[str, list[Row]] | None = None, times: set[int] | None = None,
-                label: str = "", problems: dict[str, list[str]] | None = None
-                ) -> dict[str, list[Row]]:
+def check_views(
+    spark: Any,
+    res: Maintained,
+    views: Mapping[str, str],
+    tables: Mapping[str, pa.Table],
+    *,
+    ordered: Iterable[str] = (),
+    before: Mapping[str, list[Row]] | None = None,
+    times: set[int] | None = None,
+    label: str = "",
+    problems: dict[str, list[str]] | None = None,
+) -> dict[str, list[Row]]:
     """Checks every view of ``res`` against Spark SQL over ``tables`` (see the module doc);
     ``before``: each view's contents before this refresh (None: empty, the call was given
     every change); ``times``: the only times its changes may carry. Returns each view's
@@ -139,8 +160,19 @@ def check_views(spark: Any, res: Maintained, views: Mapping[str, str],
     register(spark, tables)
     for name, sql in views.items():
         p = found.setdefault(name, [])
-        p.extend(_check_view(spark, res, name, sql, name in ordered,
-                             (before or {}).get(name, []), times, label, got))
+        p.extend(
+            _check_view(
+                spark,
+                res,
+                name,
+                sql,
+                name in ordered,
+                (before or {}).get(name, []),
+                times,
+                label,
+                got,
+            )
+        )
     if problems is not None:
         for name, ps in found.items():
             problems.setdefault(name, []).extend(ps)
@@ -149,9 +181,17 @@ def check_views(spark: Any, res: Maintained, views: Mapping[str, str],
     return got
 
 
-def _check_view(spark: Any, res: Maintained, name: str, sql: str, ordered: bool,
-                before: list[Row],
-                times: set[int] | None, label: str, got: dict[str, list[Row]]) -> list[str]:
+def _check_view(
+    spark: Any,
+    res: Maintained,
+    name: str,
+    sql: str,
+    ordered: bool,
+    before: list[Row],
+    times: set[int] | None,
+    label: str,
+    got: dict[str, list[Row]],
+) -> list[str]:
     problems: list[str] = []
     want, _ = spark_answer(spark, sql, None)
     r = res[name]
@@ -159,40 +199,51 @@ def _check_view(spark: Any, res: Maintained, name: str, sql: str, ordered: bool,
     got[name] = ours
     extra, missing = same_rows(ours, want)
     if extra or missing:
-        problems.append(f"{label}view {name!r}: contents differ from Spark SQL: "
-                        f"{len(ours)} rows, want {len(want)}; extra {_show(extra)}; "
-                        f"missing {_show(missing)}")
+        problems.append(
+            f"{label}view {name!r}: contents differ from Spark SQL: "
+            f"{len(ours)} rows, want {len(want)}; extra {_show(extra)}; "
+            f"missing {_show(missing)}"
+        )
         return problems
     rows = [tuple(x) for x in r.rows()]
     if ordered:
         extra, missing = same_rows(rows, want, ordered=True)
         if extra or missing:
-            problems.append(f"{label}view {name!r}: rows() out of Spark's order: got "
-                            f"{_show(extra)}, want {_show(missing)}")
+            problems.append(
+                f"{label}view {name!r}: rows() out of Spark's order: got "
+                f"{_show(extra)}, want {_show(missing)}"
+            )
     else:
         extra, missing = same_rows(rows, ours)
         if extra or missing:
-            problems.append(f"{label}view {name!r}: rows() differ from contents: extra "
-                            f"{_show(extra)}; missing {_show(missing)}")
+            problems.append(
+                f"{label}view {name!r}: rows() differ from contents: extra "
+                f"{_show(extra)}; missing {_show(missing)}"
+            )
     ch = [tuple(x) for x in r.changes.collect()]
     width = len(r.changes.columns) - 2
     if r.changes.columns[width:] != ["time", "diff"]:
-        problems.append(f"{label}view {name!r}: changes columns {r.changes.columns} do not "
-                        "end with time, diff")
+        problems.append(
+            f"{label}view {name!r}: changes columns {r.changes.columns} do not end with time, diff"
+        )
         return problems
     net = _signed([c[:width] for c in ch], [c[width + 1] for c in ch])
     expect = _diff(ours, before)
     if net != expect:
         wrong = sorted(set(net) | set(expect), key=repr)
-        wrong = [(k, net.get(k, 0), expect.get(k, 0)) for k in wrong
-                 if net.get(k, 0) != expect.get(k, 0)]
-        problems.append(f"{label}view {name!r}: changes are not the difference of its "
-                        f"contents ((row, net diff, want)): {_show(wrong)}")
+        wrong = [
+            (k, net.get(k, 0), expect.get(k, 0)) for k in wrong if net.get(k, 0) != expect.get(k, 0)
+        ]
+        problems.append(
+            f"{label}view {name!r}: changes are not the difference of its "
+            f"contents ((row, net diff, want)): {_show(wrong)}"
+        )
     if times is not None:
         bad = sorted({c[width] for c in ch} - times)
         if bad:
-            problems.append(f"{label}view {name!r}: changes at times {bad}, want only "
-                            f"{sorted(times)}")
+            problems.append(
+                f"{label}view {name!r}: changes at times {bad}, want only {sorted(times)}"
+            )
     return problems
 
 
@@ -220,8 +271,10 @@ class Stream:
 
     def tables(self) -> dict[str, pa.Table]:
         """Every table's current contents as an Arrow table."""
-        return {t: arrow_rows(s, sorted(self.contents[t].elements(), key=repr))
-                for t, s in self.schemas.items()}
+        return {
+            t: arrow_rows(s, sorted(self.contents[t].elements(), key=repr))
+            for t, s in self.schemas.items()
+        }
 
     def _apply(self, changes: Mapping[str, list[Change]]) -> None:
         for t, cs in changes.items():
@@ -246,9 +299,13 @@ class Stream:
         for time, cs in calls:
             for ch in cs:
                 if self.form == "cdf":
-                    pairs = ([(ch.old, "update_preimage"), (ch.new, "update_postimage")]
-                             if ch.old is not None and ch.new is not None else
-                             [(ch.old, "delete")] if ch.new is None else [(ch.new, "insert")])
+                    pairs = (
+                        [(ch.old, "update_preimage"), (ch.new, "update_postimage")]
+                        if ch.old is not None and ch.new is not None
+                        else [(ch.old, "delete")]
+                        if ch.new is None
+                        else [(ch.new, "insert")]
+                    )
                 else:
                     pairs = [(r, d) for r, d in ((ch.old, -1), (ch.new, 1)) if r is not None]
                 for r, tag in pairs:
@@ -257,15 +314,22 @@ class Stream:
                     times.append(time)
                     tags.append(tag)
         if self.form == "cdf":
-            extra = {"_change_type": pa.array(tags, pa.string()),
-                     "_commit_version": pa.array(times, pa.int64())}
+            extra = {
+                "_change_type": pa.array(tags, pa.string()),
+                "_commit_version": pa.array(times, pa.int64()),
+            }
         else:
             extra = {"time": pa.array(times, pa.int64()), "diff": pa.array(tags, pa.int64())}
         return self.spark.createDataFrame(arrow_rows(s, rows, extra))
 
-    def refresh(self, changes: Mapping[str, list[Change]] | None = None, *,
-                check: bool = True, problems: dict[str, list[str]] | None = None,
-                **kw: Any) -> Maintained:
+    def refresh(
+        self,
+        changes: Mapping[str, list[Change]] | None = None,
+        *,
+        check: bool = True,
+        problems: dict[str, list[str]] | None = None,
+        **kw: Any,
+    ) -> Maintained:
         """Applies ``changes`` (``{table: [Change]}``), refreshes the views and checks them
         against Spark SQL (unless ``check`` is false; see ``check_views`` for
         ``problems``). ``kw`` goes to ``maintain``."""
@@ -276,18 +340,29 @@ class Stream:
         if self.checkpoint is not None:
             calls = {t: [(time, changes.get(t, []))] for t in self.schemas}
         else:
-            calls = {t: [(i, c.get(t, [])) for i, c in enumerate(self.log)]
-                     for t in self.schemas}
+            calls = {t: [(i, c.get(t, [])) for i, c in enumerate(self.log)] for t in self.schemas}
         sources = {t: self._source(t, calls[t]) for t in self.schemas}
-        res = maintain(self.spark, self.views, sources, workers=self.workers,
-                       checkpoint=self.checkpoint, _fault=self.fault, **kw)
+        res = maintain(
+            self.spark,
+            self.views,
+            sources,
+            workers=self.workers,
+            checkpoint=self.checkpoint,
+            _fault=self.fault,
+            **kw,
+        )
         self.results.append(res)
         if check:
             incremental = self.checkpoint is not None
             self.last = check_views(
-                self.spark, res, self.views, self.tables(), ordered=self.ordered,
+                self.spark,
+                res,
+                self.views,
+                self.tables(),
+                ordered=self.ordered,
                 before=self.last if incremental else None,
                 times={time} if incremental and self.form != "snapshot" else None,
                 label=f"refresh {time}, {self.workers} worker(s), form {self.form}: ",
-                problems=problems)
+                problems=problems,
+            )
         return res

@@ -19,8 +19,9 @@ KNOWN: dict[tuple[str, int], str] = {}
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["1worker", "2workers"])
-def outcome(request: pytest.FixtureRequest, spark: Any,
-            tmp_path_factory: pytest.TempPathFactory) -> tuple[int, dict[str, list[str]]]:
+def outcome(
+    request: pytest.FixtureRequest, spark: Any, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[int, dict[str, list[str]]]:
     """Every view's problems over a stream of 5 refreshes on ``request.param`` workers."""
     workers = request.param
     ck = str(tmp_path_factory.mktemp(f"oracle{workers}") / "ck")
@@ -38,8 +39,8 @@ def outcome(request: pytest.FixtureRequest, spark: Any,
 
 @pytest.mark.parametrize("view", sorted(VIEWS))
 def test_view_equals_spark_sql_after_every_refresh(
-        outcome: tuple[int, dict[str, list[str]]], view: str,
-        request: pytest.FixtureRequest) -> None:
+    outcome: tuple[int, dict[str, list[str]]], view: str, request: pytest.FixtureRequest
+) -> None:
     """The view's contents, rows() and changes agree with Spark SQL after each refresh."""
     workers, problems = outcome
     if (view, workers) in KNOWN:

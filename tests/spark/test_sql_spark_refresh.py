@@ -19,7 +19,7 @@ from ddflow.sql.spark import Snapshot, maintain
 
 VIEWS = {
     "agg": "SELECT g, count(*) AS n, sum(d) AS sd, max(ts) AS mts, min(dt) AS mdt "
-           "FROM t GROUP BY g",
+    "FROM t GROUP BY g",
     "joined": "SELECT t.k, u.name, t.d * u.w AS dw FROM t JOIN u ON t.i = u.k2",
     "top": "SELECT k, d FROM t WHERE d IS NOT NULL ORDER BY d DESC, k LIMIT 3",
 }
@@ -29,8 +29,13 @@ _V = {"v": "SELECT g, count(*) AS n, sum(d) AS s FROM t GROUP BY g"}
 
 
 def _changes(spark: Any, rows: list[tuple[Any, ...]], time: int, diffs: list[int]) -> Any:
-    return spark.createDataFrame(arrow_rows(_SCHEMA, rows, {
-        "time": pa.array([time] * len(rows), pa.int64()), "diff": pa.array(diffs, pa.int64())}))
+    return spark.createDataFrame(
+        arrow_rows(
+            _SCHEMA,
+            rows,
+            {"time": pa.array([time] * len(rows), pa.int64()), "diff": pa.array(diffs, pa.int64())},
+        )
+    )
 
 
 def _rows(res: Any, view: str = "v") -> list[tuple[Any, ...]]:
@@ -41,22 +46,25 @@ def _changed(res: Any, view: str = "v") -> list[tuple[Any, ...]]:
     return sorted((tuple(r) for r in res[view].changes.collect()), key=repr)
 
 
-def test_later_call_returns_new_contents_and_only_new_changes(spark: Any,
-                                                              tmp_path: Path) -> None:
+def test_later_call_returns_new_contents_and_only_new_changes(spark: Any, tmp_path: Path) -> None:
     """Call 2 gets only time 1's changes: its contents are the whole view and its changes
     only what time 1 changed (a group updated, one gone, one new), all at time 1."""
     ck = str(tmp_path / "ck")
     a, b, c = ("a", Decimal("1.50")), ("b", Decimal("2.25")), ("c", Decimal("-3.00"))
-    first = maintain(spark, _V, {"t": _changes(spark, [a, a, b], 0, [1, 1, 1])},
-                     workers=2, checkpoint=ck)
+    first = maintain(
+        spark, _V, {"t": _changes(spark, [a, a, b], 0, [1, 1, 1])}, workers=2, checkpoint=ck
+    )
     assert _rows(first) == [("a", 2, Decimal("3.00")), ("b", 1, Decimal("2.25"))]
-    second = maintain(spark, _V, {"t": _changes(spark, [a, b, c], 1, [-1, -1, 1])},
-                      workers=2, checkpoint=ck)
+    second = maintain(
+        spark, _V, {"t": _changes(spark, [a, b, c], 1, [-1, -1, 1])}, workers=2, checkpoint=ck
+    )
     assert _rows(second) == [("a", 1, Decimal("1.50")), ("c", 1, Decimal("-3.00"))]
-    assert _changed(second) == [("a", 1, Decimal("1.50"), 1, 1),
-                                ("a", 2, Decimal("3.00"), 1, -1),
-                                ("b", 1, Decimal("2.25"), 1, -1),
-                                ("c", 1, Decimal("-3.00"), 1, 1)]
+    assert _changed(second) == [
+        ("a", 1, Decimal("1.50"), 1, 1),
+        ("a", 2, Decimal("3.00"), 1, -1),
+        ("b", 1, Decimal("2.25"), 1, -1),
+        ("c", 1, Decimal("-3.00"), 1, 1),
+    ]
 
 
 def test_same_changes_twice_change_nothing(spark: Any, tmp_path: Path) -> None:
@@ -81,9 +89,16 @@ def test_same_changes_twice_change_nothing(spark: Any, tmp_path: Path) -> None:
 def test_same_cdf_and_snapshot_twice_change_nothing(spark: Any, tmp_path: Path) -> None:
     """A change feed fed twice and a snapshot given twice leave the views unchanged."""
     a, b = ("a", Decimal("1.00")), ("b", Decimal("2.00"))
-    feed = spark.createDataFrame(arrow_rows(_SCHEMA, [a, b, a], {
-        "_change_type": pa.array(["insert", "insert", "delete"]),
-        "_commit_version": pa.array([0, 0, 1], pa.int64())}))
+    feed = spark.createDataFrame(
+        arrow_rows(
+            _SCHEMA,
+            [a, b, a],
+            {
+                "_change_type": pa.array(["insert", "insert", "delete"]),
+                "_commit_version": pa.array([0, 0, 1], pa.int64()),
+            },
+        )
+    )
     ck = str(tmp_path / "cdf")
     first = maintain(spark, _V, {"t": feed}, workers=2, checkpoint=ck)
     again = maintain(spark, _V, {"t": feed}, workers=2, checkpoint=ck)
@@ -93,18 +108,17 @@ def test_same_cdf_and_snapshot_twice_change_nothing(spark: Any, tmp_path: Path) 
     ck = str(tmp_path / "snap")
     first = maintain(spark, _V, {"t": Snapshot(snap)}, workers=2, checkpoint=ck)
     again = maintain(spark, _V, {"t": Snapshot(snap)}, workers=2, checkpoint=ck)
-    assert _rows(first) == _rows(again) == [("a", 1, Decimal("1.00")),
-                                            ("b", 2, Decimal("4.00"))]
+    assert _rows(first) == _rows(again) == [("a", 1, Decimal("1.00")), ("b", 2, Decimal("4.00"))]
     assert _changed(again) == []
 
 
-def test_refreshed_contents_equal_one_call_over_all_changes(spark: Any,
-                                                            tmp_path: Path) -> None:
+def test_refreshed_contents_equal_one_call_over_all_changes(spark: Any, tmp_path: Path) -> None:
     """Four refreshes under a checkpoint (each checked against Spark SQL) end with the
     contents one call without a checkpoint gives over all four refreshes' changes, and that
     call's changes at each time are the changes the refresh of that time returned."""
-    stream = Stream(spark, SCHEMAS, VIEWS, workers=2, checkpoint=str(tmp_path / "ck"),
-                    ordered=("top",))
+    stream = Stream(
+        spark, SCHEMAS, VIEWS, workers=2, checkpoint=str(tmp_path / "ck"), ordered=("top",)
+    )
     log = refreshes(seed=21, n=4, load=25)
     for changes in log:
         stream.refresh(changes)
@@ -141,21 +155,30 @@ def test_checkpoint_of_other_columns_is_refused(spark: Any, tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize("change", ["views", "workers"])
-def test_checkpoint_under_other_views_or_workers(spark: Any, tmp_path: Path,
-                                                 change: str) -> None:
+def test_checkpoint_under_other_views_or_workers(spark: Any, tmp_path: Path, change: str) -> None:
     """A checkpoint reused with other views or another number of workers either refreshes
     them right (equal to Spark SQL) or is refused with a DDError: never a wrong answer."""
     rng = random.Random(4)
     ck = str(tmp_path / "ck")
     rows = [t_row(rng, k) for k in range(12)]
     t0 = arrow_rows(SCHEMAS["t"], rows)
-    df0 = spark.createDataFrame(arrow_rows(SCHEMAS["t"], rows, {
-        "time": pa.array([0] * 12, pa.int64()), "diff": pa.array([1] * 12, pa.int64())}))
+    df0 = spark.createDataFrame(
+        arrow_rows(
+            SCHEMAS["t"],
+            rows,
+            {"time": pa.array([0] * 12, pa.int64()), "diff": pa.array([1] * 12, pa.int64())},
+        )
+    )
     first = {"a": "SELECT g, count(*) AS n FROM t GROUP BY g"}
     maintain(spark, first, {"t": df0}, workers=2, checkpoint=ck)
     new = [t_row(rng, 100)]
-    df1 = spark.createDataFrame(arrow_rows(SCHEMAS["t"], new, {
-        "time": pa.array([1], pa.int64()), "diff": pa.array([1], pa.int64())}))
+    df1 = spark.createDataFrame(
+        arrow_rows(
+            SCHEMAS["t"],
+            new,
+            {"time": pa.array([1], pa.int64()), "diff": pa.array([1], pa.int64())},
+        )
+    )
     views = dict(first)
     workers = 2
     if change == "views":
@@ -174,13 +197,15 @@ def test_checkpoint_under_other_views_or_workers(spark: Any, tmp_path: Path,
 
 
 @pytest.mark.parametrize("worker", [0, 1])
-def test_worker_killed_mid_refresh_gives_the_same_answer(spark: Any, tmp_path: Path,
-                                                         worker: int) -> None:
+def test_worker_killed_mid_refresh_gives_the_same_answer(
+    spark: Any, tmp_path: Path, worker: int
+) -> None:
     """A worker process killed in the middle of a refresh (after computing the refresh's
     round, before its checkpoint is written): Spark reruns the barrier stage from the last
     checkpoint and every view still equals Spark SQL, with the refresh's changes once."""
-    stream = Stream(spark, SCHEMAS, VIEWS, workers=2, checkpoint=str(tmp_path / "ck"),
-                    ordered=("top",))
+    stream = Stream(
+        spark, SCHEMAS, VIEWS, workers=2, checkpoint=str(tmp_path / "ck"), ordered=("top",)
+    )
     log = refreshes(seed=23, n=3, load=25)
     stream.refresh(log[0])
     marker = tmp_path / "killed"

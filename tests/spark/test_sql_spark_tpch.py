@@ -63,8 +63,16 @@ def test_tpch_views_equal_spark_sql_after_each_refresh(spark: Any, tmp_path: Pat
             cur = apply_changes(cur, changes)
             times = {time}
         res = maintain(spark, views, sources, workers=2, checkpoint=ck)
-        before = check_views(spark, res, views, cur, ordered=ordered, before=before,
-                             times=times, label=f"refresh {time}: ")
+        before = check_views(
+            spark,
+            res,
+            views,
+            cur,
+            ordered=ordered,
+            before=before,
+            times=times,
+            label=f"refresh {time}: ",
+        )
         if time == 0:
             empty = [v for v in ("q1", "q5", "q9", "q13", "reach") if not before[v]]
             assert not empty, f"empty views after the load: {empty}"

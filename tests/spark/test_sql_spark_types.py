@@ -27,26 +27,85 @@ from ddflow.sql.spark import maintain
 _UTC = dt.UTC
 
 #: One column of every width and type, with the extremes of each.
-WIDE = pa.schema([
-    ("k", pa.int64()), ("y", pa.int8()), ("s", pa.int16()), ("i", pa.int32()),
-    ("l", pa.int64()), ("r", pa.float32()), ("f", pa.float64()), ("d", pa.decimal128(12, 2)),
-    ("big", pa.decimal128(38, 6)), ("dt", pa.date32()), ("ts", pa.timestamp("us", tz="UTC")),
-    ("g", pa.string()), ("b", pa.bool_())])
+WIDE = pa.schema(
+    [
+        ("k", pa.int64()),
+        ("y", pa.int8()),
+        ("s", pa.int16()),
+        ("i", pa.int32()),
+        ("l", pa.int64()),
+        ("r", pa.float32()),
+        ("f", pa.float64()),
+        ("d", pa.decimal128(12, 2)),
+        ("big", pa.decimal128(38, 6)),
+        ("dt", pa.date32()),
+        ("ts", pa.timestamp("us", tz="UTC")),
+        ("g", pa.string()),
+        ("b", pa.bool_()),
+    ]
+)
 
 _VALUES: list[tuple[Any, ...]] = [
-    (1, -128, -32768, -2**31, -2**63, -3.4028234663852886e38, -1.7976931348623157e308,
-     Decimal("-9999999999.99"), Decimal("-99999999999999999999999999999999.999999"),
-     dt.date(1, 1, 1), dt.datetime(1, 1, 2, tzinfo=_UTC), "", False),
-    (2, 127, 32767, 2**31 - 1, 2**63 - 1, 3.4028234663852886e38, 1.7976931348623157e308,
-     Decimal("9999999999.99"), Decimal("99999999999999999999999999999999.999999"),
-     dt.date(9999, 12, 31), dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
-     "ü😀 and a longer string " * 8, True),
-    (3, 0, -1, 1, 0, 1.401298464324817e-45, 5e-324, Decimal("0.01"), Decimal("0.000001"),
-     dt.date(1969, 12, 31), dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
-     "Zed", False),
-    (4, -1, 300, -70000, 2**40, -0.0, 0.1, Decimal("-0.01"),
-     Decimal("12345678901234567890123456.123456"), dt.date(1970, 1, 1),
-     dt.datetime(2500, 1, 1, tzinfo=_UTC), "zed", True),
+    (
+        1,
+        -128,
+        -32768,
+        -(2**31),
+        -(2**63),
+        -3.4028234663852886e38,
+        -1.7976931348623157e308,
+        Decimal("-9999999999.99"),
+        Decimal("-99999999999999999999999999999999.999999"),
+        dt.date(1, 1, 1),
+        dt.datetime(1, 1, 2, tzinfo=_UTC),
+        "",
+        False,
+    ),
+    (
+        2,
+        127,
+        32767,
+        2**31 - 1,
+        2**63 - 1,
+        3.4028234663852886e38,
+        1.7976931348623157e308,
+        Decimal("9999999999.99"),
+        Decimal("99999999999999999999999999999999.999999"),
+        dt.date(9999, 12, 31),
+        dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
+        "ü😀 and a longer string " * 8,
+        True,
+    ),
+    (
+        3,
+        0,
+        -1,
+        1,
+        0,
+        1.401298464324817e-45,
+        5e-324,
+        Decimal("0.01"),
+        Decimal("0.000001"),
+        dt.date(1969, 12, 31),
+        dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=_UTC),
+        "Zed",
+        False,
+    ),
+    (
+        4,
+        -1,
+        300,
+        -70000,
+        2**40,
+        -0.0,
+        0.1,
+        Decimal("-0.01"),
+        Decimal("12345678901234567890123456.123456"),
+        dt.date(1970, 1, 1),
+        dt.datetime(2500, 1, 1, tzinfo=_UTC),
+        "zed",
+        True,
+    ),
 ]
 
 
@@ -66,12 +125,14 @@ def wide_rows() -> list[tuple[Any, ...]]:
 def _exact(rows: list[tuple[Any, ...]]) -> Counter[Any]:
     """Rows as a multiset compared exactly (floats bit for bit, Decimals by value,
     timestamps in UTC)."""
+
     def norm(v: Any) -> Any:
         if isinstance(v, dt.datetime) and v.tzinfo is not None:
             v = v.astimezone(_UTC).replace(tzinfo=None)
         if isinstance(v, float) and v == 0:
             return ("zero", str(v))  # -0.0 and 0.0 apart
         return v
+
     return Counter(row_key(tuple(norm(v) for v in r)) for r in rows)
 
 
@@ -84,26 +145,43 @@ def _days(v: Any) -> Any:
 
 # -- run_on_spark ---------------------------------------------------------------------------
 
+
 def passthrough(c: dict[str, Any]) -> dict[str, Any]:
     """Every input record as it is, and once each after an exchange between workers."""
     return {"same": c["w"], "distinct": c["w"].distinct()}
 
 
-@pytest.mark.parametrize("nulls", [
-    False,
-    pytest.param(True, marks=pytest.mark.xfail(strict=True, reason=(
-        "run_on_spark hands a build NULLs as None in object columns, and the core's "
-        "record columns refuse None among numbers or strings once the records are "
-        "arranged ('a column mixes field types'): distinct() fails"))),
-], ids=["values", "with_nulls"])
+@pytest.mark.parametrize(
+    "nulls",
+    [
+        False,
+        pytest.param(
+            True,
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason=(
+                    "run_on_spark hands a build NULLs as None in object columns, and the core's "
+                    "record columns refuse None among numbers or strings once the records are "
+                    "arranged ('a column mixes field types'): distinct() fails"
+                ),
+            ),
+        ),
+    ],
+    ids=["values", "with_nulls"],
+)
 def test_run_on_spark_takes_every_type_exactly(spark: Any, nulls: bool) -> None:
     """run_on_spark on 2 workers hands the build every value exactly (dates as days since
     1970, as documented): extremes of every int and float width, decimals beyond int64,
     timestamps before 1970 and after 2262, strings; with NULLs in every column too."""
     rows = wide_rows() if nulls else list(_VALUES)
     df = spark.createDataFrame(arrow_rows(WIDE, rows))
-    out = run_on_spark(spark, passthrough, {"w": df}, workers=2,
-                       output_columns={"same": WIDE.names, "distinct": WIDE.names})
+    out = run_on_spark(
+        spark,
+        passthrough,
+        {"w": df},
+        workers=2,
+        output_columns={"same": WIDE.names, "distinct": WIDE.names},
+    )
     dated = [tuple(_days(v) if j == 9 else v for j, v in enumerate(r)) for r in rows]
     for name in ("same", "distinct"):
         got = [tuple(_days(v) for v in r[:-2]) for r in out[name].collect()]
@@ -112,9 +190,14 @@ def test_run_on_spark_takes_every_type_exactly(spark: Any, nulls: bool) -> None:
 
 # -- maintain -------------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "-0.0 comes back as 0.0: ddflow.sql keeps floats as order-preserving keys "
-    "(types.float_keys) that fold the sign of zero, while Spark's SELECT * keeps -0.0"))
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "-0.0 comes back as 0.0: ddflow.sql keeps floats as order-preserving keys "
+        "(types.float_keys) that fold the sign of zero, while Spark's SELECT * keeps -0.0"
+    ),
+)
 def test_maintain_takes_every_type_exactly(spark: Any) -> None:
     """SELECT * over the extremes and NULLs of every type gives the rows back exactly, typed
     as Spark types them; aggregates over them equal Spark."""
@@ -123,18 +206,22 @@ def test_maintain_takes_every_type_exactly(spark: Any) -> None:
 
 def test_maintain_takes_every_type_exactly_but_the_sign_of_zero(spark: Any) -> None:
     """As above with every -0.0 made 0.0 (the one known difference, see the xfail above)."""
+
     def plus(v: Any) -> Any:
         return 0.0 if isinstance(v, float) and v == 0 else v
+
     _every_type(spark, [tuple(plus(v) for v in r) for r in wide_rows()])
 
 
 def _every_type(spark: Any, rows: list[tuple[Any, ...]]) -> None:
     table = arrow_rows(WIDE, rows)
-    views = {"star": "SELECT * FROM w",
-             "aggs": "SELECT b, count(*) AS n, count(ts) AS nts, sum(d) AS sd, min(big) AS lo, "
-                     "max(big) AS hi_big, max(d) AS hi, min(dt) AS first, max(ts) AS last, "
-                     "min(g) AS mg, max(r) AS mr, min(f) AS mf, max(y) AS my, min(s) AS ms "
-                     "FROM w WHERE k IN (3, 4, 11, 12) GROUP BY b"}
+    views = {
+        "star": "SELECT * FROM w",
+        "aggs": "SELECT b, count(*) AS n, count(ts) AS nts, sum(d) AS sd, min(big) AS lo, "
+        "max(big) AS hi_big, max(d) AS hi, min(dt) AS first, max(ts) AS last, "
+        "min(g) AS mg, max(r) AS mr, min(f) AS mf, max(y) AS my, min(s) AS ms "
+        "FROM w WHERE k IN (3, 4, 11, 12) GROUP BY b",
+    }
     res = maintain(spark, views, {"w": spark.createDataFrame(table)}, workers=2)
     got = [tuple(r) for r in res["star"].contents.collect()]
     assert _exact(got) == _exact(rows)
@@ -149,15 +236,21 @@ def _same_as_spark(spark: Any, res: Any, views: dict[str, str], table: pa.Table)
         assert _types(res[name].contents.schema) == _types(schema), name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a sum of DECIMAL(38,6) values beyond 64 bits: the linear part of an aggregate sums "
-    "decimals as int64 only ('a value to sum does not fit 64 bits', ddflow.sql.aggregate)"))
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "a sum of DECIMAL(38,6) values beyond 64 bits: the linear part of an aggregate sums "
+        "decimals as int64 only ('a value to sum does not fit 64 bits', ddflow.sql.aggregate)"
+    ),
+)
 def test_maintain_sums_decimals_beyond_64_bits(spark: Any) -> None:
     """sum() of DECIMAL(38,6) values whose scaled integers do not fit 64 bits equals
     Spark's."""
     table = arrow_rows(WIDE, wide_rows())
-    views = {"sums": "SELECT b, sum(big) AS sb, avg(big) AS ab FROM w "
-                     "WHERE k IN (3, 4, 11, 12) GROUP BY b"}
+    views = {
+        "sums": "SELECT b, sum(big) AS sb, avg(big) AS ab FROM w "
+        "WHERE k IN (3, 4, 11, 12) GROUP BY b"
+    }
     res = maintain(spark, views, {"w": spark.createDataFrame(table)}, workers=2)
     _same_as_spark(spark, res, views, table)
 
@@ -171,8 +264,12 @@ _BAD_VALUE = {"map": [("x", 1)], "array": [1, 2], "struct": {"a": 1, "b": "x"}}
 
 
 def _bad_table(kind: str) -> pa.Table:
-    return pa.table({"k": pa.array([1, 2], pa.int64()),
-                     "Nested": pa.array([_BAD_VALUE[kind], None], _BAD[kind])})
+    return pa.table(
+        {
+            "k": pa.array([1, 2], pa.int64()),
+            "Nested": pa.array([_BAD_VALUE[kind], None], _BAD[kind]),
+        }
+    )
 
 
 def _jobs_run(spark: Any, group: str) -> int:
@@ -212,28 +309,63 @@ def test_run_on_spark_refuses_nested_columns_before_any_work(spark: Any, kind: s
 # -- result columns: names and types -----------------------------------------------------
 
 _AGG = {
-    "count_star": "count(*)", "count_col": "count(d)", "sum_int": "sum(i)",
-    "sum_tinyint": "sum(y)", "sum_smallint": "sum(s)", "sum_decimal": "sum(d)",
-    "avg_decimal": "avg(d)", "avg_int": "avg(i)", "avg_double": "avg(f)",
-    "sum_float": "sum(r)", "min_float": "min(r)", "max_tinyint": "max(y)",
-    "min_smallint": "min(s)", "max_date": "max(dt)", "max_timestamp": "max(ts)",
-    "min_string": "min(g)", "max_decimal": "max(d)", "count_distinct": "count(DISTINCT g)",
-    "sum_distinct": "sum(DISTINCT i)", "max_bool": "max(b)",
+    "count_star": "count(*)",
+    "count_col": "count(d)",
+    "sum_int": "sum(i)",
+    "sum_tinyint": "sum(y)",
+    "sum_smallint": "sum(s)",
+    "sum_decimal": "sum(d)",
+    "avg_decimal": "avg(d)",
+    "avg_int": "avg(i)",
+    "avg_double": "avg(f)",
+    "sum_float": "sum(r)",
+    "min_float": "min(r)",
+    "max_tinyint": "max(y)",
+    "min_smallint": "min(s)",
+    "max_date": "max(dt)",
+    "max_timestamp": "max(ts)",
+    "min_string": "min(g)",
+    "max_decimal": "max(d)",
+    "count_distinct": "count(DISTINCT g)",
+    "sum_distinct": "sum(DISTINCT i)",
+    "max_bool": "max(b)",
 }
 _ROW = {
-    "int_plus": "i + 1", "tinyint_plus_int": "y + 1", "smallint_times": "s * 2",
-    "bigint_times": "k * 2", "decimal_times_decimal": "d * d", "decimal_div": "d / 3",
-    "decimal_plus": "d + 1", "decimal_times_literal": "d * 1.5", "double_div": "f / 2",
-    "float_times": "r * 2", "int_div": "i / 2", "int_idiv": "i div 2", "int_mod": "i % 3",
-    "cast_double": "CAST(d AS DOUBLE)", "cast_decimal": "CAST(i AS DECIMAL(10,3))",
-    "cast_date": "CAST(ts AS DATE)", "date_add": "date_add(dt, 1)",
-    "ts_plus_interval": "ts + INTERVAL 1 DAY", "year": "year(dt)", "length": "length(g)",
-    "upper": "upper(g)", "concat": "concat(g, 'x')", "coalesce_int": "coalesce(i, 0)",
-    "coalesce_decimal": "coalesce(d, 0)", "case_decimal": "CASE WHEN b THEN d ELSE 0 END",
-    "abs_int": "abs(i)", "round_decimal": "round(d, 1)", "is_null": "i IS NULL",
-    "compare_string": "g < 'm'", "literal_int": "1", "literal_decimal": "1.5",
-    "literal_string": "'x'", "literal_null_int": "CAST(NULL AS INT)",
-    "literal_double": "1.5D", "cast_string": "CAST(k AS STRING)",
+    "int_plus": "i + 1",
+    "tinyint_plus_int": "y + 1",
+    "smallint_times": "s * 2",
+    "bigint_times": "k * 2",
+    "decimal_times_decimal": "d * d",
+    "decimal_div": "d / 3",
+    "decimal_plus": "d + 1",
+    "decimal_times_literal": "d * 1.5",
+    "double_div": "f / 2",
+    "float_times": "r * 2",
+    "int_div": "i / 2",
+    "int_idiv": "i div 2",
+    "int_mod": "i % 3",
+    "cast_double": "CAST(d AS DOUBLE)",
+    "cast_decimal": "CAST(i AS DECIMAL(10,3))",
+    "cast_date": "CAST(ts AS DATE)",
+    "date_add": "date_add(dt, 1)",
+    "ts_plus_interval": "ts + INTERVAL 1 DAY",
+    "year": "year(dt)",
+    "length": "length(g)",
+    "upper": "upper(g)",
+    "concat": "concat(g, 'x')",
+    "coalesce_int": "coalesce(i, 0)",
+    "coalesce_decimal": "coalesce(d, 0)",
+    "case_decimal": "CASE WHEN b THEN d ELSE 0 END",
+    "abs_int": "abs(i)",
+    "round_decimal": "round(d, 1)",
+    "is_null": "i IS NULL",
+    "compare_string": "g < 'm'",
+    "literal_int": "1",
+    "literal_decimal": "1.5",
+    "literal_string": "'x'",
+    "literal_null_int": "CAST(NULL AS INT)",
+    "literal_double": "1.5D",
+    "cast_string": "CAST(k AS STRING)",
 }
 
 #: Views whose result columns and values are compared with Spark's; "named_*" ones leave
@@ -289,8 +421,8 @@ def _result(typed_views: dict[str, Any], view: str) -> Any:
 
 @pytest.mark.parametrize("view", sorted(TYPE_VIEWS))
 def test_result_columns_are_named_and_typed_as_spark_does(
-        spark: Any, typed_views: dict[str, Any], view: str,
-        request: pytest.FixtureRequest) -> None:
+    spark: Any, typed_views: dict[str, Any], view: str, request: pytest.FixtureRequest
+) -> None:
     """The view's contents has the column names and Spark SQL types of spark.sql(view)."""
     if view in KNOWN_TYPES:
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_TYPES[view]))
@@ -304,8 +436,9 @@ KNOWN_VALUES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("view", sorted(TYPE_VIEWS))
-def test_result_values_equal_spark(spark: Any, typed_views: dict[str, Any], view: str,
-                                   request: pytest.FixtureRequest) -> None:
+def test_result_values_equal_spark(
+    spark: Any, typed_views: dict[str, Any], view: str, request: pytest.FixtureRequest
+) -> None:
     """The view's rows equal spark.sql(view)'s over the same load."""
     if view in KNOWN_VALUES:
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_VALUES[view]))

@@ -22,34 +22,49 @@ from spark_oracle import Change, Row, dele, ins, upd
 __all__ = ["ORDERED", "SCHEMAS", "VIEWS", "refreshes", "t_row", "u_row"]
 
 SCHEMAS: dict[str, pa.Schema] = {
-    "t": pa.schema([
-        ("k", pa.int64()), ("g", pa.string()), ("i", pa.int32()), ("s", pa.int16()),
-        ("y", pa.int8()), ("d", pa.decimal128(12, 2)), ("f", pa.float64()),
-        ("r", pa.float32()), ("dt", pa.date32()), ("ts", pa.timestamp("us", tz="UTC")),
-        ("b", pa.bool_())]),
-    "u": pa.schema([
-        ("k2", pa.int32()), ("name", pa.string()), ("w", pa.decimal128(20, 5)),
-        ("day", pa.date32())]),
+    "t": pa.schema(
+        [
+            ("k", pa.int64()),
+            ("g", pa.string()),
+            ("i", pa.int32()),
+            ("s", pa.int16()),
+            ("y", pa.int8()),
+            ("d", pa.decimal128(12, 2)),
+            ("f", pa.float64()),
+            ("r", pa.float32()),
+            ("dt", pa.date32()),
+            ("ts", pa.timestamp("us", tz="UTC")),
+            ("b", pa.bool_()),
+        ]
+    ),
+    "u": pa.schema(
+        [
+            ("k2", pa.int32()),
+            ("name", pa.string()),
+            ("w", pa.decimal128(20, 5)),
+            ("day", pa.date32()),
+        ]
+    ),
 }
 
 #: Views over ``t`` and ``u``; every output column is named (the names Spark gives
 #: unnamed expressions are tested on their own).
 VIEWS: dict[str, str] = {
     "by_g": "SELECT g, count(*) AS n, count(d) AS nd, sum(d) AS sd, avg(d) AS ad, "
-            "min(d) AS lo, max(ts) AS last_ts, min(dt) AS first_dt, sum(i) AS si, "
-            "sum(y) AS sy, avg(f) AS af, max(r) AS mr FROM t GROUP BY g",
+    "min(d) AS lo, max(ts) AS last_ts, min(dt) AS first_dt, sum(i) AS si, "
+    "sum(y) AS sy, avg(f) AS af, max(r) AS mr FROM t GROUP BY g",
     "total": "SELECT count(*) AS n, sum(d) AS sd, max(g) AS mg, min(ts) AS mts "
-             "FROM t WHERE y > 100",
+    "FROM t WHERE y > 100",
     "joined": "SELECT t.k, t.g, u.name, t.d * u.w AS dw, u.day FROM t JOIN u ON t.i = u.k2 "
-              "WHERE t.ts >= TIMESTAMP '2024-01-01 00:00:00'",
+    "WHERE t.ts >= TIMESTAMP '2024-01-01 00:00:00'",
     "left": "SELECT u.k2, u.name, count(t.k) AS n, sum(t.d) AS sd, max(t.dt) AS md "
-            "FROM u LEFT JOIN t ON t.i = u.k2 GROUP BY u.k2, u.name",
+    "FROM u LEFT JOIN t ON t.i = u.k2 GROUP BY u.k2, u.name",
     "proj": "SELECT k, upper(g) AS ug, dt, date_add(dt, 7) AS week_later, ts, d + 1 AS d1, "
-            "s * 2 AS s2, CASE WHEN f > 0 THEN 'pos' WHEN f <= 0 THEN 'nonpos' END AS sign, "
-            "coalesce(b, false) AS bb FROM t WHERE g < 'm' OR g IS NULL",
+    "s * 2 AS s2, CASE WHEN f > 0 THEN 'pos' WHEN f <= 0 THEN 'nonpos' END AS sign, "
+    "coalesce(b, false) AS bb FROM t WHERE g < 'm' OR g IS NULL",
     "top": "SELECT k, g, d FROM t WHERE d IS NOT NULL ORDER BY d DESC, k LIMIT 5",
     "distinct_g": "SELECT dt, count(DISTINCT g) AS ng, count(*) AS n FROM t GROUP BY dt "
-                  "HAVING count(*) > 1",
+    "HAVING count(*) > 1",
     "star": "SELECT * FROM t",
 }
 
@@ -71,15 +86,19 @@ def t_row(rng: random.Random, k: int) -> Row:
         k,
         _maybe(rng, rng.choice(_WORDS)),
         _maybe(rng, rng.randrange(0, 8)),
-        _maybe(rng, rng.randrange(-32768, 32768) if rng.random() < 0.2 else
-               rng.randrange(-300, 300)),
+        _maybe(
+            rng, rng.randrange(-32768, 32768) if rng.random() < 0.2 else rng.randrange(-300, 300)
+        ),
         _maybe(rng, rng.choice([-128, 127, 101, 0, -1, rng.randrange(-128, 128)])),
-        _maybe(rng, Decimal(rng.randrange(-10**10 + 1, 10**10)) / 100),
+        _maybe(rng, Decimal(rng.randrange(-(10**10) + 1, 10**10)) / 100),
         _maybe(rng, rng.uniform(-1e6, 1e6) if rng.random() < 0.8 else rng.choice([0.0, -0.5])),
         _maybe(rng, rng.randrange(-4000, 4000) / 8),
         _maybe(rng, dt.date(2023, 12, 25) + dt.timedelta(days=rng.randrange(0, 14))),
-        _maybe(rng, dt.datetime(2023, 12, 30, tzinfo=_UTC)
-               + dt.timedelta(microseconds=rng.randrange(0, 5 * 86400 * 10**6))),
+        _maybe(
+            rng,
+            dt.datetime(2023, 12, 30, tzinfo=_UTC)
+            + dt.timedelta(microseconds=rng.randrange(0, 5 * 86400 * 10**6)),
+        ),
         _maybe(rng, rng.random() < 0.5),
     )
 
@@ -89,7 +108,7 @@ def u_row(rng: random.Random, k2: int | None) -> Row:
     return (
         k2,
         _maybe(rng, rng.choice(_NAMES)),
-        _maybe(rng, Decimal(rng.randrange(-10**12, 10**12)) / 10**5),
+        _maybe(rng, Decimal(rng.randrange(-(10**12), 10**12)) / 10**5),
         _maybe(rng, dt.date(2024, 1, 1) + dt.timedelta(days=rng.randrange(-400, 400))),
     )
 
