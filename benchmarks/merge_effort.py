@@ -91,7 +91,7 @@ def run_setting(
         inp.flush()
         w.step_while(lambda r=r: probe.less_than(r))
         lat.append(time.perf_counter() - t0)
-    spines = [op.spine for op in w.operators if hasattr(op, "spine")]
+    spines = [op.spine for op in w.operators if getattr(op, "spine", None) is not None]
     return {
         "setting": setting,
         "latencies_s": lat,
@@ -210,7 +210,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "--seed",
             str(args.seed),
         ]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        if out.returncode:
+            sys.stderr.write(out.stderr)
+            raise SystemExit(f"setting {s} failed (exit {out.returncode})")
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
     summary = [summarize(r) for r in runs]
     by = {s["setting"]: s for s in summary}

@@ -87,3 +87,37 @@ def test_bad_effort_is_refused(bad: object) -> None:
     _, c = w.new_collection()
     with pytest.raises(ValueError, match="merge effort"):
         c.arrange_by_self(effort=bad)  # type: ignore[arg-type]
+
+
+def test_merge_effort_benchmark_runs_small() -> None:
+    """The benchmark script at a tiny size: every setting runs, every round is timed."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "merge_effort.py"
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--nodes",
+            "500",
+            "--edges",
+            "3000",
+            "--batch",
+            "50",
+            "--rounds",
+            "20",
+            "--settings",
+            "at-once,2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    import json
+
+    doc = json.loads(out.stdout[out.stdout.index("{") :])
+    assert [s["setting"] for s in doc["summary"]] == ["at-once", "2"]
+    assert all(s["rounds"] == 20 and s["max_ms"] > 0 for s in doc["summary"])
