@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -26,9 +25,9 @@ from ddflow import (  # noqa: E402 - after the environment is set
     JobConfig,
     JobResult,
     Processes,
-    RoundReport,
     Runtime,
 )
+from ddflow.testing.faults import KillWorker  # noqa: E402
 
 RUNTIMES = ["inprocess", "processes", "spark"]
 
@@ -82,26 +81,6 @@ def runtime(request: pytest.FixtureRequest) -> OnRuntime:
     return OnRuntime(
         SparkRuntime(request.getfixturevalue("spark")), JobConfig(workers=2, timeout=120), 2
     )
-
-
-@dataclass(frozen=True)
-class KillWorker:
-    """A job's ``on_round`` hook that kills worker ``worker``'s process after round
-    ``round``, once: the marker file it writes first says it happened."""
-
-    worker: int
-    round: int
-    marker: str
-
-    def __call__(self, report: RoundReport) -> None:
-        if (
-            report.worker == self.worker
-            and report.round == self.round
-            and not os.path.exists(self.marker)
-        ):
-            with open(self.marker, "w") as f:
-                f.write(f"worker {report.worker} killed after round {report.round}\n")
-            os._exit(17)
 
 
 @pytest.fixture

@@ -259,7 +259,7 @@ class Stream:
     checkpoint: str | None = None
     form: str = "rows"
     ordered: Sequence[str] = ()
-    fault: Mapping[str, Any] | None = None
+    on_round: Any = None  # a job hook (a fault to inject)
     contents: dict[str, Counter[Row]] = field(default_factory=dict)
     log: list[dict[str, list[Change]]] = field(default_factory=list)
     last: dict[str, list[Row]] = field(default_factory=dict)
@@ -348,7 +348,7 @@ class Stream:
             sources,
             workers=self.workers,
             checkpoint=self.checkpoint,
-            _fault=self.fault,
+            on_round=self.on_round,
             **kw,
         )
         self.results.append(res)

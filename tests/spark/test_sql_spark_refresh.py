@@ -16,6 +16,7 @@ from typed_data import SCHEMAS, refreshes, t_row
 
 from ddflow.core.errors import DDError
 from ddflow.sql.spark import Snapshot, maintain
+from ddflow.testing.faults import KillWorker
 
 VIEWS = {
     "agg": "SELECT g, count(*) AS n, sum(d) AS sd, max(ts) AS mts, min(dt) AS mdt "
@@ -209,8 +210,8 @@ def test_worker_killed_mid_refresh_gives_the_same_answer(
     log = refreshes(seed=23, n=3, load=25)
     stream.refresh(log[0])
     marker = tmp_path / "killed"
-    stream.fault = {"worker": worker, "round": 0, "marker": str(marker)}
+    stream.on_round = KillWorker(worker, 0, str(marker))
     stream.refresh(log[1])
     assert marker.exists(), "the fault hook did not fire"
-    stream.fault = None
+    stream.on_round = None
     stream.refresh(log[2])

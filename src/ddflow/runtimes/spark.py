@@ -39,7 +39,6 @@ import time as _time
 import traceback
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -51,7 +50,7 @@ from ddflow.core.time import TimeKind, time_kind_of
 from ddflow.dataflow.worker import Worker
 from ddflow.engine.comm import MeshError, PeerAborted, WorkerError
 from ddflow.engine.mesh import Listener, Mesh, new_secret
-from ddflow.runtimes.config import Build, JobConfig, RoundReport
+from ddflow.runtimes.config import Build, JobConfig
 from ddflow.runtimes.job import Changes, JobResult, Output, drive, merge_results
 from ddflow.runtimes.local import run_job
 
@@ -558,26 +557,6 @@ def _task(
     return run
 
 
-@dataclass(frozen=True)
-class _KillAtRound:
-    """Test-only ``on_round`` hook: worker ``worker``'s process exits after round ``round``,
-    once (the marker file it writes first says so)."""
-
-    worker: int
-    round: int
-    marker: str
-
-    def __call__(self, report: RoundReport) -> None:
-        if (
-            report.worker == self.worker
-            and report.round == self.round
-            and not os.path.exists(self.marker)
-        ):
-            with open(self.marker, "w") as f:
-                f.write(f"worker {report.worker} killed after round {report.round}\n")
-            os._exit(17)
-
-
 # -- driver side ------------------------------------------------------------------------------
 
 
@@ -596,13 +575,6 @@ def spark_job(
     ``config`` and/or its fields as keywords (``workers=`` (default 2), ``time=``,
     ``timeout=``, ``progress=``, ``checkpoint=``, ``checkpoint_every=``, ``on_round=``; see
     ``JobConfig``); ``columns`` and ``check``: see ``run_on_spark``."""
-    # ``_fault`` ({"worker", "round", "marker"}) is the fault hook ``ddflow.sql.spark.maintain``
-    # still passes (that package is edited elsewhere; it moves to ``on_round`` there)
-    fault = settings.pop("_fault", None)
-    if fault is not None:
-        settings["on_round"] = _KillAtRound(
-            int(fault["worker"]), int(fault["round"]), str(fault["marker"])
-        )
     cfg = JobConfig.resolve(config, settings, workers=2)
     kind = time_kind_of(cfg.time)
     if cfg.checkpoint is not None and kind.dim != 1:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -427,9 +427,11 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
 def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str, Any], *,
              workers: int = 2, checkpoint: str | os.PathLike[str] | None = None,
              dialect: str = "spark", timeout: float = 600.0, progress: float | None = None,
-             _fault: Mapping[str, Any] | None = None) -> Maintained:
+             on_round: Callable[[Any], None] | None = None) -> Maintained:
     """Refreshes SQL ``views`` from the changes of ``tables`` on ``workers`` Spark barrier
-    tasks (see the module docstring); returns ``{view: ViewResult}``."""
+    tasks (see the module docstring); returns ``{view: ViewResult}``. ``on_round``: a hook
+    each worker calls after each round (``JobConfig.on_round``; tests inject faults with
+    it)."""
     import time as _time
 
     from ddflow.runtimes.spark import SparkJobError, spark_job
@@ -482,7 +484,7 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     try:
         res = spark_job(spark, job, inputs, workers=workers, timeout=timeout,
                         progress=progress, checkpoint=ckdir, checkpoint_every=0,
-                        check=not seen, _fault=_fault)
+                        check=not seen, on_round=on_round)
     except SparkJobError:
         raise
     timings["job"] = _time.perf_counter() - mark
