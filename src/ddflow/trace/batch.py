@@ -399,6 +399,21 @@ class TraceBatch:
                 owner.extend([j] * (hi - lo))
         return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
 
+    def key_runs_small(self, keys: list[Any]) -> list[tuple[int, int, int]]:
+        """For a few probe keys given as Python values: ``(probe position, first row, end
+        row)`` of each key present, matched like ``_rows_small`` (a dict of the batch's keys,
+        built once: meant for batches of a few keys)."""
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}
+        bounds = self.bounds
+        out = []
+        for j, k in enumerate(keys):
+            i = index.get(k)
+            if i is not None:
+                out.append((j, int(bounds[i]), int(bounds[i + 1])))
+        return out
+
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(
             tuple(c[rows] for c in self.data),
