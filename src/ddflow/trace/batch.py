@@ -241,12 +241,20 @@ class TraceBatch:
         self.desc = desc
         n = len(u)
         kcols = u.data[:key_width]
-        starts = run_starts(kcols, n)
-        self.keys = key_index([c[starts] for c in kcols])
-        bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
-        bounds[:-1] = starts
-        bounds[-1] = n
-        self.bounds = bounds
+        if n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
+            # a few rows of one int key: the runs found in Python (numpy's per-call cost
+            # dominates there)
+            kl = kcols[0].tolist()
+            first = [i for i in range(n) if i == 0 or kl[i] != kl[i - 1]]
+            self.keys = np.array([kl[i] for i in first], dtype=kcols[0].dtype)
+            self.bounds = np.array([*first, n], dtype=np.int32)
+        else:
+            starts = run_starts(kcols, n)
+            self.keys = key_index([c[starts] for c in kcols])
+            bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
+            bounds[:-1] = starts
+            bounds[-1] = n
+            self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self._bound: int | None = None

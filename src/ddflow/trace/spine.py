@@ -362,6 +362,18 @@ def int_key_sums_small(batches: list[TraceBatch], probe: np.ndarray) -> list[int
                 for r in range(lo, hi):
                     acc[j] += int(d[r])
             continue
+        bk = b.keys
+        if probe.dtype == bk.dtype and bk.dtype.kind in "iu":
+            # one search for all probe keys, then a few scalar reads
+            if keys is None:
+                keys = probe.tolist()
+            nk = bk.shape[0]
+            bounds = b.bounds
+            for j, p in enumerate(np.searchsorted(bk, probe).tolist()):
+                if p < nk and bk[p] == keys[j]:
+                    for r in range(int(bounds[p]), int(bounds[p + 1])):
+                        acc[j] += int(d[r])
+            continue
         rows, owner = b.rows_for(probe)
         if len(rows):
             for j, v in zip(owner.tolist(), d[rows].tolist(), strict=True):
