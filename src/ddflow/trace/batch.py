@@ -363,6 +363,8 @@ class TraceBatch:
             return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
+        if probe.shape[0] <= 16 and self.keys.dtype.kind in "iu":
+            return self._rows_few(probe)
         table = self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16 else None
         if table is not None:
             lo, tab = table
@@ -387,6 +389,23 @@ class TraceBatch:
             return kpos, hit
         rows, owner = ranges_to_indices(self.bounds[kpos], self.bounds[kpos + 1])
         return rows, hit[owner]
+
+    def _rows_few(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rows_for`` for a few int probe keys in a large batch of int keys (same dtype):
+        one ``searchsorted``, then each key's rows in Python (the vectorized expansion's
+        dozen numpy calls cost more than that on a few keys)."""
+        keys = self.keys
+        nk = keys.shape[0]
+        bounds = self.bounds
+        wanted = probe.tolist()
+        rows: list[int] = []
+        owner: list[int] = []
+        for j, p in enumerate(np.searchsorted(keys, probe).tolist()):
+            if p < nk and keys[p] == wanted[j]:
+                lo, hi = int(bounds[p]), int(bounds[p + 1])
+                rows.extend(range(lo, hi))
+                owner.extend([j] * (hi - lo))
+        return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
