@@ -10,6 +10,7 @@ counterpart here: only the in-process runtime has a session to call.
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -184,6 +185,8 @@ def test_worker_error_is_also_the_workers_error_class() -> None:
     assert isinstance(err, dd.WorkerError)
     assert err.worker in (0, 1)
     assert "NaN" in str(err) and "Traceback" in err.traceback_text
+    again = pickle.loads(pickle.dumps(err))  # e.g. sent on by a driver
+    assert type(again) is type(err) and str(again) == str(err) and again.worker == err.worker
 
 
 def test_a_non_ddflow_error_stays_a_plain_worker_error() -> None:
@@ -196,4 +199,5 @@ def test_a_non_ddflow_error_stays_a_plain_worker_error() -> None:
     with pytest.raises(dd.WorkerError) as info:
         dd.run_job(build, {"x": Changes(np.arange(4), _z(4), _ones(4))}, workers=2, timeout=60)
     assert type(info.value) is dd.WorkerError
+    assert type(pickle.loads(pickle.dumps(info.value))) is dd.WorkerError
     assert "LookupError: the build itself failed" in info.value.traceback_text

@@ -59,6 +59,13 @@ class WorkerError(DDError, RuntimeError):
         self.worker = worker
         self.traceback_text = traceback_text
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the class made for a worker's ddflow error is made again when unpickled
+        made = type(self) is not WorkerError and WorkerError in type(self).__bases__
+        inner = [c for c in type(self).__bases__ if c is not WorkerError] if made else []
+        kind = f"{inner[0].__module__}:{inner[0].__qualname__}" if inner else ""
+        return (worker_error, (self.worker, self.traceback_text, kind))
+
 
 def error_kind(error: BaseException) -> str:
     """The name a worker sends with its traceback so the caller can raise the same ddflow
