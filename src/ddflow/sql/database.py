@@ -969,7 +969,7 @@ def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[i
     if not b.n:
         return
     if prefilter is not None:
-        mask = keep(prefilter, b)
+        mask = keep(prefilter, b, t.strings)
         if not mask.all():
             idx = np.flatnonzero(mask)
             if not len(idx):

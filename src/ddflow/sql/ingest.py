@@ -319,9 +319,11 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             high = words[1::2]
             if not (high[~nulls] == (out[~nulls] >> 63)).all():
                 raise DataError(f"a value of column '{name}' does not fit {t}")
-        elif words.min() < 0 and not (words[1::2] == (out >> 63)).all():
-            # (no word negative: every high word is 0 and every low word a non-negative
-            # int64, so the values fit; only then is the exact check needed)
+        elif not (words.min() >= 0 and np.count_nonzero(words) == np.count_nonzero(out)) \
+                and not (words[1::2] == (out >> 63)).all():
+            # (no word negative and no high word other than 0 (the nonzero words are the
+            # low words' nonzeros): the values are non-negative int64s; else the exact
+            # check, high word == the low word's sign)
             raise DataError(f"a value of column '{name}' does not fit {t}")
         return out, nulls
     if k == "date" and pa.types.is_date32(at) and n:

@@ -1,4 +1,5 @@
-"""Filters on strings decided as rows come in, before their strings are encoded.
+"""Filters decided as rows come in: on strings before they are encoded, on numbers and
+dates before the rows' other columns are converted.
 
 A view's condition on a table's string column (``o_comment NOT LIKE '%special%'``,
 ``r_name = 'EUROPE'``, ``p_type IN (...)``) is evaluated on the rows as they arrive, with
@@ -58,6 +59,91 @@ def _raw(e: Expr, scan: Scan) -> bool:
     return False
 
 
+#: column kinds whose physical values (``int64``) order and compare like the values
+_ORDERED = ("int", "date", "timestamp", "decimal")
+
+
+def _plain_field(f: Any) -> bool:
+    return f.type.kind in _ORDERED and not (f.type.kind == "decimal"
+                                            and f.type.precision > 18)
+
+
+def _widened(e: Expr, scan: Scan) -> Expr:
+    """``e`` without a cast that keeps every physical value of a scan column as it is (a
+    wider integer, a decimal of the same scale and more digits, a date as a date)."""
+    if isinstance(e, Call) and e.op == "cast" and isinstance(e.args[0], Col):
+        src = scan.fields[e.args[0].index].type
+        to = e.type
+        if src.kind == to.kind and (
+                (src.kind == "int" and to.bits >= src.bits)
+                or (src.kind == "decimal" and to.scale == src.scale
+                    and to.precision >= src.precision)
+                or src.kind == "date"):
+            return e.args[0]
+    return e
+
+
+def _unwrap(e: Expr, scan: Scan) -> Expr:
+    """A comparison with its operands' value-keeping casts dropped."""
+    if isinstance(e, Call) and e.op in _CMP:
+        args = tuple(_widened(a, scan) for a in e.args)
+        if any(a is not b for a, b in zip(args, e.args, strict=True)):
+            return Call(e.op, args, e.type, e.nullable, e.extra)
+    return e
+
+
+def _numeric(e: Expr, scan: Scan) -> bool:
+    """Whether ``e`` compares a number / date column of the scan with a literal or with
+    another such column of the same type (then its physical values compare alike; decided
+    with numpy on the converted columns, NULL never kept)."""
+    if not (isinstance(e, Call) and e.op in _CMP):
+        return False
+    a, b = e.args
+    cols = [x for x in (a, b) if isinstance(x, Col)]
+    if not cols or not all(isinstance(x, (Col, Lit)) for x in (a, b)):
+        return False
+    types = []
+    for x in (a, b):
+        if isinstance(x, Col):
+            f = scan.fields[x.index]
+            if not _plain_field(f):
+                return False
+            types.append(f.type)
+        else:
+            assert isinstance(x, Lit)
+            if _literal(x) is None:
+                return False
+            types.append(x.type)
+    ta, tb = types
+    if ta.kind != tb.kind:
+        return False
+    return not (ta.kind == "decimal" and ta.scale != tb.scale)
+
+
+_LITS: dict[Lit, int | None] = {}
+
+
+def _literal(e: Lit) -> int | None:
+    """The physical value of a non-NULL number / date literal that fits 64 bits, else None."""
+    if e in _LITS:
+        return _LITS[e]
+    v: int | None = None
+    if e.value is not None and e.type.kind in _ORDERED:
+        from ddflow.sql.types import encode_values
+
+        try:
+            phys, _ = encode_values([e.value], e.type, "literal", None)
+            x = phys[0]
+            if isinstance(x, (int, np.integer)) and -(1 << 63) <= int(x) < (1 << 63):
+                v = int(x)
+        except Exception:  # (a literal that does not encode stays in the dataflow)
+            v = None
+    if len(_LITS) > 4096:
+        _LITS.clear()
+    _LITS[e] = v
+    return v
+
+
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Call) and e.op == "and":
         out: list[Expr] = []
@@ -100,10 +186,13 @@ def split(plan: Plan) -> Plan:
             node = node.input
         if isinstance(node, Scan):
             scan = node
-            moved = [c for c in conj if _raw(c, scan)]
+            conj = [_unwrap(c, scan) if _numeric(_unwrap(c, scan), scan) else c
+                    for c in conj]
+            movable = [_raw(c, scan) or _numeric(c, scan) for c in conj]
+            moved = [c for c, m in zip(conj, movable, strict=True) if m]
             if not moved:
                 return plan
-            rest = [c for c in conj if not _raw(c, scan)]
+            rest = [c for c, m in zip(conj, movable, strict=True) if not m]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
             new_scan = Scan(scan.table, scan.fields, scan.columns, _and(pre))
@@ -127,17 +216,63 @@ def split(plan: Plan) -> Plan:
     return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
 
 
-def keep(pred: Expr, b: RowBatch) -> np.ndarray:
+_NP_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
+           "gt": np.greater, "ge": np.greater_equal}
+
+
+def _numeric_part(e: Expr, b: RowBatch) -> bool:
+    """Whether a conjunct of a prefilter is one ``_numeric`` moved (a comparison whose
+    columns are not strings)."""
+    return isinstance(e, Call) and e.op in _CMP and all(
+        isinstance(x, Lit) or (isinstance(x, Col) and not isinstance(b.cols[x.index],
+                                                                   LazyStrings))
+        for x in e.args) and any(isinstance(x, Col) for x in e.args)
+
+
+def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
+    sides: list[Any] = []
+    nulls: list[np.ndarray] = []
+    for x in e.args:
+        if isinstance(x, Col):
+            sides.append(b.column(x.index, strings))
+            nl = b.null(x.index)
+            if nl is not None:
+                nulls.append(nl)
+        else:
+            assert isinstance(x, Lit)
+            v = _literal(x)
+            assert v is not None
+            sides.append(v)
+    out = _NP_CMP[e.op](sides[0], sides[1])
+    for nl in nulls:
+        out &= ~nl
+    return np.asarray(out, dtype=bool)
+
+
+def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
     """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = _eval(pred, b)
+    parts = _conjuncts(pred)
+    num = [p for p in parts if _numeric_part(p, b)]
+    mask: np.ndarray | None = None
+    for p in num:
+        assert isinstance(p, Call)
+        m = _numeric_mask(p, b, strings)
+        mask = m if mask is None else mask & m
+    rest = _and([p for p in parts if not any(p is q for q in num)])
+    if rest is None:
+        assert mask is not None
+        return mask
+    out = _eval(rest, b)
     if isinstance(out, pa.Scalar):  # a condition without columns
-        return np.full(b.n, bool(out.as_py()), dtype=bool)
-    mask = pc.fill_null(out, False) if out.null_count else out
-    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+        got = np.full(b.n, bool(out.as_py()), dtype=bool)
+    else:
+        sm = pc.fill_null(out, False) if out.null_count else out
+        got = np.asarray(sm.to_numpy(zero_copy_only=False), dtype=bool)
+    return got if mask is None else mask & got
 
 
 def _column(b: RowBatch, i: int) -> Any:
