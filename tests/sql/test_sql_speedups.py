@@ -41,8 +41,13 @@ VIEWS = [
     ("SELECT i, count(*) AS c, sum(q) AS sq FROM t WHERE e > DATE '1995-06-01' GROUP BY i",
      True),
     ("SELECT t.k, u.name FROM t JOIN u ON t.k = u.k WHERE t.i > 2 AND t.q < 50", True),
-    # must stay in the dataflow: OR, a cast between scales, doubles, arithmetic, NULL
-    ("SELECT k FROM t WHERE i < 3 OR q > 10", False),
+    # AND / OR trees, with string conditions among them
+    ("SELECT k FROM t WHERE i < 3 OR q > 10", True),
+    ("SELECT k, s FROM t WHERE (i < 3 AND q > 1) OR (j >= 2 AND s LIKE 'a%') OR d = e", True),
+    ("SELECT count(*) AS c FROM t WHERE s = 'b' OR (i IS NULL AND b < 2)", True),
+    # must stay in the dataflow: NOT over numbers, a cast between scales, doubles,
+    # arithmetic, NULL
+    ("SELECT k FROM t WHERE NOT (i < 3 AND s = 'a')", False),
     ("SELECT k FROM t WHERE q < w", False),
     ("SELECT k FROM t WHERE x > 0.5", False),
     ("SELECT k FROM t WHERE i + 1 < j", False),

@@ -92,7 +92,34 @@ def _unwrap(e: Expr, scan: Scan) -> Expr:
     return e
 
 
+def _movable(e: Expr, scan: Scan) -> Expr | None:
+    """``e`` as a prefilter evaluates it (casts that keep values dropped), or None when it
+    stays in the dataflow: a string condition, a ``_numeric`` comparison, or AND / OR of
+    such conditions (a row is kept when the whole is TRUE; without NOT, that is the AND /
+    OR of whether each part is TRUE, NULL counting as not TRUE)."""
+    if _raw(e, scan):
+        return e
+    u = _unwrap(e, scan)
+    if _numeric(u, scan):
+        return u
+    if isinstance(e, Call) and e.op in ("and", "or"):
+        args = [_movable(a, scan) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        return Call(e.op, tuple(a for a in args if a is not None), e.type, e.nullable,
+                    e.extra)
+    return None
+
+
+def _tree(e: Expr, scan: Scan) -> bool:
+    """Whether ``e`` is AND / OR over movable conditions (``_movable`` made it so)."""
+    return isinstance(e, Call) and e.op in ("and", "or") and all(
+        _raw(a, scan) or _numeric(a, scan) or _tree(a, scan) for a in e.args)
+
+
 def _numeric(e: Expr, scan: Scan) -> bool:
+    if isinstance(e, Call) and e.op in ("is_null", "is_not_null"):
+        return isinstance(e.args[0], Col)  # any column's NULL flags
     """Whether ``e`` compares a number / date column of the scan with a literal or with
     another such column of the same type (then its physical values compare alike; decided
     with numpy on the converted columns, NULL never kept)."""
@@ -186,9 +213,8 @@ def split(plan: Plan) -> Plan:
             node = node.input
         if isinstance(node, Scan):
             scan = node
-            conj = [_unwrap(c, scan) if _numeric(_unwrap(c, scan), scan) else c
-                    for c in conj]
-            movable = [_raw(c, scan) or _numeric(c, scan) for c in conj]
+            conj = [_movable(c, scan) or c for c in conj]
+            movable = [_raw(c, scan) or _numeric(c, scan) or _tree(c, scan) for c in conj]
             moved = [c for c, m in zip(conj, movable, strict=True) if m]
             if not moved:
                 return plan
@@ -221,8 +247,11 @@ _NP_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equa
 
 
 def _numeric_part(e: Expr, b: RowBatch) -> bool:
-    """Whether a conjunct of a prefilter is one ``_numeric`` moved (a comparison whose
-    columns are not strings)."""
+    """Whether a part of a prefilter is one ``_numeric`` moved (a comparison whose columns
+    are not strings, or a NULL test of a column that is not a string)."""
+    if isinstance(e, Call) and e.op in ("is_null", "is_not_null"):
+        x = e.args[0]
+        return isinstance(x, Col) and not isinstance(b.cols[x.index], LazyStrings)
     return isinstance(e, Call) and e.op in _CMP and all(
         isinstance(x, Lit) or (isinstance(x, Col) and not isinstance(b.cols[x.index],
                                                                    LazyStrings))
@@ -230,6 +259,12 @@ def _numeric_part(e: Expr, b: RowBatch) -> bool:
 
 
 def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
+    if e.op in ("is_null", "is_not_null"):
+        x = e.args[0]
+        assert isinstance(x, Col)
+        nl = b.null(x.index)
+        got = np.zeros(b.n, bool) if nl is None else np.asarray(nl, dtype=bool)
+        return ~got if e.op == "is_not_null" else got.copy()
     sides: list[Any] = []
     nulls: list[np.ndarray] = []
     for x in e.args:
@@ -252,27 +287,53 @@ def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
 def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
     """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
 
-    import pyarrow as pa
-    import pyarrow.compute as pc
 
     parts = _conjuncts(pred)
-    num = [p for p in parts if _numeric_part(p, b)]
+    num = [p for p in parts if _has_numeric(p, b)]
     mask: np.ndarray | None = None
     for p in num:
-        assert isinstance(p, Call)
-        m = _numeric_mask(p, b, strings)
+        m = _true_mask(p, b, strings)
         mask = m if mask is None else mask & m
     rest = _and([p for p in parts if not any(p is q for q in num)])
     if rest is None:
         assert mask is not None
         return mask
-    out = _eval(rest, b)
-    if isinstance(out, pa.Scalar):  # a condition without columns
-        got = np.full(b.n, bool(out.as_py()), dtype=bool)
-    else:
-        sm = pc.fill_null(out, False) if out.null_count else out
-        got = np.asarray(sm.to_numpy(zero_copy_only=False), dtype=bool)
+    got = _arrow_true(rest, b)
     return got if mask is None else mask & got
+
+
+def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
+    """Where a string condition is TRUE (evaluated by Arrow's kernels)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = _eval(e, b)
+    if isinstance(out, pa.Scalar):  # a condition without columns
+        return np.full(b.n, bool(out.as_py()), dtype=bool)
+    sm = pc.fill_null(out, False) if out.null_count else out
+    return np.asarray(sm.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _has_numeric(e: Expr, b: RowBatch) -> bool:
+    if _numeric_part(e, b):
+        return True
+    return isinstance(e, Call) and e.op in ("and", "or") and any(
+        _has_numeric(a, b) for a in e.args)
+
+
+def _true_mask(e: Expr, b: RowBatch, strings: Any) -> np.ndarray:
+    """Where ``e`` (a comparison of numbers, or AND / OR over those and string conditions)
+    is TRUE."""
+    if _numeric_part(e, b):
+        assert isinstance(e, Call)
+        return _numeric_mask(e, b, strings)
+    if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
+        out = _true_mask(e.args[0], b, strings)
+        for a in e.args[1:]:
+            m = _true_mask(a, b, strings)
+            out = out & m if e.op == "and" else out | m
+        return out
+    return _arrow_true(e, b)
 
 
 def _column(b: RowBatch, i: int) -> Any:
