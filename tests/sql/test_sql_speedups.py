@@ -222,3 +222,13 @@ def test_scalar_aggregates_count_their_constant_row_once() -> None:
         o.view(v, duck=v.replace("avg(p)", "CAST(avg(p) AS DECIMAL(10,6))"))
     for c in commits:
         o.commit(c)
+
+
+@pytest.mark.parametrize("sql", [v for v, moved in VIEWS if moved])
+def test_prefilter_alone_on_arrow_batches(sql: str) -> None:
+    """One view per database, so its prefilter meets the Arrow columns unconverted (Arrow's
+    kernels compare them) and equal values are common (the boundary of each comparison)."""
+    o = ArrowOracle(DDL)
+    o.view(sql)
+    for c in _commits():
+        o.commit(c)

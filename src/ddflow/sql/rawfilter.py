@@ -14,11 +14,12 @@ row is kept when the condition is TRUE).
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import numpy as np
 
-from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
 from ddflow.sql.expr import Call, Col, Expr, Lit
 from ddflow.sql.plan import Filter, Plan, Scan
 from ddflow.sql.types import BOOLEAN
@@ -258,6 +259,66 @@ def _numeric_part(e: Expr, b: RowBatch) -> bool:
         for x in e.args) and any(isinstance(x, Col) for x in e.args)
 
 
+def _natural(arr: Any) -> bool:
+    """Whether an Arrow column's values order as its physical values do, so Arrow's
+    kernels can compare it unconverted: signed integers, ``date32``, ``decimal128`` of
+    at most 18 digits (the scale checked against the SQL type by the caller)."""
+    import pyarrow as pa
+
+    t = arr.type
+    return bool(pa.types.is_signed_integer(t) or pa.types.is_date32(t)
+                or (pa.types.is_decimal128(t) and t.precision <= 18))
+
+
+def _arrow_compare(e: Call, b: RowBatch) -> np.ndarray | None:
+    """Where a comparison is TRUE, by Arrow's kernels on columns not converted yet (the
+    columns are read once, no physical copy is made); None when a side is not such a
+    column or a literal that fits its type."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    arrs = []
+    for x in e.args:
+        if isinstance(x, Col):
+            c = b.cols[x.index]
+            if not (isinstance(c, ArrowCol) and c._v is None and _natural(c.arr)):
+                return None
+            if pa.types.is_decimal128(c.arr.type) and (
+                    x.type.kind != "decimal" or c.arr.type.scale != x.type.scale):
+                return None
+            if pa.types.is_date32(c.arr.type) and x.type.kind != "date":
+                return None
+            if pa.types.is_signed_integer(c.arr.type) and x.type.kind != "int":
+                return None
+            arrs.append(c.arr)
+        else:
+            arrs.append(None)
+    typed = [a for a in arrs if a is not None]
+    if len(typed) == 2 and typed[0].type != typed[1].type:
+        return None
+    at = typed[0].type
+    sides = []
+    for x, a in zip(e.args, arrs, strict=True):
+        if a is not None:
+            sides.append(a)
+            continue
+        assert isinstance(x, Lit)
+        v = _literal(x)
+        if v is None:
+            return None
+        try:
+            if pa.types.is_decimal128(at):
+                sides.append(pa.scalar(decimal.Decimal(v).scaleb(-at.scale), type=at))
+            else:
+                sides.append(pa.scalar(v, type=at))
+        except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
+            return None
+    out = getattr(pc, _CMP[e.op])(sides[0], sides[1])
+    if out.null_count:
+        out = pc.fill_null(out, False)
+    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=bool)
+
+
 def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
     if e.op in ("is_null", "is_not_null"):
         x = e.args[0]
@@ -265,6 +326,9 @@ def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
         nl = b.null(x.index)
         got = np.zeros(b.n, bool) if nl is None else np.asarray(nl, dtype=bool)
         return ~got if e.op == "is_not_null" else got.copy()
+    by_arrow = _arrow_compare(e, b)
+    if by_arrow is not None:
+        return by_arrow
     sides: list[Any] = []
     nulls: list[np.ndarray] = []
     for x in e.args:
