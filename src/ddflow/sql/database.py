@@ -974,6 +974,13 @@ def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[i
             idx = np.flatnonzero(mask)
             if not len(idx):
                 return
+            if 4 * len(idx) >= b.n:
+                # most rows kept: the columns are converted whole and the records taken
+                # (cheaper than taking Arrow arrays, strings among them, and converting)
+                recs = t.records(b, pick)
+                session.insert_columns(tuple(c[idx] for c in recs),
+                                       diffs=np.asarray(diffs)[idx])
+                return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)
             b, diffs = b.take(idx, only=pick), np.asarray(diffs)[idx]
