@@ -969,10 +969,17 @@ def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[i
     if not b.n:
         return
     if prefilter is not None:
-        mask = keep(prefilter, b)
+        mask = keep(prefilter, b, t.strings)
         if not mask.all():
             idx = np.flatnonzero(mask)
             if not len(idx):
+                return
+            if 4 * len(idx) >= b.n:
+                # most rows kept: the columns are converted whole and the records taken
+                # (cheaper than taking Arrow arrays, strings among them, and converting)
+                recs = t.records(b, pick)
+                session.insert_columns(tuple(c[idx] for c in recs),
+                                       diffs=np.asarray(diffs)[idx])
                 return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)

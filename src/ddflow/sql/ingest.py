@@ -80,8 +80,83 @@ def _is_pandas(x: Any) -> bool:
     return type(x).__module__.startswith("pandas") and type(x).__name__ == "DataFrame"
 
 
+#: per table (its ``fields``, by identity): the Arrow schema last seen and how to read each
+#: column of a batch of it (see ``_arrow_plan``)
+_PLANS: dict[int, tuple[tuple[Field, ...], StringDict, Any, list[Any] | None]] = {}
+
+
+def _arrow_plan(schema: Any, fields: tuple[Field, ...], strings: StringDict
+                ) -> list[Any] | None:
+    """How to read a batch of ``schema`` into a table of ``fields`` without looking at types
+    again: per field ``(column, field, converter)``, the converter None for a string column
+    held as given, False for one converted at once. None when a column needs more (a
+    dictionary, a string view, a NULL type, a type that does not fit: ``_from_arrow``'s
+    general path, which also words the errors)."""
+    import pyarrow as pa
+
+    names = [n.lower() for n in schema.names]
+    want = [f.name.lower() for f in fields]
+    if all(w in names for w in want):
+        idx = [names.index(w) for w in want]
+    elif len(names) == len(want):
+        idx = list(range(len(want)))
+    else:
+        return None
+    plan: list[Any] = []
+    for f, i in zip(fields, idx, strict=True):
+        at = schema.types[i]
+        if pa.types.is_dictionary(at) or pa.types.is_null(at) or \
+                getattr(pa.types, "is_string_view", lambda _: False)(at) or \
+                pa.types.is_large_string(at):
+            return None
+        if f.type.kind == "string":
+            if not pa.types.is_string(at):
+                return None
+            plan.append((i, f, None))
+        elif _safe(at, f.type):
+            plan.append((i, f, _converter(f, strings)))
+        else:
+            plan.append((i, f, False))
+    return plan
+
+
 def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: str
                 ) -> RowBatch:
+    import pyarrow as pa
+
+    schema = t.schema
+    got = _PLANS.get(id(fields))
+    if got is None or got[0] is not fields or got[1] is not strings or \
+            not got[2].equals(schema):
+        if len(_PLANS) > 256:
+            _PLANS.clear()
+        got = _PLANS[id(fields)] = (fields, strings, schema, _arrow_plan(schema, fields,
+                                                                         strings))
+    plan = got[3]
+    if plan is not None:
+        # the usual case: a batch of a schema seen before, read column by column
+        n = t.num_rows
+        out: list[Any] = []
+        for i, f, conv in plan:
+            c = t.column(i)
+            if isinstance(c, pa.ChunkedArray):
+                c = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+            if c.null_count and not f.nullable:
+                raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a "
+                                "NULL")
+            if conv is None:
+                out.append(LazyStrings(c))
+            elif conv is False:
+                v, nl = arrow_column(c, f.type, f.name, strings)
+                out.append(Phys(v, nl))
+            else:
+                out.append(ArrowCol(c, conv))
+        return RowBatch(out, n)
+    return _from_arrow_general(t, fields, strings, table)
+
+
+def _from_arrow_general(t: Any, fields: tuple[Field, ...], strings: StringDict, table: str
+                        ) -> RowBatch:
     import pyarrow as pa
 
     names = [n.lower() for n in t.schema.names]
@@ -213,6 +288,8 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             v = np.asarray(_filled(c, 0).to_numpy(zero_copy_only=False))
             if v.dtype == np.uint64 and len(v) and v.max() > np.iinfo(np.int64).max:
                 raise DataError(f"a value of column '{name}' is out of range for {t}")
+            if _safe(at, t):  # every value of the Arrow type fits: no range check
+                return v.astype(np.int64), nulls
             v = v.astype(np.int64)
             lo, hi = t.int_range()
             if len(v) and (v.min() < lo or v.max() > hi):
@@ -234,15 +311,20 @@ def arrow_column(c: Any, t: SqlType, name: str, strings: StringDict
             at.precision <= min(t.precision, 18) and n:
         # the usual case, read from the buffer: a DECIMAL(p <= 18) value's 128-bit integer
         # is its low word (checked: the high word is the sign)
-        words = np.frombuffer(c.buffers()[1], dtype=np.int64, count=2 * (c.offset + n))
-        low, high = words[2 * c.offset::2], words[2 * c.offset + 1::2]
-        if nulls is None and not (high == (low >> 63)).all():
-            raise DataError(f"a value of column '{name}' does not fit {t}")
-        out = low.copy()
+        words = np.frombuffer(c.buffers()[1], dtype=np.int64,
+                              count=2 * (c.offset + n))[2 * c.offset:]
+        out = words[0::2].copy()
         if nulls is not None:
             out[nulls] = 0
+            high = words[1::2]
             if not (high[~nulls] == (out[~nulls] >> 63)).all():
                 raise DataError(f"a value of column '{name}' does not fit {t}")
+        elif not (words.min() >= 0 and np.count_nonzero(words) == np.count_nonzero(out)) \
+                and not (words[1::2] == (out >> 63)).all():
+            # (no word negative and no high word other than 0 (the nonzero words are the
+            # low words' nonzeros): the values are non-negative int64s; else the exact
+            # check, high word == the low word's sign)
+            raise DataError(f"a value of column '{name}' does not fit {t}")
         return out, nulls
     if k == "date" and pa.types.is_date32(at) and n:
         days = np.frombuffer(c.buffers()[1], dtype=np.int32, count=c.offset + n)[c.offset:]

@@ -173,7 +173,7 @@ class SqlJob:
                 self._max_time = top if self._max_time is None else max(self._max_time, top)
             diffs = np.asarray(t.column("__diff").to_numpy(), dtype=np.int64)
             if pre is not None:
-                m = keep(pre, b)
+                m = keep(pre, b, self.strings)
                 if not m.all():
                     idx = np.flatnonzero(m)
                     b, times, diffs = b.take(idx), times[idx], diffs[idx]

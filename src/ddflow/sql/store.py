@@ -88,6 +88,13 @@ def _hash_columns(b: RowBatch, cols: list[int], strings: StringDict) -> list[np.
     return out
 
 
+def _plain_ints(arr: Any) -> bool:
+    """Whether an Arrow array holds signed integers and no NULL."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_signed_integer(arr.type)) and not arr.null_count
+
+
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges ``[lo[i], hi[i])``: the owner ``i`` and the position of every element."""
     counts = hi - lo
@@ -215,8 +222,20 @@ class TableStore:
         kc = self.key_cols[0]
         while len(self.zones) < len(self.chunks):
             b, _ = self.chunks[len(self.zones)]
+            if not b.n:
+                self.zones.append((1, 0))
+                continue
+            c = b.cols[kc]
+            if isinstance(c, ArrowCol) and c._v is None and _plain_ints(c.arr):
+                # a column not converted yet: its least and greatest value are read in
+                # Arrow (they are its physical values: integers without NULLs)
+                import pyarrow.compute as pc
+
+                mm = pc.min_max(c.arr)
+                self.zones.append((int(mm["min"].as_py()), int(mm["max"].as_py())))
+                continue
             v = b.column(kc, self.strings)
-            self.zones.append((int(v.min()), int(v.max())) if len(v) else (1, 0))
+            self.zones.append((int(v.min()), int(v.max())))
         return np.asarray(self.zones, dtype=np.int64).reshape(len(self.zones), 2)
 
     def _scan(self, q: RowBatch, qk: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
