@@ -32,14 +32,16 @@ DDL = [
 
 # (view, whether the numeric conditions must all be decided in the scan)
 VIEWS = [
-    ("SELECT sum(q * r) AS v, count(*) AS c FROM t WHERE d >= DATE '1995-01-01' "
-     "AND d < DATE '1996-01-01' AND r BETWEEN 0.05 AND 0.07 AND q < 24", True),
+    (
+        "SELECT sum(q * r) AS v, count(*) AS c FROM t WHERE d >= DATE '1995-01-01' "
+        "AND d < DATE '1996-01-01' AND r BETWEEN 0.05 AND 0.07 AND q < 24",
+        True,
+    ),
     ("SELECT k, q FROM t WHERE i < j", True),  # two columns of one type
     ("SELECT k, i, b FROM t WHERE i <= b AND b <> 3", True),  # INT against BIGINT
     ("SELECT k FROM t WHERE d < e AND q >= -1.50", True),
     ("SELECT k, s FROM t WHERE q = r AND s LIKE 'a%'", True),  # with a string condition
-    ("SELECT i, count(*) AS c, sum(q) AS sq FROM t WHERE e > DATE '1995-06-01' GROUP BY i",
-     True),
+    ("SELECT i, count(*) AS c, sum(q) AS sq FROM t WHERE e > DATE '1995-06-01' GROUP BY i", True),
     ("SELECT t.k, u.name FROM t JOIN u ON t.k = u.k WHERE t.i > 2 AND t.q < 50", True),
     # AND / OR trees, with string conditions among them
     ("SELECT k FROM t WHERE i < 3 OR q > 10", True),
@@ -63,19 +65,21 @@ def _rows(rng: random.Random, n: int, k0: int) -> list[tuple[Any, ...]]:
     day = dt.date(1994, 6, 1)
     out = []
     for k in range(k0, k0 + n):
-        out.append((
-            k,
-            maybe(rng.randrange(-3, 8)),
-            maybe(rng.randrange(-3, 8)),
-            maybe(rng.randrange(-3, 8)),
-            maybe(D(rng.randrange(-500, 6000)) / 100),
-            maybe(D(rng.choice([4, 5, 6, 7, 8, -6])) / 100),
-            maybe(D(rng.randrange(-5000, 60000)) / 1000),
-            maybe(day + dt.timedelta(days=rng.randrange(0, 900))),
-            maybe(day + dt.timedelta(days=rng.randrange(0, 900))),
-            maybe(rng.choice([0.25, 0.5, 0.75, -1.0, float("nan")])),
-            maybe(rng.choice(["a", "ab", "b", "ba", ""])),
-        ))
+        out.append(
+            (
+                k,
+                maybe(rng.randrange(-3, 8)),
+                maybe(rng.randrange(-3, 8)),
+                maybe(rng.randrange(-3, 8)),
+                maybe(D(rng.randrange(-500, 6000)) / 100),
+                maybe(D(rng.choice([4, 5, 6, 7, 8, -6])) / 100),
+                maybe(D(rng.randrange(-5000, 60000)) / 1000),
+                maybe(day + dt.timedelta(days=rng.randrange(0, 900))),
+                maybe(day + dt.timedelta(days=rng.randrange(0, 900))),
+                maybe(rng.choice([0.25, 0.5, 0.75, -1.0, float("nan")])),
+                maybe(rng.choice(["a", "ab", "b", "ba", ""])),
+            )
+        )
     return out
 
 
@@ -99,8 +103,9 @@ class ArrowOracle(Oracle):
         for c in changes:
             rows = [tuple(r) for r in c.rows]
             schema = self.schemas[c.table]
-            arr = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows],
-                                       schema=schema)
+            arr = pa.Table.from_pylist(
+                [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
+            )
             if isinstance(c, Ins):
                 self.db.insert(c.table, arr)
                 self.tables[c.table].extend(rows)
@@ -145,21 +150,41 @@ def test_arrow_batches_of_changing_schemas() -> None:
     db = dsql.Database()
     db.execute("CREATE TABLE a (k BIGINT NOT NULL, v INT, p DECIMAL(6,2))")
     view = db.view("SELECT sum(v) AS sv, sum(p) AS sp, count(*) AS c FROM a WHERE v < 100")
-    t1 = pa.table({"k": pa.array([1, 2], pa.int64()), "v": pa.array([5, 7], pa.int32()),
-                   "p": pa.array([D("1.50"), D("-2.25")], pa.decimal128(6, 2))})
+    t1 = pa.table(
+        {
+            "k": pa.array([1, 2], pa.int64()),
+            "v": pa.array([5, 7], pa.int32()),
+            "p": pa.array([D("1.50"), D("-2.25")], pa.decimal128(6, 2)),
+        }
+    )
     db.insert("a", t1)
     db.commit()
-    t2 = pa.table({"p": pa.array([D("0.25")], pa.decimal128(6, 2)),
-                   "v": pa.array([9], pa.int64()), "k": pa.array([3], pa.int64())})
+    t2 = pa.table(
+        {
+            "p": pa.array([D("0.25")], pa.decimal128(6, 2)),
+            "v": pa.array([9], pa.int64()),
+            "k": pa.array([3], pa.int64()),
+        }
+    )
     db.insert("a", t2)
     db.commit()
     assert view.rows() == [(21, D("-0.50"), 3)]
-    big = pa.table({"k": pa.array([4], pa.int64()), "v": pa.array([2**40], pa.int64()),
-                    "p": pa.array([D("1.00")], pa.decimal128(6, 2))})
+    big = pa.table(
+        {
+            "k": pa.array([4], pa.int64()),
+            "v": pa.array([2**40], pa.int64()),
+            "p": pa.array([D("1.00")], pa.decimal128(6, 2)),
+        }
+    )
     with pytest.raises(dsql.DataError, match="out of range"):
         db.insert("a", big)
-    nul = pa.table({"k": pa.array([None, 5], pa.int64()), "v": pa.array([1, 1], pa.int32()),
-                    "p": pa.array([D("1.00"), None], pa.decimal128(6, 2))})
+    nul = pa.table(
+        {
+            "k": pa.array([None, 5], pa.int64()),
+            "v": pa.array([1, 1], pa.int32()),
+            "p": pa.array([D("1.00"), None], pa.decimal128(6, 2)),
+        }
+    )
     with pytest.raises(dsql.DataError, match="NOT NULL"):
         db.insert("a", nul)
     db.insert("a", t1)  # the first schema again, after others
@@ -173,13 +198,16 @@ def _decimal_array(words: list[int], typ: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(typ, len(words) // 2, [None, pa.py_buffer(buf)])
 
 
-@pytest.mark.parametrize("words,ok", [
-    ([150, 0, -225, -1, 0, 0], True),           # negative values: high word -1
-    ([150, 0, 7, 0], True),
-    ([150, 0, 7, 1], False),                    # a high word of 1 over a small low word
-    ([5, 0, -3, 0], False),                     # a negative low word without its sign
-    ([5, -1, 3, 0], False),                     # a sign word over a positive low word
-])
+@pytest.mark.parametrize(
+    "words,ok",
+    [
+        ([150, 0, -225, -1, 0, 0], True),  # negative values: high word -1
+        ([150, 0, 7, 0], True),
+        ([150, 0, 7, 1], False),  # a high word of 1 over a small low word
+        ([5, 0, -3, 0], False),  # a negative low word without its sign
+        ([5, -1, 3, 0], False),  # a sign word over a positive low word
+    ],
+)
 def test_decimal_words_must_fit(words: list[int], ok: bool) -> None:
     db = dsql.Database()
     db.execute("CREATE TABLE a (p DECIMAL(15,2))")

@@ -26,8 +26,14 @@ from ddflow.sql.types import BOOLEAN
 
 __all__ = ["keep", "split"]
 
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal"}
+_CMP = {
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
 
 
 def _raw(e: Expr, scan: Scan) -> bool:
@@ -44,19 +50,33 @@ def _raw(e: Expr, scan: Scan) -> bool:
     if e.op in ("is_null", "is_not_null"):
         return isinstance(e.args[0], Col) and _raw(e.args[0], scan)
     if e.op == "like":
-        return isinstance(e.args[0], Col) and isinstance(e.args[1], Lit) and \
-            _raw(e.args[0], scan) and isinstance(e.args[1].value, str) and \
-            (e.extra[0] == "\\" or (e.extra[0] is None and "\\" not in e.args[1].value))
+        return (
+            isinstance(e.args[0], Col)
+            and isinstance(e.args[1], Lit)
+            and _raw(e.args[0], scan)
+            and isinstance(e.args[1].value, str)
+            and (e.extra[0] == "\\" or (e.extra[0] is None and "\\" not in e.args[1].value))
+        )
     if e.op in _CMP:
         a, b = e.args
-        return (isinstance(a, Col) and isinstance(b, Lit) or isinstance(a, Lit)
-                and isinstance(b, Col)) and _raw(a, scan) and _raw(b, scan)
+        return (
+            (isinstance(a, Col) and isinstance(b, Lit) or isinstance(a, Lit) and isinstance(b, Col))
+            and _raw(a, scan)
+            and _raw(b, scan)
+        )
     if e.op == "in":
-        return isinstance(e.args[0], Col) and _raw(e.args[0], scan) and all(
-            v is None or isinstance(v, str) for v in e.extra)
+        return (
+            isinstance(e.args[0], Col)
+            and _raw(e.args[0], scan)
+            and all(v is None or isinstance(v, str) for v in e.extra)
+        )
     if e.op in ("starts_with", "ends_with", "contains"):
-        return isinstance(e.args[0], Col) and isinstance(e.args[1], Lit) and \
-            _raw(e.args[0], scan) and isinstance(e.args[1].value, str)
+        return (
+            isinstance(e.args[0], Col)
+            and isinstance(e.args[1], Lit)
+            and _raw(e.args[0], scan)
+            and isinstance(e.args[1].value, str)
+        )
     return False
 
 
@@ -65,8 +85,7 @@ _ORDERED = ("int", "date", "timestamp", "decimal")
 
 
 def _plain_field(f: Any) -> bool:
-    return f.type.kind in _ORDERED and not (f.type.kind == "decimal"
-                                            and f.type.precision > 18)
+    return f.type.kind in _ORDERED and not (f.type.kind == "decimal" and f.type.precision > 18)
 
 
 def _widened(e: Expr, scan: Scan) -> Expr:
@@ -76,10 +95,10 @@ def _widened(e: Expr, scan: Scan) -> Expr:
         src = scan.fields[e.args[0].index].type
         to = e.type
         if src.kind == to.kind and (
-                (src.kind == "int" and to.bits >= src.bits)
-                or (src.kind == "decimal" and to.scale == src.scale
-                    and to.precision >= src.precision)
-                or src.kind == "date"):
+            (src.kind == "int" and to.bits >= src.bits)
+            or (src.kind == "decimal" and to.scale == src.scale and to.precision >= src.precision)
+            or src.kind == "date"
+        ):
             return e.args[0]
     return e
 
@@ -107,15 +126,17 @@ def _movable(e: Expr, scan: Scan) -> Expr | None:
         args = [_movable(a, scan) for a in e.args]
         if any(a is None for a in args):
             return None
-        return Call(e.op, tuple(a for a in args if a is not None), e.type, e.nullable,
-                    e.extra)
+        return Call(e.op, tuple(a for a in args if a is not None), e.type, e.nullable, e.extra)
     return None
 
 
 def _tree(e: Expr, scan: Scan) -> bool:
     """Whether ``e`` is AND / OR over movable conditions (``_movable`` made it so)."""
-    return isinstance(e, Call) and e.op in ("and", "or") and all(
-        _raw(a, scan) or _numeric(a, scan) or _tree(a, scan) for a in e.args)
+    return (
+        isinstance(e, Call)
+        and e.op in ("and", "or")
+        and all(_raw(a, scan) or _numeric(a, scan) or _tree(a, scan) for a in e.args)
+    )
 
 
 def _numeric(e: Expr, scan: Scan) -> bool:
@@ -187,8 +208,7 @@ def _to_table(e: Expr, scan: Scan) -> Expr:
     if isinstance(e, Col):
         return Col(cols[e.index], e.type, e.nullable, e.name)
     if isinstance(e, Call):
-        return Call(e.op, tuple(_to_table(a, scan) for a in e.args), e.type, e.nullable,
-                    e.extra)
+        return Call(e.op, tuple(_to_table(a, scan) for a in e.args), e.type, e.nullable, e.extra)
     return e
 
 
@@ -243,8 +263,14 @@ def split(plan: Plan) -> Plan:
     return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
 
 
-_NP_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-           "gt": np.greater, "ge": np.greater_equal}
+_NP_CMP = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
 
 
 def _numeric_part(e: Expr, b: RowBatch) -> bool:
@@ -253,10 +279,16 @@ def _numeric_part(e: Expr, b: RowBatch) -> bool:
     if isinstance(e, Call) and e.op in ("is_null", "is_not_null"):
         x = e.args[0]
         return isinstance(x, Col) and not isinstance(b.cols[x.index], LazyStrings)
-    return isinstance(e, Call) and e.op in _CMP and all(
-        isinstance(x, Lit) or (isinstance(x, Col) and not isinstance(b.cols[x.index],
-                                                                   LazyStrings))
-        for x in e.args) and any(isinstance(x, Col) for x in e.args)
+    return (
+        isinstance(e, Call)
+        and e.op in _CMP
+        and all(
+            isinstance(x, Lit)
+            or (isinstance(x, Col) and not isinstance(b.cols[x.index], LazyStrings))
+            for x in e.args
+        )
+        and any(isinstance(x, Col) for x in e.args)
+    )
 
 
 def _natural(arr: Any) -> bool:
@@ -266,8 +298,11 @@ def _natural(arr: Any) -> bool:
     import pyarrow as pa
 
     t = arr.type
-    return bool(pa.types.is_signed_integer(t) or pa.types.is_date32(t)
-                or (pa.types.is_decimal128(t) and t.precision <= 18))
+    return bool(
+        pa.types.is_signed_integer(t)
+        or pa.types.is_date32(t)
+        or (pa.types.is_decimal128(t) and t.precision <= 18)
+    )
 
 
 def _arrow_compare(e: Call, b: RowBatch) -> np.ndarray | None:
@@ -284,7 +319,8 @@ def _arrow_compare(e: Call, b: RowBatch) -> np.ndarray | None:
             if not (isinstance(c, ArrowCol) and c._v is None and _natural(c.arr)):
                 return None
             if pa.types.is_decimal128(c.arr.type) and (
-                    x.type.kind != "decimal" or c.arr.type.scale != x.type.scale):
+                x.type.kind != "decimal" or c.arr.type.scale != x.type.scale
+            ):
                 return None
             if pa.types.is_date32(c.arr.type) and x.type.kind != "date":
                 return None
@@ -351,7 +387,6 @@ def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
 def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
     """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
 
-
     parts = _conjuncts(pred)
     num = [p for p in parts if _has_numeric(p, b)]
     mask: np.ndarray | None = None
@@ -381,8 +416,7 @@ def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
 def _has_numeric(e: Expr, b: RowBatch) -> bool:
     if _numeric_part(e, b):
         return True
-    return isinstance(e, Call) and e.op in ("and", "or") and any(
-        _has_numeric(a, b) for a in e.args)
+    return isinstance(e, Call) and e.op in ("and", "or") and any(_has_numeric(a, b) for a in e.args)
 
 
 def _true_mask(e: Expr, b: RowBatch, strings: Any) -> np.ndarray:
