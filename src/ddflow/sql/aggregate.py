@@ -6,9 +6,8 @@ diff components are added up by the total-order count: ``rows`` counts the group
 integers and decimals, floats for floating point). ``count(*)`` is ``rows``, ``count(x)``
 is ``n``, ``sum(x)`` is ``s`` (NULL when ``n`` is 0), ``avg(x)`` is ``s / n``. A group
 disappears when its last row does, except for an aggregate without GROUP BY: there a
-constant row adds 1 to ``rows`` (and nothing else), so the one output row stays
-(``count(*)`` 0, ``sum`` NULL) on empty input, and ``rows - 1`` is the row count (one diff
-component fewer to add up per commit than a separate "present" count).
+constant row adds a "present" component of 1, so the one output row stays (``count(*)`` 0,
+``sum`` NULL) on empty input.
 
 ``min``/``max`` reduce ``(g, x)`` for non-NULL ``x`` with ``min_total``/``max_total``
 (strings by their text, not their codes); ``agg(DISTINCT x)`` counts and sums the
@@ -53,8 +52,10 @@ class _Linear:
 
     def __init__(self, aggs: tuple[Agg, ...], scalar: bool) -> None:
         self.scalar = scalar
-        self.parts: list[tuple[str, Expr | None]] = []  # ("rows"|"n"|"s", arg)
-        self.parts.append(("rows", None))  # (with the constant row's 1 when scalar)
+        self.parts: list[tuple[str, Expr | None]] = []  # ("present"|"rows"|"n"|"s", arg)
+        if scalar:
+            self.parts.append(("present", None))
+        self.parts.append(("rows", None))
         self.index: dict[tuple[str, Any], int] = {}
         for a in aggs:
             if a.distinct or a.func not in ("count", "count_star", "sum", "avg"):
@@ -79,7 +80,7 @@ class _Linear:
         self.parts.append((kind, arg))
 
     def rows_at(self) -> int:
-        return 0
+        return 1 if self.scalar else 0
 
     def sample(self) -> tuple[Any, ...]:
         out: list[Any] = []
@@ -147,7 +148,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         diffs: list[np.ndarray] = []
         cache: dict[Any, Any] = {}
         for kind, arg in lin.parts:
-            if kind == "rows":
+            if kind == "present":
+                diffs.append(np.zeros(n, np.int64))
+            elif kind == "rows":
                 diffs.append(np.ones(n, np.int64))
             else:
                 assert arg is not None
@@ -506,8 +509,6 @@ def _finish(
         comps = slots[0]
         n = len(comps[0])
         rows = comps[rows_at]
-        if scalar:
-            rows = rows - 1  # the constant row's 1 taken off
         keep = None if scalar else np.flatnonzero(rows != 0)
         if keep is not None and len(keep) == n:
             keep = None
@@ -542,7 +543,7 @@ def _finish(
                 vals.append(sel(rows))
                 nulls.append(None)
                 continue
-            cnt = sel(rows if n_at == rows_at else comps[n_at])
+            cnt = sel(comps[n_at])
             tot = sel(comps[s_at]) if s_at is not None else None
             v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
