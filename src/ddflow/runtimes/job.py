@@ -56,6 +56,7 @@ __all__ = [
     "drive",
     "merge_results",
     "share_of",
+    "view_leaves",
 ]
 
 
@@ -76,7 +77,7 @@ class Changes:
             )
         n = times.shape[0]
         for what, view in (("data", self.data), ("diffs", self.diffs)):
-            for leaf in _leaves(view):
+            for leaf in view_leaves(view):
                 if len(leaf) != n:
                     raise DataError(
                         f"Changes: {what} has a column of {len(leaf)} rows but there are "
@@ -95,11 +96,12 @@ class Changes:
         )
 
 
-def _leaves(view: Any) -> list[Any]:
+def view_leaves(view: Any) -> list[Any]:
+    """The columns of a record-shaped view (a column or nested tuples of them), in order."""
     if view is None:
         return []
     if isinstance(view, tuple):
-        return [leaf for v in view for leaf in _leaves(v)]
+        return [leaf for v in view for leaf in view_leaves(v)]
     return [view]
 
 

@@ -58,6 +58,7 @@ from ddflow.runtimes.job import (
     check_changes,
     drive,
     merge_results,
+    view_leaves,
 )
 from ddflow.runtimes.local import run_job
 
@@ -717,14 +718,7 @@ def changes_frame(spark: SparkSession, changes: Changes, time: Any = 0) -> DataF
     (an array of ints for ``Product`` times, like ``time``) and ``diff``."""
     import pyarrow as pa
 
-    cols: list[Any] = []
-    todo = [changes.data]
-    while todo:  # the leaves of the record shape, in order
-        v = todo.pop(0)
-        if isinstance(v, tuple):
-            todo[:0] = list(v)
-        else:
-            cols.append(v)
+    cols = view_leaves(changes.data)
     n = len(changes)
     dim = time_kind_of(time).dim
     table: dict[str, Any] = {
