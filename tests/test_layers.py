@@ -161,8 +161,7 @@ def _private_uses(path: Path) -> list[str]:
     return out
 
 
-#: (the SQL layer's tests are its owner's to keep: not checked here)
-TEST_MODULES = sorted(p for p in TESTS.rglob("*.py") if "sql" not in p.relative_to(TESTS).parts)
+TEST_MODULES = sorted(TESTS.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", TEST_MODULES, ids=lambda p: str(p.relative_to(TESTS)))

@@ -20,6 +20,7 @@ from ddflow.core.errors import (
     ScopeError,
     SessionClosedError,
     TimeError,
+    UnknownInputError,
 )
 from ddflow.core.time import Product
 from ddflow.dataflow.collection import Arranged, Collection
@@ -68,6 +69,7 @@ __all__ = [
     "SessionClosedError",
     "Sum",
     "TimeError",
+    "UnknownInputError",
     "Variable",
     "Worker",
     "WorkerError",

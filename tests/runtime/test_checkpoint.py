@@ -477,3 +477,54 @@ def test_jobs_resume_where_the_last_stopped_on_every_runtime(runtime: Any, tmp_p
         assert +got[name] == +_updates(ref, name) and -got[name] == -_updates(ref, name)
     again = runtime.run(_degrees, {"edges": edges}, checkpoint=path)
     assert again["deg"].updates() == [] and again["hist"].updates() == []
+
+
+def _logs(rounds: list[tuple[list, list]], lo: int, hi: int) -> dict[str, dd.Changes]:
+    """Rounds ``lo..hi-1`` as job input logs (a round's updates at its index as time)."""
+    edges = [(e, r, d) for r in range(lo, hi) for e, d in rounds[r][0]]
+    nodes = [(n, r, d) for r in range(lo, hi) for n, d in rounds[r][1]]
+
+    def col(values: list[int]) -> np.ndarray:
+        return np.array(values, dtype=np.int64)
+
+    return {
+        "edges": dd.Changes(
+            (col([e[0] for e, _, _ in edges]), col([e[1] for e, _, _ in edges])),
+            col([t for _, t, _ in edges]),
+            col([d for _, _, d in edges]),
+        ),
+        "nodes": dd.Changes(
+            col([n for n, _, _ in nodes]),
+            col([t for _, t, _ in nodes]),
+            col([d for _, _, d in nodes]),
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_every_dataflow_resumes_from_checkpoints_on_every_runtime(
+    runtime: Any, case: str, tmp_path: Any
+) -> None:
+    """The joins, reductions and loop of the in-process restore test, as jobs over three
+    consecutive slices of the rounds sharing a checkpoint directory, on every runtime: the
+    updates of all jobs together are the from-scratch answer at every round."""
+    build, want = CASES[case]
+    rounds = rounds_of(7, 9)
+    path = str(tmp_path / "ck")
+    got: dict[str, Counter] = {}
+    for lo, hi in ((0, 3), (3, 4), (4, 9)):
+        part = runtime.run(
+            lambda c: build(c["edges"], c["nodes"]), _logs(rounds, lo, hi), checkpoint=path
+        )
+        for name in part:
+            for x, t, d in part[name].updates():
+                assert lo <= t < hi, "a job returns its own slice only"
+                got.setdefault(name, Counter())[(x, t)] += d
+    for r in range(len(rounds)):
+        expect = want(*accumulate(rounds[: r + 1]))
+        for name, ups in got.items():
+            acc: Counter = Counter()
+            for (x, t), d in ups.items():
+                if t <= r:
+                    acc[x] += d
+            assert Counter({x: d for x, d in acc.items() if d}) == expect[name], (case, r, name)

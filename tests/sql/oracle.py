@@ -66,6 +66,7 @@ class OracleMismatch(AssertionError):
 
 # -- comparing values ---------------------------------------------------------------------
 
+
 def _norm(v: Any) -> Any:
     """A hashable key that is equal for equal SQL values (numbers by value, bools apart)."""
     if v is None:
@@ -116,8 +117,9 @@ def _key(r: Sequence[Any]) -> tuple[Any, ...]:
     return tuple(_norm(v) for v in r)
 
 
-def same_rows(got: Sequence[Sequence[Any]], want: Sequence[Sequence[Any]],
-              ordered: bool = False) -> tuple[list[Any], list[Any]]:
+def same_rows(
+    got: Sequence[Sequence[Any]], want: Sequence[Sequence[Any]], ordered: bool = False
+) -> tuple[list[Any], list[Any]]:
     """``(extra, missing)``: rows of ``got`` not in ``want`` and rows of ``want`` not in
     ``got`` (as multisets, or position by position when ``ordered``); both empty when the
     two agree."""
@@ -169,6 +171,7 @@ def _take_surplus(rows: list[tuple[Any, ...]], surplus: Counter[Any]) -> list[tu
 
 # -- the oracle -----------------------------------------------------------------------------
 
+
 @dataclass
 class _View:
     sql: str
@@ -187,8 +190,9 @@ def _statements(ddl: str | Iterable[str]) -> list[str]:
 class Oracle:
     """One ddflow database and one DuckDB connection over the same tables."""
 
-    def __init__(self, ddl: str | Iterable[str], dialect: str = "spark",
-                 check_changes: bool = True) -> None:
+    def __init__(
+        self, ddl: str | Iterable[str], dialect: str = "spark", check_changes: bool = True
+    ) -> None:
         self.db = dsql.Database(dialect=dialect)
         self.duck = duckdb.connect()
         self.tables: dict[str, list[tuple[Any, ...]]] = {}
@@ -201,8 +205,9 @@ class Oracle:
             self.duck.execute(stmt)
             name = stmt.split("(")[0].split()[-1].lower()
             self.tables[name] = []
-            self.schemas[name] = self.duck.sql(f"SELECT * FROM {name} LIMIT 0"
-                                               ).to_arrow_table().schema
+            self.schemas[name] = (
+                self.duck.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
+            )
 
     # -- views --------------------------------------------------------------------------
     def view(self, sql: str, duck: str | None = None, ordered: bool = False) -> Any:
@@ -211,8 +216,9 @@ class Oracle:
         try:
             v = self.db.view(sql)
         except Exception as e:
-            raise OracleMismatch(f"ddflow rejected the view\n  query: {sql}\n  error: "
-                                 f"{type(e).__name__}: {e}") from e
+            raise OracleMismatch(
+                f"ddflow rejected the view\n  query: {sql}\n  error: {type(e).__name__}: {e}"
+            ) from e
         entry = _View(sql, duck or sql, ordered, v)
         # the baseline for changes(): whatever the view holds now (a view made once tables
         # hold rows starts from them; test_sql_api checks that rows() is right here)
@@ -223,8 +229,7 @@ class Oracle:
             # made over tables that hold rows: it must answer at once, before a commit
             problems = self._check_view(entry, changes=False)
             if problems:
-                raise OracleMismatch("\n".join(["(checked when the view was created)",
-                                                 *problems]))
+                raise OracleMismatch("\n".join(["(checked when the view was created)", *problems]))
         return v
 
     # -- changes ------------------------------------------------------------------------
@@ -252,8 +257,10 @@ class Oracle:
         try:
             self.db.commit()
         except Exception as e:
-            raise OracleMismatch(f"commit {self.commits} raised {type(e).__name__}: {e}\n"
-                                 + "\n".join(f"  view: {v.sql}" for v in self.views)) from e
+            raise OracleMismatch(
+                f"commit {self.commits} raised {type(e).__name__}: {e}\n"
+                + "\n".join(f"  view: {v.sql}" for v in self.views)
+            ) from e
         self.commits += 1
         self._reload()
         if check:
@@ -265,8 +272,9 @@ class Oracle:
             if rows:
                 sch = self.schemas[name]
                 cols = list(zip(*rows, strict=True))
-                arrays = [pa.array(list(col), type=f.type) for col, f in zip(cols, sch,
-                                                                             strict=True)]
+                arrays = [
+                    pa.array(list(col), type=f.type) for col, f in zip(cols, sch, strict=True)
+                ]
                 self.duck.register("_load", pa.Table.from_arrays(arrays, schema=sch))
                 self.duck.execute(f"INSERT INTO {name} SELECT * FROM _load")
                 self.duck.unregister("_load")
@@ -307,8 +315,9 @@ class Oracle:
         v.last = got
         return out
 
-    def _check_changes(self, head: str, v: _View, ch: list[tuple[Any, ...]],
-                       got: list[tuple[Any, ...]]) -> list[str]:
+    def _check_changes(
+        self, head: str, v: _View, ch: list[tuple[Any, ...]], got: list[tuple[Any, ...]]
+    ) -> list[str]:
         delta: Counter[Any] = Counter()
         bad_time = [c for c in ch if c[-2] != self.commits - 1]
         for c in ch:
@@ -322,16 +331,26 @@ class Oracle:
         delta = Counter({k: n for k, n in delta.items() if n})
         out = []
         if delta != expect:
-            out.append(f"{head}: changes() {ch} do not match the change of rows() "
-                       f"from {v.last} to {got}")
+            out.append(
+                f"{head}: changes() {ch} do not match the change of rows() from {v.last} to {got}"
+            )
         if bad_time:
-            out.append(f"{head}: changes() carry times {sorted({c[-2] for c in bad_time})}, "
-                       f"expected commit {self.commits - 1}")
+            out.append(
+                f"{head}: changes() carry times {sorted({c[-2] for c in bad_time})}, "
+                f"expected commit {self.commits - 1}"
+            )
         return out
 
 
-def _describe(head: str, v: _View, got: list[Any], want: list[Any], extra: list[Any],
-              missing: list[Any], tables: dict[str, list[Any]]) -> str:
+def _describe(
+    head: str,
+    v: _View,
+    got: list[Any],
+    want: list[Any],
+    extra: list[Any],
+    missing: list[Any],
+    tables: dict[str, list[Any]],
+) -> str:
     lines = [f"{head}: ddflow differs from DuckDB"]
     if v.duck != v.sql:
         lines.append(f"  duckdb query: {v.duck}")
@@ -349,9 +368,13 @@ def _short(rows: Sequence[Any], n: int = 12) -> str:
     return f"[{s}{', ...' if len(rows) > n else ''}]"
 
 
-def check_stream(ddl: str | Iterable[str], views: Sequence[str | tuple[str, str | None, bool]],
-                 commits: Sequence[Sequence[Change]], dialect: str = "spark",
-                 create_after: int = 0) -> Oracle:
+def check_stream(
+    ddl: str | Iterable[str],
+    views: Sequence[str | tuple[str, str | None, bool]],
+    commits: Sequence[Sequence[Change]],
+    dialect: str = "spark",
+    create_after: int = 0,
+) -> Oracle:
     """Runs ``commits`` through ddflow and DuckDB, comparing every view after every
     commit. A view is SQL text or ``(sql, duck_sql or None, ordered)``; views are created
     after the first ``create_after`` commits (and checked at once if that is not 0)."""
@@ -368,8 +391,9 @@ def check_stream(ddl: str | Iterable[str], views: Sequence[str | tuple[str, str 
     return o
 
 
-def churn(table: str, first: Sequence[tuple[Any, ...]], second: Sequence[tuple[Any, ...]]
-          ) -> list[list[Change]]:
+def churn(
+    table: str, first: Sequence[tuple[Any, ...]], second: Sequence[tuple[Any, ...]]
+) -> list[list[Change]]:
     """A change stream over one table that every view should survive: insert ``first``;
     update its first row into ``second[0]`` (delete + insert in one commit) and duplicate a
     row; delete some rows; empty the table; refill it with ``second``; add ``first`` back;
@@ -404,8 +428,13 @@ def churn(table: str, first: Sequence[tuple[Any, ...]], second: Sequence[tuple[A
     return commits
 
 
-def case(sql: str, duck: str | None = None, ordered: bool = False, id: str | None = None,
-         xfail: str | None = None) -> Any:
+def case(
+    sql: str,
+    duck: str | None = None,
+    ordered: bool = False,
+    id: str | None = None,
+    xfail: str | None = None,
+) -> Any:
     """A ``pytest.param`` of one oracle view: ``(sql, duck, ordered)``; ``xfail`` marks a
     known bug (strict, so a fix makes the test fail until the marker goes)."""
     import pytest

@@ -47,8 +47,7 @@ DDL = [
 ]
 
 COLUMNS: dict[str, list[tuple[str, str]]] = {
-    "r": [("k", "int"), ("a", "int"), ("s", "str"), ("m", "dec"), ("d", "date"),
-          ("b", "bool")],
+    "r": [("k", "int"), ("a", "int"), ("s", "str"), ("m", "dec"), ("d", "date"), ("b", "bool")],
     "q": [("k", "int"), ("b2", "int"), ("s2", "str"), ("f", "dbl")],
     "p": [("k", "int"), ("c", "int")],
     # the CTE ``c`` some queries define over r (see _Gen.from_clause)
@@ -129,18 +128,18 @@ class _Gen:
                     live[t].extend(rows)
                     continue
                 action = self.rnd.random()
-                if action < 0.35 and live[t]:      # update: same key, new values
+                if action < 0.35 and live[t]:  # update: same key, new values
                     old = self.rnd.choice(live[t])
                     new = (old[0], *self.row(t)[1:])
                     c += [Del(t, [old]), Ins(t, [new])]
                     live[t].remove(old)
                     live[t].append(new)
-                elif action < 0.6 and live[t]:     # delete some
+                elif action < 0.6 and live[t]:  # delete some
                     gone = self.rnd.sample(live[t], min(len(live[t]), self.rnd.randint(1, 3)))
                     c.append(Del(t, gone))
                     for r in gone:
                         live[t].remove(r)
-                elif action < 0.85:                # insert, maybe copies of present rows
+                elif action < 0.85:  # insert, maybe copies of present rows
                     rows = [self.row(t) for _ in range(self.rnd.randint(1, 4))]
                     if live[t] and self.rnd.random() < 0.5:
                         rows.append(self.rnd.choice(live[t]))
@@ -174,26 +173,39 @@ class _Gen:
             return self.lit(kind)
         x = lambda: self.expr(scope, kind, depth + 1)  # noqa: E731 - a local shorthand
         if kind == "int":
-            opts = [lambda: f"{x()} + {x()}", lambda: f"{x()} - {x()}",
-                    lambda: f"{x()} * {self.rnd.choice([2, 3, -1])}",
-                    lambda: f"abs({x()})", lambda: f"COALESCE({x()}, {self.lit('int')})",
-                    lambda: f"NULLIF({x()}, {self.lit('int')})",
-                    lambda: f"({x()} % {self.rnd.choice([2, 3])})",
-                    lambda: f"CASE WHEN {self.pred(scope, depth + 1)} THEN {x()} "
-                            f"ELSE {x()} END",
-                    lambda: f"length({self.expr(scope, 'str', depth + 1)})"]
+            opts = [
+                lambda: f"{x()} + {x()}",
+                lambda: f"{x()} - {x()}",
+                lambda: f"{x()} * {self.rnd.choice([2, 3, -1])}",
+                lambda: f"abs({x()})",
+                lambda: f"COALESCE({x()}, {self.lit('int')})",
+                lambda: f"NULLIF({x()}, {self.lit('int')})",
+                lambda: f"({x()} % {self.rnd.choice([2, 3])})",
+                lambda: f"CASE WHEN {self.pred(scope, depth + 1)} THEN {x()} ELSE {x()} END",
+                lambda: f"length({self.expr(scope, 'str', depth + 1)})",
+            ]
             if self.cols(scope, "date"):
                 opts.append(lambda: f"EXTRACT(MONTH FROM {self.expr(scope, 'date', 2)})")
         elif kind == "str":
-            opts = [lambda: f"upper({x()})", lambda: f"lower({x()})",
-                    lambda: f"({x()} || {self.lit('str')})", lambda: f"substring({x()}, 1, 1)",
-                    lambda: f"trim({x()})", lambda: f"COALESCE({x()}, 'z')",
-                    lambda: f"CASE WHEN {self.pred(scope, depth + 1)} THEN {x()} "
-                            f"ELSE {x() if 'case_null_string' in AVOID else 'NULL'} END"]
+            opts = [
+                lambda: f"upper({x()})",
+                lambda: f"lower({x()})",
+                lambda: f"({x()} || {self.lit('str')})",
+                lambda: f"substring({x()}, 1, 1)",
+                lambda: f"trim({x()})",
+                lambda: f"COALESCE({x()}, 'z')",
+                lambda: (
+                    f"CASE WHEN {self.pred(scope, depth + 1)} THEN {x()} "
+                    f"ELSE {x() if 'case_null_string' in AVOID else 'NULL'} END"
+                ),
+            ]
         elif kind == "dec":
-            opts = [lambda: f"{x()} + {self.rnd.choice(['1', '0.25'])}",
-                    lambda: f"{x()} * 2", lambda: f"{x()} - {x()}",
-                    lambda: f"COALESCE({x()}, 0)"]
+            opts = [
+                lambda: f"{x()} + {self.rnd.choice(['1', '0.25'])}",
+                lambda: f"{x()} * 2",
+                lambda: f"{x()} - {x()}",
+                lambda: f"COALESCE({x()}, 0)",
+            ]
         elif kind == "dbl":
             opts = [lambda: f"{x()} * 2", lambda: f"{x()} + {x()}", lambda: f"-({x()})"]
         else:
@@ -213,8 +225,9 @@ class _Gen:
         form = self.rnd.random()
         if kind == "bool":
             bare = f"{col} = TRUE" if "bare_bool" in AVOID else col
-            return self.rnd.choice([bare, f"{col} = {self.lit('bool')}", f"{col} IS NULL",
-                                    f"{col} IS NOT NULL"])
+            return self.rnd.choice(
+                [bare, f"{col} = {self.lit('bool')}", f"{col} IS NULL", f"{col} IS NOT NULL"]
+            )
         if form < 0.12:
             return f"{col} IS {'NOT ' if self.rnd.random() < 0.5 else ''}NULL"
         if kind == "str" and form < 0.3:
@@ -229,14 +242,19 @@ class _Gen:
             return f"{self.expr(scope, 'int', depth + 1)} {neg}IN ({', '.join(lits)})"
         if kind == "int" and form < 0.35:
             neg = "NOT " if self.rnd.random() < 0.5 else ""
-            return (f"{self.expr(scope, 'int', depth + 1)} IS {neg}DISTINCT FROM "
-                    f"{self.expr(scope, 'int', depth + 1)}")
+            return (
+                f"{self.expr(scope, 'int', depth + 1)} IS {neg}DISTINCT FROM "
+                f"{self.expr(scope, 'int', depth + 1)}"
+            )
         if kind == "int" and form < 0.4:
             lo = self.rnd.randint(-2, 1)
             return f"{self.expr(scope, 'int', depth + 1)} BETWEEN {lo} AND {lo + 2}"
         op = self.rnd.choice(["=", "<>", "<", "<=", ">", ">="])
-        other = (self.expr(scope, kind, depth + 1) if self.rnd.random() < 0.5 and kind != "date"
-                 else self.lit(kind))
+        other = (
+            self.expr(scope, kind, depth + 1)
+            if self.rnd.random() < 0.5 and kind != "date"
+            else self.lit(kind)
+        )
         return f"{self.expr(scope, kind, depth + 1)} {op} {other}"
 
     # -- aggregates ---------------------------------------------------------------------------
@@ -269,8 +287,9 @@ class _Gen:
     def from_clause(self) -> tuple[str, list[tuple[str, str]]]:
         shape = self.rnd.random()
         if shape < 0.08:
-            self.with_ = (f"WITH c AS (SELECT x.k, x.a, x.s FROM r AS x "
-                          f"WHERE {self.pred([('x', 'r')], 1)}) ")
+            self.with_ = (
+                f"WITH c AS (SELECT x.k, x.a, x.s FROM r AS x WHERE {self.pred([('x', 'r')], 1)}) "
+            )
             if self.rnd.random() < 0.5:
                 return "c AS t1", [("t1", "c")]
             kind = self.rnd.choice(["JOIN", "LEFT JOIN"])
@@ -278,16 +297,19 @@ class _Gen:
         if shape < 0.45:
             t = self.rnd.choice(["r", "q"])
             return f"{t} AS t1", [("t1", t)]
-        kind = self.rnd.choice(["JOIN", "JOIN", "LEFT JOIN", "LEFT JOIN", "RIGHT JOIN",
-                                "FULL JOIN"])
+        kind = self.rnd.choice(
+            ["JOIN", "JOIN", "LEFT JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
+        )
         if shape < 0.85:
             on = "t1.k = t2.k"
             if self.rnd.random() < 0.3:
                 on += f" AND {self.pred([('t1', 'r'), ('t2', 'q')], 1)}"
             return f"r AS t1 {kind} q AS t2 ON {on}", [("t1", "r"), ("t2", "q")]
         kind2 = self.rnd.choice(["JOIN", "LEFT JOIN"])
-        return (f"r AS t1 {kind} q AS t2 ON t1.k = t2.k {kind2} p AS t3 ON t3.c = t1.a",
-                [("t1", "r"), ("t2", "q"), ("t3", "p")])
+        return (
+            f"r AS t1 {kind} q AS t2 ON t1.k = t2.k {kind2} p AS t3 ON t3.c = t1.a",
+            [("t1", "r"), ("t2", "q"), ("t3", "p")],
+        )
 
     def subquery_pred(self, scope: list[tuple[str, str]]) -> str:
         outer = scope[0][0]
@@ -333,14 +355,15 @@ class _Gen:
         if self.rnd.random() < 0.5:
             inner += f" WHERE {self.pred(scope)}"
         if self.rnd.random() < 0.5:
-            inner = (f"SELECT c0, max(c1) AS c1, count(*) AS c2 FROM ({inner}) AS y "
-                     "GROUP BY c0")
-        outer = self.rnd.choice([
-            "SELECT x.c2, count(*), min(x.c1) FROM ({}) AS x GROUP BY x.c2",
-            "SELECT x.c0, x.c1 FROM ({}) AS x WHERE x.c2 > 0",
-            "SELECT DISTINCT x.c1 FROM ({}) AS x",
-            "SELECT count(*), sum(x.c2), count(DISTINCT x.c0) FROM ({}) AS x",
-        ])
+            inner = f"SELECT c0, max(c1) AS c1, count(*) AS c2 FROM ({inner}) AS y GROUP BY c0"
+        outer = self.rnd.choice(
+            [
+                "SELECT x.c2, count(*), min(x.c1) FROM ({}) AS x GROUP BY x.c2",
+                "SELECT x.c0, x.c1 FROM ({}) AS x WHERE x.c2 > 0",
+                "SELECT DISTINCT x.c1 FROM ({}) AS x",
+                "SELECT count(*), sum(x.c2), count(DISTINCT x.c0) FROM ({}) AS x",
+            ]
+        )
         return with_ + outer.format(inner)
 
     def block(self, shape: float) -> tuple[str, bool]:
@@ -371,12 +394,13 @@ class _Gen:
         keys = []
         if self.rnd.random() < 0.8:
             for _ in range(self.rnd.randint(1, 2)):
-                kinds_here = [k for k in ("int", "str", "bool", "date", "dec")
-                              if self.cols(scope, k)]
+                kinds_here = [
+                    k for k in ("int", "str", "bool", "date", "dec") if self.cols(scope, k)
+                ]
                 k = self.rnd.choice(kinds_here)
                 key = self.expr(scope, k, 1)
                 while not any(c in key for c in self.cols(scope, k)):  # no literal keys:
-                    key = self.expr(scope, k, 1)                      # those are ordinals
+                    key = self.expr(scope, k, 1)  # those are ordinals
                 if "paren_group_key" in AVOID:
                     key = _strip_parens(key)
                 keys.append(key)
@@ -419,8 +443,9 @@ class _Gen:
         return sql, True
 
     def setop(self) -> str:
-        op = self.rnd.choice(["UNION", "UNION ALL", "EXCEPT", "INTERSECT", "EXCEPT ALL",
-                              "INTERSECT ALL"])
+        op = self.rnd.choice(
+            ["UNION", "UNION ALL", "EXCEPT", "INTERSECT", "EXCEPT ALL", "INTERSECT ALL"]
+        )
         pairs = [("k", "k"), ("a", "b2"), ("s", "s2")]
         n = self.rnd.randint(1, 2)
         chosen = self.rnd.sample(pairs, n)

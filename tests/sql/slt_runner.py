@@ -108,13 +108,14 @@ def parse_script(text: str) -> list[Record]:
             i += 1
         kind = tokens[0] if tokens else ""
         if kind == "statement":
-            records.append(Record("statement", start, "\n".join(body),
-                                  expect_ok=tokens[1] == "ok", skip=skip))
+            records.append(
+                Record("statement", start, "\n".join(body), expect_ok=tokens[1] == "ok", skip=skip)
+            )
         elif kind == "query":
             sql_lines, result = body, None
             if "----" in body:
                 k = body.index("----")
-                sql_lines, result = body[:k], body[k + 1:]
+                sql_lines, result = body[:k], body[k + 1 :]
             expected, hashed = None, None
             if result is not None:
                 m = _HASH_RE.match(result[0]) if len(result) == 1 else None
@@ -122,10 +123,19 @@ def parse_script(text: str) -> list[Record]:
                     hashed = (int(m.group(1)), m.group(2))
                 else:
                     expected = tuple(result)
-            records.append(Record("query", start, "\n".join(sql_lines), types=tokens[1],
-                                  sort=tokens[2] if len(tokens) > 2 else "nosort",
-                                  label=tokens[3] if len(tokens) > 3 else "",
-                                  expected=expected, expected_hash=hashed, skip=skip))
+            records.append(
+                Record(
+                    "query",
+                    start,
+                    "\n".join(sql_lines),
+                    types=tokens[1],
+                    sort=tokens[2] if len(tokens) > 2 else "nosort",
+                    label=tokens[3] if len(tokens) > 3 else "",
+                    expected=expected,
+                    expected_hash=hashed,
+                    skip=skip,
+                )
+            )
         elif kind == "hash-threshold":
             records.append(Record("hash-threshold", start, threshold=int(tokens[1]), skip=skip))
         elif kind == "halt":
@@ -405,8 +415,10 @@ class _Planner:
 
     # tables of the mirror (and target): the same names and declared types
     def _tables(self, conn: sqlite3.Connection) -> list[str]:
-        return [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")]
+        return [
+            r[0]
+            for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table' ORDER BY name")
+        ]
 
     def _rows(self, conn: sqlite3.Connection, table: str) -> list[Row]:
         return [tuple(r) for r in conn.execute(f"SELECT * FROM {_quote(table)}")]
@@ -428,8 +440,16 @@ class _Planner:
                 self.pending.append(qid)
         if self.pending:
             self._flush()
-        return FilePlan(self.name, self.queries, self.events, self.snapshots, self.ddl,
-                        self.columns, self.notes, self.skipped)
+        return FilePlan(
+            self.name,
+            self.queries,
+            self.events,
+            self.snapshots,
+            self.ddl,
+            self.columns,
+            self.notes,
+            self.skipped,
+        )
 
     def _statement(self, rec: Record) -> None:
         try:
@@ -444,11 +464,15 @@ class _Planner:
         except sqlite3.Error as e:
             ok = False
             if rec.expect_ok:
-                self.notes.append(f"{self.name}:{rec.line}: SQLite {sqlite3.sqlite_version} "
-                                  f"fails a 'statement ok': {e}")
+                self.notes.append(
+                    f"{self.name}:{rec.line}: SQLite {sqlite3.sqlite_version} "
+                    f"fails a 'statement ok': {e}"
+                )
         if not rec.expect_ok and ok:
-            self.notes.append(f"{self.name}:{rec.line}: SQLite {sqlite3.sqlite_version} "
-                              "accepts a 'statement error'")
+            self.notes.append(
+                f"{self.name}:{rec.line}: SQLite {sqlite3.sqlite_version} "
+                "accepts a 'statement error'"
+            )
         sql = rec.sql
         if _CREATE_TABLE.match(sql) or _DROP_TABLE.match(sql) or _VIEW_DDL.match(sql):
             table = ""
@@ -517,7 +541,9 @@ class _Planner:
             for r in dels:
                 cur = self.mirror.execute(
                     f"DELETE FROM {_quote(t)} WHERE rowid IN (SELECT rowid FROM {_quote(t)} "
-                    f"WHERE {cond} LIMIT 1)", r)
+                    f"WHERE {cond} LIMIT 1)",
+                    r,
+                )
                 assert cur.rowcount == 1, (t, r)
             if ins:
                 marks = ", ".join("?" for _ in cols)
@@ -566,7 +592,7 @@ class _Planner:
             rng.shuffle(ins)
             k1, k2 = len(ins) // 3, 2 * len(ins) // 3
             i1, i2, i3 = ins[:k1], ins[k1:k2], ins[k2:]
-            d1, d2 = dels[: len(dels) // 2], dels[len(dels) // 2:]
+            d1, d2 = dels[: len(dels) // 2], dels[len(dels) // 2 :]
             # rows present after commit 1 and kept: deleted then restored, updated then undone
             after1 = list((have - collections.Counter(dels)).elements()) + i1
             rng.shuffle(after1)
@@ -574,7 +600,7 @@ class _Planner:
             k_del = (n + 3) // 4
             k_upd = (n + 3) // 4 if n > 1 else 0
             tmp_del = after1[:k_del]
-            upd = after1[k_del:k_del + k_upd]
+            upd = after1[k_del : k_del + k_upd]
             mutated = [self._mutate(t, r) for r in upd]
             dup = [rng.choice(after1)] if n else []
             extra = [self._synthetic(t)] if n == 0 and not want else []
@@ -607,7 +633,7 @@ class _GroupCrash(Exception):
 
 def _tb_head(e: BaseException, lines: int = 6) -> str:
     tb = traceback.format_exception(e)
-    frames = [s.strip().replace("\n", " | ") for s in tb[1:-1]][-lines + 1:]
+    frames = [s.strip().replace("\n", " | ") for s in tb[1:-1]][-lines + 1 :]
     head = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     return head + "".join("\n    " + f for f in frames)
 
@@ -655,12 +681,16 @@ class _Run:
         self.ddl_failures: list[str] = []
         self.broken: dict[str, str] = {}  # table -> the DDL failure that left it wrong
         events = plan.events
-        self.start = min(i for i, ev in enumerate(events)
-                         if ev.kind == "define" and self.qids & set(ev.qids))
-        last = max(i for i, ev in enumerate(events)
-                   if ev.kind == "final" and self.qids & set(ev.qids))
-        self.stop = next((i for i, ev in enumerate(events)
-                          if ev.kind == "final" and i >= last + tail), len(events) - 1)
+        self.start = min(
+            i for i, ev in enumerate(events) if ev.kind == "define" and self.qids & set(ev.qids)
+        )
+        last = max(
+            i for i, ev in enumerate(events) if ev.kind == "final" and self.qids & set(ev.qids)
+        )
+        self.stop = next(
+            (i for i, ev in enumerate(events) if ev.kind == "final" and i >= last + tail),
+            len(events) - 1,
+        )
 
     def run(self) -> dict[int, Outcome]:
         events = self.plan.events
@@ -696,8 +726,12 @@ class _Run:
                         self.db.drop_view(name, if_exists=True)
                         del self.named[name]
             self.db.execute(sql)
-            m = re.match(r"^\s*CREATE\s+(?:TEMP\w*\s+)?VIEW\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-                         r"([\w$]+)\s+AS\s+(.*)$", sql, re.I | re.S)
+            m = re.match(
+                r"^\s*CREATE\s+(?:TEMP\w*\s+)?VIEW\s+(?:IF\s+NOT\s+EXISTS\s+)?"
+                r"([\w$]+)\s+AS\s+(.*)$",
+                sql,
+                re.I | re.S,
+            )
             if m:
                 self.named[m.group(1).lower()] = m.group(2)
             m = re.match(r"^\s*DROP\s+VIEW\s+(?:IF\s+EXISTS\s+)?([\w$]+)", sql, re.I)
@@ -710,8 +744,12 @@ class _Run:
                 return
             msg = f"{type(e).__name__}: {e} <- {sql.splitlines()[0]}"
             self.ddl_failures.append(msg)
-            m = re.match(r"^\s*(?:CREATE|DROP)\s+(?:TEMP\w*\s+)?TABLE\s+(?:IF\s+(?:NOT\s+)?"
-                         r"EXISTS\s+)?([\w$]+)", sql, re.I)
+            m = re.match(
+                r"^\s*(?:CREATE|DROP)\s+(?:TEMP\w*\s+)?TABLE\s+(?:IF\s+(?:NOT\s+)?"
+                r"EXISTS\s+)?([\w$]+)",
+                sql,
+                re.I,
+            )
             if m:
                 t = m.group(1).lower()
                 self.broken[t] = msg
@@ -795,15 +833,26 @@ class _Run:
             if matches_recorded(values, rec):
                 continue
             want = snap.answers.get(q)
-            if q in self.plan.oracle_disagrees and isinstance(want, list) and \
-                    _compare(got, want, rec, ordered=True) is None:
+            if (
+                q in self.plan.oracle_disagrees
+                and isinstance(want, list)
+                and _compare(got, want, rec, ordered=True) is None
+            ):
                 continue  # SQLite here answers otherwise than the file; ddflow agrees with it
-            rec_vals = (list(rec.expected) if rec.expected is not None else
-                        [f"{rec.expected_hash[0]} values hashing to {rec.expected_hash[1]}"]
-                        if rec.expected_hash else [])
+            rec_vals = (
+                list(rec.expected)
+                if rec.expected is not None
+                else [f"{rec.expected_hash[0]} values hashing to {rec.expected_hash[1]}"]
+                if rec.expected_hash
+                else []
+            )
             self.outcomes[q] = Outcome(
-                "wrong", f"recorded {_short(rec_vals)} got {_short(values)}", ev.checkpoint,
-                got, final=True)
+                "wrong",
+                f"recorded {_short(rec_vals)} got {_short(values)}",
+                ev.checkpoint,
+                got,
+                final=True,
+            )
 
 
 def check_oracle(plan: FilePlan) -> None:
@@ -825,16 +874,20 @@ def check_oracle(plan: FilePlan) -> None:
                 plan.oracle_disagrees[q] = f"SQLite {sqlite3.sqlite_version} gives {_short(values)}"
 
 
-def run_plan(plan: FilePlan, group_size: int = GROUP_SIZE, tail: int = TAIL_EVENTS,
-             max_queries: int | None = None, run_cls: type[_Run] = _Run
-             ) -> tuple[dict[int, Outcome], list[str]]:
+def run_plan(
+    plan: FilePlan,
+    group_size: int = GROUP_SIZE,
+    tail: int = TAIL_EVENTS,
+    max_queries: int | None = None,
+    run_cls: type[_Run] = _Run,
+) -> tuple[dict[int, Outcome], list[str]]:
     """Every query's outcome on ddflow, and the DDL ddflow failed (or wrongly accepted).
     ``run_cls`` is the replay (tests pass a subclass that breaks answers on purpose)."""
     qids = sorted(plan.queries)[:max_queries]
     outcomes: dict[int, Outcome] = {}
     ddl_failures: dict[str, None] = {}
     for g in range(0, len(qids), group_size):
-        group = qids[g:g + group_size]
+        group = qids[g : g + group_size]
         run = run_cls(plan, group, tail)
         try:
             outcomes.update(run.run())
@@ -858,11 +911,13 @@ def _values_literal(r: Row) -> str:
         if isinstance(v, str):
             return "'" + v.replace("'", "''") + "'"
         return repr(v)
+
     return "(" + ", ".join(lit(v) for v in r) + ")"
 
 
-def _one_shot(plan: FilePlan, sql: str, tables: dict[str, list[Row]], rec: Record
-              ) -> tuple[list[Row], list[Row] | str] | None:
+def _one_shot(
+    plan: FilePlan, sql: str, tables: dict[str, list[Row]], rec: Record
+) -> tuple[list[Row], list[Row] | str] | None:
     """ddflow's rows and SQLite's for ``sql`` over ``tables`` loaded in one commit, or
     None if ddflow fails."""
     import ddflow.sql as dsql
@@ -876,10 +931,12 @@ def _one_shot(plan: FilePlan, sql: str, tables: dict[str, list[Row]], rec: Recor
                 continue
             db.execute(ddl)
             cols = plan.columns[t]
-            con.execute(f"CREATE TABLE {_quote(t)}(" + ", ".join(
-                f"{_quote(c[0])} {c[1] if c[1] != 'BLOB' else ''}" for c in cols) + ")")
-            con.executemany(f"INSERT INTO {_quote(t)} VALUES({', '.join('?' for _ in cols)})",
-                            rows)
+            con.execute(
+                f"CREATE TABLE {_quote(t)}("
+                + ", ".join(f"{_quote(c[0])} {c[1] if c[1] != 'BLOB' else ''}" for c in cols)
+                + ")"
+            )
+            con.executemany(f"INSERT INTO {_quote(t)} VALUES({', '.join('?' for _ in cols)})", rows)
         v = db.view(sql)
         for t, rows in tables.items():
             if rows and t in plan.ddl:
@@ -912,16 +969,26 @@ def repro(plan: FilePlan, q: int, out: Outcome) -> dict[str, Any]:
         return (got, want) if _compare(got, want, rec, ordered) is not None else None
 
     first = bad(tables)
-    info: dict[str, Any] = {"file": plan.name, "line": rec.line, "sql": rec.sql,
-                            "types": rec.types, "sort": rec.sort, "detail": out.detail}
+    info: dict[str, Any] = {
+        "file": plan.name,
+        "line": rec.line,
+        "sql": rec.sql,
+        "types": rec.types,
+        "sort": rec.sort,
+        "detail": out.detail,
+    }
     if first is None:
         info["one_commit"] = False
         hist = []
         for ev in plan.events:
             if ev.kind == "commit" and ev.commit is not None:
-                hist.append({t: {"delete": d, "insert": i}
-                             for t, (d, i) in ev.commit.changes.items()
-                             if (d or i) and t in tables})
+                hist.append(
+                    {
+                        t: {"delete": d, "insert": i}
+                        for t, (d, i) in ev.commit.changes.items()
+                        if (d or i) and t in tables
+                    }
+                )
             if ev.kind == "check" and ev.checkpoint == out.checkpoint:
                 break
         info["commits"] = hist
@@ -935,7 +1002,7 @@ def repro(plan: FilePlan, q: int, out: Outcome) -> dict[str, Any]:
         i = 0
         while i < len(cur[t]):
             trial = dict(cur)
-            trial[t] = cur[t][:i] + cur[t][i + 1:]
+            trial[t] = cur[t][:i] + cur[t][i + 1 :]
             if bad(trial) is not None:
                 cur = trial
             else:
@@ -946,16 +1013,23 @@ def repro(plan: FilePlan, q: int, out: Outcome) -> dict[str, Any]:
 
 
 def format_repro(r: dict[str, Any]) -> str:
-    lines = [f"{r['file']}:{r['line']}  ({r['types']} {r['sort']}) {r['detail']}",
-             "  " + r["sql"].replace("\n", "\n  ")]
+    lines = [
+        f"{r['file']}:{r['line']}  ({r['types']} {r['sort']}) {r['detail']}",
+        "  " + r["sql"].replace("\n", "\n  "),
+    ]
     for t, rows in r["tables"].items():
         lines.append(f"  {t}: " + (", ".join(_values_literal(x) for x in rows) or "(empty)"))
     if not r["one_commit"]:
         lines.append("  (not reproduced in one commit; the commits before it:)")
         for k, c in enumerate(r["commits"]):
-            lines.append(f"    commit {k + 1}: " + "; ".join(
-                f"{t} -{[_values_literal(x) for x in ch['delete']]} "
-                f"+{[_values_literal(x) for x in ch['insert']]}" for t, ch in c.items()))
+            lines.append(
+                f"    commit {k + 1}: "
+                + "; ".join(
+                    f"{t} -{[_values_literal(x) for x in ch['delete']]} "
+                    f"+{[_values_literal(x) for x in ch['insert']]}"
+                    for t, ch in c.items()
+                )
+            )
     lines.append(f"  expected (SQLite): {r['expected']}")
     lines.append(f"  got (ddflow):      {r['got']}")
     return "\n".join(lines)
@@ -978,8 +1052,11 @@ class FileResult:
 
     def failures(self) -> dict[tuple[str, int], Outcome]:
         """(file, query line) -> outcome, for wrong and crashed queries."""
-        return {(self.name, self.plan.queries[q].rec.line): o
-                for q, o in self.outcomes.items() if o.status in ("wrong", "crashed")}
+        return {
+            (self.name, self.plan.queries[q].rec.line): o
+            for q, o in self.outcomes.items()
+            if o.status in ("wrong", "crashed")
+        }
 
 
 def sample_files(root: Path = SLT_DIR) -> list[Path]:
@@ -995,8 +1072,9 @@ def load_plan(path: Path, root: Path = SLT_DIR) -> FilePlan:
     return plan
 
 
-def run_file(path: Path, root: Path = SLT_DIR, group_size: int = GROUP_SIZE,
-             max_queries: int | None = None) -> FileResult:
+def run_file(
+    path: Path, root: Path = SLT_DIR, group_size: int = GROUP_SIZE, max_queries: int | None = None
+) -> FileResult:
     """Plans the whole file, then runs its queries (the first ``max_queries`` of them)."""
     t0 = time.perf_counter()
     plan = load_plan(path, root)
@@ -1042,15 +1120,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path)
     ap.add_argument("--json", type=Path, help="write every outcome here")
     ap.add_argument("--repro", action="store_true", help="minimize and print wrong answers")
-    ap.add_argument("--write-known-failures", type=Path,
-                    help="write the wrong and crashed queries in known_failures format")
+    ap.add_argument(
+        "--write-known-failures",
+        type=Path,
+        help="write the wrong and crashed queries in known_failures format",
+    )
     ap.add_argument("--group-size", type=int, default=GROUP_SIZE)
     ap.add_argument("--max-queries", type=int, help="run only each file's first N queries")
-    ap.add_argument("--write-floors", choices=["fast", "all"],
-                    help="record each file's pass count in slt/floors.json (fast: the first "
-                         f"{FAST_QUERIES} queries, as the default test runs them)")
-    ap.add_argument("--oracle-only", action="store_true",
-                    help="only check that SQLite here prints the files' recorded answers")
+    ap.add_argument(
+        "--write-floors",
+        choices=["fast", "all"],
+        help="record each file's pass count in slt/floors.json (fast: the first "
+        f"{FAST_QUERIES} queries, as the default test runs them)",
+    )
+    ap.add_argument(
+        "--oracle-only",
+        action="store_true",
+        help="only check that SQLite here prints the files' recorded answers",
+    )
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args(argv)
     files = [p.resolve() for p in args.files] or sample_files()
@@ -1059,13 +1146,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.oracle_only:
         bad = 0
         for path in files:
-            name = path.relative_to(SLT_DIR).as_posix() if path.is_relative_to(SLT_DIR) \
-                else path.name
+            name = (
+                path.relative_to(SLT_DIR).as_posix() if path.is_relative_to(SLT_DIR) else path.name
+            )
             plan = plan_file(name, path.read_text())
             check_oracle(plan)
             bad += len(plan.oracle_disagrees)
-            print(f"{name:48s} {len(plan.queries):5d} queries, {len(plan.events):5d} events, "
-                  f"{len(plan.oracle_disagrees)} oracle≠recorded")
+            print(
+                f"{name:48s} {len(plan.queries):5d} queries, {len(plan.events):5d} events, "
+                f"{len(plan.oracle_disagrees)} oracle≠recorded"
+            )
             for n in plan.notes:
                 print(f"    note: {n}")
             for q, d in plan.oracle_disagrees.items():
@@ -1085,10 +1175,13 @@ def main(argv: list[str] | None = None) -> int:
                 constructs[construct_of(o.detail)] += 1
             elif o.status == "crashed":
                 crashes[crash_kind(o.detail)] += 1
-        print(f"{r.name:48s} {len(r.outcomes):5d} queries  passed {c['passed']:5d}  "
-              f"unsupported {c['unsupported']:5d}  wrong {c['wrong']:4d}  crashed "
-              f"{c['crashed']:4d}  ({r.seconds:.1f}s, {r.plan.skipped} skipped, "
-              f"{len(r.plan.oracle_disagrees)} oracle≠recorded)", flush=True)
+        print(
+            f"{r.name:48s} {len(r.outcomes):5d} queries  passed {c['passed']:5d}  "
+            f"unsupported {c['unsupported']:5d}  wrong {c['wrong']:4d}  crashed "
+            f"{c['crashed']:4d}  ({r.seconds:.1f}s, {r.plan.skipped} skipped, "
+            f"{len(r.plan.oracle_disagrees)} oracle≠recorded)",
+            flush=True,
+        )
         for d in r.ddl_failures:
             print(f"    DDL: {d}")
         if args.verbose:
@@ -1097,8 +1190,10 @@ def main(argv: list[str] | None = None) -> int:
             for q, d in r.plan.oracle_disagrees.items():
                 print(f"    oracle≠recorded {r.plan.queries[q].rec.line}: {d}")
     n = sum(totals.values())
-    print(f"\nTOTAL {n} queries: passed {totals['passed']}, unsupported "
-          f"{totals['unsupported']}, wrong {totals['wrong']}, crashed {totals['crashed']}")
+    print(
+        f"\nTOTAL {n} queries: passed {totals['passed']}, unsupported "
+        f"{totals['unsupported']}, wrong {totals['wrong']}, crashed {totals['crashed']}"
+    )
     print("\nunsupported constructs:")
     for k, v in constructs.most_common():
         print(f"  {v:6d}  {k}")
@@ -1117,8 +1212,10 @@ def main(argv: list[str] | None = None) -> int:
                 repros.append(rp)
                 print(format_repro(rp) + "\n")
             else:
-                print(f"  {r.name}:{rec.line} {'final' if o.final else 'cp' + str(o.checkpoint)}"
-                      f" {o.detail[:200]}")
+                print(
+                    f"  {r.name}:{rec.line} {'final' if o.final else 'cp' + str(o.checkpoint)}"
+                    f" {o.detail[:200]}"
+                )
     if args.verbose:
         print("\ncrashed queries:")
         for r in results:
@@ -1126,9 +1223,12 @@ def main(argv: list[str] | None = None) -> int:
                 if o.status == "crashed":
                     print(f"  {r.name}:{r.plan.queries[q].rec.line} {o.detail}")
     if args.write_known_failures:
-        lines = ["# sqllogictest queries that give a wrong answer or crash on ddflow.sql today.",
-                 "# file:line (of the query record)  status: reason. test_slt.py fails on any",
-                 "# other wrong/crashed query, and on an entry here that no longer fails.", ""]
+        lines = [
+            "# sqllogictest queries that give a wrong answer or crash on ddflow.sql today.",
+            "# file:line (of the query record)  status: reason. test_slt.py fails on any",
+            "# other wrong/crashed query, and on an entry here that no longer fails.",
+            "",
+        ]
         for r in results:
             for (f, ln), o in sorted(r.failures().items()):
                 reason = o.detail.splitlines()[0][:150]
@@ -1138,18 +1238,34 @@ def main(argv: list[str] | None = None) -> int:
         path = SLT_DIR / "floors.json"
         floors = json.loads(path.read_text()) if path.exists() else {}
         floors.setdefault(args.write_floors, {}).update(
-            {r.name: r.counts()["passed"] for r in results})
+            {r.name: r.counts()["passed"] for r in results}
+        )
         floors = {k: dict(sorted(v.items())) for k, v in sorted(floors.items())}
         path.write_text(json.dumps(floors, indent=1) + "\n")
     if args.json:
-        args.json.write_text(json.dumps({
-            "totals": dict(totals), "constructs": dict(constructs.most_common()),
-            "files": {r.name: {
-                "seconds": round(r.seconds, 2), "counts": dict(r.counts()),
-                "ddl_failures": r.ddl_failures,
-                "queries": {r.plan.queries[q].rec.line: {"status": o.status, "detail": o.detail}
-                            for q, o in sorted(r.outcomes.items())}} for r in results},
-            "repros": repros}, indent=1, default=str))
+        args.json.write_text(
+            json.dumps(
+                {
+                    "totals": dict(totals),
+                    "constructs": dict(constructs.most_common()),
+                    "files": {
+                        r.name: {
+                            "seconds": round(r.seconds, 2),
+                            "counts": dict(r.counts()),
+                            "ddl_failures": r.ddl_failures,
+                            "queries": {
+                                r.plan.queries[q].rec.line: {"status": o.status, "detail": o.detail}
+                                for q, o in sorted(r.outcomes.items())
+                            },
+                        }
+                        for r in results
+                    },
+                    "repros": repros,
+                },
+                indent=1,
+                default=str,
+            )
+        )
     return 0
 
 

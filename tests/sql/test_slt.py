@@ -62,8 +62,10 @@ def _check(result: slt.FileResult, floor: int) -> None:
     for (f, ln), o in sorted(new.items()):
         report.append(f"{f}:{ln} {o.status}: {o.detail.splitlines()[0][:300]}")
     for f, ln in fixed:
-        report.append(f"{f}:{ln} now {result.outcomes_by_line()[ln].status}: remove it from "
-                      "known_failures.txt")
+        report.append(
+            f"{f}:{ln} now {result.outcomes_by_line()[ln].status}: remove it from "
+            "known_failures.txt"
+        )
     assert not report, "\n".join(report)
     passed = result.counts()["passed"]
     assert passed >= floor, f"{result.name}: {passed} queries pass, the floor is {floor}"
@@ -106,8 +108,14 @@ def test_parse_script() -> None:
         "statement error\nDROP TABLE nope\n\nhalt\n"
     )
     recs = slt.parse_script(text)
-    assert [r.kind for r in recs] == ["hash-threshold", "statement", "query", "query",
-                                      "statement", "halt"]
+    assert [r.kind for r in recs] == [
+        "hash-threshold",
+        "statement",
+        "query",
+        "query",
+        "statement",
+        "halt",
+    ]
     assert recs[0].threshold == 8
     assert recs[2].skip and not recs[3].skip
     assert recs[3].sql == "SELECT a,\n 'x' FROM t" and recs[3].label == "label-1"
@@ -118,12 +126,26 @@ def test_parse_script() -> None:
 def test_format_value() -> None:
     """Values print as sqllogictest's SQLite driver prints them."""
     f = slt.format_value
-    assert [f(None, "I"), f(3, "I"), f(2**31, "I"), f(-7.9, "I"), f("12ab", "I")] == \
-        ["NULL", "3", "-2147483648", "-7", "12"]
-    assert [f(0.0625, "R"), f(-9223372036854775808.0, "R"), f(2, "R"), f("1.5x", "R")] == \
-        ["0.063", "-9223372036854776000.000", "2.000", "1.500"]
-    assert [f("", "T"), f("a\tb", "T"), f(1.0, "T"), f(1e20, "T"), f(7, "T")] == \
-        ["(empty)", "a@b", "1.0", "1.0e+20", "7"]
+    assert [f(None, "I"), f(3, "I"), f(2**31, "I"), f(-7.9, "I"), f("12ab", "I")] == [
+        "NULL",
+        "3",
+        "-2147483648",
+        "-7",
+        "12",
+    ]
+    assert [f(0.0625, "R"), f(-9223372036854775808.0, "R"), f(2, "R"), f("1.5x", "R")] == [
+        "0.063",
+        "-9223372036854776000.000",
+        "2.000",
+        "1.500",
+    ]
+    assert [f("", "T"), f("a\tb", "T"), f(1.0, "T"), f(1e20, "T"), f(7, "T")] == [
+        "(empty)",
+        "a@b",
+        "1.0",
+        "1.0e+20",
+        "7",
+    ]
     assert slt.result_values([("b", "1"), ("a", "2")], "rowsort") == ["a", "2", "b", "1"]
     assert slt.result_values([("b", "1"), ("a", "2")], "valuesort") == ["1", "2", "a", "b"]
     assert slt.values_hash(["1", "2"]) == "6ddb4095eb719e2a9f0a3f95677d24e0"
@@ -205,8 +227,12 @@ def _outcomes(run_cls: type[slt._Run]) -> dict[int, slt.Outcome]:
 
 def test_runner_passes_a_correct_engine() -> None:
     """ddflow.sql as it is gets these simple queries right at every commit."""
-    assert {ln: o.status for ln, o in _outcomes(slt._Run).items()} == \
-        {13: "passed", 21: "passed", 28: "passed", 36: "passed"}
+    assert {ln: o.status for ln, o in _outcomes(slt._Run).items()} == {
+        13: "passed",
+        21: "passed",
+        28: "passed",
+        36: "passed",
+    }
 
 
 def test_runner_catches_a_view_that_misses_deletions() -> None:

@@ -14,18 +14,24 @@ import ddflow.sql as dsql
 
 # Spark's avg of DECIMAL(10,2) is a DECIMAL(14,6), DuckDB's a DOUBLE: round DuckDB's.
 GLOBAL = [
-    case("SELECT count(*), count(i), count(s), count(d), count(bo) FROM w",
-         id="count-star-vs-count-column"),
+    case(
+        "SELECT count(*), count(i), count(s), count(d), count(bo) FROM w",
+        id="count-star-vs-count-column",
+    ),
     case("SELECT sum(ti), sum(si), sum(i), sum(bi), sum(de), sum(db) FROM w", id="sums"),
-    case("SELECT avg(i), avg(db), avg(de) FROM w",
-         "SELECT avg(i), avg(db), round(avg(de), 6) FROM w", id="avgs"),
-    case("SELECT min(i), max(i), min(de), max(de), min(db), max(db) FROM w",
-         id="min-max-numbers"),
+    case(
+        "SELECT avg(i), avg(db), avg(de) FROM w",
+        "SELECT avg(i), avg(db), round(avg(de), 6) FROM w",
+        id="avgs",
+    ),
+    case("SELECT min(i), max(i), min(de), max(de), min(db), max(db) FROM w", id="min-max-numbers"),
     case("SELECT min(s), max(s), min(vc), max(ch) FROM w", id="min-max-strings"),
-    case("SELECT min(d), max(d), min(ts), max(ts), min(bo), max(bo) FROM w",
-         id="min-max-dates-bools"),
-    case("SELECT count(*), sum(i), max(s) FROM w WHERE i > 100000000",
-         id="global-aggregate-no-match"),
+    case(
+        "SELECT min(d), max(d), min(ts), max(ts), min(bo), max(bo) FROM w", id="min-max-dates-bools"
+    ),
+    case(
+        "SELECT count(*), sum(i), max(s) FROM w WHERE i > 100000000", id="global-aggregate-no-match"
+    ),
     case("SELECT count(*) FROM w", id="count-star-only"),
     case("SELECT sum(i) FROM w", id="sum-only"),
     case("SELECT max(d) FROM w", id="max-only"),
@@ -33,14 +39,19 @@ GLOBAL = [
     case("SELECT sum(DISTINCT i) FROM w", id="sum-distinct"),
     case("SELECT avg(DISTINCT i) FROM w", id="avg-distinct"),
     case("SELECT sum(DISTINCT de) FROM w", id="sum-distinct-decimal"),
-    case("SELECT count(DISTINCT s), count(DISTINCT i), sum(DISTINCT i), avg(DISTINCT i) FROM w",
-         id="several-distinct-aggregates"),
+    case(
+        "SELECT count(DISTINCT s), count(DISTINCT i), sum(DISTINCT i), avg(DISTINCT i) FROM w",
+        id="several-distinct-aggregates",
+    ),
     case("SELECT count(DISTINCT de), sum(DISTINCT de) FROM w", id="count-and-sum-distinct"),
     case("SELECT count(DISTINCT i), sum(i) FROM w", id="distinct-and-plain-aggregate"),
-    case("SELECT count(*) + 1, sum(i) * 2, max(i) - min(i) FROM w",
-         id="expressions-over-aggregates"),
-    case("SELECT sum(i + ti), max(upper(s)), count(CASE WHEN i > 0 THEN 1 END) FROM w",
-         id="aggregates-over-expressions"),
+    case(
+        "SELECT count(*) + 1, sum(i) * 2, max(i) - min(i) FROM w", id="expressions-over-aggregates"
+    ),
+    case(
+        "SELECT sum(i + ti), max(upper(s)), count(CASE WHEN i > 0 THEN 1 END) FROM w",
+        id="aggregates-over-expressions",
+    ),
     case("SELECT sum(CASE WHEN i > 0 THEN de ELSE 0 END) FROM w", id="conditional-sum"),
 ]
 
@@ -48,23 +59,34 @@ GROUPED = [
     case("SELECT s, count(*), count(i), sum(de) FROM w GROUP BY s", id="group-by-string-nulls"),
     case("SELECT bo, d, count(*) FROM w GROUP BY bo, d", id="group-by-two-with-nulls"),
     case("SELECT i, min(s), max(s), min(ts) FROM w GROUP BY i", id="min-max-per-group"),
-    case("SELECT id, avg(de), avg(i) FROM w GROUP BY id",
-         "SELECT id, round(avg(de), 6), avg(i) FROM w GROUP BY id", id="avg-per-group"),
+    case(
+        "SELECT id, avg(de), avg(i) FROM w GROUP BY id",
+        "SELECT id, round(avg(de), 6), avg(i) FROM w GROUP BY id",
+        id="avg-per-group",
+    ),
     case("SELECT i % 2, sum(bi) FROM w GROUP BY i % 2", id="group-by-expression"),
     case("SELECT upper(s) AS u, count(*) FROM w GROUP BY upper(s)", id="group-by-function"),
-    case("SELECT CASE WHEN i > 0 THEN 'p' ELSE 'n' END AS k, count(*) FROM w GROUP BY 1",
-         id="group-by-ordinal"),
+    case(
+        "SELECT CASE WHEN i > 0 THEN 'p' ELSE 'n' END AS k, count(*) FROM w GROUP BY 1",
+        id="group-by-ordinal",
+    ),
     case("SELECT s AS k, count(*) FROM w GROUP BY k", id="group-by-alias"),
-    case("SELECT ch, count(DISTINCT s), sum(DISTINCT ti) FROM w GROUP BY ch",
-         id="distinct-aggregates-per-group"),
+    case(
+        "SELECT ch, count(DISTINCT s), sum(DISTINCT ti) FROM w GROUP BY ch",
+        id="distinct-aggregates-per-group",
+    ),
     case("SELECT vc, count(*) FROM w GROUP BY vc HAVING count(*) > 1", id="having-count"),
     case("SELECT vc, sum(de) FROM w GROUP BY vc HAVING sum(de) > 0", id="having-sum"),
     case("SELECT s FROM w GROUP BY s HAVING min(i) IS NULL", id="having-aggregate-not-selected"),
-    case("SELECT s, count(*) FROM w GROUP BY s HAVING s LIKE 'a%' OR count(*) > 1",
-         id="having-on-key-and-aggregate"),
+    case(
+        "SELECT s, count(*) FROM w GROUP BY s HAVING s LIKE 'a%' OR count(*) > 1",
+        id="having-on-key-and-aggregate",
+    ),
     case("SELECT count(*) FROM w HAVING count(*) > 3", id="having-on-global-aggregate"),
-    case("SELECT d, count(*) FROM w WHERE i IS NOT NULL GROUP BY d HAVING max(i) > 0",
-         id="where-group-having"),
+    case(
+        "SELECT d, count(*) FROM w WHERE i IS NOT NULL GROUP BY d HAVING max(i) > 0",
+        id="where-group-having",
+    ),
     case("SELECT s, i FROM w GROUP BY s, i", id="group-by-without-aggregates"),
 ]
 
@@ -109,13 +131,25 @@ def test_global_aggregate_keeps_its_row_as_input_comes_and_goes() -> None:
     db.execute("CREATE TABLE t (a INT)")
     v = db.view("SELECT count(*), sum(a), count(a) FROM t")
     seen = []
-    for change in [("+", (1,)), ("+", (None,)), ("-", (1,)), ("-", (None,)), ("+", (5,)),
-                   ("-", (5,))]:
+    for change in [
+        ("+", (1,)),
+        ("+", (None,)),
+        ("-", (1,)),
+        ("-", (None,)),
+        ("+", (5,)),
+        ("-", (5,)),
+    ]:
         (db.insert if change[0] == "+" else db.delete)("t", [change[1]])
         db.commit()
         seen.append(v.rows())
-    assert seen == [[(1, 1, 1)], [(2, 1, 1)], [(1, None, 0)], [(0, None, 0)], [(1, 5, 1)],
-                    [(0, None, 0)]]
+    assert seen == [
+        [(1, 1, 1)],
+        [(2, 1, 1)],
+        [(1, None, 0)],
+        [(0, None, 0)],
+        [(1, 5, 1)],
+        [(0, None, 0)],
+    ]
 
 
 def test_sum_returns_to_null_when_only_nulls_remain() -> None:

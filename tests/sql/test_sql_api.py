@@ -80,8 +80,9 @@ def test_commits_without_reading_then_rows_and_changes() -> None:
     assert t0 < t1 < t2
     assert v.rows() == [(1, 1)]
     ch = v.changes()
-    assert sorted(ch) == sorted([(1, 2, t0, 1), (1, 2, t1, -1), (1, 1, t1, 1), (2, 1, t1, 1),
-                                 (2, 1, t2, -1)])
+    assert sorted(ch) == sorted(
+        [(1, 2, t0, 1), (1, 2, t1, -1), (1, 1, t1, 1), (2, 1, t1, 1), (2, 1, t2, -1)]
+    )
     assert [c[-2] for c in ch] == sorted(c[-2] for c in ch)
     assert v.changes() == []
 
@@ -100,8 +101,10 @@ def test_commit_with_no_changes_changes_nothing() -> None:
 
 def test_one_batch_equals_many_commits() -> None:
     """The answer is the same whether rows arrive in one commit or one per commit."""
-    sql = ("SELECT e.dept, count(*), sum(e.salary), max(e.name) FROM emp e LEFT JOIN dept d "
-           "ON e.dept = d.dept WHERE d.region IS NULL OR d.region <> 'XX' GROUP BY e.dept")
+    sql = (
+        "SELECT e.dept, count(*), sum(e.salary), max(e.name) FROM emp e LEFT JOIN dept d "
+        "ON e.dept = d.dept WHERE d.region IS NULL OR d.region <> 'XX' GROUP BY e.dept"
+    )
     rows_e = [(i, f"n{i % 4}", i % 5 if i % 7 else None, D(i) / 4, None) for i in range(40)]
     rows_d = [(k, f"d{k}", "EU" if k % 2 else None) for k in range(5)]
     one = dsql.Database()
@@ -155,29 +158,43 @@ def test_insert_arrow_and_pandas() -> None:
     db = dsql.Database()
     db.execute("CREATE TABLE t (a INT, s STRING, c DECIMAL(8,2), d DATE)")
     v = db.view("SELECT a, s, c, d FROM t")
-    tbl = pa.table({"a": pa.array([1, None], pa.int32()), "s": ["x", None],
-                    "c": pa.array([D("1.50"), None], pa.decimal128(8, 2)),
-                    "d": pa.array([dt.date(2024, 1, 1), None], pa.date32())})
+    tbl = pa.table(
+        {
+            "a": pa.array([1, None], pa.int32()),
+            "s": ["x", None],
+            "c": pa.array([D("1.50"), None], pa.decimal128(8, 2)),
+            "d": pa.array([dt.date(2024, 1, 1), None], pa.date32()),
+        }
+    )
     db.insert("t", tbl)
     db.insert("t", tbl.to_batches()[0])
-    db.insert("t", pd.DataFrame({"a": [3], "s": ["z"], "c": [D("2.25")],
-                                 "d": [dt.date(2020, 2, 2)]}))
+    db.insert(
+        "t", pd.DataFrame({"a": [3], "s": ["z"], "c": [D("2.25")], "d": [dt.date(2020, 2, 2)]})
+    )
     db.commit()
     assert sorted(v.rows(), key=repr) == sorted(
         [(1, "x", D("1.50"), dt.date(2024, 1, 1)), (None, None, None, None)] * 2
-        + [(3, "z", D("2.25"), dt.date(2020, 2, 2))], key=repr)
+        + [(3, "z", D("2.25"), dt.date(2020, 2, 2))],
+        key=repr,
+    )
     db.delete("t", tbl)
     db.commit()
     assert sorted(v.rows(), key=repr) == sorted(
-        [(1, "x", D("1.50"), dt.date(2024, 1, 1)), (None, None, None, None),
-         (3, "z", D("2.25"), dt.date(2020, 2, 2))], key=repr)
+        [
+            (1, "x", D("1.50"), dt.date(2024, 1, 1)),
+            (None, None, None, None),
+            (3, "z", D("2.25"), dt.date(2020, 2, 2)),
+        ],
+        key=repr,
+    )
 
 
 def test_create_table_from_arrow_schema() -> None:
     """create_table takes a pyarrow schema; the table then works like a DDL one."""
     db = dsql.Database()
-    db.create_table("u", pa.schema([("k", pa.int64()), ("name", pa.string()),
-                                    ("amt", pa.decimal128(12, 2))]))
+    db.create_table(
+        "u", pa.schema([("k", pa.int64()), ("name", pa.string()), ("amt", pa.decimal128(12, 2))])
+    )
     v = db.view("SELECT name, sum(amt) FROM u GROUP BY name")
     db.insert("u", [(1, "a", D("1.10")), (2, "a", D("2.20")), (3, None, None)])
     db.commit()
@@ -209,8 +226,10 @@ def test_sql_dml_matches_duckdb() -> None:
         db.execute(stmt)
         duck.execute(stmt)
         db.commit()
-        for view, q in [(v, "SELECT a, s, c FROM t"),
-                        (g, "SELECT s, count(*), sum(c) FROM t GROUP BY s")]:
+        for view, q in [
+            (v, "SELECT a, s, c FROM t"),
+            (g, "SELECT s, count(*), sum(c) FROM t GROUP BY s"),
+        ]:
             extra, missing = same_rows(view.rows(), duck.execute(q).fetchall())
             assert not extra and not missing, (i, stmt, q, extra, missing)
 
@@ -238,8 +257,10 @@ def test_explain_shows_the_plan() -> None:
     db = dsql.Database()
     for ddl in EMP_DDL:
         db.execute(ddl)
-    text = db.explain("SELECT d.dname, sum(e.salary) FROM emp e JOIN dept d "
-                      "ON e.dept = d.dept WHERE e.salary > 10 GROUP BY d.dname")
+    text = db.explain(
+        "SELECT d.dname, sum(e.salary) FROM emp e JOIN dept d "
+        "ON e.dept = d.dept WHERE e.salary > 10 GROUP BY d.dname"
+    )
     assert isinstance(text, str) and len(text.splitlines()) >= 3
     low = text.lower()
     assert "emp" in low and "dept" in low and "join" in low and "aggregate" in low
@@ -269,12 +290,31 @@ def test_sqlite_dialect_matches_sqlite(sql: str) -> None:
     v = db.view(sql)
     ordered = "ORDER BY" in sql
     batches = [
-        ("+", [(7, 2, "a", 1.5), (-7, 2, "a", None), (None, 3, None, 2.0), (1, 0, "b", -1.0),
-               (5, None, "b", 0.25), (5, None, "b", 0.25)]),
+        (
+            "+",
+            [
+                (7, 2, "a", 1.5),
+                (-7, 2, "a", None),
+                (None, 3, None, 2.0),
+                (1, 0, "b", -1.0),
+                (5, None, "b", 0.25),
+                (5, None, "b", 0.25),
+            ],
+        ),
         ("-", [(7, 2, "a", 1.5)]),
         ("+", [(9, 4, "c", 3.0), (2, 5, "a", 1.0)]),
-        ("-", [(-7, 2, "a", None), (None, 3, None, 2.0), (1, 0, "b", -1.0), (5, None, "b", 0.25),
-               (5, None, "b", 0.25), (9, 4, "c", 3.0), (2, 5, "a", 1.0)]),
+        (
+            "-",
+            [
+                (-7, 2, "a", None),
+                (None, 3, None, 2.0),
+                (1, 0, "b", -1.0),
+                (5, None, "b", 0.25),
+                (5, None, "b", 0.25),
+                (9, 4, "c", 3.0),
+                (2, 5, "a", 1.0),
+            ],
+        ),
         ("+", [(3, 3, "z", 3.0)]),
     ]
     for i, (op, rows) in enumerate(batches):
@@ -284,8 +324,11 @@ def test_sqlite_dialect_matches_sqlite(sql: str) -> None:
         else:
             db.delete("t", rows)
             for r in rows:
-                lite.execute("DELETE FROM t WHERE rowid = (SELECT rowid FROM t WHERE a IS ? AND "
-                             "b IS ? AND s IS ? AND x IS ? LIMIT 1)", r)
+                lite.execute(
+                    "DELETE FROM t WHERE rowid = (SELECT rowid FROM t WHERE a IS ? AND "
+                    "b IS ? AND s IS ? AND x IS ? LIMIT 1)",
+                    r,
+                )
         db.commit()
         want = lite.execute(sql).fetchall()
         extra, missing = same_rows(v.rows(), want, ordered)

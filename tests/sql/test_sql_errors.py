@@ -37,14 +37,18 @@ def _unchanged(db: dsql.Database, v: Any) -> None:
 
 # -- SQL that does not fit the tables --------------------------------------------------------
 
-@pytest.mark.parametrize(("sql", "names"), [
-    ("SELECT a FROM nope", ["nope"]),
-    ("SELECT zz FROM t", ["zz"]),
-    ("SELECT t.a FROM t JOIN nope2 ON t.a = nope2.a", ["nope2"]),
-    ("SELECT a FROM t WHERE qq > 1", ["qq"]),
-    ("SELECT a, count(*) FROM t GROUP BY ww", ["ww"]),
-    ("SELECT a FROM t WHERE a IN (SELECT yy FROM t)", ["yy"]),
-])
+
+@pytest.mark.parametrize(
+    ("sql", "names"),
+    [
+        ("SELECT a FROM nope", ["nope"]),
+        ("SELECT zz FROM t", ["zz"]),
+        ("SELECT t.a FROM t JOIN nope2 ON t.a = nope2.a", ["nope2"]),
+        ("SELECT a FROM t WHERE qq > 1", ["qq"]),
+        ("SELECT a, count(*) FROM t GROUP BY ww", ["ww"]),
+        ("SELECT a FROM t WHERE a IN (SELECT yy FROM t)", ["yy"]),
+    ],
+)
 def test_unknown_table_or_column_is_named(sql: str, names: list[str]) -> None:
     """An unknown table or column raises SQLError naming it; no view is made."""
     db, v = _db()
@@ -57,12 +61,15 @@ def test_unknown_table_or_column_is_named(sql: str, names: list[str]) -> None:
     _unchanged(db, v)
 
 
-@pytest.mark.parametrize(("sql", "words"), [
-    ("SELECT a FROM t WHERE d = TRUE", ["DATE", "BOOLEAN"]),
-    ("SELECT d + c FROM t", ["DATE", "DECIMAL"]),
-    ("SELECT a FROM t WHERE a AND d", ["boolean", "INT"]),
-    ("SELECT sum(d) FROM t", ["sum", "DATE"]),
-])
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        ("SELECT a FROM t WHERE d = TRUE", ["DATE", "BOOLEAN"]),
+        ("SELECT d + c FROM t", ["DATE", "DECIMAL"]),
+        ("SELECT a FROM t WHERE a AND d", ["boolean", "INT"]),
+        ("SELECT sum(d) FROM t", ["sum", "DATE"]),
+    ],
+)
 def test_type_mismatch_is_named(sql: str, words: list[str]) -> None:
     """An expression whose operand types do not fit raises SQLError naming the types."""
     db, v = _db()
@@ -116,19 +123,23 @@ def test_unknown_dialect() -> None:
 
 # -- rows that do not fit --------------------------------------------------------------------
 
-@pytest.mark.parametrize(("row", "names"), [
-    ((1, "x", D("1.00"), None), ["4", "5"]),                        # too few values
-    ((1, "x", D("1.00"), None, 1, 9), ["6", "5"]),                  # too many values
-    (("one", "x", D("1.00"), None, 1), ["a"]),                      # str into INT
-    ((1.5, "x", D("1.00"), None, 1), ["a"]),                        # float into INT
-    ((1, 7, D("1.00"), None, 1), ["b"]),                            # int into STRING
-    ((1, "x", "1.00x", None, 1), ["c"]),                            # str into DECIMAL
-    ((1, "x", D("12345.67"), None, 1), ["c"]),                      # too many digits
-    ((1, "x", D("1.00"), "someday", 1), ["d"]),                     # not a date
-    ((1, "x", D("1.00"), None, 300), ["e"]),                        # out of TINYINT
-    ((2**40, "x", D("1.00"), None, 1), ["a"]),                      # out of INT
-    ((1, "x", D("1.00"), None, None), ["e"]),                       # NULL into NOT NULL
-])
+
+@pytest.mark.parametrize(
+    ("row", "names"),
+    [
+        ((1, "x", D("1.00"), None), ["4", "5"]),  # too few values
+        ((1, "x", D("1.00"), None, 1, 9), ["6", "5"]),  # too many values
+        (("one", "x", D("1.00"), None, 1), ["a"]),  # str into INT
+        ((1.5, "x", D("1.00"), None, 1), ["a"]),  # float into INT
+        ((1, 7, D("1.00"), None, 1), ["b"]),  # int into STRING
+        ((1, "x", "1.00x", None, 1), ["c"]),  # str into DECIMAL
+        ((1, "x", D("12345.67"), None, 1), ["c"]),  # too many digits
+        ((1, "x", D("1.00"), "someday", 1), ["d"]),  # not a date
+        ((1, "x", D("1.00"), None, 300), ["e"]),  # out of TINYINT
+        ((2**40, "x", D("1.00"), None, 1), ["a"]),  # out of INT
+        ((1, "x", D("1.00"), None, None), ["e"]),  # NULL into NOT NULL
+    ],
+)
 def test_bad_row_is_refused_naming_the_problem(row: tuple[Any, ...], names: list[str]) -> None:
     """A row of wrong width or type raises DataError naming it; no row of the call goes in."""
     db, v = _db()
@@ -178,18 +189,22 @@ def test_delete_counts_pending_changes() -> None:
 
 # -- statements that fail change nothing ---------------------------------------------------
 
-@pytest.mark.parametrize("stmt", [
-    "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), ('bad', 'x', 1, NULL, 1)",
-    "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), (4, 'x', 1, NULL, 1000)",
-    "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), (4, 'x')",
-    "INSERT INTO t (a, zz) VALUES (3, 4)",
-    "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, NULL)",
-    "UPDATE t SET zz = 1",
-    "UPDATE t SET e = NULL",
-    "UPDATE t SET e = e + 200",
-    "DELETE FROM t WHERE zz = 1",
-    "DELETE FROM nope",
-])
+
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), ('bad', 'x', 1, NULL, 1)",
+        "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), (4, 'x', 1, NULL, 1000)",
+        "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, 3), (4, 'x')",
+        "INSERT INTO t (a, zz) VALUES (3, 4)",
+        "INSERT INTO t VALUES (3, 'ok', 3.00, NULL, NULL)",
+        "UPDATE t SET zz = 1",
+        "UPDATE t SET e = NULL",
+        "UPDATE t SET e = e + 200",
+        "DELETE FROM t WHERE zz = 1",
+        "DELETE FROM nope",
+    ],
+)
 def test_failing_statement_changes_nothing(stmt: str) -> None:
     """A DML statement that raises leaves every table and view as it was."""
     db, v = _db()
@@ -250,14 +265,18 @@ def test_drop_table_used_by_a_view_is_refused() -> None:
 
 # -- unsupported SQL -----------------------------------------------------------------------
 
-@pytest.mark.parametrize(("sql", "construct"), [
-    ("SELECT a, row_number() OVER (ORDER BY a) FROM t", "window"),
-    ("SELECT a, sum(c) OVER (PARTITION BY b) FROM t", "window"),
-    ("SELECT b, sum(a) FROM t GROUP BY ROLLUP (b)", "rollup"),
-    ("SELECT a FROM t WHERE d > current_date()", "current_date"),
-    ("SELECT a, rand() FROM t", "rand"),
-    ("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample"),
-])
+
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        ("SELECT a, row_number() OVER (ORDER BY a) FROM t", "window"),
+        ("SELECT a, sum(c) OVER (PARTITION BY b) FROM t", "window"),
+        ("SELECT b, sum(a) FROM t GROUP BY ROLLUP (b)", "rollup"),
+        ("SELECT a FROM t WHERE d > current_date()", "current_date"),
+        ("SELECT a, rand() FROM t", "rand"),
+        ("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample"),
+    ],
+)
 def test_unsupported_sql_names_the_construct(sql: str, construct: str) -> None:
     """SQL outside what ddflow runs raises UnsupportedSQL naming the construct."""
     db, v = _db()
@@ -267,10 +286,13 @@ def test_unsupported_sql_names_the_construct(sql: str, construct: str) -> None:
     _unchanged(db, v)
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT percentile_approx(a, 0.5) FROM t",
-    "SELECT collect_list(a) FROM t",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT percentile_approx(a, 0.5) FROM t",
+        "SELECT collect_list(a) FROM t",
+    ],
+)
 def test_beyond_the_issue_is_right_or_unsupported(sql: str) -> None:
     """SQL beyond the issue gives DuckDB's answer or UnsupportedSQL, never a wrong one."""
     import duckdb
@@ -285,7 +307,8 @@ def test_beyond_the_issue_is_right_or_unsupported(sql: str) -> None:
     duck.executemany("INSERT INTO t VALUES (?, ?, ?, ?, ?)", ROWS)
     from oracle import same_rows
 
-    duck_sql = sql.replace("collect_list", "list").replace("percentile_approx(a, 0.5)",
-                                                            "approx_quantile(a, 0.5)")
+    duck_sql = sql.replace("collect_list", "list").replace(
+        "percentile_approx(a, 0.5)", "approx_quantile(a, 0.5)"
+    )
     extra, missing = same_rows(view.rows(), duck.execute(duck_sql).fetchall())
     assert not extra and not missing

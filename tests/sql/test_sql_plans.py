@@ -25,11 +25,15 @@ STAR = [
     "CREATE TABLE l (lok INT, lsk INT, v DECIMAL(8,2))",
 ]
 KEYS = {"n": "nk", "s": "sk", "c": "ck", "o": "ok"}
-STAR_KEYED = [ddl[:-1] + f", PRIMARY KEY ({KEYS[ddl.split()[2]]}))" if ddl.split()[2] in KEYS
-              else ddl for ddl in STAR]
-STAR_SQL = ("SELECT n.name, sum(l.v) AS rev, count(*) AS k FROM c, o, l, s, n "
-            "WHERE c.ck = o.ock AND l.lok = o.ok AND l.lsk = s.sk AND c.cnk = s.snk "
-            "AND s.snk = n.nk AND n.name = 'n1' AND o.yr >= 1995 GROUP BY n.name")
+STAR_KEYED = [
+    ddl[:-1] + f", PRIMARY KEY ({KEYS[ddl.split()[2]]}))" if ddl.split()[2] in KEYS else ddl
+    for ddl in STAR
+]
+STAR_SQL = (
+    "SELECT n.name, sum(l.v) AS rev, count(*) AS k FROM c, o, l, s, n "
+    "WHERE c.ck = o.ock AND l.lok = o.ok AND l.lsk = s.sk AND c.cnk = s.snk "
+    "AND s.snk = n.nk AND n.name = 'n1' AND o.yr >= 1995 GROUP BY n.name"
+)
 
 
 def _star_commits() -> list[list[Ins | Del]]:
@@ -38,8 +42,9 @@ def _star_commits() -> list[list[Ins | Del]]:
     s = [(k, rng.choice([0, 1, 2, 3, 4, None])) for k in range(8)]
     c = [(k, rng.choice([0, 1, 2, 3, 4])) for k in range(10)]
     o = [(k, rng.randrange(12), rng.choice([1994, 1995])) for k in range(30)]
-    lines = [(rng.randrange(32), rng.randrange(9), D(rng.randrange(1, 999)) / 100)
-             for _ in range(120)]
+    lines = [
+        (rng.randrange(32), rng.randrange(9), D(rng.randrange(1, 999)) / 100) for _ in range(120)
+    ]
     return [
         [Ins("n", n), Ins("s", s), Ins("c", c), Ins("o", o), Ins("l", lines[:60])],
         [Ins("l", lines[60:]), Del("l", lines[:10])],
@@ -86,16 +91,19 @@ def test_declared_keys_parse_and_are_checked() -> None:
     assert v.rows() == [(1, 2)]
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT e.name FROM emp e WHERE e.dept IN (SELECT dept FROM emp GROUP BY dept "
-    "HAVING sum(salary) > 100)",
-    "SELECT DISTINCT dept, n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t",
-    "SELECT DISTINCT n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t",
-    "SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept)",
-    "SELECT e.name FROM emp e WHERE e.mgr NOT IN (SELECT mgr FROM emp GROUP BY mgr "
-    "HAVING count(*) > 1)",
-], ids=["in-grouped", "distinct-over-keys", "distinct-not-over-keys", "exists",
-        "not-in-grouped"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT e.name FROM emp e WHERE e.dept IN (SELECT dept FROM emp GROUP BY dept "
+        "HAVING sum(salary) > 100)",
+        "SELECT DISTINCT dept, n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t",
+        "SELECT DISTINCT n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t",
+        "SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept)",
+        "SELECT e.name FROM emp e WHERE e.mgr NOT IN (SELECT mgr FROM emp GROUP BY mgr "
+        "HAVING count(*) > 1)",
+    ],
+    ids=["in-grouped", "distinct-over-keys", "distinct-not-over-keys", "exists", "not-in-grouped"],
+)
 def test_distinct_rows_not_made_distinct_again(sql: str) -> None:
     check_stream(EMP_DDL, [sql], EMP_STREAM, create_after=1)
 
@@ -105,43 +113,72 @@ def test_distinct_dropped_only_over_distinct_rows() -> None:
     for ddl in EMP_DDL:
         db.execute(ddl)
     assert "Distinct" not in db.explain(
-        "SELECT DISTINCT dept, n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t")
+        "SELECT DISTINCT dept, n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t"
+    )
     assert "Distinct" in db.explain(
-        "SELECT DISTINCT n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t")
+        "SELECT DISTINCT n FROM (SELECT dept, count(*) AS n FROM emp GROUP BY dept) t"
+    )
 
 
 def test_shared_arithmetic_between_aggregates() -> None:
     """``a * (1 - b)`` computed once for two sums gives both sums right, NULLs included."""
     ddl = ["CREATE TABLE t (g STRING, a DECIMAL(8,2), b DECIMAL(4,2), c DECIMAL(4,2))"]
-    sql = ("SELECT g, sum(a * (1 - b)), sum(a * (1 - b) * (1 + c)), avg(a * (1 - b)), "
-           "count(a * (1 - b)) FROM t GROUP BY g")
-    rows = [("x", D("10.5"), D("0.1"), D("0.2")), ("x", None, D("0.1"), D("0.2")),
-            ("y", D("3"), None, D("0.5")), ("y", D("7.25"), D("0.05"), None),
-            (None, D("1"), D("0"), D("0"))]
-    check_stream(ddl, [sql], [[Ins("t", rows)], [Del("t", rows[:2])],
-                              [Ins("t", rows[:1] * 3)]])
+    sql = (
+        "SELECT g, sum(a * (1 - b)), sum(a * (1 - b) * (1 + c)), avg(a * (1 - b)), "
+        "count(a * (1 - b)) FROM t GROUP BY g"
+    )
+    rows = [
+        ("x", D("10.5"), D("0.1"), D("0.2")),
+        ("x", None, D("0.1"), D("0.2")),
+        ("y", D("3"), None, D("0.5")),
+        ("y", D("7.25"), D("0.05"), None),
+        (None, D("1"), D("0"), D("0")),
+    ]
+    check_stream(ddl, [sql], [[Ins("t", rows)], [Del("t", rows[:2])], [Ins("t", rows[:1] * 3)]])
 
 
 def test_encode_arrow_matches_per_string_codes() -> None:
     """Arrow string columns (plain, large, sliced, dictionary; short and long strings,
     NULLs, NUL bytes, multi-byte characters) get the codes their strings have."""
     rng = random.Random(3)
-    alphabet = ["", "a", "b", "ab", "é", "日本", "abcdefg", "abcdefgh", "xxxxxxx", "\x00",
-                "a\x00", "R", "F", "AIR", "MAIL"]
+    alphabet = [
+        "",
+        "a",
+        "b",
+        "ab",
+        "é",
+        "日本",
+        "abcdefg",
+        "abcdefgh",
+        "xxxxxxx",
+        "\x00",
+        "a\x00",
+        "R",
+        "F",
+        "AIR",
+        "MAIL",
+    ]
     for trial in range(200):
         sd = StringDict(hashed=trial % 3 == 0)
         for _ in range(4):
             n = rng.randint(0, 40)
             fixed = rng.random() < 0.4
             w = rng.choice([1, 2, 3, 7])
-            pool = [s for s in alphabet if len(s.encode()) == w] + [
-                "".join(rng.choice("ab\x00") for _ in range(w)) for _ in range(3)] \
-                if fixed else alphabet
-            vals = [rng.choice(pool) if rng.random() < 0.9 else
-                    (None if fixed else str(rng.randint(0, 10**9))) for _ in range(n)]
+            pool = (
+                [s for s in alphabet if len(s.encode()) == w]
+                + ["".join(rng.choice("ab\x00") for _ in range(w)) for _ in range(3)]
+                if fixed
+                else alphabet
+            )
+            vals = [
+                rng.choice(pool)
+                if rng.random() < 0.9
+                else (None if fixed else str(rng.randint(0, 10**9)))
+                for _ in range(n)
+            ]
             arr = pa.array(vals, type=rng.choice([pa.string(), pa.large_string()]))
             if n > 3 and rng.random() < 0.3:
-                arr, vals = arr.slice(1, n - 2), vals[1:n - 1]
+                arr, vals = arr.slice(1, n - 2), vals[1 : n - 1]
             if rng.random() < 0.3:
                 arr = arr.dictionary_encode()
             got = sd.encode_arrow(arr).tolist()
@@ -156,13 +193,26 @@ def test_arrow_columns_read_from_buffers_honour_slices_and_nulls() -> None:
     sliced table (non-zero offsets) with NULLs gives the rows a list of tuples gives."""
     import datetime as dt
 
-    rows = [(D("1.25") if i % 3 else None, dt.date(2020, 1, 1) + dt.timedelta(days=i)
-             if i % 4 else None, ["R", "A", "N"][i % 3] if i % 5 else None, i)
-            for i in range(40)]
-    schema = pa.schema([("d", pa.decimal128(10, 2)), ("day", pa.date32()),
-                        ("flag", pa.string()), ("i", pa.int64())])
-    table = pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in rows],
-                                 schema=schema)
+    rows = [
+        (
+            D("1.25") if i % 3 else None,
+            dt.date(2020, 1, 1) + dt.timedelta(days=i) if i % 4 else None,
+            ["R", "A", "N"][i % 3] if i % 5 else None,
+            i,
+        )
+        for i in range(40)
+    ]
+    schema = pa.schema(
+        [
+            ("d", pa.decimal128(10, 2)),
+            ("day", pa.date32()),
+            ("flag", pa.string()),
+            ("i", pa.int64()),
+        ]
+    )
+    table = pa.Table.from_pylist(
+        [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
+    )
     ddl = "CREATE TABLE t (d DECIMAL(12,2), day DATE, flag STRING, i BIGINT)"
     sql = "SELECT i, d, day, flag FROM t"
     via_arrow, via_rows = dsql.Database(), dsql.Database()
@@ -195,8 +245,9 @@ SHARED_PARTIALS = [
 ]
 
 
-@pytest.mark.parametrize("sql", SHARED_PARTIALS, ids=["all-partials", "group-by-other-side",
-                                                      "avg-not-shared"])
+@pytest.mark.parametrize(
+    "sql", SHARED_PARTIALS, ids=["all-partials", "group-by-other-side", "avg-not-shared"]
+)
 def test_aggregate_over_join_reads_shared_partials(sql: str) -> None:
     check_stream(EMP_DDL, [sql], EMP_STREAM, create_after=1)
 
@@ -207,10 +258,16 @@ def test_shared_partials_fire_where_an_aggregate_is_already_computed() -> None:
         db.execute(ddl)
     plan = db.explain(SHARED_PARTIALS[0])
     # the join meets the grouped emp rows, the same aggregate the IN subquery keeps
-    assert plan.count("Aggregate keys [dept] aggs [max(salary), min(salary), count_star(*), "
-                      "count(salary), sum(salary)]") == 2, plan
-    plain = db.explain("SELECT d.dname, sum(e.salary) FROM dept d JOIN emp e "
-                       "ON d.dept = e.dept GROUP BY d.dname")
+    assert (
+        plan.count(
+            "Aggregate keys [dept] aggs [max(salary), min(salary), count_star(*), "
+            "count(salary), sum(salary)]"
+        )
+        == 2
+    ), plan
+    plain = db.explain(
+        "SELECT d.dname, sum(e.salary) FROM dept d JOIN emp e ON d.dept = e.dept GROUP BY d.dname"
+    )
     assert plain.count("Aggregate") == 1  # nothing to share: the rows are joined
 
 
@@ -225,9 +282,11 @@ EQUI_FILTERS = [
 ]
 
 
-@pytest.mark.parametrize("sql", EQUI_FILTERS, ids=["equal-to-max", "correlated-max",
-                                                   "int-min", "int-vs-decimal",
-                                                   "derived-one-row"])
+@pytest.mark.parametrize(
+    "sql",
+    EQUI_FILTERS,
+    ids=["equal-to-max", "correlated-max", "int-min", "int-vs-decimal", "derived-one-row"],
+)
 def test_equality_with_a_one_row_side_is_a_join_key(sql: str) -> None:
     check_stream(EMP_DDL, [sql], EMP_STREAM, create_after=1)
 

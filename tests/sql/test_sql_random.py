@@ -77,8 +77,13 @@ AVOIDED: dict[str, tuple[str, str, list[tuple[object, ...]]]] = {
 }
 
 
-@pytest.mark.parametrize("construct", sorted(AVOIDED) or [pytest.param(
-    "", marks=pytest.mark.skip(reason="querygen.AVOID is empty: nothing avoided"))])
+@pytest.mark.parametrize(
+    "construct",
+    sorted(AVOIDED)
+    or [
+        pytest.param("", marks=pytest.mark.skip(reason="querygen.AVOID is empty: nothing avoided"))
+    ],
+)
 @pytest.mark.xfail(strict=True, reason="the avoided construct's bug is open (querygen.AVOID)")
 def test_avoided_construct_still_fails(construct: str) -> None:
     """A construct the generator avoids still fails its repro (passing: put it back)."""

@@ -14,70 +14,144 @@ from sqldata import EMP_DDL, EMP_STREAM, WIDE_A, WIDE_B, WIDE_DDL
 import ddflow.sql as dsql
 
 OUTER_MADE_INNER = [
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region = 'EU'", id="left-where-right-eq"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region = 'EU' OR d.dname = 'eng'", id="left-where-or-of-right"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region = 'EU' OR e.salary > 90", id="left-where-or-mixed-stays-left"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE coalesce(d.region, 'none') = 'none'", id="left-where-coalesce-stays-left"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE d.dept IS NOT NULL", id="left-where-is-not-null"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE NOT (d.dept IS NULL)", id="left-where-not-is-null"),
-    case("SELECT e.name, d.dname FROM emp e RIGHT JOIN dept d ON e.dept = d.dept "
-         "WHERE e.salary > 90", id="right-where-left-cmp"),
-    case("SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept "
-         "WHERE e.salary > 90", id="full-where-left-side-is-left-join"),
-    case("SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region = 'EU'", id="full-where-right-side-is-right-join"),
-    case("SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region = 'EU' AND e.salary > 50", id="full-where-both-is-inner"),
-    case("SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-         "WHERE d.region IS NULL", id="left-where-is-null-stays-left"),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU'",
+        id="left-where-right-eq",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU' OR d.dname = 'eng'",
+        id="left-where-or-of-right",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU' OR e.salary > 90",
+        id="left-where-or-mixed-stays-left",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE coalesce(d.region, 'none') = 'none'",
+        id="left-where-coalesce-stays-left",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE d.dept IS NOT NULL",
+        id="left-where-is-not-null",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE NOT (d.dept IS NULL)",
+        id="left-where-not-is-null",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e RIGHT JOIN dept d ON e.dept = d.dept "
+        "WHERE e.salary > 90",
+        id="right-where-left-cmp",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept WHERE e.salary > 90",
+        id="full-where-left-side-is-left-join",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU'",
+        id="full-where-right-side-is-right-join",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e FULL JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU' AND e.salary > 50",
+        id="full-where-both-is-inner",
+    ),
+    case(
+        "SELECT e.name, d.dname FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region IS NULL",
+        id="left-where-is-null-stays-left",
+    ),
 ]
 
 GROUPED_BY_JOIN_KEY = [
-    case("SELECT d.dept, count(*), count(e.id), sum(e.salary), avg(e.salary), "
-         "count(d.dname), sum(1), count(1) FROM dept d LEFT JOIN emp e ON e.dept = d.dept "
-         "GROUP BY d.dept", id="left-join-all-linear"),
-    case("SELECT d.dept, count(*), sum(e.salary), min(d.dname) FROM dept d "
-         "LEFT JOIN emp e ON e.dept = d.dept GROUP BY d.dept", id="left-join-with-min"),
-    case("SELECT e.dept, count(*), sum(e.salary), count(d.region) FROM emp e "
-         "JOIN dept d ON e.dept = d.dept GROUP BY e.dept", id="inner-grouped-by-left-key"),
-    case("SELECT d.dept, count(*), sum(e.salary) FROM emp e JOIN dept d "
-         "ON e.dept = d.dept GROUP BY d.dept", id="inner-grouped-by-right-key"),
-    case("SELECT d.dept, count(*), count(e.name), sum(e.mgr) FROM emp e "
-         "RIGHT JOIN dept d ON e.dept = d.dept GROUP BY d.dept", id="right-join"),
-    case("SELECT e.dept, count(*), sum(d.dept) FROM emp e LEFT JOIN dept d "
-         "ON e.dept = d.dept GROUP BY e.dept", id="left-join-null-key-group"),
-    case("SELECT c_count, count(*) AS custdist FROM (SELECT d.dept, count(e.id) AS c_count "
-         "FROM dept d LEFT JOIN emp e ON e.dept = d.dept AND e.name <> 'zed' "
-         "GROUP BY d.dept) t GROUP BY c_count", id="histogram-of-left-join-counts"),
-    case("SELECT a.mgr, a.dept, count(*), sum(b.salary), sum(a.salary) FROM emp a "
-         "JOIN emp b ON a.dept = b.dept AND a.mgr = b.mgr GROUP BY a.mgr, a.dept",
-         id="two-keys-other-order"),
-    case("SELECT d.dept, count(*) FROM dept d LEFT JOIN emp e ON e.dept = d.dept "
-         "AND e.salary > d.dept GROUP BY d.dept", id="residual-not-rewritten"),
-    case("SELECT d.dept, d.dname, count(e.id) FROM dept d LEFT JOIN emp e "
-         "ON e.dept = d.dept GROUP BY d.dept, d.dname", id="more-keys-not-rewritten"),
+    case(
+        "SELECT d.dept, count(*), count(e.id), sum(e.salary), avg(e.salary), "
+        "count(d.dname), sum(1), count(1) FROM dept d LEFT JOIN emp e ON e.dept = d.dept "
+        "GROUP BY d.dept",
+        id="left-join-all-linear",
+    ),
+    case(
+        "SELECT d.dept, count(*), sum(e.salary), min(d.dname) FROM dept d "
+        "LEFT JOIN emp e ON e.dept = d.dept GROUP BY d.dept",
+        id="left-join-with-min",
+    ),
+    case(
+        "SELECT e.dept, count(*), sum(e.salary), count(d.region) FROM emp e "
+        "JOIN dept d ON e.dept = d.dept GROUP BY e.dept",
+        id="inner-grouped-by-left-key",
+    ),
+    case(
+        "SELECT d.dept, count(*), sum(e.salary) FROM emp e JOIN dept d "
+        "ON e.dept = d.dept GROUP BY d.dept",
+        id="inner-grouped-by-right-key",
+    ),
+    case(
+        "SELECT d.dept, count(*), count(e.name), sum(e.mgr) FROM emp e "
+        "RIGHT JOIN dept d ON e.dept = d.dept GROUP BY d.dept",
+        id="right-join",
+    ),
+    case(
+        "SELECT e.dept, count(*), sum(d.dept) FROM emp e LEFT JOIN dept d "
+        "ON e.dept = d.dept GROUP BY e.dept",
+        id="left-join-null-key-group",
+    ),
+    case(
+        "SELECT c_count, count(*) AS custdist FROM (SELECT d.dept, count(e.id) AS c_count "
+        "FROM dept d LEFT JOIN emp e ON e.dept = d.dept AND e.name <> 'zed' "
+        "GROUP BY d.dept) t GROUP BY c_count",
+        id="histogram-of-left-join-counts",
+    ),
+    case(
+        "SELECT a.mgr, a.dept, count(*), sum(b.salary), sum(a.salary) FROM emp a "
+        "JOIN emp b ON a.dept = b.dept AND a.mgr = b.mgr GROUP BY a.mgr, a.dept",
+        id="two-keys-other-order",
+    ),
+    case(
+        "SELECT d.dept, count(*) FROM dept d LEFT JOIN emp e ON e.dept = d.dept "
+        "AND e.salary > d.dept GROUP BY d.dept",
+        id="residual-not-rewritten",
+    ),
+    case(
+        "SELECT d.dept, d.dname, count(e.id) FROM dept d LEFT JOIN emp e "
+        "ON e.dept = d.dept GROUP BY d.dept, d.dname",
+        id="more-keys-not-rewritten",
+    ),
 ]
 
 RESTRICTED_GROUPS = [
-    case("SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND d.region = 'EU' "
-         "AND e.salary >= (SELECT avg(e2.salary) FROM emp e2 WHERE e2.dept = d.dept)",
-         id="avg-per-filtered-key"),
-    case("SELECT d.dname, (SELECT count(*) FROM emp e WHERE e.dept = d.dept) AS n "
-         "FROM dept d WHERE d.region = 'US'", id="scalar-count-in-select"),
-    case("SELECT d.dname, (SELECT sum(e.salary) FROM emp e WHERE e.dept = d.dept) AS s "
-         "FROM dept d WHERE d.region <> 'US' OR d.region IS NULL", id="scalar-sum-in-select"),
-    case("SELECT d.dname FROM dept d WHERE d.region = 'EU' AND "
-         "(SELECT max(e.salary) FROM emp e WHERE e.dept = d.dept) > 90",
-         id="max-in-where"),
-    case("SELECT e.name FROM emp e WHERE e.dept IN (SELECT dept FROM dept "
-         "WHERE region = 'EU') AND e.salary > (SELECT 0.5 * sum(e2.salary) FROM emp e2 "
-         "WHERE e2.dept = e.dept AND e2.mgr = e.mgr)", id="two-key-correlation-via-in"),
+    case(
+        "SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND d.region = 'EU' "
+        "AND e.salary >= (SELECT avg(e2.salary) FROM emp e2 WHERE e2.dept = d.dept)",
+        id="avg-per-filtered-key",
+    ),
+    case(
+        "SELECT d.dname, (SELECT count(*) FROM emp e WHERE e.dept = d.dept) AS n "
+        "FROM dept d WHERE d.region = 'US'",
+        id="scalar-count-in-select",
+    ),
+    case(
+        "SELECT d.dname, (SELECT sum(e.salary) FROM emp e WHERE e.dept = d.dept) AS s "
+        "FROM dept d WHERE d.region <> 'US' OR d.region IS NULL",
+        id="scalar-sum-in-select",
+    ),
+    case(
+        "SELECT d.dname FROM dept d WHERE d.region = 'EU' AND "
+        "(SELECT max(e.salary) FROM emp e WHERE e.dept = d.dept) > 90",
+        id="max-in-where",
+    ),
+    case(
+        "SELECT e.name FROM emp e WHERE e.dept IN (SELECT dept FROM dept "
+        "WHERE region = 'EU') AND e.salary > (SELECT 0.5 * sum(e2.salary) FROM emp e2 "
+        "WHERE e2.dept = e.dept AND e2.mgr = e.mgr)",
+        id="two-key-correlation-via-in",
+    ),
 ]
 
 
@@ -105,50 +179,65 @@ def _plan(sql: str) -> str:
 
 def test_rewrites_apply() -> None:
     """The rewrites fire where they should (so the oracle tests above exercise them)."""
-    plan = _plan("SELECT e.name FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-                 "WHERE d.region = 'EU'")
+    plan = _plan(
+        "SELECT e.name FROM emp e LEFT JOIN dept d ON e.dept = d.dept WHERE d.region = 'EU'"
+    )
     assert "Join inner" in plan and "Join left" not in plan
-    plan = _plan("SELECT e.name FROM emp e LEFT JOIN dept d ON e.dept = d.dept "
-                 "WHERE d.region IS NULL")
+    plan = _plan(
+        "SELECT e.name FROM emp e LEFT JOIN dept d ON e.dept = d.dept WHERE d.region IS NULL"
+    )
     assert "Join left" in plan
-    plan = _plan("SELECT e.name FROM emp e FULL JOIN dept d ON e.dept = d.dept "
-                 "WHERE e.salary > 90")
+    plan = _plan("SELECT e.name FROM emp e FULL JOIN dept d ON e.dept = d.dept WHERE e.salary > 90")
     assert "Join left" in plan and "Join full" not in plan
-    plan = _plan("SELECT e.name FROM emp e FULL JOIN dept d ON e.dept = d.dept "
-                 "WHERE d.region = 'EU' AND e.salary > 50")
+    plan = _plan(
+        "SELECT e.name FROM emp e FULL JOIN dept d ON e.dept = d.dept "
+        "WHERE d.region = 'EU' AND e.salary > 50"
+    )
     assert "Join inner" in plan
-    plan = _plan("SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND "
-                 "d.region = 'EU' AND e.salary >= (SELECT avg(e2.salary) FROM emp e2 "
-                 "WHERE e2.dept = d.dept)")
+    plan = _plan(
+        "SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND "
+        "d.region = 'EU' AND e.salary >= (SELECT avg(e2.salary) FROM emp e2 "
+        "WHERE e2.dept = d.dept)"
+    )
     assert "SemiJoin" in plan
 
 
 def test_grouped_by_join_key_has_no_join() -> None:
     """A count per key of a left join is one total-order count of both sides."""
-    plan = _plan("SELECT d.dept, count(e.id) FROM dept d LEFT JOIN emp e "
-                 "ON e.dept = d.dept GROUP BY d.dept")
+    plan = _plan(
+        "SELECT d.dept, count(e.id) FROM dept d LEFT JOIN emp e ON e.dept = d.dept GROUP BY d.dept"
+    )
     assert "without the join" in plan
-    plan = _plan("SELECT d.dept, d.dname, count(e.id) FROM dept d LEFT JOIN emp e "
-                 "ON e.dept = d.dept GROUP BY d.dept, d.dname")
+    plan = _plan(
+        "SELECT d.dept, d.dname, count(e.id) FROM dept d LEFT JOIN emp e "
+        "ON e.dept = d.dept GROUP BY d.dept, d.dname"
+    )
     assert "without the join" not in plan
 
 
 def test_grouped_by_join_key_double_and_float_sums() -> None:
     """Sums of doubles per join key (values multiplied by the other side's count)."""
     ddl = [WIDE_DDL, "CREATE TABLE k (i INT, tag STRING)"]
-    sql = ("SELECT w.i, count(*), sum(w.db), avg(w.db), sum(w.bi) FROM w JOIN k "
-           "ON w.i = k.i GROUP BY w.i")
-    commits = [[Ins("w", WIDE_A), Ins("k", [(1000, "a"), (1000, "b"), (-7, "c"),
-                                           (None, "n")])],
-               [Ins("w", WIDE_B)], [Del("k", [(1000, "a")])], [Del("w", WIDE_A)]]
+    sql = (
+        "SELECT w.i, count(*), sum(w.db), avg(w.db), sum(w.bi) FROM w JOIN k "
+        "ON w.i = k.i GROUP BY w.i"
+    )
+    commits = [
+        [Ins("w", WIDE_A), Ins("k", [(1000, "a"), (1000, "b"), (-7, "c"), (None, "n")])],
+        [Ins("w", WIDE_B)],
+        [Del("k", [(1000, "a")])],
+        [Del("w", WIDE_A)],
+    ]
     check_stream(ddl, [(sql, None, False)], commits)
 
 
 def test_restriction_follows_filtered_keys_changing() -> None:
     """The restricted aggregate follows keys entering and leaving the filtered table."""
     o = Oracle(["CREATE TABLE f (k INT, v INT)", "CREATE TABLE d (k INT, tag STRING)"])
-    o.view("SELECT f.k, f.v FROM f, d WHERE f.k = d.k AND d.tag = 'x' AND "
-           "f.v > (SELECT avg(f2.v) FROM f f2 WHERE f2.k = d.k)")
+    o.view(
+        "SELECT f.k, f.v FROM f, d WHERE f.k = d.k AND d.tag = 'x' AND "
+        "f.v > (SELECT avg(f2.v) FROM f f2 WHERE f2.k = d.k)"
+    )
     o.view("SELECT d.k, (SELECT sum(f.v) FROM f WHERE f.k = d.k) FROM d WHERE d.tag = 'x'")
     o.commit([Ins("f", [(1, 1), (1, 5), (2, 3), (2, 9), (None, 4)])])
     o.commit([Ins("d", [(1, "x"), (2, "y")])])

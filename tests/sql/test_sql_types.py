@@ -37,32 +37,48 @@ COMPARISONS = [
     case("SELECT id FROM w WHERE vc > s", id="string-vs-string-column"),
     case("SELECT id FROM w WHERE ch = 'abc'", id="char-eq"),
     case("SELECT id FROM w WHERE d < DATE '2024-01-01'", id="date-lt-literal"),
-    case("SELECT id FROM w WHERE d BETWEEN DATE '2023-12-31' AND DATE '2024-02-29'",
-         id="date-between"),
+    case(
+        "SELECT id FROM w WHERE d BETWEEN DATE '2023-12-31' AND DATE '2024-02-29'",
+        id="date-between",
+    ),
     case("SELECT id FROM w WHERE ts >= TIMESTAMP '2024-01-15 10:30:00'", id="timestamp-ge"),
     case("SELECT id FROM w WHERE ts < TIMESTAMP '1970-01-01 00:00:00'", id="timestamp-pre-epoch"),
-    case("SELECT id, ti < si, de > db, s = vc, d = CAST(ts AS DATE) FROM w",
-         id="comparisons-as-values-with-nulls"),
+    case(
+        "SELECT id, ti < si, de > db, s = vc, d = CAST(ts AS DATE) FROM w",
+        id="comparisons-as-values-with-nulls",
+    ),
 ]
 
 ARITHMETIC = [
     case("SELECT id, ti + si, i * 2, bi - i, -i FROM w", id="int-arithmetic"),
     case("SELECT id, i % 3, bi % 7 FROM w", id="int-modulo-negative"),
     case("SELECT id, i / 2, bi / 4 FROM w", id="int-division-gives-double"),
-    case("SELECT id, de + 1, de - de, de * 2, de * de, de + i FROM w",
-         "SELECT id, de + 1, de - de, de * 2, CAST(de AS DECIMAL(21,2)) * de, de + i FROM w",
-         id="decimal-arithmetic"),
-    case("SELECT id, de / 4 FROM w", "SELECT id, round(de / 4, 6) FROM w",
-         id="decimal-division-scale-6"),
+    case(
+        "SELECT id, de + 1, de - de, de * 2, de * de, de + i FROM w",
+        "SELECT id, de + 1, de - de, de * 2, CAST(de AS DECIMAL(21,2)) * de, de + i FROM w",
+        id="decimal-arithmetic",
+    ),
+    case(
+        "SELECT id, de / 4 FROM w",
+        "SELECT id, round(de / 4, 6) FROM w",
+        id="decimal-division-scale-6",
+    ),
     case("SELECT id, db * 2, db + i, db - de, db / 4 FROM w", id="double-arithmetic"),
     case("SELECT id, abs(i), abs(de), abs(db) FROM w", id="abs"),
-    case("SELECT id, round(de, 1), round(db, 1), floor(de), ceil(db) FROM w",
-         id="round-floor-ceil"),
+    case(
+        "SELECT id, round(de, 1), round(db, 1), floor(de), ceil(db) FROM w", id="round-floor-ceil"
+    ),
     case("SELECT id, i + NULL, de * NULL FROM w", id="arithmetic-with-null-literal"),
-    case("SELECT id, i DIV 2, bi DIV -3 FROM w", "SELECT id, i // 2, bi // -3 FROM w",
-         id="div-integer-division-truncates"),
-    case("SELECT id, i / 0, i DIV 0, de / 0, i % 0 FROM w",
-         "SELECT id, NULL, NULL, NULL, NULL FROM w", id="division-by-zero-is-null"),
+    case(
+        "SELECT id, i DIV 2, bi DIV -3 FROM w",
+        "SELECT id, i // 2, bi // -3 FROM w",
+        id="div-integer-division-truncates",
+    ),
+    case(
+        "SELECT id, i / 0, i DIV 0, de / 0, i % 0 FROM w",
+        "SELECT id, NULL, NULL, NULL, NULL FROM w",
+        id="division-by-zero-is-null",
+    ),
     case("SELECT id, sqrt(abs(db)), power(i, 2), power(db, 2) FROM w", id="sqrt-power"),
     case("SELECT id, power(de, 2) FROM w", id="power-of-decimal-is-double"),
 ]
@@ -70,12 +86,16 @@ ARITHMETIC = [
 STRINGS = [
     case("SELECT id, upper(s), lower(vc), upper(ch) FROM w", id="upper-lower"),
     case("SELECT id, length(s), length(vc), length(ch) FROM w", id="length"),
-    case("SELECT id, substring(s, 2, 3), substring(s, 1, 1), substring(s, 3) FROM w",
-         id="substring"),
+    case(
+        "SELECT id, substring(s, 2, 3), substring(s, 1, 1), substring(s, 3) FROM w", id="substring"
+    ),
     case("SELECT id, substring(s, -3, 2) FROM w", id="substring-negative-start"),
     case("SELECT id, s || '-' || vc FROM w", id="concat-operator-null-propagates"),
-    case("SELECT id, concat(s, vc) FROM w", "SELECT id, s || vc FROM w",
-         id="concat-function-null-propagates"),
+    case(
+        "SELECT id, concat(s, vc) FROM w",
+        "SELECT id, s || vc FROM w",
+        id="concat-function-null-propagates",
+    ),
     case("SELECT id, trim(s), ltrim(s), rtrim(s) FROM w", id="trim"),
     case("SELECT id FROM w WHERE s LIKE 'a%'", id="like-prefix"),
     case("SELECT id FROM w WHERE s LIKE '%an%'", id="like-infix"),
@@ -87,55 +107,90 @@ STRINGS = [
     case("SELECT id FROM w WHERE s LIKE ''", id="like-empty-pattern"),
     case("SELECT id, replace(s, 'p', 'P') FROM w", id="replace"),
     case("SELECT id FROM w WHERE s ILIKE 'A%'", id="ilike"),
-    case("SELECT id, lpad(s, 7, '*'), rpad(vc, 4, '-'), lpad(ch, 2, 'x') FROM w",
-         id="lpad-rpad"),
+    case("SELECT id, lpad(s, 7, '*'), rpad(vc, 4, '-'), lpad(ch, 2, 'x') FROM w", id="lpad-rpad"),
     case("SELECT id, instr(s, 'an'), instr(s, 'p') FROM w", id="instr"),
-    case("SELECT id, substring(s, 0, 2) FROM w", "SELECT id, substring(s, 1, 2) FROM w",
-         id="substring-position-0-is-first-char"),
+    case(
+        "SELECT id, substring(s, 0, 2) FROM w",
+        "SELECT id, substring(s, 1, 2) FROM w",
+        id="substring-position-0-is-first-char",
+    ),
 ]
 
 DATES = [
-    case("SELECT id, d + INTERVAL 1 DAY FROM w",
-         "SELECT id, CAST(d + INTERVAL 1 DAY AS DATE) FROM w", id="date-plus-interval-day"),
-    case("SELECT id, d - INTERVAL 1 MONTH FROM w",
-         "SELECT id, CAST(d - INTERVAL 1 MONTH AS DATE) FROM w",
-         id="date-minus-interval-month-clamps"),
-    case("SELECT id, d + INTERVAL 1 YEAR FROM w",
-         "SELECT id, CAST(d + INTERVAL 1 YEAR AS DATE) FROM w", id="date-plus-year-leap"),
-    case("SELECT id, date_add(d, 30), date_sub(d, 1) FROM w",
-         "SELECT id, d + 30, d - 1 FROM w", id="date_add-date_sub"),
-    case("SELECT id, datediff(d, DATE '2024-01-01') FROM w",
-         "SELECT id, datediff('day', DATE '2024-01-01', d) FROM w", id="datediff"),
-    case("SELECT id, ts + INTERVAL 2 HOUR, ts - INTERVAL 30 MINUTE FROM w",
-         id="timestamp-interval"),
-    case("SELECT id, EXTRACT(YEAR FROM d), EXTRACT(MONTH FROM d), EXTRACT(DAY FROM d) FROM w",
-         id="extract-date-parts"),
-    case("SELECT id, EXTRACT(HOUR FROM ts), EXTRACT(MINUTE FROM ts), EXTRACT(YEAR FROM ts) "
-         "FROM w", id="extract-timestamp-parts"),
+    case(
+        "SELECT id, d + INTERVAL 1 DAY FROM w",
+        "SELECT id, CAST(d + INTERVAL 1 DAY AS DATE) FROM w",
+        id="date-plus-interval-day",
+    ),
+    case(
+        "SELECT id, d - INTERVAL 1 MONTH FROM w",
+        "SELECT id, CAST(d - INTERVAL 1 MONTH AS DATE) FROM w",
+        id="date-minus-interval-month-clamps",
+    ),
+    case(
+        "SELECT id, d + INTERVAL 1 YEAR FROM w",
+        "SELECT id, CAST(d + INTERVAL 1 YEAR AS DATE) FROM w",
+        id="date-plus-year-leap",
+    ),
+    case(
+        "SELECT id, date_add(d, 30), date_sub(d, 1) FROM w",
+        "SELECT id, d + 30, d - 1 FROM w",
+        id="date_add-date_sub",
+    ),
+    case(
+        "SELECT id, datediff(d, DATE '2024-01-01') FROM w",
+        "SELECT id, datediff('day', DATE '2024-01-01', d) FROM w",
+        id="datediff",
+    ),
+    case(
+        "SELECT id, ts + INTERVAL 2 HOUR, ts - INTERVAL 30 MINUTE FROM w", id="timestamp-interval"
+    ),
+    case(
+        "SELECT id, EXTRACT(YEAR FROM d), EXTRACT(MONTH FROM d), EXTRACT(DAY FROM d) FROM w",
+        id="extract-date-parts",
+    ),
+    case(
+        "SELECT id, EXTRACT(HOUR FROM ts), EXTRACT(MINUTE FROM ts), EXTRACT(YEAR FROM ts) FROM w",
+        id="extract-timestamp-parts",
+    ),
     case("SELECT id, year(d), month(d), dayofmonth(d) FROM w", id="year-month-day-functions"),
-    case("SELECT id FROM w WHERE d + INTERVAL 10 DAY > DATE '2024-01-20'",
-         id="interval-in-where"),
-    case("SELECT EXTRACT(YEAR FROM d), count(*) FROM w GROUP BY EXTRACT(YEAR FROM d)",
-         id="group-by-extract"),
-    case("SELECT id, add_months(d, 1), add_months(d, -13) FROM w",
-         "SELECT id, CAST(d + INTERVAL 1 MONTH AS DATE), CAST(d - INTERVAL 13 MONTH AS DATE) "
-         "FROM w", id="add_months"),
-    case("SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d), day(d) FROM w",
-         "SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d) + 1, day(d) FROM w",
-         id="quarter-dayofweek-sunday-is-1"),
-    case("SELECT id, d + INTERVAL '3' DAY FROM w",
-         "SELECT id, CAST(d + INTERVAL 3 DAY AS DATE) FROM w", id="interval-quoted-number"),
+    case("SELECT id FROM w WHERE d + INTERVAL 10 DAY > DATE '2024-01-20'", id="interval-in-where"),
+    case(
+        "SELECT EXTRACT(YEAR FROM d), count(*) FROM w GROUP BY EXTRACT(YEAR FROM d)",
+        id="group-by-extract",
+    ),
+    case(
+        "SELECT id, add_months(d, 1), add_months(d, -13) FROM w",
+        "SELECT id, CAST(d + INTERVAL 1 MONTH AS DATE), CAST(d - INTERVAL 13 MONTH AS DATE) FROM w",
+        id="add_months",
+    ),
+    case(
+        "SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d), day(d) FROM w",
+        "SELECT id, EXTRACT(QUARTER FROM d), dayofweek(d) + 1, day(d) FROM w",
+        id="quarter-dayofweek-sunday-is-1",
+    ),
+    case(
+        "SELECT id, d + INTERVAL '3' DAY FROM w",
+        "SELECT id, CAST(d + INTERVAL 3 DAY AS DATE) FROM w",
+        id="interval-quoted-number",
+    ),
 ]
 
 CASTS = [
     case("SELECT id, CAST(i AS STRING), CAST(bi AS STRING) FROM w", id="int-to-string"),
-    case("SELECT id, CAST(i AS DOUBLE), CAST(i AS DECIMAL(12,2)), CAST(ti AS BIGINT) FROM w",
-         id="int-to-double-decimal-bigint"),
-    case("SELECT id, CAST(de AS INT), CAST(db AS INT) FROM w",
-         "SELECT id, CAST(trunc(de) AS INT), CAST(trunc(db) AS INT) FROM w",
-         id="decimal-double-to-int-truncates"),
-    case("SELECT id, CAST(de AS DOUBLE), CAST(db AS DECIMAL(12,3)) FROM w",
-         id="decimal-double-conversions"),
+    case(
+        "SELECT id, CAST(i AS DOUBLE), CAST(i AS DECIMAL(12,2)), CAST(ti AS BIGINT) FROM w",
+        id="int-to-double-decimal-bigint",
+    ),
+    case(
+        "SELECT id, CAST(de AS INT), CAST(db AS INT) FROM w",
+        "SELECT id, CAST(trunc(de) AS INT), CAST(trunc(db) AS INT) FROM w",
+        id="decimal-double-to-int-truncates",
+    ),
+    case(
+        "SELECT id, CAST(de AS DOUBLE), CAST(db AS DECIMAL(12,3)) FROM w",
+        id="decimal-double-conversions",
+    ),
     case("SELECT id, CAST(ts AS DATE), CAST(d AS TIMESTAMP) FROM w", id="date-timestamp-casts"),
     case("SELECT id, CAST(bo AS INT) FROM w", id="bool-to-int"),
     case("SELECT id FROM w WHERE d = CAST('2024-01-15' AS DATE)", id="string-literal-to-date"),
@@ -186,6 +241,7 @@ def test_cast(sql: str, duck: str | None, ordered: bool) -> None:
 
 # -- exact decimals, checked by hand --------------------------------------------------------
 
+
 def _db(ddl: str) -> dsql.Database:
     db = dsql.Database(dialect="spark")
     db.execute(ddl)
@@ -210,12 +266,12 @@ def test_decimal_avg_has_scale_plus_4() -> None:
     v = db.view("SELECT avg(c) FROM t")
     db.insert("t", [(D("1.00"),), (D("1.00"),), (D("2.00"),)])
     db.commit()
-    (avg,), = v.rows()
+    ((avg,),) = v.rows()
     assert avg == D("1.333333")
     assert avg.as_tuple().exponent == -6
     db.insert("t", [(D("0.01"),)] * 5)  # 4.05 / 8 = 0.50625 exactly
     db.commit()
-    (avg,), = v.rows()
+    ((avg,),) = v.rows()
     assert avg == D("0.506250") and avg.as_tuple().exponent == -6
 
 
@@ -238,7 +294,7 @@ def test_decimal_multiplication_adds_scales() -> None:
     v = db.view("SELECT a * b FROM t")
     db.insert("t", [(D("1.25"), D("0.333"))])
     db.commit()
-    (x,), = v.rows()
+    ((x,),) = v.rows()
     assert x == D("0.41625") and x.as_tuple().exponent == -5
 
 
@@ -255,8 +311,18 @@ def test_integer_widths_hold_their_extremes() -> None:
     o = Oracle("CREATE TABLE t (a TINYINT, b SMALLINT, c INT, d BIGINT)")
     o.view("SELECT * FROM t")
     o.view("SELECT min(a), max(a), min(b), max(b), min(c), max(c), min(d), max(d) FROM t")
-    o.commit([Ins("t", [(-128, -32768, -(2**31), -(2**63)), (127, 32767, 2**31 - 1, 2**63 - 1),
-                        (None, None, None, None)])])
+    o.commit(
+        [
+            Ins(
+                "t",
+                [
+                    (-128, -32768, -(2**31), -(2**63)),
+                    (127, 32767, 2**31 - 1, 2**63 - 1),
+                    (None, None, None, None),
+                ],
+            )
+        ]
+    )
     o.commit([Del("t", [(127, 32767, 2**31 - 1, 2**63 - 1)])])
 
 
@@ -267,8 +333,9 @@ def test_boolean_values_are_bools() -> None:
     db.insert("t", [(True, 1), (False, -1), (None, None)])
     db.commit()
     rows = v.rows()
-    assert sorted(rows, key=repr) == sorted([(True, True, False), (False, False, True),
-                                             (None, None, None)], key=repr)
+    assert sorted(rows, key=repr) == sorted(
+        [(True, True, False), (False, False, True), (None, None, None)], key=repr
+    )
     assert all(type(x) is bool for r in rows for x in r if x is not None)
 
 
@@ -279,7 +346,7 @@ def test_date_and_timestamp_values_are_python_types() -> None:
     ts = dt.datetime(1900, 5, 6, 7, 8, 9, 123456)
     db.insert("t", [(dt.date(1900, 5, 6), ts)])
     db.commit()
-    (d, t), = v.rows()
+    ((d, t),) = v.rows()
     assert type(d) is dt.date and d == dt.date(1900, 5, 6)
     assert type(t) is dt.datetime and t == ts
 
@@ -312,7 +379,8 @@ def test_decimal_avg_rounds_half_up_away_from_zero() -> None:
     db = _db("CREATE TABLE t (g INT, c DECIMAL(12,2))")
     v = db.view("SELECT g, avg(c) FROM t GROUP BY g")
     # -0.01 / 32 = -0.0003125 and 0.01 / 32 = 0.0003125: ties
-    db.insert("t", [(1, D("-0.01"))] + [(1, D("0.00"))] * 31 + [(2, D("0.01"))]
-              + [(2, D("0.00"))] * 31)
+    db.insert(
+        "t", [(1, D("-0.01"))] + [(1, D("0.00"))] * 31 + [(2, D("0.01"))] + [(2, D("0.00"))] * 31
+    )
     db.commit()
     assert dict(v.rows()) == {1: D("-0.000313"), 2: D("0.000313")}

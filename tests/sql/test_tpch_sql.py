@@ -61,19 +61,39 @@ class Plan:
     sf: float = 0.01
     batch: int = 25_000
     refresh: float = 0.05
-    updates: dict[str, int] = field(default_factory=lambda: {
-        "region": 1, "nation": 2, "supplier": 5, "part": 20, "partsupp": 20,
-        "customer": 20, "orders": 30, "lineitem": 60})
+    updates: dict[str, int] = field(
+        default_factory=lambda: {
+            "region": 1,
+            "nation": 2,
+            "supplier": 5,
+            "part": 20,
+            "partsupp": 20,
+            "customer": 20,
+            "orders": 30,
+            "lineitem": 60,
+        }
+    )
     seed: int = 14
 
 
 DEFAULT = Plan()
-LONG = Plan(batch=3_000, updates={"region": 2, "nation": 4, "supplier": 10, "part": 50,
-                                  "partsupp": 50, "customer": 50, "orders": 80,
-                                  "lineitem": 200})
+LONG = Plan(
+    batch=3_000,
+    updates={
+        "region": 2,
+        "nation": 4,
+        "supplier": 10,
+        "part": 50,
+        "partsupp": 50,
+        "customer": 50,
+        "orders": 80,
+        "lineitem": 200,
+    },
+)
 
 
 # --- the tables' rows over time ------------------------------------------------------------
+
 
 class Versions:
     """Every version of every row (the raw rows, then updated copies appended) and which
@@ -126,8 +146,13 @@ SPECIAL: dict[str, list[Any]] = {
     "n_regionkey": [0, 1, 2, 3, 4],
     "s_nationkey": [2, 3, 6, 7, 20],
     "s_comment": ["sly Customer deposits Complaints haggle", "quick requests"],
-    "p_type": ["ECONOMY ANODIZED STEEL", "PROMO BRUSHED COPPER", "LARGE PLATED BRASS",
-               "MEDIUM POLISHED TIN", "STANDARD BRUSHED BRASS"],
+    "p_type": [
+        "ECONOMY ANODIZED STEEL",
+        "PROMO BRUSHED COPPER",
+        "LARGE PLATED BRASS",
+        "MEDIUM POLISHED TIN",
+        "STANDARD BRUSHED BRASS",
+    ],
     "p_size": [15, 49, 14, 3, 1, 5, 10],
     "p_brand": ["Brand#12", "Brand#23", "Brand#34", "Brand#45"],
     "p_container": ["MED BOX", "SM CASE", "LG BOX", "MED BAG", "SM PKG"],
@@ -141,16 +166,25 @@ SPECIAL: dict[str, list[Any]] = {
     "o_orderstatus": ["F", "O", "P"],
     "o_orderpriority": ["1-URGENT", "2-HIGH", "5-LOW"],
     "o_comment": ["carefully special deposits requests", "quickly final deposits"],
-    "o_orderdate": [_dt.date(1993, 7, 15), _dt.date(1994, 3, 1), _dt.date(1995, 3, 1),
-                    _dt.date(1995, 6, 1), _dt.date(1996, 2, 1)],
+    "o_orderdate": [
+        _dt.date(1993, 7, 15),
+        _dt.date(1994, 3, 1),
+        _dt.date(1995, 3, 1),
+        _dt.date(1995, 6, 1),
+        _dt.date(1996, 2, 1),
+    ],
     "l_quantity": [_D("1.00"), _D("11.00"), _D("20.00"), _D("30.00"), _D("50.00")],
     "l_discount": [_D("0.05"), _D("0.06"), _D("0.07"), _D("0.10")],
     "l_returnflag": ["R", "A", "N"],
     "l_linestatus": ["O", "F"],
     "l_shipmode": ["MAIL", "SHIP", "AIR", "AIR REG", "TRUCK"],
     "l_shipinstruct": ["DELIVER IN PERSON", "NONE"],
-    "l_shipdate": [_dt.date(1994, 6, 1), _dt.date(1995, 9, 15), _dt.date(1996, 2, 1),
-                   _dt.date(1998, 10, 1)],
+    "l_shipdate": [
+        _dt.date(1994, 6, 1),
+        _dt.date(1995, 9, 15),
+        _dt.date(1996, 2, 1),
+        _dt.date(1998, 10, 1),
+    ],
     "l_receiptdate": [_dt.date(1994, 6, 1), _dt.date(1995, 1, 1)],
 }
 
@@ -180,8 +214,7 @@ PROFILES: dict[str, list[dict[str, Any]]] = {
     "customer": [{"c_nationkey": 2}, {"c_nationkey": 3}, {"c_mktsegment": "BUILDING"}],
     "lineitem": [
         {"l_quantity": _D("1.00"), "l_shipmode": "AIR", "l_shipinstruct": "DELIVER IN PERSON"},
-        {"l_quantity": _D("15.00"), "l_shipmode": "AIR REG",
-         "l_shipinstruct": "DELIVER IN PERSON"},
+        {"l_quantity": _D("15.00"), "l_shipmode": "AIR REG", "l_shipinstruct": "DELIVER IN PERSON"},
         {"l_quantity": _D("25.00"), "l_shipmode": "AIR", "l_shipinstruct": "DELIVER IN PERSON"},
     ],
 }
@@ -206,14 +239,12 @@ def update_change(v: Versions, counts: dict[str, int], rng: np.random.Generator)
         if t in HOT:
             hot = HOT[t][live[HOT[t]]]
             h = min(len(hot), k // 2)
-            pick = np.unique(np.concatenate([rng.choice(hot, size=h, replace=False),
-                                             pick]))[:k]
+            pick = np.unique(np.concatenate([rng.choice(hot, size=h, replace=False), pick]))[:k]
         old = v.current[t][pick]
         rows = v.table(t).take(old).to_pylist()
         cols = [c for c in SCHEMAS[t].names if c not in KEYS[t]]
         for r in rows:
-            chosen = [c for c in cols if rng.random() < 0.4] or [cols[int(rng.integers(
-                len(cols)))]]
+            chosen = [c for c in cols if rng.random() < 0.4] or [cols[int(rng.integers(len(cols)))]]
             for c in chosen:
                 r[c] = _new_value(v, t, c, r[c], rng)
             if t in PROFILES and rng.random() < 1 / 3:
@@ -276,6 +307,7 @@ def commits(plan: Plan, v: Versions) -> Iterator[tuple[str, Change]]:
 
 # --- running the views ---------------------------------------------------------------------
 
+
 @dataclass
 class Outcome:
     """What happened to each query's view: problems in commit order, and the commits."""
@@ -294,8 +326,9 @@ def _apply(db: Any, v: Versions, change: Change) -> None:
             db.delete(t, v.table(t).take(dels))
 
 
-def _database(texts: dict[int, str], nums: list[int], rows: dict[str, pa.Table]
-              ) -> tuple[Any, dict[int, Any]]:
+def _database(
+    texts: dict[int, str], nums: list[int], rows: dict[str, pa.Table]
+) -> tuple[Any, dict[int, Any]]:
     """A database with the eight tables holding ``rows`` (committed) and views of the
     queries ``nums``."""
     db = dsql.Database(dialect="spark")
@@ -309,8 +342,9 @@ def _database(texts: dict[int, str], nums: list[int], rows: dict[str, pa.Table]
     return db, views
 
 
-def _culprits(v: Versions, change: Change, nums: list[int], texts: dict[int, str]
-              ) -> dict[int, str]:
+def _culprits(
+    v: Versions, change: Change, nums: list[int], texts: dict[int, str]
+) -> dict[int, str]:
     """The queries whose view raises on ``change`` alone (each in a fresh database fed
     the rows live before it), with the exception."""
     out = {}
@@ -335,8 +369,9 @@ class Shared:
     db: Any = None
     views: dict[int, Any] = field(default_factory=dict)
 
-    def commit(self, v: Versions, change: Change, label: str,
-               problems: dict[int, list[str]]) -> None:
+    def commit(
+        self, v: Versions, change: Change, label: str, problems: dict[int, list[str]]
+    ) -> None:
         """Applies ``change`` and commits. If that raises, the database is dropped (its own
         roll-back may raise too: a view that exhausts memory does so again on rebuilding),
         the views that raise on their own are found and reported, and a fresh database with
@@ -354,8 +389,9 @@ class Shared:
             bad = _culprits(v, change, nums, self.texts) or dict.fromkeys(nums, error)
             for n, msg in bad.items():
                 problems[n].append(f"{label}: commit raised {msg}")
-            self.db, self.views = _database(self.texts, [n for n in nums if n not in bad],
-                                            v.live_tables())
+            self.db, self.views = _database(
+                self.texts, [n for n in nums if n not in bad], v.live_tables()
+            )
 
 
 def run_stream(plan: Plan) -> Outcome:
@@ -403,8 +439,9 @@ def run_stream(plan: Plan) -> Outcome:
 
 
 def _same_order(got: list[Any], want: list[Any]) -> bool:
-    return len(got) == len(want) and all(not differences([a], [b]) for a, b in zip(
-        got, want, strict=True))
+    return len(got) == len(want) and all(
+        not differences([a], [b]) for a, b in zip(got, want, strict=True)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -417,16 +454,20 @@ def outcome() -> Iterator[Outcome]:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
     try:
         out = run_stream(DEFAULT)
-        print(f"\n{len(out.labels)} commits, ddflow.sql seconds per commit: "
-              + ", ".join(f"{x:.2f}" for x in out.seconds))
+        print(
+            f"\n{len(out.labels)} commits, ddflow.sql seconds per commit: "
+            + ", ".join(f"{x:.2f}" for x in out.seconds)
+        )
         yield out
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 
 
 def _params() -> list[Any]:
-    return [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n]))
-            if n in KNOWN else n for n in range(1, 23)]
+    return [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=KNOWN[n])) if n in KNOWN else n
+        for n in range(1, 23)
+    ]
 
 
 @pytest.mark.parametrize("n", _params())

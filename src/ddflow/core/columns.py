@@ -72,7 +72,14 @@ class Leaf(Layout):
     width: int = 1
 
     def to_columns(self, records: Sequence[Any]) -> Columns:
-        return (make_column(records),)
+        col = make_column(records)
+        if col.dtype == object and tuple in set(map(type, col.tolist())):
+            bad = next(r for r in records if type(r) is tuple)
+            raise DataError(
+                f"record field {bad!r} is a tuple where the collection's shape has a single "
+                "value; every record of a collection must have the same tuple shape"
+            )
+        return (col,)
 
     def to_records(self, cols: Columns, n: int | None = None) -> list[Any]:
         return cols[0].tolist()

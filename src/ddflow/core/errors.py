@@ -7,6 +7,7 @@ is raised before any state changes, so the dataflow stays usable after it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
     "DDError",
@@ -19,6 +20,8 @@ __all__ = [
     "ScopeError",
     "SessionClosedError",
     "TimeError",
+    "UnknownInputError",
+    "both_errors",
 ]
 
 
@@ -55,6 +58,13 @@ class DataError(DDError, TypeError):
         self.refused = tuple(refused)
 
 
+class UnknownInputError(DDError, KeyError):
+    """A dataflow asked for an input the job was not given."""
+
+    def __str__(self) -> str:  # KeyError would show the message's repr
+        return str(self.args[0]) if self.args else ""
+
+
 class OperatorError(DDError, RuntimeError):
     """A user function raised inside an operator; the original exception is ``__cause__``."""
 
@@ -73,3 +83,19 @@ class RetractionError(DiffTypeError):
     """A retraction (non-positive multiplicity) reached a collection whose diffs cannot be
     subtracted (a monoid such as ``MinSum``). The update is already inside the dataflow
     and cannot be taken back, so the worker closes (``DataflowClosedError`` afterwards)."""
+
+
+_BOTH: dict[tuple[type, type], type | None] = {}
+
+
+def both_errors(outer: type[DDError], inner: type[BaseException]) -> type[Any] | None:
+    """A class that is both ``outer`` (how an error reached the caller: a failed worker, a
+    Spark job that could not start) and ``inner`` (what went wrong: a ``DataError``...), so
+    the caller can catch either; ``None`` when no class can be both (incompatible layouts)."""
+    key = (outer, inner)
+    if key not in _BOTH:
+        try:
+            _BOTH[key] = type(f"{outer.__name__}_{inner.__name__}", (outer, inner), {})
+        except TypeError:
+            _BOTH[key] = None
+    return _BOTH[key]

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ddflow.core.columns import Layout, Tup, infer_layout
 from ddflow.core.diff import INT_DIFF, DiffType, ObjectDiff
 from ddflow.core.errors import DiffTypeError, ScopeError
 from ddflow.engine.exchange import Exchange
@@ -108,10 +109,21 @@ class Collection:
 
     # -- linear ----------------------------------------------------------------------------------
     def map(
-        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+        self,
+        f: Callable[[Any], Any],
+        *,
+        vectorized: bool = False,
+        shape: Any = None,
+        name: str | None = None,
     ) -> Collection:
-        """Each record ``x`` becomes ``f(x)``."""
-        return self._wrap(Map(self.worker, self.stream, f, vectorized, name), self.diff_type)
+        """Each record ``x`` becomes ``f(x)``.
+
+        ``shape`` (optional): the output records' shape, a sample record such as ``(0, 0)``
+        or a ``Layout``; operators downstream check it as the dataflow is built (a join of
+        records that are not pairs fails there, not at the first record), and records of
+        another shape are refused when they come."""
+        op = Map(self.worker, self.stream, f, vectorized, name)
+        return self._wrap(_declare(op, shape), self.diff_type)
 
     def filter(
         self, p: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
@@ -120,10 +132,17 @@ class Collection:
         return self._wrap(Filter(self.worker, self.stream, p, vectorized, name), self.diff_type)
 
     def flat_map(
-        self, f: Callable[[Any], Any], *, vectorized: bool = False, name: str | None = None
+        self,
+        f: Callable[[Any], Any],
+        *,
+        vectorized: bool = False,
+        shape: Any = None,
+        name: str | None = None,
     ) -> Collection:
-        """Each record becomes the records of the iterable ``f(x)``."""
-        return self._wrap(FlatMap(self.worker, self.stream, f, vectorized, name), self.diff_type)
+        """Each record becomes the records of the iterable ``f(x)`` (``shape``: the output
+        records' shape, as for ``map``)."""
+        op = FlatMap(self.worker, self.stream, f, vectorized, name)
+        return self._wrap(_declare(op, shape), self.diff_type)
 
     def explode(
         self,
@@ -197,10 +216,14 @@ class Collection:
         f: Callable[..., Any],
         *,
         vectorized: bool = False,
+        shape: Any = None,
         name: str | None = None,
     ) -> Collection:
-        """``(k, a)`` and ``(k, b)`` give ``f(k, a, b)``."""
-        return self.arrange_by_key().join_map(other, f, vectorized=vectorized, name=name)
+        """``(k, a)`` and ``(k, b)`` give ``f(k, a, b)`` (``shape``: its records' shape, as
+        for ``map``)."""
+        return self.arrange_by_key().join_map(
+            other, f, vectorized=vectorized, shape=shape, name=name
+        )
 
     def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
         """``(k, v)`` records whose key is in ``keys`` (diffs multiply)."""
@@ -216,20 +239,26 @@ class Collection:
         return self.arrange_by_key().reduce_core(reducer, name=name)
 
     def reduce(
-        self, logic: Callable[[Any, list[tuple[Any, Any]]], Any], *, name: str | None = None
+        self,
+        logic: Callable[[Any, list[tuple[Any, Any]]], Any],
+        *,
+        shape: Any = None,
+        name: str | None = None,
     ) -> Collection:
-        """``(k, v)`` records -> ``(k, out)`` with ``logic(k, [(v, diff)...]) -> [(out, diff)]``."""
-        return self.arrange_by_key().reduce(logic, name=name)
+        """``(k, v)`` records -> ``(k, out)`` with ``logic(k, [(v, diff)...]) -> [(out, diff)]``
+        (``shape``: the shape of ``out``, as for ``map``)."""
+        return self.arrange_by_key().reduce(logic, shape=shape, name=name)
 
     def reduce_abelian(
         self,
         logic: Callable[[Any, list[tuple[Any, Any]]], Any],
         *,
         diff: Any = None,
+        shape: Any = None,
         name: str | None = None,
     ) -> Collection:
         """Like ``reduce`` with output diffs of any abelian type (``diff``: type or sample)."""
-        return self.arrange_by_key().reduce_abelian(logic, diff=diff, name=name)
+        return self.arrange_by_key().reduce_abelian(logic, diff=diff, shape=shape, name=name)
 
     def min(self, *, name: str | None = None) -> Collection:
         """``(k, v)`` records -> ``(k, least v)`` among values with a non-zero count, for any
@@ -307,6 +336,21 @@ class Collection:
         return reduce_hierarchical(self, how, buckets=buckets, name=name)
 
 
+def _layout(shape: Any) -> Layout | None:
+    """The layout a user declared: a ``Layout``, a sample record, or None (not declared)."""
+    if shape is None or isinstance(shape, Layout):
+        return shape
+    return infer_layout(shape)
+
+
+def _declare(op: Any, shape: Any) -> Any:
+    """``op`` with its output's records declared to have ``shape`` (see ``map``)."""
+    layout = _layout(shape)
+    if layout is not None:
+        op.output.layout = layout
+    return op
+
+
 def _product_type(a: DiffType | None, b: DiffType | None) -> DiffType | None:
     """The diff type of a join's output (diffs multiply), when both inputs' are known and
     their product's type follows from them (None otherwise: learnt from the output)."""
@@ -355,13 +399,12 @@ class Arranged:
         f: Callable[..., Any],
         *,
         vectorized: bool = False,
+        shape: Any = None,
         name: str | None = None,
     ) -> Collection:
         o = self._arranged(other, False)
-        return self._out(
-            Join(self.worker, self.op, o.op, f, vectorized, name=name or "join_map"),
-            _product_type(self.diff_type, o.diff_type),
-        )
+        op = Join(self.worker, self.op, o.op, f, vectorized, name=name or "join_map")
+        return self._out(_declare(op, shape), _product_type(self.diff_type, o.diff_type))
 
     def semijoin(self, keys: Collection | Arranged, *, name: str | None = None) -> Collection:
         o = self._arranged(keys, True)
@@ -376,13 +419,21 @@ class Arranged:
         op = Reduce(self.worker, self.op, reducer, in_diff=self.diff_type, name=name)
         return self._out(op, reducer.output_diffs(self.diff_type))
 
-    def reduce(self, logic: Callable[..., Any], *, name: str | None = None) -> Collection:
-        return self.reduce_core(R.Logic(logic, int), name=name)
+    def reduce(
+        self, logic: Callable[..., Any], *, shape: Any = None, name: str | None = None
+    ) -> Collection:
+        return self.reduce_core(R.Logic(logic, int, values=_layout(shape)), name=name)
 
     def reduce_abelian(
-        self, logic: Callable[..., Any], *, diff: Any = None, name: str | None = None
+        self,
+        logic: Callable[..., Any],
+        *,
+        diff: Any = None,
+        shape: Any = None,
+        name: str | None = None,
     ) -> Collection:
-        return self.reduce_core(R.Logic(logic, diff, "reduce_abelian"), name=name)
+        reducer = R.Logic(logic, diff, "reduce_abelian", values=_layout(shape))
+        return self.reduce_core(reducer, name=name)
 
     def min(self, *, name: str | None = None) -> Collection:
         return self.reduce_core(R.Min(), name=name)
@@ -408,7 +459,11 @@ class Arranged:
         return self.reduce_core(R.Threshold(f), name=name)
 
     def count_total(self, *, name: str | None = None) -> Collection:
-        return self._out(CountTotal(self.worker, self.op, "count", name=name), INT_DIFF)
+        op = CountTotal(self.worker, self.op, "count", name=name)
+        key, dt = self.op.key_layout, self.diff_type
+        if key is not None and dt is not None:  # (key, count) records, the count as diffs hold it
+            op.output.layout = Tup((key, dt.value_layout()))
+        return self._out(op, INT_DIFF)
 
     def distinct_total(self, *, name: str | None = None) -> Collection:
         return self._out(CountTotal(self.worker, self.op, "distinct", name=name), INT_DIFF)

@@ -20,9 +20,17 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from ddflow.core.errors import DDError
+from ddflow.core.errors import DDError, both_errors
 
-__all__ = ["Communicator", "LocalComm", "MeshError", "PeerAborted", "WorkerError"]
+__all__ = [
+    "Communicator",
+    "LocalComm",
+    "MeshError",
+    "PeerAborted",
+    "WorkerError",
+    "error_kind",
+    "worker_error",
+]
 
 
 class MeshError(DDError, ConnectionError):
@@ -39,12 +47,62 @@ class PeerAborted(DDError, RuntimeError):
 
 
 class WorkerError(DDError, RuntimeError):
-    """A worker of a multi-worker job raised; the message holds the worker's traceback."""
+    """A worker of a multi-worker job raised; the message holds the worker's traceback.
+
+    When the worker raised one of ddflow's own errors, the error the caller gets is also an
+    instance of that class (see ``worker_error``): ``except DataError`` catches a bad record
+    found on a worker process or a Spark executor just as it does in-process.
+    """
 
     def __init__(self, worker: int, traceback_text: str) -> None:
         super().__init__(f"worker {worker} raised:\n{traceback_text.rstrip()}")
         self.worker = worker
         self.traceback_text = traceback_text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the class made for a worker's ddflow error is made again when unpickled
+        made = type(self) is not WorkerError and WorkerError in type(self).__bases__
+        inner = [c for c in type(self).__bases__ if c is not WorkerError] if made else []
+        kind = f"{inner[0].__module__}:{inner[0].__qualname__}" if inner else ""
+        return (worker_error, (self.worker, self.traceback_text, kind))
+
+
+def error_kind(error: BaseException) -> str:
+    """The name a worker sends with its traceback so the caller can raise the same ddflow
+    error class (``module:qualname``), or "" for an error that is not ddflow's own."""
+    cls = type(error)
+    if not isinstance(error, DDError) or isinstance(error, (WorkerError, PeerAborted)):
+        return ""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+def worker_error(worker: int, traceback_text: str, kind: str = "") -> WorkerError:
+    """The error for worker ``worker`` failing with ``traceback_text``: a ``WorkerError``
+    that is also an instance of the ddflow error class ``kind`` names (``error_kind``), when
+    that names one of ddflow's error classes."""
+    cls = _resolve(kind)
+    both = both_errors(WorkerError, cls) if cls is not None else None
+    err: WorkerError = (both or WorkerError)(worker, traceback_text)
+    return err
+
+
+def _resolve(kind: str) -> type | None:
+    import importlib
+
+    module, _, name = kind.partition(":")
+    if not module.startswith("ddflow.") or not name:
+        return None
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in name.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    if not isinstance(obj, type) or not issubclass(obj, DDError):
+        return None
+    if issubclass(obj, (WorkerError, PeerAborted)):
+        return None
+    return obj
 
 
 class Communicator(Protocol):

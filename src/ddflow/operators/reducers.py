@@ -444,10 +444,20 @@ class Logic(Reducer):
 
     vectorized = False
 
-    def __init__(self, logic: Callable[..., Any], diff: Any = int, name: str = "reduce") -> None:
+    def __init__(
+        self,
+        logic: Callable[..., Any],
+        diff: Any = int,
+        name: str = "reduce",
+        values: Layout | None = None,
+    ) -> None:
         self.logic = logic
         self.diff = diff_type_of(diff) if diff is not None else None
         self.name = name
+        self.values = values
+
+    def output_values(self, in_dt: DiffType | None, val_layout: Layout | None) -> Layout | None:
+        return self.values  # declared by the caller, or learnt from the first output
 
     def output_diffs(self, in_dt: DiffType | None) -> DiffType | None:
         return self.diff

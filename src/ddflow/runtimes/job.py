@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.columns import Layout, layout_of_view
-from ddflow.core.errors import DataError
+from ddflow.core.errors import DataError, DDError, UnknownInputError
 from ddflow.core.time import TimeKind, time_kind_of
 from ddflow.core.updates import (
     Updates,
@@ -52,9 +52,11 @@ __all__ = [
     "JobResult",
     "Output",
     "WorkerResult",
+    "check_changes",
     "drive",
     "merge_results",
     "share_of",
+    "view_leaves",
 ]
 
 
@@ -66,6 +68,22 @@ class Changes:
     times: np.ndarray
     diffs: Any = None
 
+    def __post_init__(self) -> None:
+        times = np.asarray(self.times)
+        if times.ndim not in (1, 2):
+            raise DataError(
+                f"Changes: times must be one time per row (1-d) or one row of components per "
+                f"row (2-d), got shape {times.shape}"
+            )
+        n = times.shape[0]
+        for what, view in (("data", self.data), ("diffs", self.diffs)):
+            for leaf in view_leaves(view):
+                if len(leaf) != n:
+                    raise DataError(
+                        f"Changes: {what} has a column of {len(leaf)} rows but there are "
+                        f"{n} times; every column needs one entry per time"
+                    )
+
     def __len__(self) -> int:
         return int(np.asarray(self.times).shape[0])
 
@@ -76,6 +94,15 @@ class Changes:
             _take_view(self.times, idx),
             None if self.diffs is None else _take_view(self.diffs, idx),
         )
+
+
+def view_leaves(view: Any) -> list[Any]:
+    """The columns of a record-shaped view (a column or nested tuples of them), in order."""
+    if view is None:
+        return []
+    if isinstance(view, tuple):
+        return [leaf for v in view for leaf in view_leaves(v)]
+    return [view]
 
 
 def _take_view(view: Any, idx: Any) -> Any:
@@ -188,6 +215,35 @@ def _progress_printer(every: float) -> Callable[[RoundReport], None]:
     return hook
 
 
+def check_changes(name: str, log: Changes, config: JobConfig) -> None:
+    """Check ``log`` as a worker's input session would (shape, field types, NaN, hashable
+    values, diff and time columns), raising that session's error naming input ``name``.
+
+    For runtimes that convert the log before a worker sees it (the Spark runtime sends it
+    as a DataFrame, whose columns would coerce floats to ints), so bad input is refused in
+    the driver, before any work, with the error the in-process runtime gives."""
+    kind = time_kind_of(config.time)
+    session, _ = Worker().new_collection(
+        time=kind.unflatten(kind.minimum()),
+        diff=(config.diffs or {}).get(name, int),
+        shape=layout_of_view(log.data),
+    )
+    try:
+        session.insert_columns(log.data, log.diffs, log.times)
+    except DDError as e:
+        raise type(e)(f"input {name!r}: {e}") from e
+
+
+class _Inputs(dict[str, Collection]):
+    """The input collections handed to ``build``: asking for one the job was not given names
+    the inputs it has."""
+
+    def __missing__(self, name: str) -> Collection:
+        raise UnknownInputError(
+            f"the dataflow reads input {name!r}, but the job's inputs are {sorted(self)}"
+        )
+
+
 def drive(
     worker: Worker,
     build: Build,
@@ -235,12 +291,12 @@ def drive(
         shape = layout_of_view(log.data) if isinstance(log, Changes) else None
         s, c = worker.new_collection(time=t0, diff=(config.diffs or {}).get(name, int), shape=shape)
         sessions[name], colls[name] = s, c
-    outs = build(colls)
+    outs = build(_Inputs(colls))
     if not isinstance(outs, Mapping):
         outs = {"output": outs}
     for name, c in outs.items():
         if not isinstance(c, Collection):
-            raise TypeError(
+            raise DataError(
                 f"build returned {type(c).__name__} for output {name!r}; "
                 "outputs must be Collections"
             )

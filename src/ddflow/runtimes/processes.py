@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from ddflow.dataflow.worker import Worker
-from ddflow.engine.comm import PeerAborted, WorkerError
+from ddflow.engine.comm import PeerAborted, WorkerError, error_kind, worker_error
 from ddflow.engine.mesh import Listener, Mesh, new_secret
 from ddflow.runtimes.memory import tune_malloc
 
@@ -56,7 +56,7 @@ def _child(
         if mesh is not None:
             mesh.abort(f"{type(e).__name__}: {e}")
         try:
-            conn.send(("error", text))
+            conn.send(("error", (error_kind(e), text)))
         except Exception:  # noqa: BLE001 - the parent may be gone; exit anyway
             code = 1
     finally:
@@ -120,7 +120,7 @@ def _launch(
         for c in conns:
             c.send(addresses)
         results: list[Any] = [None] * workers
-        errors: dict[int, str] = {}
+        errors: dict[int, tuple[str, str]] = {}
         aborted: dict[int, str] = {}
         pending = {c: i for i, c in enumerate(conns)}
         sentinels = {p.sentinel: i for i, p in enumerate(procs)}
@@ -135,7 +135,7 @@ def _launch(
                         status, value = r.recv()
                     except EOFError:
                         procs[i].join(5)
-                        errors[i] = f"worker process exited with code {procs[i].exitcode}"
+                        errors[i] = ("", f"worker process exited with code {procs[i].exitcode}")
                         continue
                     if status == "ok":
                         results[i] = value
@@ -149,7 +149,7 @@ def _launch(
                     c = conns[i]
                     if c in pending and not c.poll(0):
                         pending.pop(c)
-                        errors[i] = f"worker process exited with code {procs[i].exitcode}"
+                        errors[i] = ("", f"worker process exited with code {procs[i].exitcode}")
             if errors:
                 break
         if errors:
@@ -165,7 +165,8 @@ def _launch(
                 i = min(deaths)
                 raise WorkerError(i, deaths[i])
             i = min(errors)
-            raise WorkerError(i, errors[i])
+            kind, text = errors[i]
+            raise worker_error(i, text, kind)
         if aborted:
             i = min(aborted)
             raise WorkerError(i, aborted[i])

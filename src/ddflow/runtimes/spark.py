@@ -45,13 +45,21 @@ import numpy as np
 
 from ddflow.core.columns import Layout, Leaf, Tup
 from ddflow.core.diff import IntDiff, TupleDiff
-from ddflow.core.errors import DataError, DDError
+from ddflow.core.errors import DataError, DDError, both_errors
 from ddflow.core.time import TimeKind, time_kind_of
 from ddflow.dataflow.worker import Worker
-from ddflow.engine.comm import MeshError, PeerAborted, WorkerError
+from ddflow.engine.comm import MeshError, PeerAborted, WorkerError, error_kind, worker_error
 from ddflow.engine.mesh import Listener, Mesh, new_secret
 from ddflow.runtimes.config import Build, JobConfig
-from ddflow.runtimes.job import Changes, JobResult, Output, drive, merge_results
+from ddflow.runtimes.job import (
+    Changes,
+    JobResult,
+    Output,
+    check_changes,
+    drive,
+    merge_results,
+    view_leaves,
+)
 from ddflow.runtimes.local import run_job
 
 if TYPE_CHECKING:
@@ -540,7 +548,9 @@ def _task(
             payload, kind_out = b"", _ABORTED
         except BaseException as e:  # noqa: BLE001 - reported to the caller, not retried
             mesh.abort(f"{type(e).__name__}: {e}")
-            payload, kind_out = traceback.format_exc().encode(), _ERROR
+            # the first line names ddflow's error class (or is empty), the rest is the trace
+            text = f"{error_kind(e)}\n{traceback.format_exc()}"
+            payload, kind_out = text.encode(), _ERROR
         finally:
             mesh.close()
         chunks = [payload[k : k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
@@ -609,7 +619,8 @@ def spark_job(
 
     failed = sorted(w for k, w in chunks if k == _ERROR)
     if failed:
-        raise WorkerError(failed[0], blob((_ERROR, failed[0])).decode("utf-8", "replace"))
+        err_kind, _, text = blob((_ERROR, failed[0])).decode("utf-8", "replace").partition("\n")
+        raise worker_error(failed[0], text, err_kind)
     done = sorted(w for k, w in chunks if k == _RESULT)
     if done != list(range(workers)):
         raise WorkerError(-1, f"only workers {done} of {workers} returned results")
@@ -639,7 +650,8 @@ def _dry_run(
     try:
         run_job(build, logs, time=time)
     except DDError as e:
-        raise SparkJobError(
+        cls = both_errors(SparkJobError, type(e)) or SparkJobError
+        raise cls(
             f"build failed on a sample of the inputs (nothing was started on Spark): {e}"
         ) from e
     except Exception as e:
@@ -706,14 +718,7 @@ def changes_frame(spark: SparkSession, changes: Changes, time: Any = 0) -> DataF
     (an array of ints for ``Product`` times, like ``time``) and ``diff``."""
     import pyarrow as pa
 
-    cols: list[Any] = []
-    todo = [changes.data]
-    while todo:  # the leaves of the record shape, in order
-        v = todo.pop(0)
-        if isinstance(v, tuple):
-            todo[:0] = list(v)
-        else:
-            cols.append(v)
+    cols = view_leaves(changes.data)
     n = len(changes)
     dim = time_kind_of(time).dim
     table: dict[str, Any] = {
@@ -740,6 +745,9 @@ class SparkRuntime:
         self.session = session
 
     def run(self, build: Build, inputs: Mapping[str, Any], config: JobConfig) -> JobResult:
+        for n, c in inputs.items():
+            if isinstance(c, Changes):
+                check_changes(n, c, config)
         dfs = {
             n: changes_frame(self.session, c, config.time) if isinstance(c, Changes) else c
             for n, c in inputs.items()

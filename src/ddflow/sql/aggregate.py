@@ -68,8 +68,7 @@ class _Linear:
         # equal subexpressions of the arguments made one object, so a batch computes each
         # once (evaluation remembers arithmetic results by object)
         shared = iter(intern_exprs([arg for _, arg in self.parts if arg is not None]))
-        self.parts = [(kind, None if arg is None else next(shared))
-                      for kind, arg in self.parts]
+        self.parts = [(kind, None if arg is None else next(shared)) for kind, arg in self.parts]
 
     def _add(self, kind: str, arg: Expr | None) -> None:
         if (kind, arg) in self.index:
@@ -93,8 +92,9 @@ class _Linear:
         return tuple(out)
 
 
-def _key_columns(fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...], ctx: Ctx
-                 ) -> tuple[np.ndarray, ...]:
+def _key_columns(
+    fr: Frame, keys: tuple[Expr, ...], key_fields: tuple[Field, ...], ctx: Ctx
+) -> tuple[np.ndarray, ...]:
     if not keys:
         return (np.zeros(fr.n, np.int64),)
     vals, nulls = [], []
@@ -121,9 +121,14 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     sample = lin.sample()
     keys = plan.keys
     args = {a.arg for a in plan.aggs}
-    if not plan.scalar and plan.aggs and len(args) == 1 and all(
-            a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggs) and \
-            plan.aggs[0].arg is not None and not plan.aggs[0].arg.nullable:
+    if (
+        not plan.scalar
+        and plan.aggs
+        and len(args) == 1
+        and all(a.distinct and a.func in ("count", "sum", "avg") for a in plan.aggs)
+        and plan.aggs[0].arg is not None
+        and not plan.aggs[0].arg.nullable
+    ):
         # only DISTINCT aggregates of one never-NULL argument: a group is present exactly
         # when it has a distinct value, so the distinct part alone gives every column
         part = _part(plan.aggs[0], src, stages, in_fields, keys, key_fields, lw, env)
@@ -133,8 +138,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
             return k, ((cnt,), (np.ones(len(cnt), np.int64), cnt, total))
 
         combined = part.map(slots, vectorized=True, name="group")
-        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth,
-                       ctx)
+        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth, ctx)
 
     def explode(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)
@@ -156,8 +160,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                     cache[id(arg)] = got
                 v, nl = got
                 if kind == "n":
-                    diffs.append(np.ones(n, np.int64) if nl is None else
-                                 (~nl).astype(np.int64))
+                    diffs.append(np.ones(n, np.int64) if nl is None else (~nl).astype(np.int64))
                 else:
                     if arg.type.kind == "double":
                         x = float_from_keys(v)
@@ -178,14 +181,19 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         seed = lw.constant(((0,),), (Field("_seed", _INT64, False),))
         if env.scope is not seed.scope:
             seed = seed.enter(env.scope)
-        one = tuple(1 if i == 0 else (0.0 if isinstance(s, float) else 0)
-                    for i, s in enumerate(sample))
+        one = tuple(
+            1 if i == 0 else (0.0 if isinstance(s, float) else 0) for i, s in enumerate(sample)
+        )
 
         def seed_diff(view: tuple[np.ndarray, ...]) -> Any:
             n = len(view[0])
-            return ((np.zeros(n, np.int64),),
-                    tuple(np.full(n, v, dtype=np.float64 if isinstance(v, float) else np.int64)
-                          for v in one))
+            return (
+                (np.zeros(n, np.int64),),
+                tuple(
+                    np.full(n, v, dtype=np.float64 if isinstance(v, float) else np.int64)
+                    for v in one
+                ),
+            )
 
         rows = rows.concat(seed.explode(seed_diff, vectorized=True, diff=sample, name="seed"))
     linear = rows.count_total(name="sums") if env.total else rows.count(name="sums")
@@ -208,8 +216,11 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         if not any(p is q for q in parts_order):
             parts_order.append(p)
     # records (key, (linear components, part values...)); with no parts, (key, components)
-    combined = linear if not parts_order else linear.map(lambda r: (r[0], (r[1],)),
-                                                          vectorized=True, name="group")
+    combined = (
+        linear
+        if not parts_order
+        else linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
+    )
     for p in parts_order:
         width = 1 if any(a.func in ("min", "max") for a, q in extras if q is p) else 2
         combined = _left_attach(combined, p, width, env)
@@ -251,8 +262,10 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
         return 1 if min(uses(arg)) >= nl else 0
 
     comp_side = [side_of(arg) for _, arg in parts]
-    sample = (0, 0) + tuple(0.0 if kind == "s" and arg is not None and
-                            arg.type.kind == "double" else 0 for kind, arg in parts)
+    sample = (0, 0) + tuple(
+        0.0 if kind == "s" and arg is not None and arg.type.kind == "double" else 0
+        for kind, arg in parts
+    )
     left_join = j.kind == "left" if side == 0 else j.kind == "right"
 
     def make(which: int) -> Any:
@@ -266,8 +279,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
         else:
             keys = list(other_keys)
         drop_null = not j.null_safe and not (which == side and left_join)
-        mine = [remap_by(arg, -nl) if which == 1 and arg is not None else arg
-                for _, arg in parts]
+        mine = [remap_by(arg, -nl) if which == 1 and arg is not None else arg for _, arg in parts]
 
         def explode(view: tuple[np.ndarray, ...]) -> Any:
             rows, cols, m = run_stages(view, stages, ctx)
@@ -282,15 +294,21 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                     gone = nl_ if gone is None else gone | nl_
             kcols = pack(vals, nulls, mask_words(key_fields), m)
             n = m
-            diffs: list[np.ndarray] = [np.ones(n, np.int64) if which == 0 else
-                                       np.zeros(n, np.int64),
-                                       np.ones(n, np.int64) if which == 1 else
-                                       np.zeros(n, np.int64)]
+            diffs: list[np.ndarray] = [
+                np.ones(n, np.int64) if which == 0 else np.zeros(n, np.int64),
+                np.ones(n, np.int64) if which == 1 else np.zeros(n, np.int64),
+            ]
             cache: dict[Any, Any] = {}
             for (kind, _), arg, at in zip(parts, mine, comp_side, strict=True):
                 if at != which:
-                    diffs.append(np.zeros(n, np.float64 if kind == "s" and arg is not None
-                                          and arg.type.kind == "double" else np.int64))
+                    diffs.append(
+                        np.zeros(
+                            n,
+                            np.float64
+                            if kind == "s" and arg is not None and arg.type.kind == "double"
+                            else np.int64,
+                        )
+                    )
                     continue
                 assert arg is not None
                 got = cache.get(id(arg))
@@ -299,8 +317,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                     cache[id(arg)] = got
                 v, nl_ = got
                 if kind == "n":
-                    diffs.append(np.ones(n, np.int64) if nl_ is None else
-                                 (~nl_).astype(np.int64))
+                    diffs.append(np.ones(n, np.int64) if nl_ is None else (~nl_).astype(np.int64))
                 elif arg.type.kind == "double":
                     x = float_from_keys(v)
                     diffs.append(x if nl_ is None else np.where(nl_, 0.0, x))
@@ -310,12 +327,12 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
             base = np.arange(len(view[0])) if rows is None else rows
             if gone is not None:
                 keep = np.flatnonzero(~gone)
-                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs),
-                        base[keep])
+                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs), base[keep])
             return tuple(kcols), tuple(diffs), base
 
-        return src.explode(explode, vectorized=True, diff=sample,
-                           name="left_sums" if which == 0 else "right_sums")
+        return src.explode(
+            explode, vectorized=True, diff=sample, name="left_sums" if which == 0 else "right_sums"
+        )
 
     both = make(0).concat(make(1), name="both_sides")
     totals = both.count_total(name="sums") if env.total else both.count(name="sums")
@@ -332,8 +349,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
             out.append(_mul(cm, co))
         for (_kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
             if at == mine_side:  # this side's values, once per row of the other side
-                out.append(np.where(matched, _times(x, co), x) if left_join else
-                           _times(x, co))
+                out.append(np.where(matched, _times(x, co), x) if left_join else _times(x, co))
             else:
                 out.append(np.where(matched, _times(x, cm), 0 * x))
         # keys that only the other side holds (or, inner, only one side) have no rows
@@ -357,8 +373,16 @@ def _times(x: np.ndarray, n: np.ndarray) -> np.ndarray:
     return _mul(x, n)
 
 
-def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],
-          keys: tuple[Expr, ...], key_fields: tuple[Field, ...], lw: Any, env: Any) -> Any:
+def _part(
+    a: Agg,
+    src: Any,
+    stages: list[Any],
+    in_fields: tuple[Field, ...],
+    keys: tuple[Expr, ...],
+    key_fields: tuple[Field, ...],
+    lw: Any,
+    env: Any,
+) -> Any:
     """``(key, value-tuple)`` records, one per group that has a non-NULL argument."""
     ctx: Ctx = lw.ctx
     win = len(in_fields)
@@ -390,8 +414,11 @@ def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],
             red = kv.min_total() if env.total else kv.min()
             strings = ctx.strings
             unwrap = (lambda x: x) if a.func == "min" else (lambda x: x.s)
-            return red.map(lambda r: (r[0], (strings.encode_list([unwrap(x) for x in r[1]]),)),
-                           vectorized=True, name="encode")
+            return red.map(
+                lambda r: (r[0], (strings.encode_list([unwrap(x) for x in r[1]]),)),
+                vectorized=True,
+                name="encode",
+            )
         if env.total:
             red = kv.min_total() if a.func == "min" else kv.max_total()
         else:
@@ -404,15 +431,18 @@ def _part(a: Agg, src: Any, stages: list[Any], in_fields: tuple[Field, ...],
     def explode(r: Any) -> Any:
         k, v = r
         n = len(v)
-        s = float_from_keys(v) if dbl else (
-            _int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64))
+        s = (
+            float_from_keys(v)
+            if dbl
+            else (_int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64))
+        )
         return k, (np.ones(n, np.int64), s)
 
-    ex = distinct.explode(explode, vectorized=True, diff=(0, 0.0 if dbl else 0),
-                          name="distinct_values")
+    ex = distinct.explode(
+        explode, vectorized=True, diff=(0, 0.0 if dbl else 0), name="distinct_values"
+    )
     counted = ex.count_total() if env.total else ex.count()
-    return counted.map(lambda r: (r[0], (r[1][0], r[1][1])), vectorized=True,
-                       name="distinct_agg")
+    return counted.map(lambda r: (r[0], (r[1][0], r[1][1])), vectorized=True, name="distinct_agg")
 
 
 def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
@@ -439,8 +469,15 @@ def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
     return joined.concat(missing.map(pad, vectorized=True, name="pad_part"))
 
 
-def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg, Any]],
-            parts_order: list[Any], kwidth: int, ctx: Ctx) -> Any:
+def _finish(
+    plan: Aggregate,
+    combined: Any,
+    lin: _Linear,
+    extras: list[tuple[Agg, Any]],
+    parts_order: list[Any],
+    kwidth: int,
+    ctx: Ctx,
+) -> Any:
     nk = len(plan.keys)
     fields = plan.fields
     key_fields = fields[:nk]
@@ -516,8 +553,9 @@ def _finish(plan: Aggregate, combined: Any, lin: _Linear, extras: list[tuple[Agg
     return combined.map(out, vectorized=True, name="aggregates")
 
 
-def _linear_value(func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray,
-                  total: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None]:
+def _linear_value(
+    func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray, total: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray | None]:
     if func == "count":
         return cnt.astype(np.int64), None
     assert total is not None and arg is not None

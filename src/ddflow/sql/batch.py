@@ -147,8 +147,9 @@ class LazyStrings:
 
     def take(self, idx: np.ndarray) -> LazyStrings:
         raw = self.raw
-        out = LazyStrings([raw[i] for i in idx.tolist()] if isinstance(raw, list)
-                          else _arrow_take(raw, idx))
+        out = LazyStrings(
+            [raw[i] for i in idx.tolist()] if isinstance(raw, list) else _arrow_take(raw, idx)
+        )
         if self.codes is not None:
             out.codes = self.codes[idx]
         return out
@@ -171,8 +172,9 @@ class RowBatch:
         if only is None:
             return RowBatch([c.take(idx) for c in self.cols], len(idx))
         keep = set(only)
-        return RowBatch([c.take(idx) if i in keep else None for i, c in enumerate(self.cols)],
-                        len(idx))
+        return RowBatch(
+            [c.take(idx) if i in keep else None for i, c in enumerate(self.cols)], len(idx)
+        )
 
     def column(self, i: int, strings: StringDict) -> np.ndarray:
         """Column ``i``'s physical values (converted now if needed)."""
@@ -181,8 +183,9 @@ class RowBatch:
     def null(self, i: int) -> np.ndarray | None:
         return self.cols[i].nulls()
 
-    def record(self, fields: Sequence[Field], idxs: Sequence[int], strings: StringDict
-               ) -> tuple[np.ndarray, ...]:
+    def record(
+        self, fields: Sequence[Field], idxs: Sequence[int], strings: StringDict
+    ) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (values, then null masks)."""
         sub = [fields[i] for i in idxs]
         vals = [self.column(i, strings) for i in idxs]

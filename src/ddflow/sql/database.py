@@ -90,8 +90,9 @@ class _Table:
 
     def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (all by default) of ``b``."""
-        return b.record(self.fields, range(len(self.fields)) if idxs is None else idxs,
-                        self.strings)
+        return b.record(
+            self.fields, range(len(self.fields)) if idxs is None else idxs, self.strings
+        )
 
     def from_records(self, cols: Sequence[np.ndarray], n: int) -> RowBatch:
         """A ``RowBatch`` of full records (all columns and their masks)."""
@@ -112,13 +113,17 @@ class _Table:
                 vals.append(Phys(v, nl))
         return RowBatch(vals, n)
 
-    def consolidated(self, parts: Sequence[tuple[RowBatch, np.ndarray]]
-                     ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
+    def consolidated(
+        self, parts: Sequence[tuple[RowBatch, np.ndarray]]
+    ) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Full records of ``parts`` with equal rows added up (zero counts dropped)."""
         from ddflow.core.diff import INT_DIFF
 
-        ups = [Updates(self.records(b), np.zeros((b.n, 1), np.int64), np.asarray(k), INT_DIFF)
-               for b, k in parts if b.n]
+        ups = [
+            Updates(self.records(b), np.zeros((b.n, 1), np.int64), np.asarray(k), INT_DIFF)
+            for b, k in parts
+            if b.n
+        ]
         if not ups:
             e = _empty_updates(self.width)
             return e.data, np.zeros(0, np.int64)
@@ -225,8 +230,9 @@ class View:
         times = u.times[:, 0].tolist()
         diffs = np.asarray(u.diffs).tolist()
         v = self.visible
-        recs = [(*r[:v], t, d) for r, t, d in zip(zip(*cols, strict=True), times, diffs,
-                                                  strict=True)]
+        recs = [
+            (*r[:v], t, d) for r, t, d in zip(zip(*cols, strict=True), times, diffs, strict=True)
+        ]
         recs.sort(key=lambda r: r[-2])
         return recs
 
@@ -315,8 +321,10 @@ def sql_type_of_arrow(at: Any, name: str) -> SqlType:
         return T.TIMESTAMP
     if pa.types.is_dictionary(at):
         return sql_type_of_arrow(at.value_type, name)
-    raise UnsupportedSQL(f"column '{name}' has Arrow type {at}, which is not supported "
-                         "(nested and binary types are not)")
+    raise UnsupportedSQL(
+        f"column '{name}' has Arrow type {at}, which is not supported "
+        "(nested and binary types are not)"
+    )
 
 
 def _is_view(at: Any) -> bool:
@@ -329,8 +337,12 @@ def _is_view(at: Any) -> bool:
 def _empty_updates(width: int) -> Updates:
     from ddflow.core.diff import INT_DIFF
 
-    return Updates(tuple(np.zeros(0, np.int64) for _ in range(width)),
-                   np.zeros((0, 1), np.int64), np.zeros(0, np.int64), INT_DIFF)
+    return Updates(
+        tuple(np.zeros(0, np.int64) for _ in range(width)),
+        np.zeros((0, 1), np.int64),
+        np.zeros(0, np.int64),
+        INT_DIFF,
+    )
 
 
 def _cmp_values(a: Any, b: Any) -> int:
@@ -401,8 +413,9 @@ class Database:
         fields: list[Field] = []
         if hasattr(schema, "names") and hasattr(schema, "types"):
             for f in schema:
-                fields.append(Field(f.name.lower(), sql_type_of_arrow(f.type, f.name),
-                                    bool(f.nullable)))
+                fields.append(
+                    Field(f.name.lower(), sql_type_of_arrow(f.type, f.name), bool(f.nullable))
+                )
         else:
             import sqlglot
 
@@ -411,8 +424,13 @@ class Database:
                 fields.append(Field(col.lower(), sql_type(dt, self.dialect), True))
         self._add_table(name, tuple(fields))
 
-    def _add_table(self, name: str, fields: tuple[Field, ...], if_not_exists: bool = False,
-                   keys: Sequence[Sequence[str]] = ()) -> None:
+    def _add_table(
+        self,
+        name: str,
+        fields: tuple[Field, ...],
+        if_not_exists: bool = False,
+        keys: Sequence[Sequence[str]] = (),
+    ) -> None:
         key = name.lower()
         if key in self._tables or key in self._views:
             if if_not_exists and key in self._tables:
@@ -448,8 +466,7 @@ class Database:
             raise SQLError("view() takes exactly one query")
         return self._create_view(stmts[0], name, sql)
 
-    def _create_view(self, tree: Node, name: str | None, sql: str,
-                     replace: bool = False) -> View:
+    def _create_view(self, tree: Node, name: str | None, sql: str, replace: bool = False) -> View:
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"a view must be a query, not {type(tree).__name__.upper()}")
         planned = self._planner().plan_sql(tree)
@@ -492,7 +509,8 @@ class Database:
         if planned.order:
             text += "\nOrder rows by " + ", ".join(
                 f"{planned.plan.fields[k.index].name}{' DESC' if k.desc else ''}"
-                for k in planned.order)
+                for k in planned.order
+            )
         return text
 
     # -- the dataflow -----------------------------------------------------------------------
@@ -545,8 +563,9 @@ class Database:
                 s.advance_to(t_next)
             probes = self._probes
             self._worker.step_while(lambda: any(p.less_than(t_next) for p in probes))
-            drained = {name: v._sink.drain() for name, v in self._views.items()
-                       if v._sink is not None}
+            drained = {
+                name: v._sink.drain() for name, v in self._views.items() if v._sink is not None
+            }
         except BaseException:
             for t in self._tables.values():
                 t.pending = []
@@ -618,11 +637,12 @@ class Database:
         short = np.flatnonzero(have < want)
         if len(short):
             i = int(short[0])
-            row = tuple(_value_at(q, j, i, f.type, self.strings) for j, f in
-                        enumerate(t.fields))
-            raise DataError(f"cannot delete {row!r} from table '{t.name}': the table holds "
-                            f"{int(have[i])} such row(s), {int(want[i])} to delete; "
-                            "nothing was deleted")
+            row = tuple(_value_at(q, j, i, f.type, self.strings) for j, f in enumerate(t.fields))
+            raise DataError(
+                f"cannot delete {row!r} from table '{t.name}': the table holds "
+                f"{int(have[i])} such row(s), {int(want[i])} to delete; "
+                "nothing was deleted"
+            )
 
     def _current(self, t: _Table) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """The table's rows now (last commit plus pending changes), consolidated."""
@@ -644,15 +664,15 @@ class Database:
             if kind == "VIEW":
                 name = tree.this.name
                 body = tree.expression
-                return self._create_view(body, name, body.sql(), replace=bool(
-                    tree.args.get("replace")))
+                return self._create_view(
+                    body, name, body.sql(), replace=bool(tree.args.get("replace"))
+                )
             if kind == "TABLE":
                 return self._create_table_stmt(tree)
             raise UnsupportedSQL(f"CREATE {kind}")
         if isinstance(tree, exp.Drop):
             kind = (tree.args.get("kind") or "").upper()
-            target = tree.this if tree.this is not None else (tree.args.get("tables") or
-                                                             [None])[0]
+            target = tree.this if tree.this is not None else (tree.args.get("tables") or [None])[0]
             if target is None:
                 raise SQLError("DROP needs a name")
             name = target.name
@@ -677,8 +697,9 @@ class Database:
     def _create_table_stmt(self, tree: Node) -> None:
         schema = tree.this
         if isinstance(tree.expression, exp.Query):
-            raise UnsupportedSQL("CREATE TABLE ... AS SELECT (create the table, then INSERT "
-                                 "... SELECT)")
+            raise UnsupportedSQL(
+                "CREATE TABLE ... AS SELECT (create the table, then INSERT ... SELECT)"
+            )
         if not isinstance(schema, exp.Schema):
             raise SQLError("CREATE TABLE needs column definitions")
         name = schema.this.name
@@ -688,15 +709,20 @@ class Database:
             if not isinstance(col, exp.ColumnDef):
                 for k in [col, *(col.expressions if isinstance(col, exp.Constraint) else [])]:
                     if isinstance(k, (exp.PrimaryKey, exp.UniqueColumnConstraint)):
-                        names = [c.name for c in k.expressions] if isinstance(
-                            k, exp.PrimaryKey) else [c.name for c in k.this.expressions] \
-                            if isinstance(k.this, exp.Schema) else []
+                        names = (
+                            [c.name for c in k.expressions]
+                            if isinstance(k, exp.PrimaryKey)
+                            else [c.name for c in k.this.expressions]
+                            if isinstance(k.this, exp.Schema)
+                            else []
+                        )
                         if names:
                             keys.append(names)
                 continue
-            if any(isinstance(c.kind, (exp.PrimaryKeyColumnConstraint,
-                                       exp.UniqueColumnConstraint))
-                   for c in col.args.get("constraints") or []):
+            if any(
+                isinstance(c.kind, (exp.PrimaryKeyColumnConstraint, exp.UniqueColumnConstraint))
+                for c in col.args.get("constraints") or []
+            ):
                 keys.append([col.name])
             kind = col.args.get("kind")
             if kind is None:
@@ -706,9 +732,11 @@ class Database:
                     raise SQLError(f"column '{col.name}' needs a type")
             else:
                 t = sql_type(kind, self.dialect)
-            not_null = any(isinstance(c.kind, exp.NotNullColumnConstraint) and
-                           not c.kind.args.get("allow_null")
-                           for c in col.args.get("constraints") or [])
+            not_null = any(
+                isinstance(c.kind, exp.NotNullColumnConstraint)
+                and not c.kind.args.get("allow_null")
+                for c in col.args.get("constraints") or []
+            )
             fields.append(Field(col.name.lower(), t, not not_null))
         self._add_table(name, tuple(fields), bool(tree.args.get("exists")), keys)
 
@@ -720,8 +748,7 @@ class Database:
             raise SQLError(f"unknown table '{name}'")
         users = [v.name for v in self._views.values() if _reads(v.plan, key)]
         if users:
-            raise SQLError(f"table '{name}' is used by view(s) {', '.join(users)}; drop them "
-                           "first")
+            raise SQLError(f"table '{name}' is used by view(s) {', '.join(users)}; drop them first")
         del self._tables[key]
         self._stale = True
 
@@ -772,19 +799,22 @@ class Database:
             width = len(cols_given) if cols_given else len(t.fields)
             for r in rows:
                 if len(r) != width:
-                    raise DataError(f"INSERT row has {len(r)} values for {width} columns of "
-                                    f"table '{t.name}'")
+                    raise DataError(
+                        f"INSERT row has {len(r)} values for {width} columns of table '{t.name}'"
+                    )
             py_rows = [self._literal_row(r, t, cols_given) for r in rows]
             return self.insert(t.name, py_rows)
         if isinstance(src, exp.Query):
             got = self.query(src)
             if got and len(got[0]) != (len(cols_given) if cols_given else len(t.fields)):
-                raise DataError(f"INSERT ... SELECT gives {len(got[0])} columns for table "
-                                f"'{t.name}'")
+                raise DataError(
+                    f"INSERT ... SELECT gives {len(got[0])} columns for table '{t.name}'"
+                )
             if cols_given:
                 got = [self._place(r, t, cols_given) for r in got]
-            got = [tuple(_coerce_py(v, f.type) for v, f in zip(r, t.fields, strict=True))
-                   for r in got]
+            got = [
+                tuple(_coerce_py(v, f.type) for v, f in zip(r, t.fields, strict=True)) for r in got
+            ]
             return self.insert(t.name, got)
         raise UnsupportedSQL("INSERT needs VALUES or a query")
 
@@ -798,13 +828,19 @@ class Database:
             out[names.index(c)] = v
         return tuple(out)
 
-    def _literal_row(self, lits: list[Any], t: _Table, cols: list[str] | None
-                     ) -> tuple[Any, ...]:
+    def _literal_row(self, lits: list[Any], t: _Table, cols: list[str] | None) -> tuple[Any, ...]:
         from ddflow.sql.planner import _NO, _convert_const
 
-        fields = t.fields if cols is None else [t.fields[[f.name for f in t.fields].index(c)]
-                                                if c in [f.name for f in t.fields] else None
-                                                for c in cols]
+        fields = (
+            t.fields
+            if cols is None
+            else [
+                t.fields[[f.name for f in t.fields].index(c)]
+                if c in [f.name for f in t.fields]
+                else None
+                for c in cols
+            ]
+        )
         vals: list[Any] = []
         for lit, f in zip(lits, fields, strict=True):
             if f is None:
@@ -812,26 +848,31 @@ class Database:
             if lit.value is None:
                 vals.append(None)
                 continue
-            if lit.type.kind == "string" and f.type.kind not in ("string", "date",
-                                                                "timestamp"):
-                raise DataError(f"value {lit.value!r} does not fit column '{f.name}' of type "
-                                f"{f.type}")
+            if lit.type.kind == "string" and f.type.kind not in ("string", "date", "timestamp"):
+                raise DataError(
+                    f"value {lit.value!r} does not fit column '{f.name}' of type {f.type}"
+                )
             conv = _convert_const(lit.value, f)
             if conv is _NO:
-                raise DataError(f"value {lit.value!r} does not fit column '{f.name}' of type "
-                                f"{f.type}")
+                raise DataError(
+                    f"value {lit.value!r} does not fit column '{f.name}' of type {f.type}"
+                )
             vals.append(conv)
         if cols is not None:
             return self._place(vals, t, cols)
         return tuple(vals)
 
-    def _where_mask(self, t: _Table, where: Node | None, cols: tuple[np.ndarray, ...],
-                    n: int) -> np.ndarray:
+    def _where_mask(
+        self, t: _Table, where: Node | None, cols: tuple[np.ndarray, ...], n: int
+    ) -> np.ndarray:
         if where is None:
             return np.ones(n, bool)
         planner = self._planner()
-        tree = exp.select("*").from_(t.name).where(where.this if isinstance(where, exp.Where)
-                                                    else where)
+        tree = (
+            exp.select("*")
+            .from_(t.name)
+            .where(where.this if isinstance(where, exp.Where) else where)
+        )
         tree = planner.qualify(tree)
         scope = Scope(None)
         scope.sources = [(t.name, 0, t.fields)]
@@ -844,8 +885,9 @@ class Database:
         pred = planner._cast_bool(planner.bind(cond, scope), "WHERE")
         return predicate_mask(pred, Frame(cols, len(t.fields), n), self.ctx)
 
-    def _where_by_query(self, t: _Table, tree: Node, cols: tuple[np.ndarray, ...],
-                        n: int) -> np.ndarray:
+    def _where_by_query(
+        self, t: _Table, tree: Node, cols: tuple[np.ndarray, ...], n: int
+    ) -> np.ndarray:
         """Rows of ``cols`` that a query with subqueries selects (evaluated once)."""
         matches = self.query(tree)
         # map the selected rows back onto the physical rows (one per distinct row is enough)
@@ -897,8 +939,12 @@ class Database:
                 raise SQLError(f"table '{t.name}' has no column '{col}'")
             j = names.index(col)
             q = planner.qualify(exp.select(a.expression).from_(t.name))
-            e = planner.bind(q.expressions[0].this if isinstance(q.expressions[0], exp.Alias)
-                             else q.expressions[0], scope)
+            e = planner.bind(
+                q.expressions[0].this
+                if isinstance(q.expressions[0], exp.Alias)
+                else q.expressions[0],
+                scope,
+            )
             e = planner._cast(e, t.fields[j].type)
             v, nl = evaluate(e, fr, self.ctx)
             if nl is not None and nl.any() and not t.fields[j].nullable:
@@ -931,7 +977,7 @@ def _value_at(b: RowBatch, j: int, i: int, t: SqlType, strings: StringDict) -> A
     nl = c.nulls()
     if nl is not None and nl[i]:
         return None
-    return decode_values(np.asarray(c.values(strings))[i:i + 1], None, t, strings)[0]
+    return decode_values(np.asarray(c.values(strings))[i : i + 1], None, t, strings)[0]
 
 
 def _visible_plan(planned: Planned) -> Plan:
@@ -962,17 +1008,24 @@ def _input_columns(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
     return {key: tuple(sorted(c)) for key, c in used.items()}
 
 
-def _feed(session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[int, ...],
-          prefilter: Any) -> None:
+def _feed(
+    session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[int, ...], prefilter: Any
+) -> None:
     """Feeds rows ``b`` (with ``diffs``) into an input of the dataflow: the rows its string
     prefilter keeps, the columns ``pick``."""
     if not b.n:
         return
     if prefilter is not None:
-        mask = keep(prefilter, b)
+        mask = keep(prefilter, b, t.strings)
         if not mask.all():
             idx = np.flatnonzero(mask)
             if not len(idx):
+                return
+            if 4 * len(idx) >= b.n:
+                # most rows kept: the columns are converted whole and the records taken
+                # (cheaper than taking Arrow arrays, strings among them, and converting)
+                recs = t.records(b, pick)
+                session.insert_columns(tuple(c[idx] for c in recs), diffs=np.asarray(diffs)[idx])
                 return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)
@@ -1001,4 +1054,3 @@ def _coerce_py(v: Any, t: SqlType) -> Any:
     if t.kind == "double" and isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
         return float(v)
     return v
-

@@ -103,9 +103,23 @@ def show(e: Expr, names: list[str] | None = None) -> str:
         return str(e.value)
     assert isinstance(e, Call)
     a = [show(x, names) for x in e.args]
-    infix = {"add": "+", "sub": "-", "mul": "*", "div": "/", "idiv": "DIV", "mod": "%",
-             "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "and": "AND", "or": "OR", "nseq": "<=>"}
+    infix = {
+        "add": "+",
+        "sub": "-",
+        "mul": "*",
+        "div": "/",
+        "idiv": "DIV",
+        "mod": "%",
+        "eq": "=",
+        "ne": "<>",
+        "lt": "<",
+        "le": "<=",
+        "gt": ">",
+        "ge": ">=",
+        "and": "AND",
+        "or": "OR",
+        "nseq": "<=>",
+    }
     if e.op in infix and len(a) == 2:
         return f"({a[0]} {infix[e.op]} {a[1]})"
     if e.op == "cast":
@@ -245,6 +259,7 @@ def _args(e: Call, f: Frame, ctx: Ctx) -> list[Result]:
 
 # -- numbers -------------------------------------------------------------------------------
 
+
 def _is_obj(*arrs: np.ndarray) -> bool:
     return any(a.dtype == object for a in arrs)
 
@@ -317,8 +332,9 @@ def _scale_up(a: np.ndarray, k: int) -> np.ndarray:
 def _div_half_up(n: np.ndarray, d: np.ndarray) -> np.ndarray:
     """``round(n / d)`` with halves away from zero, for int columns with ``d != 0``."""
     if _is_obj(n, d) or (len(n) and (n == I64_MIN).any()):
-        out = [_py_div_half_up(x, y) for x, y in zip(_obj(n).tolist(), _obj(d).tolist(),
-                                                      strict=True)]
+        out = [
+            _py_div_half_up(x, y) for x, y in zip(_obj(n).tolist(), _obj(d).tolist(), strict=True)
+        ]
         arr = np.empty(len(out), dtype=object)
         arr[:] = out
         return narrow(arr)
@@ -388,8 +404,13 @@ def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
 def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
     """``+``, ``-``, ``*`` of an int / decimal column and a constant, on the scalar, when
     no result can overflow (the column's range decides); else None."""
-    i = 1 if scalar_of(e.args[1], ctx) is not None else \
-        0 if scalar_of(e.args[0], ctx) is not None else -1
+    i = (
+        1
+        if scalar_of(e.args[1], ctx) is not None
+        else 0
+        if scalar_of(e.args[0], ctx) is not None
+        else -1
+    )
     if i < 0:
         return None
     v = scalar_of(e.args[i], ctx)
@@ -482,8 +503,7 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
             zero = y == 0
             if zero.any():
                 nulls = _or(nulls, np.asarray(zero, dtype=bool))
-                y = np.where(zero, 1, y) if y.dtype != object else _obj(
-                    np.where(zero, 1, y))
+                y = np.where(zero, 1, y) if y.dtype != object else _obj(np.where(zero, 1, y))
             # x/10^sa / (y/10^sb) * 10^s = x * 10^(s - sa + sb) / y
             k = s - sa + sb
             if k >= 0:
@@ -528,8 +548,10 @@ def _scale_of(t: SqlType) -> int:
 def _trunc_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Integer division rounding toward zero (SQL's, C's)."""
     if _is_obj(a, b) or (len(a) and (a == I64_MIN).any()):
-        out = [int(x / y) if abs(x) < 2**52 else _py_trunc(x, y)
-               for x, y in zip(_obj(a).tolist(), _obj(b).tolist(), strict=True)]
+        out = [
+            int(x / y) if abs(x) < 2**52 else _py_trunc(x, y)
+            for x, y in zip(_obj(a).tolist(), _obj(b).tolist(), strict=True)
+        ]
         arr = np.empty(len(out), dtype=object)
         arr[:] = out
         return narrow(arr)
@@ -545,8 +567,9 @@ def _py_trunc(x: int, y: int) -> int:
 def _fmod_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Remainder with the dividend's sign (SQL's ``%``)."""
     if _is_obj(a, b):
-        out = [x - _py_trunc(x, y) * y for x, y in zip(_obj(a).tolist(), _obj(b).tolist(),
-                                                         strict=True)]
+        out = [
+            x - _py_trunc(x, y) * y for x, y in zip(_obj(a).tolist(), _obj(b).tolist(), strict=True)
+        ]
         arr = np.empty(len(out), dtype=object)
         arr[:] = out
         return narrow(arr)
@@ -554,7 +577,7 @@ def _fmod_int(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _neg(e: Call, f: Frame, ctx: Ctx) -> Result:
-    (a, an), = _args(e, f, ctx)
+    ((a, an),) = _args(e, f, ctx)
     t = e.type
     if t.kind == "double":
         return float_keys(-float_from_keys(a)), an
@@ -568,8 +591,14 @@ def _neg(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 # -- comparisons and logic -----------------------------------------------------------------
 
-_CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-        "gt": np.greater, "ge": np.greater_equal}
+_CMP = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
 
 
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
@@ -650,7 +679,7 @@ def _or_op(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 def _not(e: Call, f: Frame, ctx: Ctx) -> Result:
-    (a, an), = _args(e, f, ctx)
+    ((a, an),) = _args(e, f, ctx)
     return ~a, an
 
 
@@ -700,6 +729,7 @@ def _between(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 # -- conditionals --------------------------------------------------------------------------
+
 
 def _case(e: Call, f: Frame, ctx: Ctx) -> Result:
     """``CASE WHEN c1 THEN v1 ... ELSE d END``: the first TRUE condition picks (NULL is not
@@ -771,9 +801,13 @@ def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
             better = (sv > sb) if e.op == "greatest" else (sv < sb)
             cand = np.where(better, v, best)
         elif v.dtype == object or best.dtype == object:
-            cand = np.array([max(x, y) if e.op == "greatest" else min(x, y)
-                             for x, y in zip(_obj(best).tolist(), _obj(v).tolist(),
-                                             strict=True)], dtype=object)
+            cand = np.array(
+                [
+                    max(x, y) if e.op == "greatest" else min(x, y)
+                    for x, y in zip(_obj(best).tolist(), _obj(v).tolist(), strict=True)
+                ],
+                dtype=object,
+            )
         else:
             cand = pick(best, v)
         if bn is None and vn is None:
@@ -789,13 +823,15 @@ def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 # -- casts ---------------------------------------------------------------------------------
 
+
 def _cast(e: Call, f: Frame, ctx: Ctx) -> Result:
     a, an = evaluate(e.args[0], f, ctx)
     return cast_values(a, an, e.args[0].type, e.type, ctx)
 
 
-def cast_values(a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType, ctx: Ctx
-                ) -> Result:
+def cast_values(
+    a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType, ctx: Ctx
+) -> Result:
     """Physical values of ``src`` as ``dst`` (invalid strings give NULL)."""
     s, d = src.kind, dst.kind
     if src == dst or s == "null":
@@ -820,9 +856,13 @@ def cast_values(a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType
         if s == "int":
             r = a
         elif s == "decimal":
-            r = _trunc_div(a, np.full(len(a), 10**src.scale, dtype=np.int64)) \
-                if src.scale <= 18 else narrow(np.array(
-                    [_py_trunc(x, 10**src.scale) for x in _obj(a).tolist()], dtype=object))
+            r = (
+                _trunc_div(a, np.full(len(a), 10**src.scale, dtype=np.int64))
+                if src.scale <= 18
+                else narrow(
+                    np.array([_py_trunc(x, 10**src.scale) for x in _obj(a).tolist()], dtype=object)
+                )
+            )
         elif s == "double":
             x = float_from_keys(a)
             bad = ~np.isfinite(x)
@@ -877,16 +917,21 @@ def format_value(v: Any, t: SqlType) -> str:
         r = repr(x)
         return r
     if t.kind in ("date", "timestamp", "decimal"):
-        (val,) = decode_nonnull(np.array([v], dtype=object if isinstance(v, int) and
-                                         not I64_MIN <= v <= I64_MAX else np.int64), t, None)
+        (val,) = decode_nonnull(
+            np.array(
+                [v],
+                dtype=object if isinstance(v, int) and not I64_MIN <= v <= I64_MAX else np.int64,
+            ),
+            t,
+            None,
+        )
         if t.kind == "timestamp":
             return val.isoformat(sep=" ")
         return str(val)
     return str(v)
 
 
-def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx
-                    ) -> np.ndarray:
+def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx) -> np.ndarray:
     vals = float_from_keys(a) if src.kind == "double" else a
     if len(vals) == 0:
         return np.zeros(0, dtype=np.int64)
@@ -968,6 +1013,7 @@ def _parse_strings(a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx)
 
 # -- strings -------------------------------------------------------------------------------
 
+
 def like_regex(pattern: str, escape: str | None, ci: bool) -> re.Pattern[str]:
     """The regular expression of a LIKE pattern (``%`` any run, ``_`` one character)."""
     out = []
@@ -1006,8 +1052,9 @@ def like_matcher(pattern: str, escape: str | None, ci: bool) -> Any:
         except ImportError:
             pass
     rx = like_regex(pattern, escape, ci)
-    return lambda strs: np.fromiter((rx.fullmatch(x) is not None for x in strs), dtype=bool,
-                                    count=len(strs))
+    return lambda strs: np.fromiter(
+        (rx.fullmatch(x) is not None for x in strs), dtype=bool, count=len(strs)
+    )
 
 
 def _like(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -1022,9 +1069,14 @@ def _like(e: Call, f: Frame, ctx: Ctx) -> Result:
         return r.astype(bool), an
     p, pn = evaluate(pat, f, ctx)
     ss, ps = ctx.strings.decode(a), ctx.strings.decode(p)
-    r = np.fromiter((like_regex(y, escape, ci).fullmatch(x) is not None
-                     for x, y in zip(ss.tolist(), ps.tolist(), strict=True)), dtype=bool,
-                    count=f.n)
+    r = np.fromiter(
+        (
+            like_regex(y, escape, ci).fullmatch(x) is not None
+            for x, y in zip(ss.tolist(), ps.tolist(), strict=True)
+        ),
+        dtype=bool,
+        count=f.n,
+    )
     return r, _or(an, pn)
 
 
@@ -1051,8 +1103,9 @@ def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     res = []
     for i in range(f.n):
         consts = [c[i] for c in cols]
-        res.append(_string_kernel(op, consts, e, ctx, raw=True)(np.array([strs[i]],
-                                                                         dtype=object))[0])
+        res.append(
+            _string_kernel(op, consts, e, ctx, raw=True)(np.array([strs[i]], dtype=object))[0]
+        )
     return _typed(res, e.type, ctx), nulls
 
 
@@ -1096,8 +1149,7 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([len(x) for x in s])
     if op == "trim":
         chars = consts[0] if consts else None
-        return lambda s: out([x.strip(chars) if chars is not None else x.strip(" ")
-                              for x in s])
+        return lambda s: out([x.strip(chars) if chars is not None else x.strip(" ") for x in s])
     if op == "ltrim":
         return lambda s: out([x.lstrip(consts[0] if consts else " ") for x in s])
     if op == "rtrim":
@@ -1129,12 +1181,13 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
 
         def pad(x: str) -> str:
             if width <= len(x):
-                return x[:max(width, 0)]
+                return x[: max(width, 0)]
             if not fill:
                 return x
             need = width - len(x)
             filler = (fill * (need // len(fill) + 1))[:need]
             return filler + x if op == "lpad" else x + filler
+
         return lambda s: out([pad(x) for x in s])
     del strings
     raise DataError(f"unknown string function {op}")
@@ -1160,6 +1213,7 @@ def _concat(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 # -- dates ---------------------------------------------------------------------------------
+
 
 def _days(v: np.ndarray, t: SqlType) -> np.ndarray:
     if t.kind == "timestamp":
@@ -1198,8 +1252,10 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
         start = d64.astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
         return days - start + 1, an
     if part == "week":
-        iso = [(_dt.date(1970, 1, 1) + _dt.timedelta(days=int(x))).isocalendar()[1]
-               for x in days.tolist()]
+        iso = [
+            (_dt.date(1970, 1, 1) + _dt.timedelta(days=int(x))).isocalendar()[1]
+            for x in days.tolist()
+        ]
         return np.array(iso, dtype=np.int64).reshape(len(iso)), an
     raise DataError(f"EXTRACT({part}) is not supported")
 
@@ -1238,8 +1294,9 @@ def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 # -- math ----------------------------------------------------------------------------------
 
+
 def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
-    (a, an), = _args(e, f, ctx)
+    ((a, an),) = _args(e, f, ctx)
     t_in = e.args[0].type
     op = e.op
     if op == "abs":
@@ -1253,7 +1310,8 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
     if op == "sign":
         x = as_float(a, t_in)
         return float_keys(np.sign(x)) if e.type.kind == "double" else np.sign(x).astype(
-            np.int64), an
+            np.int64
+        ), an
     if op in ("floor", "ceil") and t_in.kind in ("int",):
         return a, an
     if op in ("floor", "ceil") and t_in.kind == "decimal":
@@ -1333,26 +1391,70 @@ def _if(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 _OPS: dict[str, Any] = {
-    "add": _numeric_binary, "sub": _numeric_binary, "mul": _numeric_binary,
-    "div": _numeric_binary, "idiv": _numeric_binary, "mod": _numeric_binary,
-    "pow": _numeric_binary, "neg": _neg,
-    "eq": _compare, "ne": _compare, "lt": _compare, "le": _compare, "gt": _compare,
-    "ge": _compare, "nseq": _null_safe_eq,
-    "and": _and, "or": _or_op, "not": _not, "is_null": _is_null, "is_not_null": _is_null,
-    "truth": _truth, "in": _in_list, "between": _between,
-    "case": _case, "coalesce": _coalesce, "nullif": _nullif, "if": _if,
-    "greatest": _greatest, "least": _greatest,
-    "cast": _cast, "like": _like, "concat": _concat,
-    "upper": _string_fn, "lower": _string_fn, "length": _string_fn, "trim": _string_fn,
-    "ltrim": _string_fn, "rtrim": _string_fn, "substr": _string_fn, "replace": _string_fn,
-    "reverse": _string_fn, "instr": _string_fn, "lpad": _string_fn, "rpad": _string_fn,
-    "starts_with": _string_fn, "ends_with": _string_fn, "contains": _string_fn,
+    "add": _numeric_binary,
+    "sub": _numeric_binary,
+    "mul": _numeric_binary,
+    "div": _numeric_binary,
+    "idiv": _numeric_binary,
+    "mod": _numeric_binary,
+    "pow": _numeric_binary,
+    "neg": _neg,
+    "eq": _compare,
+    "ne": _compare,
+    "lt": _compare,
+    "le": _compare,
+    "gt": _compare,
+    "ge": _compare,
+    "nseq": _null_safe_eq,
+    "and": _and,
+    "or": _or_op,
+    "not": _not,
+    "is_null": _is_null,
+    "is_not_null": _is_null,
+    "truth": _truth,
+    "in": _in_list,
+    "between": _between,
+    "case": _case,
+    "coalesce": _coalesce,
+    "nullif": _nullif,
+    "if": _if,
+    "greatest": _greatest,
+    "least": _greatest,
+    "cast": _cast,
+    "like": _like,
+    "concat": _concat,
+    "upper": _string_fn,
+    "lower": _string_fn,
+    "length": _string_fn,
+    "trim": _string_fn,
+    "ltrim": _string_fn,
+    "rtrim": _string_fn,
+    "substr": _string_fn,
+    "replace": _string_fn,
+    "reverse": _string_fn,
+    "instr": _string_fn,
+    "lpad": _string_fn,
+    "rpad": _string_fn,
+    "starts_with": _string_fn,
+    "ends_with": _string_fn,
+    "contains": _string_fn,
     "extract": _extract,
-    "date_add_days": _date_arith, "add_months": _date_arith, "ts_add_micros": _date_arith,
-    "ts_add_months": _date_arith, "date_diff": _date_arith,
+    "date_add_days": _date_arith,
+    "add_months": _date_arith,
+    "ts_add_micros": _date_arith,
+    "ts_add_months": _date_arith,
+    "date_diff": _date_arith,
     "one_row": _one_row,
-    "abs": _math1, "sign": _math1, "floor": _math1, "ceil": _math1, "sqrt": _math1,
-    "exp": _math1, "ln": _math1, "log10": _math1, "log2": _math1, "round": _round,
+    "abs": _math1,
+    "sign": _math1,
+    "floor": _math1,
+    "ceil": _math1,
+    "sqrt": _math1,
+    "exp": _math1,
+    "ln": _math1,
+    "log10": _math1,
+    "log2": _math1,
+    "round": _round,
 }
 
 

@@ -102,8 +102,9 @@ class DescStr:
         return (DescStr, (self.s,))
 
 
-def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...], ctx: Ctx
-                 ) -> list[np.ndarray]:
+def sort_columns(
+    fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...], ctx: Ctx
+) -> list[np.ndarray]:
     """Columns whose lexicographic order is the ORDER BY order of the rows of ``fr``."""
     out: list[np.ndarray] = []
     for k in keys:
@@ -114,8 +115,9 @@ def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...]
             if nl is None:
                 rank = np.full(fr.n, 1 if k.nulls_first else 0, dtype=np.int64)
             else:
-                rank = np.where(nl, 0 if k.nulls_first else 1,
-                                1 if k.nulls_first else 0).astype(np.int64)
+                rank = np.where(nl, 0 if k.nulls_first else 1, 1 if k.nulls_first else 0).astype(
+                    np.int64
+                )
             out.append(rank)
         if f.type.kind == "string":
             strs = ctx.strings.decode(v)
@@ -130,8 +132,9 @@ def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...]
                 out.append(strs)
             continue
         if k.desc:
-            out.append(~v if v.dtype != object else np.array([-x - 1 for x in v.tolist()],
-                                                            dtype=object))
+            out.append(
+                ~v if v.dtype != object else np.array([-x - 1 for x in v.tolist()], dtype=object)
+            )
         else:
             out.append(v)
     return out
@@ -140,9 +143,12 @@ def sort_columns(fr: Frame, fields: tuple[Field, ...], keys: tuple[SortKey, ...]
 class Lowering:
     """Builds the operators of plans on one worker, sharing equal sub-plans."""
 
-    def __init__(self, worker: Any, tables: dict[Any, tuple[Any, tuple[int, ...],
-                                                          tuple[Field, ...]]],
-                 ctx: Ctx) -> None:
+    def __init__(
+        self,
+        worker: Any,
+        tables: dict[Any, tuple[Any, tuple[int, ...], tuple[Field, ...]]],
+        ctx: Ctx,
+    ) -> None:
         self.worker = worker
         #: (table, string prefilter) -> (input collection, the table columns its records
         #: hold, the table's fields)
@@ -161,14 +167,23 @@ class Lowering:
         return got
 
     # -- helpers ---------------------------------------------------------------------------
-    def project(self, coll: Any, in_fields: tuple[Field, ...], exprs: tuple[Expr, ...],
-                out_fields: tuple[Field, ...], name: str = "project") -> Any:
+    def project(
+        self,
+        coll: Any,
+        in_fields: tuple[Field, ...],
+        exprs: tuple[Expr, ...],
+        out_fields: tuple[Field, ...],
+        name: str = "project",
+    ) -> Any:
         ctx = self.ctx
         win = _width(in_fields)
         words = mask_words(out_fields)
-        if all(isinstance(e, Col) for e in exprs) and words == mask_words(in_fields) and \
-                [getattr(e, "index", -1) for e in exprs] == list(range(win)) and \
-                len(exprs) == win:
+        if (
+            all(isinstance(e, Col) for e in exprs)
+            and words == mask_words(in_fields)
+            and [getattr(e, "index", -1) for e in exprs] == list(range(win))
+            and len(exprs) == win
+        ):
             return coll
 
         def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
@@ -191,8 +206,15 @@ class Lowering:
 
         return coll.filter(p, vectorized=True, name="where")
 
-    def keyed(self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...],
-              null_safe: bool, row: bool = True, drop: tuple[int, ...] = ()) -> Any:
+    def keyed(
+        self,
+        coll: Any,
+        fields: tuple[Field, ...],
+        keys: tuple[Expr, ...],
+        null_safe: bool,
+        row: bool = True,
+        drop: tuple[int, ...] = (),
+    ) -> Any:
         """``(key, row)`` records (rows with a NULL key dropped unless ``null_safe``);
         ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records; the row's values at
         positions ``drop`` (which equal key columns) are left out of it."""
@@ -227,8 +249,9 @@ class Lowering:
 
         return coll.flat_map(f, vectorized=True, name="key")
 
-    def arranged(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
-                 ) -> tuple[Any, Any]:
+    def arranged(
+        self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
+    ) -> tuple[Any, Any]:
         """``plan``'s rows arranged by ``keys``, and ``rows(key, value)`` that gives a
         batch's full records of ``plan`` back from the arrangement's keys and values.
 
@@ -243,20 +266,32 @@ class Lowering:
             self.memo[key] = got
         return got
 
-    def _arrange(self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
-                 ) -> tuple[Any, Any]:
+    def _arrange(
+        self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
+    ) -> tuple[Any, Any]:
         if isinstance(plan, Scan) and keys and all(isinstance(k, Col) for k in keys):
             _coll, input_cols, table_fields = self.tables[(plan.table, plan.prefilter)]
-            cols = plan.columns if plan.columns is not None else tuple(
-                range(len(table_fields)))
+            cols = plan.columns if plan.columns is not None else tuple(range(len(table_fields)))
             pos = {c: i for i, c in enumerate(input_cols)}
             in_fields = tuple(table_fields[c] for c in input_cols)
-            ikeys = tuple(Col(pos[cols[k.index]], in_fields[pos[cols[k.index]]].type,  # type: ignore[attr-defined]
-                              in_fields[pos[cols[k.index]]].nullable,  # type: ignore[attr-defined]
-                              in_fields[pos[cols[k.index]]].name)  # type: ignore[attr-defined]
-                          for k in keys)
-            shared = ("arr-in", plan.table, plan.prefilter, ikeys, null_safe, id(env.scope),
-                      tuple(sorted(env.rec)))
+            ikeys = tuple(
+                Col(
+                    pos[cols[k.index]],  # type: ignore[attr-defined]
+                    in_fields[pos[cols[k.index]]].type,  # type: ignore[attr-defined]
+                    in_fields[pos[cols[k.index]]].nullable,  # type: ignore[attr-defined]
+                    in_fields[pos[cols[k.index]]].name,  # type: ignore[attr-defined]
+                )
+                for k in keys
+            )
+            shared = (
+                "arr-in",
+                plan.table,
+                plan.prefilter,
+                ikeys,
+                null_safe,
+                id(env.scope),
+                tuple(sorted(env.rec)),
+            )
             base = self.memo.get(shared)
             if base is None:
                 entered, _ = _scan_input(plan, self, env)
@@ -273,8 +308,9 @@ class Lowering:
             return arr, rows
         return self._keyed_arrangement(self.lower(plan, env), plan.fields, keys, null_safe)
 
-    def _keyed_arrangement(self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...],
-                           null_safe: bool) -> tuple[Any, Any]:
+    def _keyed_arrangement(
+        self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...], null_safe: bool
+    ) -> tuple[Any, Any]:
         nullable = null_safe and any(k.nullable for k in keys)
         src: dict[int, int] = {}  # row position -> the key column holding its value
         if not nullable:
@@ -347,9 +383,14 @@ def _distinct_keys(plan: Plan, keys: tuple[Expr, ...]) -> bool:
     return any(u <= cols for u in unique_sets(plan))
 
 
-def concat_masks(lview: tuple[np.ndarray, ...], lf: tuple[Field, ...],
-                 rview: tuple[np.ndarray, ...], rf: tuple[Field, ...],
-                 out: tuple[Field, ...], n: int) -> tuple[np.ndarray, ...]:
+def concat_masks(
+    lview: tuple[np.ndarray, ...],
+    lf: tuple[Field, ...],
+    rview: tuple[np.ndarray, ...],
+    rf: tuple[Field, ...],
+    out: tuple[Field, ...],
+    n: int,
+) -> tuple[np.ndarray, ...]:
     """The record of a left row followed by a right row (masks merged)."""
     nl, nr = len(lf), len(rf)
     lvals, rvals = lview[:nl], rview[:nr]
@@ -445,8 +486,10 @@ def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]
             break
     stages.reverse()
     stages = _merge_filters(stages)
-    if isinstance(node, Scan) and ("rel", node, id(env.scope), tuple(sorted(env.rec))) \
-            not in lw.memo:
+    if (
+        isinstance(node, Scan)
+        and ("rel", node, id(env.scope), tuple(sorted(env.rec))) not in lw.memo
+    ):
         base, pick = _scan_input(node, lw, env)
         stages = pick + stages
     else:
@@ -454,8 +497,9 @@ def chain(plan: Plan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]
     return base, stages
 
 
-_CHEAP = frozenset(("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "is_null",
-                    "is_not_null", "in"))
+_CHEAP = frozenset(
+    ("eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "is_null", "is_not_null", "in")
+)
 
 
 def _cheap(e: Expr) -> bool:
@@ -476,8 +520,13 @@ def _merge_filters(stages: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     set of kept rows, instead of a take after each)."""
     out: list[tuple[Any, ...]] = []
     for st in stages:
-        if st[0] == "filter" and out and out[-1][0] == "filter" and _cheap(st[2]) \
-                and _cheap(out[-1][2]):
+        if (
+            st[0] == "filter"
+            and out
+            and out[-1][0] == "filter"
+            and _cheap(st[2])
+            and _cheap(out[-1][2])
+        ):
             prev = out[-1][2]
             both = Call("and", (prev, st[2]), BOOLEAN, prev.nullable or st[2].nullable)
             out[-1] = ("filter", out[-1][1], both)
@@ -486,8 +535,9 @@ def _merge_filters(stages: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return out
 
 
-def run_stages(view: Any, stages: list[tuple[Any, ...]], ctx: Ctx
-               ) -> tuple[np.ndarray | None, Any, int]:
+def run_stages(
+    view: Any, stages: list[tuple[Any, ...]], ctx: Ctx
+) -> tuple[np.ndarray | None, Any, int]:
     """Applies filter / project stages to a batch: the input rows kept (None: all), the
     resulting columns (taken lazily after a filter) and their number of rows."""
     cols: Any = view
@@ -576,8 +626,9 @@ def _(plan: Join, lw: Lowering, env: Env) -> Any:
     la, lrows = lw.arranged(plan.left, env, lkeys, plan.null_safe)
     ra, rrows = lw.arranged(plan.right, env, rkeys, plan.null_safe)
 
-    def pair(k: Any, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]
-             ) -> tuple[np.ndarray, ...]:
+    def pair(
+        k: Any, a: tuple[np.ndarray, ...], b: tuple[np.ndarray, ...]
+    ) -> tuple[np.ndarray, ...]:
         a, b = lrows(k, a), rrows(k, b)
         n = len(a[0]) if a else len(b[0])
         return concat_masks(a, lf, b, rf, out, n)
@@ -600,24 +651,33 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
     lf, _rf, out = plan.left.fields, plan.right.fields, plan.fields
     nl = len(lf)
     if side == "left":
-        this, this_keys, other, other_keys = plan.left, plan.left_keys, plan.right, \
-            plan.right_keys
+        this, this_keys, other, other_keys = plan.left, plan.left_keys, plan.right, plan.right_keys
     else:
-        this, this_keys, other, other_keys = plan.right, plan.right_keys, plan.left, \
-            plan.left_keys
+        this, this_keys, other, other_keys = plan.right, plan.right_keys, plan.left, plan.left_keys
     coll = lw.lower(this, env)
     tf = this.fields
     if plan.residual is None and this_keys:
         # rows whose key has a match on the other side
         keys = lw.key_set(other, env, other_keys, plan.null_safe)
         arranged, rows = lw.arranged(this, env, this_keys, plan.null_safe)  # the join's own
-        hit = arranged.semijoin(keys, name="matched").map(lambda kv: rows(kv[0], kv[1]),
-                                                          vectorized=True, name="row")
+        hit = arranged.semijoin(keys, name="matched").map(
+            lambda kv: rows(kv[0], kv[1]), vectorized=True, name="row"
+        )
     else:
         # with a residual, "matched" is per row: the distinct rows that appear in a pair
-        pairs = lw.lower(Join(plan.left, plan.right, "inner", plan.left_keys,
-                              plan.right_keys, plan.residual, plan.fields, plan.null_safe),
-                         env)
+        pairs = lw.lower(
+            Join(
+                plan.left,
+                plan.right,
+                "inner",
+                plan.left_keys,
+                plan.right_keys,
+                plan.residual,
+                plan.fields,
+                plan.null_safe,
+            ),
+            env,
+        )
         w_out = len(out)
         this_words = mask_words(tf)
         lo = 0 if side == "left" else nl
@@ -631,11 +691,13 @@ def _unmatched(plan: Join, lw: Lowering, env: Env, side: str) -> Any:
             return pack(vals, nulls, this_words, n)
 
         mine = pairs.map(own, vectorized=True, name="matched_row")
-        distinct = (mine.distinct_total() if env.total else mine.distinct())
-        as_key = coll.map(lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True,
-                          name="row_key")
-        hit = as_key.semijoin(distinct, name="matched").map(lambda kv: kv[0], vectorized=True,
-                                                            name="row")
+        distinct = mine.distinct_total() if env.total else mine.distinct()
+        as_key = coll.map(
+            lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True, name="row_key"
+        )
+        hit = as_key.semijoin(distinct, name="matched").map(
+            lambda kv: kv[0], vectorized=True, name="row"
+        )
     missing = coll.concat(hit.negate(), name="unmatched")
     other_out = out[nl:] if side == "left" else out[:nl]
 
@@ -654,8 +716,9 @@ def _(plan: SemiJoin, lw: Lowering, env: Env) -> Any:
     keys = lw.key_set(plan.right, env, plan.right_keys, plan.null_safe)
     # the left side arranged by its keys is the arrangement a join on them keeps too
     arranged, rows = lw.arranged(plan.left, env, plan.left_keys, plan.null_safe)
-    hit = arranged.semijoin(keys, name="semijoin").map(lambda kv: rows(kv[0], kv[1]),
-                                                       vectorized=True, name="row")
+    hit = arranged.semijoin(keys, name="semijoin").map(
+        lambda kv: rows(kv[0], kv[1]), vectorized=True, name="row"
+    )
     if not plan.anti:
         return hit
     return lw.lower(plan.left, env).concat(hit.negate(), name="antijoin")
@@ -680,20 +743,26 @@ def _(plan: SetOp, lw: Lowering, env: Env) -> Any:
     if not plan.all:
         ld = left.distinct_total() if env.total else left.distinct()
         rd = right.distinct_total() if env.total else right.distinct()
-        as_key = ld.map(lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True,
-                        name="row_key")
-        hit = as_key.semijoin(rd, name=plan.kind).map(lambda kv: kv[0], vectorized=True,
-                                                      name="row")
+        as_key = ld.map(
+            lambda r: (r, np.zeros(len(r[0]), np.int64)), vectorized=True, name="row_key"
+        )
+        hit = as_key.semijoin(rd, name=plan.kind).map(lambda kv: kv[0], vectorized=True, name="row")
         if plan.kind == "intersect":
             return hit
         return ld.concat(hit.negate(), name="except")
     # multiset: count each row on both sides, keep min(l, r) or max(l - r, 0) copies
-    tag_l = left.explode(lambda r: (r, (np.ones(len(r[0]), np.int64),
-                                        np.zeros(len(r[0]), np.int64))),
-                         vectorized=True, diff=(0, 0), name="count_left")
-    tag_r = right.explode(lambda r: (r, (np.zeros(len(r[0]), np.int64),
-                                         np.ones(len(r[0]), np.int64))),
-                          vectorized=True, diff=(0, 0), name="count_right")
+    tag_l = left.explode(
+        lambda r: (r, (np.ones(len(r[0]), np.int64), np.zeros(len(r[0]), np.int64))),
+        vectorized=True,
+        diff=(0, 0),
+        name="count_left",
+    )
+    tag_r = right.explode(
+        lambda r: (r, (np.zeros(len(r[0]), np.int64), np.ones(len(r[0]), np.int64))),
+        vectorized=True,
+        diff=(0, 0),
+        name="count_right",
+    )
     both = tag_l.concat(tag_r)
     counts = both.count_total() if env.total else both.count()
     kind = plan.kind
@@ -723,8 +792,9 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
 
     def top(c: Any, k: int) -> Any:
         first = c.top_k(k, name="top_k_bucket")
-        again = first.map(lambda br: (np.zeros(len(br[0]), np.int64), br[1]), vectorized=True,
-                          name="top_k_all")
+        again = first.map(
+            lambda br: (np.zeros(len(br[0]), np.int64), br[1]), vectorized=True, name="top_k_all"
+        )
         return again.top_k(k, name="top_k")
 
     keyed = coll.map(ranked, vectorized=True, name="order_keys")
@@ -772,6 +842,7 @@ def _(plan: Recursive, lw: Lowering, env: Env) -> Any:
 
 
 # -- aggregation ---------------------------------------------------------------------------
+
 
 def _linear(a: Agg) -> bool:
     return not a.distinct and a.func in ("count", "count_star", "sum", "avg")

@@ -72,8 +72,9 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     if isinstance(p, Scan):
         cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
         keep = sorted(need) if need else [0]
-        new = Scan(p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep),
-                   p.prefilter)
+        new = Scan(
+            p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep), p.prefilter
+        )
         return new, {old: j for j, old in enumerate(keep)}
     if isinstance(p, Filter):
         inner, m = _prune(p.input, need | uses(p.predicate))
@@ -111,10 +112,16 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
             lfields = [f if f.nullable else _nullable(f) for f in lfields]
         if p.kind in ("left", "full"):
             rfields = [f if f.nullable else _nullable(f) for f in rfields]
-        new = Join(left, right, p.kind, tuple(remap(k, lm) for k in p.left_keys),
-                   tuple(remap(k, rm) for k in p.right_keys),
-                   remap(p.residual, both) if p.residual is not None else None,
-                   tuple(lfields) + tuple(rfields), p.null_safe)
+        new = Join(
+            left,
+            right,
+            p.kind,
+            tuple(remap(k, lm) for k in p.left_keys),
+            tuple(remap(k, rm) for k in p.right_keys),
+            remap(p.residual, both) if p.residual is not None else None,
+            tuple(lfields) + tuple(rfields),
+            p.null_safe,
+        )
         return new, both
     if isinstance(p, SemiJoin):
         lneed = set(need)
@@ -125,8 +132,14 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
             rneed |= uses(k)
         left, lm = _prune(p.left, lneed)
         right, rm = _prune(p.right, rneed)
-        return SemiJoin(left, right, tuple(remap(k, lm) for k in p.left_keys),
-                        tuple(remap(k, rm) for k in p.right_keys), p.anti, p.null_safe), lm
+        return SemiJoin(
+            left,
+            right,
+            tuple(remap(k, lm) for k in p.left_keys),
+            tuple(remap(k, rm) for k in p.right_keys),
+            p.anti,
+            p.null_safe,
+        ), lm
     if isinstance(p, Aggregate):
         nk = len(p.keys)
         keep_aggs = sorted(i - nk for i in need if i >= nk)
@@ -137,8 +150,9 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
         from ddflow.sql.plan import Agg
 
         it = iter(outs[nk:])
-        new_aggs = tuple(Agg(a.func, next(it) if a.arg is not None else None, a.distinct)
-                         for a in aggs)
+        new_aggs = tuple(
+            Agg(a.func, next(it) if a.arg is not None else None, a.distinct) for a in aggs
+        )
         fields = p.fields[:nk] + tuple(p.fields[nk + i] for i in keep_aggs)
         new = Aggregate(inner, tuple(outs[:nk]), new_aggs, p.scalar, fields)
         mapping = {i: i for i in range(nk)}
@@ -165,17 +179,51 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
         keys = tuple(SortKey(m[k.index], k.desc, k.nulls_first) for k in p.keys)
         return TopK(inner, keys, p.limit, p.offset), m
     if isinstance(p, Recursive):
-        return Recursive(p.name, _all(p.base), _all(p.step), p.distinct, p.fields,
-                         p.limit), _ident(p)
+        return Recursive(p.name, _all(p.base), _all(p.step), p.distinct, p.fields, p.limit), _ident(
+            p
+        )
     if isinstance(p, (RecRef, Values)):
         return p, _ident(p)
     return p, _ident(p)
 
 
-_STRICT = {"add", "sub", "mul", "div", "idiv", "mod", "pow", "neg", "eq", "ne", "lt", "le",
-           "gt", "ge", "cast", "extract", "date_add_days", "add_months", "ts_add_micros",
-           "ts_add_months", "date_diff", "upper", "lower", "length", "trim", "ltrim", "rtrim",
-           "substr", "abs", "floor", "ceil", "round", "sign", "like", "concat"}
+_STRICT = {
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "idiv",
+    "mod",
+    "pow",
+    "neg",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "cast",
+    "extract",
+    "date_add_days",
+    "add_months",
+    "ts_add_micros",
+    "ts_add_months",
+    "date_diff",
+    "upper",
+    "lower",
+    "length",
+    "trim",
+    "ltrim",
+    "rtrim",
+    "substr",
+    "abs",
+    "floor",
+    "ceil",
+    "round",
+    "sign",
+    "like",
+    "concat",
+}
 
 
 def _strict(e: Expr) -> bool:
@@ -272,10 +320,16 @@ def _prune_join(p: Join, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
         lfields = [f if f.nullable else _nullable(f) for f in lfields]
     if p.kind in ("left", "full"):
         rfields = [f if f.nullable else _nullable(f) for f in rfields]
-    new = Join(left, right, p.kind, tuple(remap(k, lmap) for k in p.left_keys),
-               tuple(remap(k, rmap) for k in p.right_keys),
-               remap(p.residual, both) if p.residual is not None else None,
-               tuple(lfields) + tuple(rfields), p.null_safe)
+    new = Join(
+        left,
+        right,
+        p.kind,
+        tuple(remap(k, lmap) for k in p.left_keys),
+        tuple(remap(k, rmap) for k in p.right_keys),
+        remap(p.residual, both) if p.residual is not None else None,
+        tuple(lfields) + tuple(rfields),
+        p.null_safe,
+    )
     outs: list[Expr] = []
     for e, w in zip(exprs, where, strict=True):
         if w is None:
@@ -308,16 +362,14 @@ def _push_parts(e: Call, nl: int, kind: str, lpush: list[Expr], rpush: list[Expr
     for a in e.args:
         u = uses(a)
         if len(u) < 2:
-            args.append(_push_parts(a, nl, kind, lpush, rpush) if isinstance(a, Call)
-                        else a)
+            args.append(_push_parts(a, nl, kind, lpush, rpush) if isinstance(a, Call) else a)
             continue
-        if isinstance(a, Call) and max(u) < nl and (kind in ("inner", "left")
-                                                    or _strict(a)):
+        if isinstance(a, Call) and max(u) < nl and (kind in ("inner", "left") or _strict(a)):
             args.append(Call("_pushed", (), a.type, a.nullable, ("l", _slot(lpush, a))))
-        elif isinstance(a, Call) and min(u) >= nl and (kind in ("inner", "right")
-                                                       or _strict(a)):
-            args.append(Call("_pushed", (), a.type, a.nullable,
-                             ("r", _slot(rpush, _shift(a, -nl)))))
+        elif isinstance(a, Call) and min(u) >= nl and (kind in ("inner", "right") or _strict(a)):
+            args.append(
+                Call("_pushed", (), a.type, a.nullable, ("r", _slot(rpush, _shift(a, -nl))))
+            )
         elif isinstance(a, Call):
             args.append(_push_parts(a, nl, kind, lpush, rpush))
         else:
@@ -333,12 +385,16 @@ def _fill_pushed(e: Expr, join: Join, lext: list[int], nl2: int, rext: list[int]
         side, k = e.extra
         j = lext[k] if side == "l" else nl2 + rext[k]
         return Col(j, join.fields[j].type, join.fields[j].nullable)
-    return Call(e.op, tuple(_fill_pushed(a, join, lext, nl2, rext) for a in e.args), e.type,
-                e.nullable, e.extra)
+    return Call(
+        e.op,
+        tuple(_fill_pushed(a, join, lext, nl2, rext) for a in e.args),
+        e.type,
+        e.nullable,
+        e.extra,
+    )
 
 
-def _side(p: Plan, need: list[int], extra: list[Expr]
-          ) -> tuple[Plan, dict[int, int], list[int]]:
+def _side(p: Plan, need: list[int], extra: list[Expr]) -> tuple[Plan, dict[int, int], list[int]]:
     """``p`` producing its fields ``need`` and then the expressions ``extra``: the plan,
     where each needed field went, and where each expression went."""
     if not extra:
@@ -347,10 +403,10 @@ def _side(p: Plan, need: list[int], extra: list[Expr]
     cols = [Col(i, p.fields[i].type, p.fields[i].nullable) for i in need]
     inner, outs = _prune_e(p, [*cols, *extra])
     fields = tuple(p.fields[i] for i in need) + tuple(
-        Field(f"_e{j}", e.type, e.nullable) for j, e in enumerate(extra))
+        Field(f"_e{j}", e.type, e.nullable) for j, e in enumerate(extra)
+    )
     q = Project(inner, tuple(outs), fields)
-    return q, {old: j for j, old in enumerate(need)}, [len(need) + j for j in
-                                                        range(len(extra))]
+    return q, {old: j for j, old in enumerate(need)}, [len(need) + j for j in range(len(extra))]
 
 
 def _shift(e: Expr, by: int) -> Expr:

@@ -263,30 +263,40 @@ def grouped_by_join_key(plan: Aggregate) -> tuple[int, list[Expr]] | None:
     under it, with only linear aggregates each reading one side: ``(that side, the other
     side's key expressions in group-key order)``; else None."""
     j = plan.input
-    if not isinstance(j, Join) or plan.scalar or not plan.keys or j.residual is not None \
-            or not j.left_keys or j.kind == "full":
+    if (
+        not isinstance(j, Join)
+        or plan.scalar
+        or not plan.keys
+        or j.residual is not None
+        or not j.left_keys
+        or j.kind == "full"
+    ):
         return None
-    if any(a.distinct or a.func not in ("count", "count_star", "sum", "avg")
-           for a in plan.aggs):
+    if any(a.distinct or a.func not in ("count", "count_star", "sum", "avg") for a in plan.aggs):
         return None
     nl = len(j.left.fields)
-    for side in ((0,) if j.kind == "left" else (1,) if j.kind == "right" else (0, 1)):
-        mine, theirs = (j.left_keys, j.right_keys) if side == 0 else (j.right_keys,
-                                                                      j.left_keys)
+    for side in (0,) if j.kind == "left" else (1,) if j.kind == "right" else (0, 1):
+        mine, theirs = (j.left_keys, j.right_keys) if side == 0 else (j.right_keys, j.left_keys)
         off = 0 if side == 0 else nl
         if not all(isinstance(k, Col) for k in mine):
             continue
         cols = [k.index + off for k in mine]  # type: ignore[attr-defined]
         if len(set(cols)) != len(cols):
             continue
-        if not all(isinstance(g, Col) for g in plan.keys) or \
-                sorted(g.index for g in plan.keys) != sorted(cols):  # type: ignore[attr-defined]
+        if not all(isinstance(g, Col) for g in plan.keys) or sorted(
+            g.index  # type: ignore[attr-defined]
+            for g in plan.keys
+        ) != sorted(cols):
             continue
         if any(a.type != b.type for a, b in zip(mine, theirs, strict=True)):
             continue
         other = [theirs[cols.index(g.index)] for g in plan.keys]  # type: ignore[attr-defined]
-        if all(a.arg is None or all(i < nl for i in _reads(a.arg)) or
-               all(i >= nl for i in _reads(a.arg)) for a in plan.aggs):
+        if all(
+            a.arg is None
+            or all(i < nl for i in _reads(a.arg))
+            or all(i >= nl for i in _reads(a.arg))
+            for a in plan.aggs
+        ):
             return side, other
     return None
 
@@ -314,15 +324,17 @@ def _describe(p: Plan) -> str:
     if isinstance(p, Filter):
         return f"Filter {show(p.predicate, names)}"
     if isinstance(p, Project):
-        cols = ", ".join(f"{show(e, names)} AS {f.name}"
-                         if show(e, names) != f.name else f.name
-                         for e, f in zip(p.exprs, p.fields, strict=True))
+        cols = ", ".join(
+            f"{show(e, names)} AS {f.name}" if show(e, names) != f.name else f.name
+            for e, f in zip(p.exprs, p.fields, strict=True)
+        )
         return f"Project {cols}"
     if isinstance(p, Join):
         ln = [f.name for f in p.left.fields]
         rn = [f.name for f in p.right.fields]
-        keys = ", ".join(f"{show(a, ln)} = {show(b, rn)}"
-                         for a, b in zip(p.left_keys, p.right_keys, strict=True))
+        keys = ", ".join(
+            f"{show(a, ln)} = {show(b, rn)}" for a, b in zip(p.left_keys, p.right_keys, strict=True)
+        )
         res = f" residual {show(p.residual, ln + rn)}" if p.residual is not None else ""
         what = "cross" if not p.left_keys and p.residual is None else p.kind
         ns = " null-safe" if p.null_safe else ""
@@ -330,15 +342,18 @@ def _describe(p: Plan) -> str:
     if isinstance(p, SemiJoin):
         ln = [f.name for f in p.left.fields]
         rn = [f.name for f in p.right.fields]
-        keys = ", ".join(f"{show(a, ln)} = {show(b, rn)}"
-                         for a, b in zip(p.left_keys, p.right_keys, strict=True))
+        keys = ", ".join(
+            f"{show(a, ln)} = {show(b, rn)}" for a, b in zip(p.left_keys, p.right_keys, strict=True)
+        )
         kind = "AntiJoin" if p.anti else "SemiJoin"
         return f"{kind}{' null-safe' if p.null_safe else ''} on [{keys}]"
     if isinstance(p, Aggregate):
         keys = ", ".join(show(k, names) for k in p.keys)
         aggs = ", ".join(
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
-            f"{show(a.arg, names) if a.arg is not None else '*'})" for a in p.aggs)
+            f"{show(a.arg, names) if a.arg is not None else '*'})"
+            for a in p.aggs
+        )
         kind = "scalar " if p.scalar else ""
         how = " per join key, without the join" if grouped_by_join_key(p) else ""
         return f"Aggregate {kind}keys [{keys}] aggs [{aggs}]{how}"
@@ -349,9 +364,11 @@ def _describe(p: Plan) -> str:
     if isinstance(p, SetOp):
         return f"{p.kind.capitalize()}{' all' if p.all else ''}"
     if isinstance(p, TopK):
-        keys = ", ".join(f"{names[k.index]}{' DESC' if k.desc else ''}"
-                         f"{' NULLS FIRST' if k.nulls_first else ' NULLS LAST'}"
-                         for k in p.keys)
+        keys = ", ".join(
+            f"{names[k.index]}{' DESC' if k.desc else ''}"
+            f"{' NULLS FIRST' if k.nulls_first else ' NULLS LAST'}"
+            for k in p.keys
+        )
         return f"TopK limit {p.limit} offset {p.offset} by [{keys}]"
     if isinstance(p, RecRef):
         return f"RecRef {p.name}"

@@ -96,12 +96,16 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
 
 # -- types ---------------------------------------------------------------------------------
 
+
 def sql_type(dt: exp.DataType, dialect: str = "spark") -> SqlType:
     """Our type for a sqlglot data type (``UnsupportedSQL`` for arrays, maps, structs...)."""
     T = exp.DataType.Type
     t = dt.this
-    params = [int(p.this.this) if isinstance(p.this, exp.Literal) else None
-              for p in dt.expressions] if dt.expressions else []
+    params = (
+        [int(p.this.this) if isinstance(p.this, exp.Literal) else None for p in dt.expressions]
+        if dt.expressions
+        else []
+    )
     if t == T.BOOLEAN:
         return BOOLEAN
     if t == T.TINYINT:
@@ -129,8 +133,9 @@ def sql_type(dt: exp.DataType, dialect: str = "spark") -> SqlType:
     if t in (T.TIMESTAMP, T.TIMESTAMPTZ, T.TIMESTAMPLTZ, T.TIMESTAMPNTZ, T.DATETIME):
         return TIMESTAMP
     if t == T.INTERVAL:
-        raise UnsupportedSQL("INTERVAL columns are not supported (use intervals in "
-                             "date arithmetic)")
+        raise UnsupportedSQL(
+            "INTERVAL columns are not supported (use intervals in date arithmetic)"
+        )
     if t in (T.UNKNOWN, T.NULL):
         return NULLTYPE
     if dialect == "sqlite" and t in (T.USERDEFINED,):
@@ -192,6 +197,7 @@ def common_type(a: SqlType, b: SqlType, what: str) -> SqlType:
 
 # -- plan output ---------------------------------------------------------------------------
 
+
 @dataclass
 class Planned:
     """A planned query: its plan, how many leading fields are its columns (the rest are
@@ -203,6 +209,7 @@ class Planned:
 
 
 # -- scopes --------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Outer(Expr):
@@ -216,7 +223,7 @@ class Outer(Expr):
 
 @dataclass
 class AggContext:
-    keys: dict[str, int]          # group expression SQL -> output field
+    keys: dict[str, int]  # group expression SQL -> output field
     aggs: dict[tuple[Any, ...], int]
 
 
@@ -265,8 +272,10 @@ def _walk_no_subqueries(node: Node) -> Any:
         n = stack.pop()
         yield n
         for child in n.iter_expressions():
-            if isinstance(child, (exp.Select, exp.Subquery, exp.Union, exp.Intersect,
-                                  exp.Except)) and child is not node:
+            if (
+                isinstance(child, (exp.Select, exp.Subquery, exp.Union, exp.Intersect, exp.Except))
+                and child is not node
+            ):
                 continue
             stack.append(child)
 
@@ -335,8 +344,12 @@ def _has_outer(e: Expr) -> bool:
     return False
 
 
-def _remap(e: Expr, mapping: dict[int, int], outer_map: dict[int, int] | None = None,
-           fields: tuple[Field, ...] | None = None) -> Expr:
+def _remap(
+    e: Expr,
+    mapping: dict[int, int],
+    outer_map: dict[int, int] | None = None,
+    fields: tuple[Field, ...] | None = None,
+) -> Expr:
     """``e`` with field ``i`` read from ``mapping[i]`` (and outer refs from ``outer_map``)."""
     if isinstance(e, Col):
         j = mapping[e.index]
@@ -346,8 +359,9 @@ def _remap(e: Expr, mapping: dict[int, int], outer_map: dict[int, int] | None = 
             raise UnsupportedSQL("a correlated reference in this position")
         return Col(outer_map[e.index], e.type, e.nullable, e.name)
     if isinstance(e, Call):
-        return Call(e.op, tuple(_remap(a, mapping, outer_map) for a in e.args), e.type,
-                    e.nullable, e.extra)
+        return Call(
+            e.op, tuple(_remap(a, mapping, outer_map) for a in e.args), e.type, e.nullable, e.extra
+        )
     return e
 
 
@@ -401,9 +415,13 @@ TRUE = Lit(True, BOOLEAN)
 class Planner:
     """Plans queries over a catalog of tables (name -> fields) in one dialect."""
 
-    def __init__(self, catalog: dict[str, tuple[Field, ...]], dialect: str = "spark",
-                 views: dict[str, Plan] | None = None,
-                 keys: dict[str, list[frozenset[int]]] | None = None) -> None:
+    def __init__(
+        self,
+        catalog: dict[str, tuple[Field, ...]],
+        dialect: str = "spark",
+        views: dict[str, Plan] | None = None,
+        keys: dict[str, list[frozenset[int]]] | None = None,
+    ) -> None:
         if dialect not in DIALECTS:
             raise SQLError(f"unknown dialect {dialect!r}: use 'spark' or 'sqlite'")
         self.catalog = catalog
@@ -418,14 +436,18 @@ class Planner:
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, tree: Node) -> Node:
         rels = {**{n: p.fields for n, p in self.views.items()}, **self.catalog}
-        schema: dict[str, object] = {name: {f.name: str(f.type) if f.type.kind != "null"
-                                            else "INT"
-                         for f in fields}
-                  for name, fields in rels.items()}
+        schema: dict[str, object] = {
+            name: {f.name: str(f.type) if f.type.kind != "null" else "INT" for f in fields}
+            for name, fields in rels.items()
+        }
         try:
-            return qualify(tree, schema=schema, dialect=DIALECTS[self.dialect],
-                           quote_identifiers=False, validate_qualify_columns=True,
-                           )
+            return qualify(
+                tree,
+                schema=schema,
+                dialect=DIALECTS[self.dialect],
+                quote_identifiers=False,
+                validate_qualify_columns=True,
+            )
         except OptimizeError as e:
             msg = str(e)
             raise SQLError(f"{msg.split('. Line')[0]} (unknown or ambiguous column)") from e
@@ -454,8 +476,11 @@ class Planner:
                     arg: Node = exp.Cast(this=inner, to=exp.DataType.build("DOUBLE"))
                     if distinct:
                         arg = exp.Distinct(expressions=[arg])
-                    node.replace(exp.Coalesce(this=exp.Sum(this=arg),
-                                              expressions=[exp.Literal.number("0.0")]))
+                    node.replace(
+                        exp.Coalesce(
+                            this=exp.Sum(this=arg), expressions=[exp.Literal.number("0.0")]
+                        )
+                    )
             # ``x IN t`` (a table of one column) is ``x IN (SELECT * FROM t)``
             for in_node in list(tree.find_all(exp.In)):
                 f = in_node.args.get("field")
@@ -467,8 +492,13 @@ class Planner:
         planned = self.plan_query(tree, None, top=True)
         if names is not None and len(names) == planned.visible:
             p = planned.plan
-            fields = tuple(Field(n, f.type, f.nullable, f.source) for n, f in
-                           zip(names, p.fields, strict=False)) + p.fields[len(names):]
+            fields = (
+                tuple(
+                    Field(n, f.type, f.nullable, f.source)
+                    for n, f in zip(names, p.fields, strict=False)
+                )
+                + p.fields[len(names) :]
+            )
             planned.plan = _with_fields(p, fields)
         return planned
 
@@ -482,8 +512,9 @@ class Planner:
                 raise SQLError(f"unknown table '{t.name}'")
 
     # -- queries ---------------------------------------------------------------------------
-    def plan_query(self, q: Node, outer: Scope | None, top: bool = False,
-                   in_loop: bool = False) -> Planned:
+    def plan_query(
+        self, q: Node, outer: Scope | None, top: bool = False, in_loop: bool = False
+    ) -> Planned:
         """Plans a SELECT, a set operation or a parenthesized query."""
         if isinstance(q, exp.Subquery):
             return self.plan_query(q.this, outer, top, in_loop)
@@ -514,8 +545,7 @@ class Planner:
                 return level[name]
         return None
 
-    def _plan_cte(self, cte: Node, recursive: bool, outer: Scope | None,
-                  in_loop: bool) -> None:
+    def _plan_cte(self, cte: Node, recursive: bool, outer: Scope | None, in_loop: bool) -> None:
         name = _name(cte.args.get("alias"))
         alias_cols = [_name(c) for c in (cte.args["alias"].columns or [])]
         body = cte.this
@@ -542,8 +572,10 @@ class Planner:
         finally:
             del self._recursive[name]
         if len(step.fields) != len(fields):
-            raise SQLError(f"recursive CTE '{name}': the recursive part has "
-                           f"{len(step.fields)} columns, the base {len(fields)}")
+            raise SQLError(
+                f"recursive CTE '{name}': the recursive part has "
+                f"{len(step.fields)} columns, the base {len(fields)}"
+            )
         exprs = []
         for i, (fs, fb) in enumerate(zip(step.fields, fields, strict=True)):
             exprs.append(self._cast(_col(i, fs), fb.type))
@@ -556,14 +588,18 @@ class Planner:
         p = planned.plan
         if planned.visible == len(p.fields):
             return p
-        return Project(p, tuple(_col(i, f) for i, f in enumerate(p.fields[:planned.visible])),
-                       p.fields[:planned.visible])
+        return Project(
+            p,
+            tuple(_col(i, f) for i, f in enumerate(p.fields[: planned.visible])),
+            p.fields[: planned.visible],
+        )
 
     def _rename(self, plan: Plan, names: list[str]) -> Plan:
         if len(names) != len(plan.fields):
             raise SQLError(f"{len(names)} column names given for {len(plan.fields)} columns")
-        fields = tuple(Field(n, f.type, f.nullable) for n, f in zip(names, plan.fields,
-                                                                       strict=True))
+        fields = tuple(
+            Field(n, f.type, f.nullable) for n, f in zip(names, plan.fields, strict=True)
+        )
         return Project(plan, tuple(_project_all(plan)), fields)
 
     def _plan_values(self, v: Node) -> Plan:
@@ -585,12 +621,18 @@ class Planner:
             rows.append(tuple(vals))
         assert types is not None
         alias = v.args.get("alias")
-        names = [_name(c) for c in alias.columns] if alias is not None and alias.columns else \
-            [f"col{i + 1}" for i in range(len(types))]
-        fields = tuple(Field(n, t if t.kind != "null" else INT, True)
-                       for n, t in zip(names, types, strict=True))
-        out_rows = tuple(tuple(_convert_const(x, t) for x, t in zip(r, fields, strict=True))
-                         for r in rows)
+        names = (
+            [_name(c) for c in alias.columns]
+            if alias is not None and alias.columns
+            else [f"col{i + 1}" for i in range(len(types))]
+        )
+        fields = tuple(
+            Field(n, t if t.kind != "null" else INT, True)
+            for n, t in zip(names, types, strict=True)
+        )
+        out_rows = tuple(
+            tuple(_convert_const(x, t) for x, t in zip(r, fields, strict=True)) for r in rows
+        )
         return Values(out_rows, fields)
 
     def _const(self, e: Node) -> Lit:
@@ -603,17 +645,21 @@ class Planner:
         return bound
 
     # -- set operations --------------------------------------------------------------------
-    def _plan_setop(self, q: Node, outer: Scope | None, top: bool,
-                    in_loop: bool) -> Planned:
+    def _plan_setop(self, q: Node, outer: Scope | None, top: bool, in_loop: bool) -> Planned:
         left = self._visible(self.plan_query(q.left, outer, in_loop=in_loop))
         right = self._visible(self.plan_query(q.right, outer, in_loop=in_loop))
         if len(left.fields) != len(right.fields):
-            raise SQLError(f"{type(q).__name__.upper()} of {len(left.fields)} and "
-                           f"{len(right.fields)} columns")
-        types = [common_type(a.type, b.type, type(q).__name__.upper())
-                 for a, b in zip(left.fields, right.fields, strict=True)]
-        fields = tuple(Field(a.name, t, a.nullable or b.nullable)
-                       for a, b, t in zip(left.fields, right.fields, types, strict=True))
+            raise SQLError(
+                f"{type(q).__name__.upper()} of {len(left.fields)} and {len(right.fields)} columns"
+            )
+        types = [
+            common_type(a.type, b.type, type(q).__name__.upper())
+            for a, b in zip(left.fields, right.fields, strict=True)
+        ]
+        fields = tuple(
+            Field(a.name, t, a.nullable or b.nullable)
+            for a, b, t in zip(left.fields, right.fields, types, strict=True)
+        )
         left = self._coerce(left, fields)
         right = self._coerce(right, fields)
         distinct = bool(q.args.get("distinct", True))
@@ -630,20 +676,29 @@ class Planner:
     def _coerce(self, p: Plan, fields: tuple[Field, ...]) -> Plan:
         """``p`` with the types and nullability of ``fields`` (so the parts of a set
         operation hold records of one shape)."""
-        if all(a.type == b.type and a.nullable == b.nullable
-               for a, b in zip(p.fields, fields, strict=True)):
+        if all(
+            a.type == b.type and a.nullable == b.nullable
+            for a, b in zip(p.fields, fields, strict=True)
+        ):
             return p
-        exprs = tuple(self._cast(_col(i, f), g.type) for i, (f, g) in
-                      enumerate(zip(p.fields, fields, strict=True)))
-        return Project(p, exprs, tuple(Field(f.name, g.type, g.nullable)
-                                       for f, g in zip(p.fields, fields, strict=True)))
+        exprs = tuple(
+            self._cast(_col(i, f), g.type)
+            for i, (f, g) in enumerate(zip(p.fields, fields, strict=True))
+        )
+        return Project(
+            p,
+            exprs,
+            tuple(Field(f.name, g.type, g.nullable) for f, g in zip(p.fields, fields, strict=True)),
+        )
 
     # -- SELECT ----------------------------------------------------------------------------
-    def _plan_select(self, q: Node, outer: Scope | None, top: bool,
-                     in_loop: bool) -> Planned:
-        for bad, what in ((q.args.get("windows"), "WINDOW"), (q.args.get("qualify"), "QUALIFY"),
-                          (q.args.get("laterals"), "LATERAL VIEW"),
-                          (q.args.get("pivots"), "PIVOT")):
+    def _plan_select(self, q: Node, outer: Scope | None, top: bool, in_loop: bool) -> Planned:
+        for bad, what in (
+            (q.args.get("windows"), "WINDOW"),
+            (q.args.get("qualify"), "QUALIFY"),
+            (q.args.get("laterals"), "LATERAL VIEW"),
+            (q.args.get("pivots"), "PIVOT"),
+        ):
             if bad:
                 raise UnsupportedSQL(f"{what} is not supported")
         if any(isinstance(n, exp.Window) for n in q.find_all(exp.Window)):
@@ -659,8 +714,11 @@ class Planner:
         selects = q.expressions
         order = q.args.get("order")
         agg_nodes = []
-        for node in [*selects, *([having.this] if having is not None else []),
-                     *(order.expressions if order is not None else [])]:
+        for node in [
+            *selects,
+            *([having.this] if having is not None else []),
+            *(order.expressions if order is not None else []),
+        ]:
             for n in _walk_no_subqueries(node):
                 if isinstance(n, _AGGS):
                     agg_nodes.append(n)
@@ -674,15 +732,21 @@ class Planner:
         exprs: list[Expr] = []
         fields: list[Field] = []
         for s in selects:
-            if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and
-                                           isinstance(s.this, exp.Star)):
+            if isinstance(s, exp.Star) or (
+                isinstance(s, exp.Column) and isinstance(s.this, exp.Star)
+            ):
                 raise SQLError("'*' could not be expanded")
             name = s.alias_or_name if isinstance(s, exp.Alias) else s.alias_or_name
             node = s.this if isinstance(s, exp.Alias) else s
             e = self.bind(node, scope)
             exprs.append(e)
-            fields.append(Field(_name(name) or f"_col{len(fields)}",
-                                e.type if e.type.kind != "null" else INT, e.nullable))
+            fields.append(
+                Field(
+                    _name(name) or f"_col{len(fields)}",
+                    e.type if e.type.kind != "null" else INT,
+                    e.nullable,
+                )
+            )
         assert scope.plan is not None
         plan: Plan = Project(scope.plan, tuple(exprs), tuple(fields))
         visible = len(fields)
@@ -691,12 +755,19 @@ class Planner:
             if distinct.args.get("on"):
                 raise UnsupportedSQL("DISTINCT ON is not supported")
             plan = Distinct(plan)
-        return self._order_limit(q, plan, visible, scope if distinct is None else None, outer,
-                                 pre_project=(scope, exprs))
+        return self._order_limit(
+            q, plan, visible, scope if distinct is None else None, outer, pre_project=(scope, exprs)
+        )
 
-    def _order_limit(self, q: Node, plan: Plan, visible: int, scope: Scope | None,
-                     outer: Scope | None,
-                     pre_project: tuple[Scope, list[Expr]] | None = None) -> Planned:
+    def _order_limit(
+        self,
+        q: Node,
+        plan: Plan,
+        visible: int,
+        scope: Scope | None,
+        outer: Scope | None,
+        pre_project: tuple[Scope, list[Expr]] | None = None,
+    ) -> Planned:
         order = q.args.get("order")
         limit = q.args.get("limit")
         offset = q.args.get("offset")
@@ -717,7 +788,8 @@ class Planner:
                 else:
                     if pre_project is None or not isinstance(plan, Project):
                         raise UnsupportedSQL(
-                            f"ORDER BY {node.sql()} must name a column of the result here")
+                            f"ORDER BY {node.sql()} must name a column of the result here"
+                        )
                     sc, _ = pre_project
                     e = self.bind(node, sc)
                     for j, ex in enumerate(plan.exprs):
@@ -733,9 +805,15 @@ class Planner:
                 keys.append(SortKey(idx, desc, nulls_first))
             if extra:
                 assert isinstance(plan, Project)
-                plan = Project(plan.input, plan.exprs + tuple(extra), plan.fields + tuple(
-                    Field(f"_sort{i}", e.type if e.type.kind != "null" else INT, e.nullable)
-                    for i, e in enumerate(extra)))
+                plan = Project(
+                    plan.input,
+                    plan.exprs + tuple(extra),
+                    plan.fields
+                    + tuple(
+                        Field(f"_sort{i}", e.type if e.type.kind != "null" else INT, e.nullable)
+                        for i, e in enumerate(extra)
+                    ),
+                )
         lim = self._int_const(limit.expression if limit is not None else None, "LIMIT")
         off = self._int_const(offset.expression if offset is not None else None, "OFFSET")
         if lim is not None or off:
@@ -819,13 +897,18 @@ class Planner:
 
     def _bind_local(self, node: Node, scope: Scope) -> Expr | None:
         """Binds ``node`` if it has no subquery; None otherwise."""
-        if any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select))
-               for n in node.walk()) or (isinstance(node, exp.In) and node.args.get("query")):
+        if any(isinstance(n, (exp.Subquery, exp.Exists, exp.Select)) for n in node.walk()) or (
+            isinstance(node, exp.In) and node.args.get("query")
+        ):
             return None
         return self.bind(node, scope)
 
-    def _plan_inner_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
-                          scope: Scope, conds: list[Node]) -> None:
+    def _plan_inner_joins(
+        self,
+        items: list[tuple[str, Plan, str, exp.Expression | None]],
+        scope: Scope,
+        conds: list[Node],
+    ) -> None:
         for _, _, _, on in items:
             conds.extend(_conjuncts(on))
         # Bind every subquery-free condition against a scope holding all sources
@@ -888,8 +971,9 @@ class Planner:
             assert one.plan is not None
             plans[one_src] = one.plan
             if len(one.plan.fields) != width0:  # columns a mark join added: drop them
-                plans[one_src] = Project(one.plan, tuple(_project_all(one.plan)[:width0]),
-                                     one.plan.fields[:width0])
+                plans[one_src] = Project(
+                    one.plan, tuple(_project_all(one.plan)[:width0]), one.plan.fields[:width0]
+                )
             conds.remove(c)
         # Join order: start from the most restricted source (an equality or IN list on a
         # constant, then any filter, then none; the written order breaks ties) and join the
@@ -928,12 +1012,19 @@ class Planner:
         pos = {first: 0}  # source -> offset in current
         width = len(plans[first].fields)
         while remaining:
-            connected = [i for i in remaining if any(
-                i in srcs and len(srcs - {i}) >= 1 and (srcs - {i}) <= set(order)
-                and _equi_parts(e, offsets, owner, i, set(order)) for _, e, srcs in bound)]
+            connected = [
+                i
+                for i in remaining
+                if any(
+                    i in srcs
+                    and len(srcs - {i}) >= 1
+                    and (srcs - {i}) <= set(order)
+                    and _equi_parts(e, offsets, owner, i, set(order))
+                    for _, e, srcs in bound
+                )
+            ]
             have = set(order)
-            pick = min(connected or remaining,
-                       key=lambda i: (join_kind(i, have), rank[i], i))
+            pick = min(connected or remaining, key=lambda i: (join_kind(i, have), rank[i], i))
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
@@ -967,8 +1058,7 @@ class Planner:
             alias = items[i][0]
             scope.sources.append((alias, pos[i], plans[i].fields))
 
-    def _coerce_keys(self, lkeys: list[Expr], rkeys: list[Expr]
-                     ) -> tuple[list[Expr], list[Expr]]:
+    def _coerce_keys(self, lkeys: list[Expr], rkeys: list[Expr]) -> tuple[list[Expr], list[Expr]]:
         lo, ro = [], []
         for a, b in zip(lkeys, rkeys, strict=True):
             t = common_type(a.type, b.type, "join condition")
@@ -976,8 +1066,9 @@ class Planner:
             ro.append(self._cast(b, t))
         return lo, ro
 
-    def _plan_ordered_joins(self, items: list[tuple[str, Plan, str, exp.Expression | None]],
-                            scope: Scope) -> None:
+    def _plan_ordered_joins(
+        self, items: list[tuple[str, Plan, str, exp.Expression | None]], scope: Scope
+    ) -> None:
         alias, plan, _, _ = items[0]
         scope.sources.append((alias, 0, plan.fields))
         scope.plan = plan
@@ -1024,11 +1115,13 @@ class Planner:
                 lfields = tuple(Field(f.name, f.type, True, f.source) for f in lfields)
             if on is None and how != "inner":
                 raise SQLError(f"{how.upper()} JOIN needs an ON condition")
-            scope.plan = Join(left, right, how, tuple(lkeys), tuple(rkeys),
-                              _and_all(residual), lfields + rfields)
+            scope.plan = Join(
+                left, right, how, tuple(lkeys), tuple(rkeys), _and_all(residual), lfields + rfields
+            )
             # the sources' fields are now nullable per the join kind
-            scope.sources = [(a, o, tuple(scope.plan.fields[o:o + len(fs)]))
-                             for a, o, fs in scope.sources]
+            scope.sources = [
+                (a, o, tuple(scope.plan.fields[o : o + len(fs)])) for a, o, fs in scope.sources
+            ]
             scope.sources.append((alias, nl, rfields))
 
     # -- predicates with subqueries --------------------------------------------------------
@@ -1048,8 +1141,11 @@ class Planner:
             if isinstance(node, exp.Exists) and scope.agg is None:
                 self._semi_exists(node.this, scope, anti=neg)
                 continue
-            if isinstance(node, exp.In) and node.args.get("query") is not None \
-                    and scope.agg is None:
+            if (
+                isinstance(node, exp.In)
+                and node.args.get("query") is not None
+                and scope.agg is None
+            ):
                 if self._semi_in(node, scope, anti=neg):
                     continue
                 e = self.bind(exp.Not(this=node), scope)
@@ -1075,8 +1171,9 @@ class Planner:
             raise UnsupportedSQL("set operations inside EXISTS / IN / scalar subqueries")
         return q
 
-    def _correlate(self, q: Node, scope: Scope
-                   ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr]]:
+    def _correlate(
+        self, q: Node, scope: Scope
+    ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr]]:
         """Plans the FROM and the uncorrelated WHERE of subquery ``q`` (inside ``scope``);
         returns its scope, the equality correlations ``(inner, outer)`` and the other
         correlated conditions."""
@@ -1106,8 +1203,9 @@ class Planner:
             self._apply_predicate(c, sub)
         return sub, pairs, residual
 
-    def _decorrelated(self, sub: Scope, pairs: list[tuple[Expr, Expr]], residual: list[Expr],
-                      scope: Scope) -> tuple[Plan, list[Expr], int, bool]:
+    def _decorrelated(
+        self, sub: Scope, pairs: list[tuple[Expr, Expr]], residual: list[Expr], scope: Scope
+    ) -> tuple[Plan, list[Expr], int, bool]:
         """A relation whose first ``k`` fields are correlation values followed by the
         subquery's fields, the outer expressions those values match, ``k``, and whether
         the match is null-safe (NULL matches NULL)."""
@@ -1116,8 +1214,9 @@ class Planner:
         if not residual:
             keys = [i for i, _ in pairs]
             exprs = [*keys, *_project_all(inner)]
-            fields = tuple(Field(f"_k{i}", k.type, False) for i, k in enumerate(keys)) \
-                + inner.fields
+            fields = (
+                tuple(Field(f"_k{i}", k.type, False) for i, k in enumerate(keys)) + inner.fields
+            )
             nn = _not_null(keys)
             if nn is not None:
                 inner = Filter(inner, nn)
@@ -1133,8 +1232,7 @@ class Planner:
                     outer_refs.append(x)
                 stack.extend(x.children())
         dom_exprs = [Col(o.index, o.type, o.nullable, o.name) for o in outer_refs]
-        dom_fields = tuple(Field(f"_d{i}", o.type, o.nullable) for i, o in
-                           enumerate(outer_refs))
+        dom_fields = tuple(Field(f"_d{i}", o.type, o.nullable) for i, o in enumerate(outer_refs))
         domain = Distinct(Project(scope.plan, tuple(dom_exprs), dom_fields))
         k = len(outer_refs)
         omap = {o.index: i for i, o in enumerate(outer_refs)}
@@ -1143,35 +1241,43 @@ class Planner:
         nin = len(inner.fields)
         res = [_remap(r, {j: k + j for j in range(nin)}, omap) for r in residual]
         fields = dom_fields + inner.fields
-        joined = Join(domain, inner, "inner", tuple(lkeys), tuple(rkeys), _and_all(res),
-                      fields)
+        joined = Join(domain, inner, "inner", tuple(lkeys), tuple(rkeys), _and_all(res), fields)
         return joined, list(dom_exprs), k, True
 
     def _outer_to_col(self, e: Expr) -> Expr:
         if isinstance(e, Outer):
             return Col(e.index, e.type, e.nullable, e.name)
         if isinstance(e, Call):
-            return Call(e.op, tuple(self._outer_to_col(a) for a in e.args), e.type,
-                        e.nullable, e.extra)
+            return Call(
+                e.op, tuple(self._outer_to_col(a) for a in e.args), e.type, e.nullable, e.extra
+            )
         return e
 
     def _check_plain(self, q: Node, what: str) -> None:
-        if q.args.get("group") or q.args.get("having") or any(
-                isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)):
+        if (
+            q.args.get("group")
+            or q.args.get("having")
+            or any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s))
+        ):
             raise UnsupportedSQL(f"{what} over a subquery with aggregates")
         if q.args.get("limit") or q.args.get("offset"):
             raise UnsupportedSQL(f"LIMIT inside {what}")
 
     def _is_plain(self, q: Node) -> bool:
         return isinstance(q, exp.Select) and not (
-            q.args.get("group") or q.args.get("having") or q.args.get("limit")
-            or q.args.get("offset") or q.args.get("distinct")
-            or q.args.get("with_") or q.args.get("with")
-            or any(isinstance(n, _AGGS) for s in q.expressions
-                   for n in _walk_no_subqueries(s)))
+            q.args.get("group")
+            or q.args.get("having")
+            or q.args.get("limit")
+            or q.args.get("offset")
+            or q.args.get("distinct")
+            or q.args.get("with_")
+            or q.args.get("with")
+            or any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s))
+        )
 
-    def _subquery_rows(self, q: Node, scope: Scope, what: str, value: bool
-                       ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr], Expr | None]:
+    def _subquery_rows(
+        self, q: Node, scope: Scope, what: str, value: bool
+    ) -> tuple[Scope, list[tuple[Expr, Expr]], list[Expr], Expr | None]:
         """The rows of subquery ``q`` for EXISTS / IN: its scope (relation), correlations,
         correlated conditions, and (``value``) its one output column."""
         while isinstance(q, exp.Subquery):
@@ -1185,15 +1291,16 @@ class Planner:
             if value:
                 y = self.bind(_unalias(q.expressions[0]), sub)
                 if _has_outer(y):
-                    raise UnsupportedSQL("a correlated reference in the SELECT list of a "
-                                         "subquery")
+                    raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
             return sub, pairs, residual, y
         # aggregates, LIMIT, DISTINCT or set operations: plan it as a relation of its own
         try:
             planned = self.plan_query(q, None, in_loop=scope.in_loop)
         except SQLError as e:
-            raise UnsupportedSQL(f"{what} over a correlated subquery with aggregates, DISTINCT, "
-                                 f"LIMIT or set operations ({e})") from e
+            raise UnsupportedSQL(
+                f"{what} over a correlated subquery with aggregates, DISTINCT, "
+                f"LIMIT or set operations ({e})"
+            ) from e
         rel = self._visible(planned)
         if value and len(rel.fields) != 1:
             raise SQLError(f"{what} (subquery) needs a subquery of one column")
@@ -1212,14 +1319,18 @@ class Planner:
                 scope.plan = Filter(scope.plan, Lit(False, BOOLEAN))
             return
         sub, pairs, residual, _ = self._subquery_rows(sel, scope, "EXISTS", False)
-        if pairs and len(residual) == 1 and self._exists_other(sub, pairs, residual[0], scope,
-                                                               anti):
+        if (
+            pairs
+            and len(residual) == 1
+            and self._exists_other(sub, pairs, residual[0], scope, anti)
+        ):
             return
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         self._semi(scope, rel, outer_keys, k, null_safe, anti)
 
-    def _exists_other(self, sub: Scope, pairs: list[tuple[Expr, Expr]], cond: Expr,
-                      scope: Scope, anti: bool) -> bool:
+    def _exists_other(
+        self, sub: Scope, pairs: list[tuple[Expr, Expr]], cond: Expr, scope: Scope, anti: bool
+    ) -> bool:
         """``EXISTS (... WHERE inner.k = outer.k AND inner.x <> outer.x)``: some row of the
         group ``k`` has another ``x`` than the outer row's. With ``G`` the group's distinct
         non-NULL ``x``: that holds when ``|G| >= 2``, or ``|G| = 1`` and ``x`` is not its
@@ -1244,8 +1355,9 @@ class Planner:
         xf = Field("_x", inner_x.type, False)
         vals = Distinct(Project(rows, (*keys, inner_x), (*kfields, xf)))
         kcols = tuple(_col(i, kfields[i]) for i in range(nk))
-        counts = Aggregate(vals, kcols, (Agg("count_star", None),), False,
-                           (*kfields, Field("_n", BIGINT, False)))
+        counts = Aggregate(
+            vals, kcols, (Agg("count_star", None),), False, (*kfields, Field("_n", BIGINT, False))
+        )
         n = Col(nk, BIGINT, False)
 
         def keyset(pred: Expr | None) -> Plan:
@@ -1258,33 +1370,44 @@ class Planner:
         one_val = SemiJoin(vals, k_one, kcols, kcols, False)
         xcol = _col(nk, xf)
         x_null = Call("is_null", (outer_x,), BOOLEAN, False)
-        with_x = Filter(outer, Call("not", (x_null,), BOOLEAN, False)) if outer_x.nullable \
-            else outer
+        with_x = (
+            Filter(outer, Call("not", (x_null,), BOOLEAN, False)) if outer_x.nullable else outer
+        )
         in_one = SemiJoin(with_x, k_one, okeys, kcols, False)
         if not anti:
-            parts: list[Plan] = [SemiJoin(with_x, k_many, okeys, kcols, False),
-                                 SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol),
-                                          True)]
+            parts: list[Plan] = [
+                SemiJoin(with_x, k_many, okeys, kcols, False),
+                SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol), True),
+            ]
         else:
-            parts = [SemiJoin(with_x, k_any, okeys, kcols, True),
-                     SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol), False)]
+            parts = [
+                SemiJoin(with_x, k_any, okeys, kcols, True),
+                SemiJoin(in_one, one_val, (*okeys, outer_x), (*kcols, xcol), False),
+            ]
             if outer_x.nullable:
                 parts.append(Filter(outer, x_null))
         scope.plan = UnionAll(tuple(parts), outer.fields)
         return True
 
-    def _semi(self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int, null_safe: bool,
-              anti: bool) -> None:
+    def _semi(
+        self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int, null_safe: bool, anti: bool
+    ) -> None:
         assert scope.plan is not None
         if k == 0:
             keyset: Plan = Distinct(Project(rel, (Lit(0, INT),), (Field("_one", INT, False),)))
-            scope.plan = SemiJoin(scope.plan, keyset, (Lit(0, INT),), (Col(0, INT, False),),
-                                  anti)
+            scope.plan = SemiJoin(scope.plan, keyset, (Lit(0, INT),), (Col(0, INT, False),), anti)
             return
-        keyset = Distinct(Project(rel, tuple(_col(i, rel.fields[i]) for i in range(k)),
-                                  rel.fields[:k]))
-        scope.plan = SemiJoin(scope.plan, keyset, tuple(outer_keys),
-                              tuple(_col(i, rel.fields[i]) for i in range(k)), anti, null_safe)
+        keyset = Distinct(
+            Project(rel, tuple(_col(i, rel.fields[i]) for i in range(k)), rel.fields[:k])
+        )
+        scope.plan = SemiJoin(
+            scope.plan,
+            keyset,
+            tuple(outer_keys),
+            tuple(_col(i, rel.fields[i]) for i in range(k)),
+            anti,
+            null_safe,
+        )
 
     def _semi_in(self, node: Node, scope: Scope, anti: bool = False) -> bool:
         """``x IN (q)`` as a semi join; ``x NOT IN (q)`` as an anti join when neither ``x``
@@ -1309,12 +1432,12 @@ class Planner:
         if isinstance(e, Col):
             return Outer(e.index, e.type, e.nullable, e.name)
         if isinstance(e, Call):
-            return Call(e.op, tuple(self._to_outer(a) for a in e.args), e.type, e.nullable,
-                        e.extra)
+            return Call(e.op, tuple(self._to_outer(a) for a in e.args), e.type, e.nullable, e.extra)
         return e
 
-    def _attach_left(self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int,
-                     null_safe: bool) -> int:
+    def _attach_left(
+        self, scope: Scope, rel: Plan, outer_keys: list[Expr], k: int, null_safe: bool
+    ) -> int:
         """Left-joins ``rel`` (first ``k`` fields: keys; at most one row per key) to the
         scope's relation; returns the offset of ``rel``'s fields in the result."""
         assert scope.plan is not None
@@ -1324,14 +1447,16 @@ class Planner:
         rfields = tuple(Field(f.name, f.type, True) for f in rel.fields)
         if k == 0:
             lk: tuple[Expr, ...] = (Lit(0, INT),)
-            rel = Project(rel, (Lit(0, INT), *_project_all(rel)),
-                          (Field("_one", INT, False), *rel.fields))
+            rel = Project(
+                rel, (Lit(0, INT), *_project_all(rel)), (Field("_one", INT, False), *rel.fields)
+            )
             rkeys = (Col(0, INT, False),)
             rfields = (Field("_one", INT, True), *rfields)
             scope.plan = Join(left, rel, "left", lk, rkeys, None, left.fields + rfields)
             return nl + 1
-        scope.plan = Join(left, rel, "left", tuple(outer_keys), rkeys, None,
-                          left.fields + rfields, null_safe)
+        scope.plan = Join(
+            left, rel, "left", tuple(outer_keys), rkeys, None, left.fields + rfields, null_safe
+        )
         return nl
 
     def _mark_exists(self, q: Node, scope: Scope) -> Expr:
@@ -1344,8 +1469,9 @@ class Planner:
         sub, pairs, residual, _ = self._subquery_rows(sel, scope, "EXISTS", False)
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         keys = tuple(_col(i, rel.fields[i]) for i in range(k))
-        marked = Distinct(Project(rel, (*keys, TRUE),
-                                  (*rel.fields[:k], Field("_mark", BOOLEAN, False))))
+        marked = Distinct(
+            Project(rel, (*keys, TRUE), (*rel.fields[:k], Field("_mark", BOOLEAN, False)))
+        )
         at = self._attach_left(scope, marked, outer_keys, k, null_safe)
         return Call("is_not_null", (Col(at + k, BOOLEAN, True),), BOOLEAN, False)
 
@@ -1359,34 +1485,59 @@ class Planner:
         # per correlation group: how many rows, how many non-NULL values
         assert sub.plan is not None
         nin_pre = len(sub.plan.fields)
-        sub_y = Project(sub.plan, (*_project_all(sub.plan), y),
-                        (*sub.plan.fields, Field("_y", t, y.nullable)))
+        sub_y = Project(
+            sub.plan, (*_project_all(sub.plan), y), (*sub.plan.fields, Field("_y", t, y.nullable))
+        )
         sub.plan = sub_y
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         ycol = _col(k + nin_pre, rel.fields[k + nin_pre])
         keys = [_col(i, rel.fields[i]) for i in range(k)]
-        stats = Aggregate(rel, tuple(keys), (Agg("count_star", None), Agg("count", ycol)),
-                          False, (*rel.fields[:k], Field("_n", BIGINT, False),
-                                  Field("_nn", BIGINT, False)))
+        stats = Aggregate(
+            rel,
+            tuple(keys),
+            (Agg("count_star", None), Agg("count", ycol)),
+            False,
+            (*rel.fields[:k], Field("_n", BIGINT, False), Field("_nn", BIGINT, False)),
+        )
         at_stats = self._attach_left(scope, stats, outer_keys, k, null_safe)
         n_col = Col(at_stats + k, BIGINT, True)
         nn_col = Col(at_stats + k + 1, BIGINT, True)
         # matches: the distinct (keys, y) pairs
         nn = _not_null([ycol])
         matches_in = Filter(rel, nn) if nn is not None else rel
-        matches = Distinct(Project(matches_in, (*keys, ycol, TRUE),
-                                   (*rel.fields[:k], Field("_y", t, False),
-                                    Field("_mark", BOOLEAN, False))))
+        matches = Distinct(
+            Project(
+                matches_in,
+                (*keys, ycol, TRUE),
+                (*rel.fields[:k], Field("_y", t, False), Field("_mark", BOOLEAN, False)),
+            )
+        )
         xo = x
         at_m = self._attach_left(scope, matches, [*outer_keys, xo], k + 1, null_safe)
         matched = Call("is_not_null", (Col(at_m + k + 1, BOOLEAN, True),), BOOLEAN, False)
-        empty = Call("coalesce", (Call("eq", (n_col, Lit(0, BIGINT)), BOOLEAN, True),
-                                  Lit(True, BOOLEAN)), BOOLEAN, False)
+        empty = Call(
+            "coalesce",
+            (Call("eq", (n_col, Lit(0, BIGINT)), BOOLEAN, True), Lit(True, BOOLEAN)),
+            BOOLEAN,
+            False,
+        )
         has_null = Call("lt", (nn_col, n_col), BOOLEAN, True)
         unknown = Call("or", (Call("is_null", (x,), BOOLEAN, False), has_null), BOOLEAN, True)
         # CASE WHEN matched THEN TRUE WHEN empty THEN FALSE WHEN unknown THEN NULL ELSE FALSE
-        return Call("case", (matched, Lit(True, BOOLEAN), empty, Lit(False, BOOLEAN),
-                             unknown, Lit(None, BOOLEAN), Lit(False, BOOLEAN)), BOOLEAN, True)
+        return Call(
+            "case",
+            (
+                matched,
+                Lit(True, BOOLEAN),
+                empty,
+                Lit(False, BOOLEAN),
+                unknown,
+                Lit(None, BOOLEAN),
+                Lit(False, BOOLEAN),
+            ),
+            BOOLEAN,
+            True,
+        )
 
     def _scalar(self, q: Node, scope: Scope) -> Expr:
         """A scalar subquery as an expression over attached columns."""
@@ -1419,11 +1570,15 @@ class Planner:
             assert inner_scope.plan is not None
             # the value of this subquery over no rows: count -> 0, everything else NULL
             empty = self._empty_value(node, inner_scope, value)
-            grouped = Project(inner_scope.plan,
-                              (*[_col(i, inner_scope.plan.fields[i]) for i in range(k)],
-                               value, TRUE),
-                              (*inner_scope.plan.fields[:k], Field("_v", value.type, True),
-                               Field("_mark", BOOLEAN, False)))
+            grouped = Project(
+                inner_scope.plan,
+                (*[_col(i, inner_scope.plan.fields[i]) for i in range(k)], value, TRUE),
+                (
+                    *inner_scope.plan.fields[:k],
+                    Field("_v", value.type, True),
+                    Field("_mark", BOOLEAN, False),
+                ),
+            )
             if k == 0 and having is None:
                 at = self._attach_inner_one(scope, grouped)
                 return Col(at, value.type, value.nullable or True)
@@ -1432,20 +1587,28 @@ class Planner:
             if empty.value is None:
                 return v
             mark = Col(at + k + 1, BOOLEAN, True)
-            return Call("case", (Call("is_not_null", (mark,), BOOLEAN, False), v,
-                                 self._cast(empty, value.type)), value.type, True)
+            return Call(
+                "case",
+                (Call("is_not_null", (mark,), BOOLEAN, False), v, self._cast(empty, value.type)),
+                value.type,
+                True,
+            )
         # not an aggregate: at most one row per group, else an error at evaluation
         value = self.bind(node, inner_scope)
         if _has_outer(value):
             raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
         key_exprs = [_col(i, rel.fields[i]) for i in range(k)]
-        pre = Project(rel, (*key_exprs, value), (*rel.fields[:k], Field("_v", value.type,
-                                                                         value.nullable)))
+        pre = Project(
+            rel, (*key_exprs, value), (*rel.fields[:k], Field("_v", value.type, value.nullable))
+        )
         vcol = _col(k, pre.fields[k])
-        stats = Aggregate(pre, tuple(_col(i, pre.fields[i]) for i in range(k)),
-                          (Agg("count_star", None), Agg("max", vcol)), k == 0,
-                          (*pre.fields[:k], Field("_n", BIGINT, False),
-                           Field("_v", value.type, True)))
+        stats = Aggregate(
+            pre,
+            tuple(_col(i, pre.fields[i]) for i in range(k)),
+            (Agg("count_star", None), Agg("max", vcol)),
+            k == 0,
+            (*pre.fields[:k], Field("_n", BIGINT, False), Field("_v", value.type, True)),
+        )
         if k == 0:
             at = self._attach_inner_one(scope, stats)
         else:
@@ -1459,8 +1622,15 @@ class Planner:
         assert scope.plan is not None
         left = scope.plan
         nl = len(left.fields)
-        scope.plan = Join(left, one_row, "inner", (Lit(0, INT),), (Lit(0, INT),), None,
-                          left.fields + one_row.fields)
+        scope.plan = Join(
+            left,
+            one_row,
+            "inner",
+            (Lit(0, INT),),
+            (Lit(0, INT),),
+            None,
+            left.fields + one_row.fields,
+        )
         return nl
 
     def _empty_value(self, node: Node, agg_scope: Scope, value: Expr) -> Lit:
@@ -1477,18 +1647,24 @@ class Planner:
         return folded
 
     # -- aggregation -----------------------------------------------------------------------
-    def _plan_aggregate(self, q: Node, scope: Scope, agg_nodes: list[Node]
-                        ) -> None:
+    def _plan_aggregate(self, q: Node, scope: Scope, agg_nodes: list[Node]) -> None:
         group = q.args.get("group")
         key_nodes = list(group.expressions) if group is not None else []
-        if group is not None and (group.args.get("rollup") or group.args.get("cube")
-                                  or group.args.get("grouping_sets")):
+        if group is not None and (
+            group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets")
+        ):
             raise UnsupportedSQL("ROLLUP / CUBE / GROUPING SETS are not supported")
         keys = [self.bind(k, scope) for k in key_nodes]
         self._build_aggregate(scope, keys, key_nodes, agg_nodes, scalar=group is None)
 
-    def _build_aggregate(self, scope: Scope, keys: list[Expr], key_nodes: list[Node],
-                         agg_nodes: list[Node], scalar: bool) -> None:
+    def _build_aggregate(
+        self,
+        scope: Scope,
+        keys: list[Expr],
+        key_nodes: list[Node],
+        agg_nodes: list[Node],
+        scalar: bool,
+    ) -> None:
         assert scope.plan is not None
         aggs: list[Agg] = []
         agg_index: dict[tuple[Any, ...], int] = {}
@@ -1500,14 +1676,17 @@ class Planner:
             agg_index[key] = len(aggs)
             aggs.append(agg)
             agg_types.append(t)
-        key_fields = tuple(Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
-                           for i, k in enumerate(keys))
+        key_fields = tuple(
+            Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
+            for i, k in enumerate(keys)
+        )
         agg_fields: list[Field] = []
         for a, t in zip(aggs, agg_types, strict=True):
             nullable = a.func not in ("count", "count_star")
             agg_fields.append(Field(f"_a{len(agg_fields)}", t, nullable))
-        plan = Aggregate(scope.plan, tuple(keys), tuple(aggs), scalar,
-                         key_fields + tuple(agg_fields))
+        plan = Aggregate(
+            scope.plan, tuple(keys), tuple(aggs), scalar, key_fields + tuple(agg_fields)
+        )
         key_sql = {kn.sql(): i for i, kn in enumerate(key_nodes)}
         scope.agg = AggContext(key_sql, {k: len(keys) + v for k, v in agg_index.items()})
         scope.plan = plan
@@ -1620,9 +1799,14 @@ class Planner:
         idx = ctx.keys.get(node.sql())
         if idx is not None:
             return _col(idx, fields[idx])
-        if scope.pre_keys and not isinstance(node, exp.Column) and not any(
+        if (
+            scope.pre_keys
+            and not isinstance(node, exp.Column)
+            and not any(
                 isinstance(n, (*_AGGS, exp.Subquery, exp.Select, exp.Exists, exp.AggFunc))
-                for n in node.walk()):
+                for n in node.walk()
+            )
+        ):
             # an expression equal to a group key once bound, e.g. written with parentheses
             pre = Scope(scope.outer, in_loop=scope.in_loop)
             pre.sources = scope.sources
@@ -1650,8 +1834,10 @@ class Planner:
                 for i, k in enumerate(scope.pre_keys):
                     if k == e:
                         return _col(i, fields[i])
-                raise SQLError(f"column '{node.sql()}' must appear in GROUP BY or be used in "
-                               "an aggregate function")
+                raise SQLError(
+                    f"column '{node.sql()}' must appear in GROUP BY or be used in "
+                    "an aggregate function"
+                )
             return e
         return None
 
@@ -1669,8 +1855,10 @@ class Planner:
                 if depth == 0:
                     return Col(idx, f.type, f.nullable, f.name)
                 if depth > 1:
-                    raise UnsupportedSQL(f"a correlated reference to '{node.sql()}' from two "
-                                         "levels of subqueries down")
+                    raise UnsupportedSQL(
+                        f"a correlated reference to '{node.sql()}' from two "
+                        "levels of subqueries down"
+                    )
                 if s.agg is not None:
                     # the enclosing query is grouped: the column must be one of its keys
                     for i, k in enumerate(s.pre_keys):
@@ -1678,8 +1866,10 @@ class Planner:
                             assert s.plan is not None
                             g = s.plan.fields[i]
                             return Outer(i, g.type, g.nullable, g.name)
-                    raise SQLError(f"column '{node.sql()}' must appear in GROUP BY to be used "
-                                   "in a subquery of a grouped query")
+                    raise SQLError(
+                        f"column '{node.sql()}' must appear in GROUP BY to be used "
+                        "in a subquery of a grouped query"
+                    )
                 return Outer(idx, f.type, f.nullable, f.name)
             s = s.outer
             depth += 1
@@ -1756,17 +1946,23 @@ class Planner:
         if op == "idiv":
             if ta.kind != "int" or tb.kind != "int":
                 a, b = self._cast(a, BIGINT), self._cast(b, BIGINT)
-            return Call("idiv", (a, b), BIGINT if self.dialect == "spark" else
-                        (ta if ta.bits >= tb.bits else tb), True)
+            return Call(
+                "idiv",
+                (a, b),
+                BIGINT if self.dialect == "spark" else (ta if ta.bits >= tb.bits else tb),
+                True,
+            )
         if "double" in (ta.kind, tb.kind):
             # FLOAT with FLOAT or an integer stays FLOAT (32-bit); anything else is DOUBLE
-            narrow32 = all(t.kind != "double" or t.bits == 32 for t in (ta, tb)) and \
-                "decimal" not in (ta.kind, tb.kind) and self.dialect == "spark"
+            narrow32 = (
+                all(t.kind != "double" or t.bits == 32 for t in (ta, tb))
+                and "decimal" not in (ta.kind, tb.kind)
+                and self.dialect == "spark"
+            )
             return Call(op, (a, b), FLOAT if narrow32 else DOUBLE, nullable)
         if "decimal" in (ta.kind, tb.kind) or (op == "div" and self.dialect == "spark"):
             if op == "div" and ta.kind == "int" and tb.kind == "int":
-                return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE,
-                            nullable)
+                return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE, nullable)
             da = _lit_decimal(a) or _as_decimal(ta)
             db = _lit_decimal(b) or _as_decimal(tb)
             p1, s1, p2, s2 = da.precision, da.scale, db.precision, db.scale
@@ -1813,8 +2009,7 @@ class Planner:
         iv = node.expression
         unit = (iv.args.get("unit").name if iv.args.get("unit") is not None else "DAY").lower()
         unit = unit.rstrip("s") if unit.endswith("s") else unit
-        n_expr = self.bind(iv.this, Scope(None)) if not isinstance(iv.this, exp.Literal) else \
-            None
+        n_expr = self.bind(iv.this, Scope(None)) if not isinstance(iv.this, exp.Literal) else None
         if n_expr is None:
             try:
                 n = int(str(iv.this.this).strip())
@@ -1841,14 +2036,24 @@ class Planner:
             if unit in ("hour", "minute", "second"):
                 a = self._cast(a, TIMESTAMP)
         if a.type.kind == "timestamp":
-            micros = {"day": 86_400_000_000, "week": 7 * 86_400_000_000, "hour": 3_600_000_000,
-                      "minute": 60_000_000, "second": 1_000_000}
+            micros = {
+                "day": 86_400_000_000,
+                "week": 7 * 86_400_000_000,
+                "hour": 3_600_000_000,
+                "minute": 60_000_000,
+                "second": 1_000_000,
+            }
             if unit in micros:
-                return Call("ts_add_micros", (a, Lit(n * micros[unit], BIGINT)), TIMESTAMP,
-                            a.nullable)
+                return Call(
+                    "ts_add_micros", (a, Lit(n * micros[unit], BIGINT)), TIMESTAMP, a.nullable
+                )
             if unit in ("month", "year"):
-                return Call("ts_add_months", (a, Lit(n * (12 if unit == "year" else 1), BIGINT)),
-                            TIMESTAMP, a.nullable)
+                return Call(
+                    "ts_add_months",
+                    (a, Lit(n * (12 if unit == "year" else 1), BIGINT)),
+                    TIMESTAMP,
+                    a.nullable,
+                )
         raise UnsupportedSQL(f"{a.type} {'+' if op == 'add' else '-'} INTERVAL {unit}")
 
     def _b_Add(self, node: Node, scope: Scope) -> Expr:
@@ -1884,11 +2089,14 @@ class Planner:
         if not isinstance(q, exp.Select) or len(q.expressions) != 1:
             raise UnsupportedSQL(f"{'ALL' if is_all else 'ANY'} over this subquery")
         if op == "eq" and not is_all:
-            return self.bind(exp.In(this=node.this.copy(), query=exp.Subquery(this=q.copy())),
-                             scope)
+            return self.bind(
+                exp.In(this=node.this.copy(), query=exp.Subquery(this=q.copy())), scope
+            )
         if op == "ne" and is_all:
-            return self.bind(exp.Not(this=exp.In(this=node.this.copy(),
-                                                 query=exp.Subquery(this=q.copy()))), scope)
+            return self.bind(
+                exp.Not(this=exp.In(this=node.this.copy(), query=exp.Subquery(this=q.copy()))),
+                scope,
+            )
         val = _unalias(q.expressions[0])
 
         def agg(f: Node) -> Node:
@@ -1901,33 +2109,50 @@ class Planner:
         mx = agg(exp.Max(this=val.copy()))
         mn = agg(exp.Min(this=val.copy()))
         x = node.this
-        cmp = {"gt": Node, "ge": Node, "lt": Node, "le": Node, "eq": Node,
-               "ne": Node}
+        cmp = {"gt": Node, "ge": Node, "lt": Node, "le": Node, "eq": Node, "ne": Node}
         T, F, N = exp.true(), exp.false(), exp.null()
         empty = exp.EQ(this=n, expression=exp.Literal.number(0))
         has_null = exp.LT(this=nn, expression=n.copy())
         xnull = exp.Is(this=x.copy(), expression=exp.Null())
         if is_all:
             # the answer is FALSE when some value fails the comparison
-            fails = {"gt": exp.GTE(this=mx, expression=x.copy()),
-                     "ge": exp.GT(this=mx, expression=x.copy()),
-                     "lt": exp.LTE(this=mn, expression=x.copy()),
-                     "le": exp.LT(this=mn, expression=x.copy()),
-                     "eq": exp.or_(exp.NEQ(this=mn, expression=x.copy()),
-                                   exp.NEQ(this=mx, expression=x.copy()))}[op]
-            case = exp.Case(ifs=[exp.If(this=empty, true=T), exp.If(this=xnull, true=N),
-                                 exp.If(this=fails, true=F), exp.If(this=has_null, true=N)],
-                            default=T)
+            fails = {
+                "gt": exp.GTE(this=mx, expression=x.copy()),
+                "ge": exp.GT(this=mx, expression=x.copy()),
+                "lt": exp.LTE(this=mn, expression=x.copy()),
+                "le": exp.LT(this=mn, expression=x.copy()),
+                "eq": exp.or_(
+                    exp.NEQ(this=mn, expression=x.copy()), exp.NEQ(this=mx, expression=x.copy())
+                ),
+            }[op]
+            case = exp.Case(
+                ifs=[
+                    exp.If(this=empty, true=T),
+                    exp.If(this=xnull, true=N),
+                    exp.If(this=fails, true=F),
+                    exp.If(this=has_null, true=N),
+                ],
+                default=T,
+            )
         else:
-            holds = {"gt": exp.LT(this=mn, expression=x.copy()),
-                     "ge": exp.LTE(this=mn, expression=x.copy()),
-                     "lt": exp.GT(this=mx, expression=x.copy()),
-                     "le": exp.GTE(this=mx, expression=x.copy()),
-                     "ne": exp.or_(exp.NEQ(this=mn, expression=x.copy()),
-                                   exp.NEQ(this=mx, expression=x.copy()))}[op]
-            case = exp.Case(ifs=[exp.If(this=empty, true=F), exp.If(this=xnull, true=N),
-                                 exp.If(this=holds, true=T), exp.If(this=has_null, true=N)],
-                            default=F)
+            holds = {
+                "gt": exp.LT(this=mn, expression=x.copy()),
+                "ge": exp.LTE(this=mn, expression=x.copy()),
+                "lt": exp.GT(this=mx, expression=x.copy()),
+                "le": exp.GTE(this=mx, expression=x.copy()),
+                "ne": exp.or_(
+                    exp.NEQ(this=mn, expression=x.copy()), exp.NEQ(this=mx, expression=x.copy())
+                ),
+            }[op]
+            case = exp.Case(
+                ifs=[
+                    exp.If(this=empty, true=F),
+                    exp.If(this=xnull, true=N),
+                    exp.If(this=holds, true=T),
+                    exp.If(this=has_null, true=N),
+                ],
+                default=F,
+            )
         del cmp
         return self.bind(case, scope)
 
@@ -1944,48 +2169,56 @@ class Planner:
     def _b_EQ(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("eq", node, scope)
-        return self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             "=")
+        return self._compare(
+            "eq", self.bind(node.this, scope), self.bind(node.expression, scope), "="
+        )
 
     def _b_NEQ(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("ne", node, scope)
-        return self._compare("ne", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             "<>")
+        return self._compare(
+            "ne", self.bind(node.this, scope), self.bind(node.expression, scope), "<>"
+        )
 
     def _b_LT(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("lt", node, scope)
-        return self._compare("lt", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             "<")
+        return self._compare(
+            "lt", self.bind(node.this, scope), self.bind(node.expression, scope), "<"
+        )
 
     def _b_LTE(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("le", node, scope)
-        return self._compare("le", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             "<=")
+        return self._compare(
+            "le", self.bind(node.this, scope), self.bind(node.expression, scope), "<="
+        )
 
     def _b_GT(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("gt", node, scope)
-        return self._compare("gt", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             ">")
+        return self._compare(
+            "gt", self.bind(node.this, scope), self.bind(node.expression, scope), ">"
+        )
 
     def _b_GTE(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
             return self._quantified("ge", node, scope)
-        return self._compare("ge", self.bind(node.this, scope), self.bind(node.expression, scope),
-                             ">=")
+        return self._compare(
+            "ge", self.bind(node.this, scope), self.bind(node.expression, scope), ">="
+        )
 
     def _b_NullSafeEQ(self, node: Node, scope: Scope) -> Expr:
-        e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
-                          "<=>")
+        e = self._compare(
+            "eq", self.bind(node.this, scope), self.bind(node.expression, scope), "<=>"
+        )
         assert isinstance(e, Call)
         return Call("nseq", e.args, BOOLEAN, False)
 
     def _b_NullSafeNEQ(self, node: Node, scope: Scope) -> Expr:
-        e = self._compare("eq", self.bind(node.this, scope), self.bind(node.expression, scope),
-                          "IS DISTINCT FROM")
+        e = self._compare(
+            "eq", self.bind(node.this, scope), self.bind(node.expression, scope), "IS DISTINCT FROM"
+        )
         assert isinstance(e, Call)
         return Call("not", (Call("nseq", e.args, BOOLEAN, False),), BOOLEAN, False)
 
@@ -2012,8 +2245,7 @@ class Planner:
         if isinstance(target, exp.Null):
             return Call("is_null", (a,), BOOLEAN, False)
         if isinstance(target, exp.Boolean):
-            return Call("truth", (self._bool(a, "IS"),), BOOLEAN, False,
-                        (bool(target.this), False))
+            return Call("truth", (self._bool(a, "IS"),), BOOLEAN, False, (bool(target.this), False))
         raise UnsupportedSQL(f"IS {target.sql()}")
 
     def _b_Between(self, node: Node, scope: Scope) -> Expr:
@@ -2047,8 +2279,11 @@ class Planner:
             x = self._cast(x, t)
             vals = []
             for i in items:
-                c = self._cast(i, t) if i.type.kind != "string" or t.kind == "string" else \
+                c = (
                     self._cast(i, t)
+                    if i.type.kind != "string" or t.kind == "string"
+                    else self._cast(i, t)
+                )
                 if isinstance(c, Lit):
                     vals.append(c.value)
                 else:
@@ -2149,8 +2384,12 @@ class Planner:
         t = sql_type(node.args["to"], self.dialect)
         if t.kind == "null":
             raise UnsupportedSQL(f"CAST to {node.args['to'].sql()}")
-        if isinstance(a, Lit) and a.value is not None and a.type.kind == "string" \
-                and t.kind in ("date", "timestamp"):
+        if (
+            isinstance(a, Lit)
+            and a.value is not None
+            and a.type.kind == "string"
+            and t.kind in ("date", "timestamp")
+        ):
             conv = _convert_const(a.value, Field("", t))
             if conv is _NO:
                 raise SQLError(f"'{a.value}' is not a valid {t}")
@@ -2188,16 +2427,37 @@ class Planner:
         return self._extract(part, a)
 
     def _extract(self, part: str, a: Expr) -> Expr:
-        aliases = {"years": "year", "yyyy": "year", "months": "month", "mon": "month",
-                   "days": "day", "dayofmonth": "day", "dow": "dayofweek", "doy": "dayofyear",
-                   "hours": "hour", "minutes": "minute", "seconds": "second", "qtr": "quarter"}
+        aliases = {
+            "years": "year",
+            "yyyy": "year",
+            "months": "month",
+            "mon": "month",
+            "days": "day",
+            "dayofmonth": "day",
+            "dow": "dayofweek",
+            "doy": "dayofyear",
+            "hours": "hour",
+            "minutes": "minute",
+            "seconds": "second",
+            "qtr": "quarter",
+        }
         part = aliases.get(part, part)
         if a.type.kind == "string":
             a = self._cast(a, DATE)
         if a.type.kind not in ("date", "timestamp", "null"):
             raise SQLError(f"EXTRACT({part}) needs a date or timestamp, got {a.type}")
-        if part not in ("year", "month", "day", "quarter", "dayofweek", "dayofyear", "week",
-                        "hour", "minute", "second"):
+        if part not in (
+            "year",
+            "month",
+            "day",
+            "quarter",
+            "dayofweek",
+            "dayofyear",
+            "week",
+            "hour",
+            "minute",
+            "second",
+        ):
             raise UnsupportedSQL(f"EXTRACT({part.upper()})")
         return Call("extract", (a,), INT, a.nullable, part)
 
@@ -2271,8 +2531,12 @@ class Planner:
         if d.type.kind == "date" and u == "month":
             return Call("add_months", (d, n), DATE, nullable)
         if d.type.kind == "date" and u == "year":
-            return Call("add_months", (d, Call("mul", (n, Lit(12, BIGINT)), BIGINT, n.nullable)),
-                        DATE, nullable)
+            return Call(
+                "add_months",
+                (d, Call("mul", (n, Lit(12, BIGINT)), BIGINT, n.nullable)),
+                DATE,
+                nullable,
+            )
         raise UnsupportedSQL(f"date arithmetic {node.sql(self.dialect)}")
 
     def _b_AddMonths(self, node: Node, scope: Scope) -> Expr:
@@ -2316,11 +2580,15 @@ class Planner:
             args.extend(x for x in lst if isinstance(x, exp.Expression))
         return self._named_function(name, args, scope, node)
 
-    _UNARY_STRING = {"upper": "upper", "ucase": "upper", "lower": "lower", "lcase": "lower",
-                     "reverse": "reverse"}
+    _UNARY_STRING = {
+        "upper": "upper",
+        "ucase": "upper",
+        "lower": "lower",
+        "lcase": "lower",
+        "reverse": "reverse",
+    }
 
-    def _named_function(self, name: str, arg_nodes: list[Node], scope: Scope,
-                        node: Node) -> Expr:
+    def _named_function(self, name: str, arg_nodes: list[Node], scope: Scope, node: Node) -> Expr:
         args = [self.bind(a, scope) for a in arg_nodes]
         nullable = any(a.nullable for a in args)
         if name in self._UNARY_STRING and len(args) == 1:
@@ -2332,8 +2600,7 @@ class Planner:
         if name in ("abs",) and len(args) == 1:
             return Call("abs", (args[0],), args[0].type, nullable)
         if name in ("sign", "signum") and len(args) == 1:
-            return Call("sign", (args[0],), DOUBLE if self.dialect == "spark" else BIGINT,
-                        nullable)
+            return Call("sign", (args[0],), DOUBLE if self.dialect == "spark" else BIGINT, nullable)
         if name in ("sqrt", "exp", "ln", "log10", "log2") and len(args) == 1:
             return Call(name, (args[0],), DOUBLE, True)
         if name in ("power", "pow") and len(args) == 2:
@@ -2342,20 +2609,31 @@ class Planner:
             t = args[0].type
             for a in args[1:]:
                 t = common_type(t, a.type, name)
-            return Call(name, tuple(self._cast(a, t) for a in args), t,
-                        all(a.nullable for a in args))
+            return Call(
+                name, tuple(self._cast(a, t) for a in args), t, all(a.nullable for a in args)
+            )
         if name in ("ifnull", "nvl") and len(args) == 2:
             t = common_type(args[0].type, args[1].type, name)
-            return Call("coalesce", tuple(self._cast(a, t) for a in args), t,
-                        args[0].nullable and args[1].nullable)
+            return Call(
+                "coalesce",
+                tuple(self._cast(a, t) for a in args),
+                t,
+                args[0].nullable and args[1].nullable,
+            )
         if name == "instr" and len(args) == 2 and isinstance(args[1], Lit):
             return Call("instr", (args[0], args[1]), INT, nullable)
-        if name in ("startswith", "starts_with", "endswith", "ends_with", "contains") \
-                and len(args) == 2 and isinstance(args[1], Lit):
+        if (
+            name in ("startswith", "starts_with", "endswith", "ends_with", "contains")
+            and len(args) == 2
+            and isinstance(args[1], Lit)
+        ):
             op = {"startswith": "starts_with", "endswith": "ends_with"}.get(name, name)
             return Call(op, (args[0], args[1]), BOOLEAN, nullable)
-        if name in ("lpad", "rpad") and len(args) in (2, 3) and all(isinstance(a, Lit)
-                                                                   for a in args[1:]):
+        if (
+            name in ("lpad", "rpad")
+            and len(args) in (2, 3)
+            and all(isinstance(a, Lit) for a in args[1:])
+        ):
             return Call(name, tuple(args), STRING, nullable)
         if name == "mod" and len(args) == 2:
             return self._arith("mod", args[0], args[1], "MOD")
@@ -2507,14 +2785,17 @@ def _convert_const(v: Any, f: Field) -> Any:
                 return int(v.strip())
         if k == "decimal":
             if isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
-                return decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-t.scale),
-                                                   rounding=decimal.ROUND_HALF_UP)
+                return decimal.Decimal(v).quantize(
+                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
+                )
             if isinstance(v, float):
-                return decimal.Decimal(repr(v)).quantize(decimal.Decimal(1).scaleb(-t.scale),
-                                                         rounding=decimal.ROUND_HALF_UP)
+                return decimal.Decimal(repr(v)).quantize(
+                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
+                )
             if isinstance(v, str):
                 return decimal.Decimal(v.strip()).quantize(
-                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
+                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
+                )
         if k == "double":
             if isinstance(v, bool):
                 return float(v)
@@ -2618,8 +2899,11 @@ def _unalias(node: Node) -> Node:
 
 
 def _is_scalar_agg(q: Node) -> bool:
-    return (not q.args.get("group") and not q.args.get("having") and
-            any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s)))
+    return (
+        not q.args.get("group")
+        and not q.args.get("having")
+        and any(isinstance(n, _AGGS) for s in q.expressions for n in _walk_no_subqueries(s))
+    )
 
 
 def _agg_input(p: Plan) -> Plan:
@@ -2644,8 +2928,9 @@ def _display_names(tree: Node, dialect: str) -> list[str] | None:
         return None
     out = []
     for item in q.expressions:
-        if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and
-                                          isinstance(item.this, exp.Star)):
+        if isinstance(item, exp.Star) or (
+            isinstance(item, exp.Column) and isinstance(item.this, exp.Star)
+        ):
             return None
         if isinstance(item, exp.Alias):
             out.append(item.alias)
@@ -2756,8 +3041,11 @@ def _implied(e: Expr, mine: Any) -> Expr | None:
     ``mine`` accepts (None unless every branch has one): implied by ``e``."""
     parts: list[Expr] = []
     for d in _flatten(e, "or"):
-        own = [c for c in _flatten(d, "and") if _uses(c) and all(mine(u) for u in _uses(c))
-               and not _has_outer(c)]
+        own = [
+            c
+            for c in _flatten(d, "and")
+            if _uses(c) and all(mine(u) for u in _uses(c)) and not _has_outer(c)
+        ]
         if not own:
             return None
         parts.append(_and_all(own))  # type: ignore[arg-type]
@@ -2780,8 +3068,9 @@ def _pins(e: Expr) -> bool:
     return False
 
 
-def _equi_parts(e: Expr, offsets: list[int], owner: list[int], pick: int, have: set[int]
-                ) -> tuple[Expr, Expr] | None:
+def _equi_parts(
+    e: Expr, offsets: list[int], owner: list[int], pick: int, have: set[int]
+) -> tuple[Expr, Expr] | None:
     """``e`` as ``(expr over joined sources, expr over source pick)`` when it is such an
     equality."""
     if not (isinstance(e, Call) and e.op == "eq"):

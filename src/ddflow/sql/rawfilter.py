@@ -1,4 +1,5 @@
-"""Filters on strings decided as rows come in, before their strings are encoded.
+"""Filters decided as rows come in: on strings before they are encoded, on numbers and
+dates before the rows' other columns are converted.
 
 A view's condition on a table's string column (``o_comment NOT LIKE '%special%'``,
 ``r_name = 'EUROPE'``, ``p_type IN (...)``) is evaluated on the rows as they arrive, with
@@ -13,19 +14,26 @@ row is kept when the condition is TRUE).
 
 from __future__ import annotations
 
+import decimal
 from typing import Any
 
 import numpy as np
 
-from ddflow.sql.batch import LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
 from ddflow.sql.expr import Call, Col, Expr, Lit
 from ddflow.sql.plan import Filter, Plan, Scan
 from ddflow.sql.types import BOOLEAN
 
 __all__ = ["keep", "split"]
 
-_CMP = {"eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater",
-        "ge": "greater_equal"}
+_CMP = {
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+}
 
 
 def _raw(e: Expr, scan: Scan) -> bool:
@@ -42,20 +50,147 @@ def _raw(e: Expr, scan: Scan) -> bool:
     if e.op in ("is_null", "is_not_null"):
         return isinstance(e.args[0], Col) and _raw(e.args[0], scan)
     if e.op == "like":
-        return isinstance(e.args[0], Col) and isinstance(e.args[1], Lit) and \
-            _raw(e.args[0], scan) and isinstance(e.args[1].value, str) and \
-            (e.extra[0] == "\\" or (e.extra[0] is None and "\\" not in e.args[1].value))
+        return (
+            isinstance(e.args[0], Col)
+            and isinstance(e.args[1], Lit)
+            and _raw(e.args[0], scan)
+            and isinstance(e.args[1].value, str)
+            and (e.extra[0] == "\\" or (e.extra[0] is None and "\\" not in e.args[1].value))
+        )
     if e.op in _CMP:
         a, b = e.args
-        return (isinstance(a, Col) and isinstance(b, Lit) or isinstance(a, Lit)
-                and isinstance(b, Col)) and _raw(a, scan) and _raw(b, scan)
+        return (
+            (isinstance(a, Col) and isinstance(b, Lit) or isinstance(a, Lit) and isinstance(b, Col))
+            and _raw(a, scan)
+            and _raw(b, scan)
+        )
     if e.op == "in":
-        return isinstance(e.args[0], Col) and _raw(e.args[0], scan) and all(
-            v is None or isinstance(v, str) for v in e.extra)
+        return (
+            isinstance(e.args[0], Col)
+            and _raw(e.args[0], scan)
+            and all(v is None or isinstance(v, str) for v in e.extra)
+        )
     if e.op in ("starts_with", "ends_with", "contains"):
-        return isinstance(e.args[0], Col) and isinstance(e.args[1], Lit) and \
-            _raw(e.args[0], scan) and isinstance(e.args[1].value, str)
+        return (
+            isinstance(e.args[0], Col)
+            and isinstance(e.args[1], Lit)
+            and _raw(e.args[0], scan)
+            and isinstance(e.args[1].value, str)
+        )
     return False
+
+
+#: column kinds whose physical values (``int64``) order and compare like the values
+_ORDERED = ("int", "date", "timestamp", "decimal")
+
+
+def _plain_field(f: Any) -> bool:
+    return f.type.kind in _ORDERED and not (f.type.kind == "decimal" and f.type.precision > 18)
+
+
+def _widened(e: Expr, scan: Scan) -> Expr:
+    """``e`` without a cast that keeps every physical value of a scan column as it is (a
+    wider integer, a decimal of the same scale and more digits, a date as a date)."""
+    if isinstance(e, Call) and e.op == "cast" and isinstance(e.args[0], Col):
+        src = scan.fields[e.args[0].index].type
+        to = e.type
+        if src.kind == to.kind and (
+            (src.kind == "int" and to.bits >= src.bits)
+            or (src.kind == "decimal" and to.scale == src.scale and to.precision >= src.precision)
+            or src.kind == "date"
+        ):
+            return e.args[0]
+    return e
+
+
+def _unwrap(e: Expr, scan: Scan) -> Expr:
+    """A comparison with its operands' value-keeping casts dropped."""
+    if isinstance(e, Call) and e.op in _CMP:
+        args = tuple(_widened(a, scan) for a in e.args)
+        if any(a is not b for a, b in zip(args, e.args, strict=True)):
+            return Call(e.op, args, e.type, e.nullable, e.extra)
+    return e
+
+
+def _movable(e: Expr, scan: Scan) -> Expr | None:
+    """``e`` as a prefilter evaluates it (casts that keep values dropped), or None when it
+    stays in the dataflow: a string condition, a ``_numeric`` comparison, or AND / OR of
+    such conditions (a row is kept when the whole is TRUE; without NOT, that is the AND /
+    OR of whether each part is TRUE, NULL counting as not TRUE)."""
+    if _raw(e, scan):
+        return e
+    u = _unwrap(e, scan)
+    if _numeric(u, scan):
+        return u
+    if isinstance(e, Call) and e.op in ("and", "or"):
+        args = [_movable(a, scan) for a in e.args]
+        if any(a is None for a in args):
+            return None
+        return Call(e.op, tuple(a for a in args if a is not None), e.type, e.nullable, e.extra)
+    return None
+
+
+def _tree(e: Expr, scan: Scan) -> bool:
+    """Whether ``e`` is AND / OR over movable conditions (``_movable`` made it so)."""
+    return (
+        isinstance(e, Call)
+        and e.op in ("and", "or")
+        and all(_raw(a, scan) or _numeric(a, scan) or _tree(a, scan) for a in e.args)
+    )
+
+
+def _numeric(e: Expr, scan: Scan) -> bool:
+    if isinstance(e, Call) and e.op in ("is_null", "is_not_null"):
+        return isinstance(e.args[0], Col)  # any column's NULL flags
+    """Whether ``e`` compares a number / date column of the scan with a literal or with
+    another such column of the same type (then its physical values compare alike; decided
+    with numpy on the converted columns, NULL never kept)."""
+    if not (isinstance(e, Call) and e.op in _CMP):
+        return False
+    a, b = e.args
+    cols = [x for x in (a, b) if isinstance(x, Col)]
+    if not cols or not all(isinstance(x, (Col, Lit)) for x in (a, b)):
+        return False
+    types = []
+    for x in (a, b):
+        if isinstance(x, Col):
+            f = scan.fields[x.index]
+            if not _plain_field(f):
+                return False
+            types.append(f.type)
+        else:
+            assert isinstance(x, Lit)
+            if _literal(x) is None:
+                return False
+            types.append(x.type)
+    ta, tb = types
+    if ta.kind != tb.kind:
+        return False
+    return not (ta.kind == "decimal" and ta.scale != tb.scale)
+
+
+_LITS: dict[Lit, int | None] = {}
+
+
+def _literal(e: Lit) -> int | None:
+    """The physical value of a non-NULL number / date literal that fits 64 bits, else None."""
+    if e in _LITS:
+        return _LITS[e]
+    v: int | None = None
+    if e.value is not None and e.type.kind in _ORDERED:
+        from ddflow.sql.types import encode_values
+
+        try:
+            phys, _ = encode_values([e.value], e.type, "literal", None)
+            x = phys[0]
+            if isinstance(x, (int, np.integer)) and -(1 << 63) <= int(x) < (1 << 63):
+                v = int(x)
+        except Exception:  # (a literal that does not encode stays in the dataflow)
+            v = None
+    if len(_LITS) > 4096:
+        _LITS.clear()
+    _LITS[e] = v
+    return v
 
 
 def _conjuncts(e: Expr) -> list[Expr]:
@@ -73,8 +208,7 @@ def _to_table(e: Expr, scan: Scan) -> Expr:
     if isinstance(e, Col):
         return Col(cols[e.index], e.type, e.nullable, e.name)
     if isinstance(e, Call):
-        return Call(e.op, tuple(_to_table(a, scan) for a in e.args), e.type, e.nullable,
-                    e.extra)
+        return Call(e.op, tuple(_to_table(a, scan) for a in e.args), e.type, e.nullable, e.extra)
     return e
 
 
@@ -100,10 +234,12 @@ def split(plan: Plan) -> Plan:
             node = node.input
         if isinstance(node, Scan):
             scan = node
-            moved = [c for c in conj if _raw(c, scan)]
+            conj = [_movable(c, scan) or c for c in conj]
+            movable = [_raw(c, scan) or _numeric(c, scan) or _tree(c, scan) for c in conj]
+            moved = [c for c, m in zip(conj, movable, strict=True) if m]
             if not moved:
                 return plan
-            rest = [c for c in conj if not _raw(c, scan)]
+            rest = [c for c, m in zip(conj, movable, strict=True) if not m]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
             new_scan = Scan(scan.table, scan.fields, scan.columns, _and(pre))
@@ -127,17 +263,175 @@ def split(plan: Plan) -> Plan:
     return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
 
 
-def keep(pred: Expr, b: RowBatch) -> np.ndarray:
-    """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
+_NP_CMP = {
+    "eq": np.equal,
+    "ne": np.not_equal,
+    "lt": np.less,
+    "le": np.less_equal,
+    "gt": np.greater,
+    "ge": np.greater_equal,
+}
 
+
+def _numeric_part(e: Expr, b: RowBatch) -> bool:
+    """Whether a part of a prefilter is one ``_numeric`` moved (a comparison whose columns
+    are not strings, or a NULL test of a column that is not a string)."""
+    if isinstance(e, Call) and e.op in ("is_null", "is_not_null"):
+        x = e.args[0]
+        return isinstance(x, Col) and not isinstance(b.cols[x.index], LazyStrings)
+    return (
+        isinstance(e, Call)
+        and e.op in _CMP
+        and all(
+            isinstance(x, Lit)
+            or (isinstance(x, Col) and not isinstance(b.cols[x.index], LazyStrings))
+            for x in e.args
+        )
+        and any(isinstance(x, Col) for x in e.args)
+    )
+
+
+def _natural(arr: Any) -> bool:
+    """Whether an Arrow column's values order as its physical values do, so Arrow's
+    kernels can compare it unconverted: signed integers, ``date32``, ``decimal128`` of
+    at most 18 digits (the scale checked against the SQL type by the caller)."""
+    import pyarrow as pa
+
+    t = arr.type
+    return bool(
+        pa.types.is_signed_integer(t)
+        or pa.types.is_date32(t)
+        or (pa.types.is_decimal128(t) and t.precision <= 18)
+    )
+
+
+def _arrow_compare(e: Call, b: RowBatch) -> np.ndarray | None:
+    """Where a comparison is TRUE, by Arrow's kernels on columns not converted yet (the
+    columns are read once, no physical copy is made); None when a side is not such a
+    column or a literal that fits its type."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    out = _eval(pred, b)
+    arrs = []
+    for x in e.args:
+        if isinstance(x, Col):
+            c = b.cols[x.index]
+            if not (isinstance(c, ArrowCol) and c._v is None and _natural(c.arr)):
+                return None
+            if pa.types.is_decimal128(c.arr.type) and (
+                x.type.kind != "decimal" or c.arr.type.scale != x.type.scale
+            ):
+                return None
+            if pa.types.is_date32(c.arr.type) and x.type.kind != "date":
+                return None
+            if pa.types.is_signed_integer(c.arr.type) and x.type.kind != "int":
+                return None
+            arrs.append(c.arr)
+        else:
+            arrs.append(None)
+    typed = [a for a in arrs if a is not None]
+    if len(typed) == 2 and typed[0].type != typed[1].type:
+        return None
+    at = typed[0].type
+    sides = []
+    for x, a in zip(e.args, arrs, strict=True):
+        if a is not None:
+            sides.append(a)
+            continue
+        assert isinstance(x, Lit)
+        v = _literal(x)
+        if v is None:
+            return None
+        try:
+            if pa.types.is_decimal128(at):
+                sides.append(pa.scalar(decimal.Decimal(v).scaleb(-at.scale), type=at))
+            else:
+                sides.append(pa.scalar(v, type=at))
+        except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
+            return None
+    out = getattr(pc, _CMP[e.op])(sides[0], sides[1])
+    if out.null_count:
+        out = pc.fill_null(out, False)
+    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
+    if e.op in ("is_null", "is_not_null"):
+        x = e.args[0]
+        assert isinstance(x, Col)
+        nl = b.null(x.index)
+        got = np.zeros(b.n, bool) if nl is None else np.asarray(nl, dtype=bool)
+        return ~got if e.op == "is_not_null" else got.copy()
+    by_arrow = _arrow_compare(e, b)
+    if by_arrow is not None:
+        return by_arrow
+    sides: list[Any] = []
+    nulls: list[np.ndarray] = []
+    for x in e.args:
+        if isinstance(x, Col):
+            sides.append(b.column(x.index, strings))
+            nl = b.null(x.index)
+            if nl is not None:
+                nulls.append(nl)
+        else:
+            assert isinstance(x, Lit)
+            v = _literal(x)
+            assert v is not None
+            sides.append(v)
+    out = _NP_CMP[e.op](sides[0], sides[1])
+    for nl in nulls:
+        out &= ~nl
+    return np.asarray(out, dtype=bool)
+
+
+def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
+    """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
+
+    parts = _conjuncts(pred)
+    num = [p for p in parts if _has_numeric(p, b)]
+    mask: np.ndarray | None = None
+    for p in num:
+        m = _true_mask(p, b, strings)
+        mask = m if mask is None else mask & m
+    rest = _and([p for p in parts if not any(p is q for q in num)])
+    if rest is None:
+        assert mask is not None
+        return mask
+    got = _arrow_true(rest, b)
+    return got if mask is None else mask & got
+
+
+def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
+    """Where a string condition is TRUE (evaluated by Arrow's kernels)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    out = _eval(e, b)
     if isinstance(out, pa.Scalar):  # a condition without columns
         return np.full(b.n, bool(out.as_py()), dtype=bool)
-    mask = pc.fill_null(out, False) if out.null_count else out
-    return np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool)
+    sm = pc.fill_null(out, False) if out.null_count else out
+    return np.asarray(sm.to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _has_numeric(e: Expr, b: RowBatch) -> bool:
+    if _numeric_part(e, b):
+        return True
+    return isinstance(e, Call) and e.op in ("and", "or") and any(_has_numeric(a, b) for a in e.args)
+
+
+def _true_mask(e: Expr, b: RowBatch, strings: Any) -> np.ndarray:
+    """Where ``e`` (a comparison of numbers, or AND / OR over those and string conditions)
+    is TRUE."""
+    if _numeric_part(e, b):
+        assert isinstance(e, Call)
+        return _numeric_mask(e, b, strings)
+    if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
+        out = _true_mask(e.args[0], b, strings)
+        for a in e.args[1:]:
+            m = _true_mask(a, b, strings)
+            out = out & m if e.op == "and" else out | m
+        return out
+    return _arrow_true(e, b)
 
 
 def _column(b: RowBatch, i: int) -> Any:

@@ -49,8 +49,15 @@ from ddflow.sql.plan import (
     SemiJoin,
 )
 
-__all__ = ["drop_distinct", "equi_filters", "inner_outer", "restrict_groups", "rewrite",
-           "share_partials", "unique_sets"]
+__all__ = [
+    "drop_distinct",
+    "equi_filters",
+    "inner_outer",
+    "restrict_groups",
+    "rewrite",
+    "share_partials",
+    "unique_sets",
+]
 
 
 def rewrite(plan: Plan) -> Plan:
@@ -80,6 +87,7 @@ def _bottom_up(plan: Plan, f: Any) -> Plan:
 
 # -- outer joins that a filter makes inner ----------------------------------------------------
 
+
 def _conjuncts(e: Expr) -> list[Expr]:
     if isinstance(e, Call) and e.op == "and":
         return [c for a in e.args for c in _conjuncts(a)]
@@ -94,11 +102,23 @@ def _rejects_null(e: Expr, cols: set[int]) -> bool:
         return all(_rejects_null(a, cols) for a in e.args)
     if isinstance(e, Call) and e.op == "is_not_null":
         return all(strict(a) for a in e.args) and bool(uses(e) & cols)
-    if isinstance(e, Call) and e.op == "not" and isinstance(e.args[0], Call) and \
-            e.args[0].op == "is_null":
+    if (
+        isinstance(e, Call)
+        and e.op == "not"
+        and isinstance(e.args[0], Call)
+        and e.args[0].op == "is_null"
+    ):
         return all(strict(a) for a in e.args[0].args) and bool(uses(e) & cols)
-    if isinstance(e, Call) and e.op in ("is_null", "not", "is_true", "is_false",
-                                        "coalesce", "case", "if", "nullif"):
+    if isinstance(e, Call) and e.op in (
+        "is_null",
+        "not",
+        "is_true",
+        "is_false",
+        "coalesce",
+        "case",
+        "if",
+        "nullif",
+    ):
         return False
     return strict(e) and bool(uses(e) & cols)
 
@@ -146,6 +166,7 @@ def inner_outer(plan: Plan) -> Plan:
 
 
 # -- aggregates computed only for the groups asked about ----------------------------------
+
 
 def _leaf_chain(p: Plan) -> bool:
     """Whether ``p`` is filters / projections over one table scan, with a filter somewhere
@@ -199,8 +220,7 @@ def _domain(p: Plan, col: int, null_safe: bool) -> tuple[Plan, int] | None:
         if got is not None or p.kind != "inner":
             return got
         # an inner join's key column only holds values the other side's key holds too
-        mine, theirs = (p.left_keys, p.right_keys) if on_left else (p.right_keys,
-                                                                      p.left_keys)
+        mine, theirs = (p.left_keys, p.right_keys) if on_left else (p.right_keys, p.left_keys)
         for a, b in zip(mine, theirs, strict=True):
             if isinstance(a, Col) and a.index == c and isinstance(b, Col):
                 got = _domain(other, b.index, null_safe)
@@ -217,22 +237,31 @@ def _semi_below(p: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> Pla
     if isinstance(p, Filter):
         return Filter(_semi_below(p.input, col, dom, dcol, null_safe), p.predicate)
     if isinstance(p, Project) and isinstance(p.exprs[col], Col):
-        inner = _semi_below(p.input, p.exprs[col].index, dom, dcol,  # type: ignore[attr-defined]
-                            null_safe)
+        inner = _semi_below(
+            p.input,
+            p.exprs[col].index,  # type: ignore[attr-defined]
+            dom,
+            dcol,
+            null_safe,
+        )
         return Project(inner, p.exprs, p.fields)
     if isinstance(p, Join) and p.kind == "inner":
         nl = len(p.left.fields)
         if col < nl:
             return dataclasses.replace(p, left=_semi_below(p.left, col, dom, dcol, null_safe))
-        return dataclasses.replace(p, right=_semi_below(p.right, col - nl, dom, dcol,
-                                                        null_safe))
+        return dataclasses.replace(p, right=_semi_below(p.right, col - nl, dom, dcol, null_safe))
     if isinstance(p, SemiJoin):
         return dataclasses.replace(p, left=_semi_below(p.left, col, dom, dcol, null_safe))
     key = p.fields[col]
     dk = dom.fields[dcol]
-    return SemiJoin(p, dom, (Col(col, key.type, key.nullable, key.name),),
-                    (Col(dcol, dk.type, dk.nullable, dk.name),), anti=False,
-                    null_safe=null_safe)
+    return SemiJoin(
+        p,
+        dom,
+        (Col(col, key.type, key.nullable, key.name),),
+        (Col(dcol, dk.type, dk.nullable, dk.name),),
+        anti=False,
+        null_safe=null_safe,
+    )
 
 
 def _restricted(side: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> Plan | None:
@@ -251,8 +280,9 @@ def _restricted(side: Plan, col: int, dom: Plan, dcol: int, null_safe: bool) -> 
         k = side.keys[col]
         if not isinstance(k, Col):
             return None
-        return dataclasses.replace(side, input=_semi_below(side.input, k.index, dom, dcol,
-                                                           null_safe))
+        return dataclasses.replace(
+            side, input=_semi_below(side.input, k.index, dom, dcol, null_safe)
+        )
     return None
 
 
@@ -266,8 +296,7 @@ def _restrict(p: Plan) -> Plan:
         if p.kind not in (("inner", "right") if agg_left else ("inner", "left")):
             continue
         side, other = (p.left, p.right) if agg_left else (p.right, p.left)
-        skeys, okeys = (p.left_keys, p.right_keys) if agg_left else (p.right_keys,
-                                                                      p.left_keys)
+        skeys, okeys = (p.left_keys, p.right_keys) if agg_left else (p.right_keys, p.left_keys)
         for sk, ok in zip(skeys, okeys, strict=True):
             if not (isinstance(sk, Col) and isinstance(ok, Col)):
                 continue
@@ -291,8 +320,10 @@ def restrict_groups(plan: Plan) -> Plan:
 
 # -- rows known to be distinct ----------------------------------------------------------------
 
-def unique_sets(p: Plan, keys: dict[str, list[frozenset[int]]] | None = None
-                ) -> list[frozenset[int]]:
+
+def unique_sets(
+    p: Plan, keys: dict[str, list[frozenset[int]]] | None = None
+) -> list[frozenset[int]]:
     """Sets of ``p``'s columns on which no two of its rows agree (NULL agreeing with NULL),
     as far as the plan shows; [] when none is known. ``keys``: tables' declared keys
     (informational; pass them only where a wrong declaration cannot change an answer)."""
@@ -377,8 +408,10 @@ def _share(p: Plan, found: list[Aggregate]) -> Plan:
             args.append(_shift(a.arg, -lo))
         else:
             key_at = {k.index: i for i, k in enumerate(my_keys) if isinstance(k, Col)}
-            if not all(isinstance(k, Col) and (not lo <= k.index < hi
-                                               or k.index - lo in key_at) for k in p.keys):
+            if not all(
+                isinstance(k, Col) and (not lo <= k.index < hi or k.index - lo in key_at)
+                for k in p.keys
+            ):
                 continue
             got = _partials(found, mine, my_keys, p.aggs, args)
             if got is None:
@@ -388,16 +421,19 @@ def _share(p: Plan, found: list[Aggregate]) -> Plan:
     return p
 
 
-def _partials(found: list[Aggregate], mine: Plan, keys: tuple[Expr, ...],
-              aggs: tuple[Agg, ...], args: list[Expr | None]
-              ) -> tuple[Aggregate, list[int]] | None:
+def _partials(
+    found: list[Aggregate],
+    mine: Plan,
+    keys: tuple[Expr, ...],
+    aggs: tuple[Agg, ...],
+    args: list[Expr | None],
+) -> tuple[Aggregate, list[int]] | None:
     """An aggregate of ``mine`` grouped by ``keys`` holding every partial result ``aggs``
     need, and the column of each."""
     for x in found:
         if x.input != mine or tuple(x.keys) != tuple(keys):
             continue
-        have = {(a.func, a.arg): len(x.keys) + i for i, a in enumerate(x.aggs)
-                if not a.distinct}
+        have = {(a.func, a.arg): len(x.keys) + i for i, a in enumerate(x.aggs) if not a.distinct}
         cols = []
         for a, arg in zip(aggs, args, strict=True):
             col = have.get((a.func, arg))
@@ -409,8 +445,18 @@ def _partials(found: list[Aggregate], mine: Plan, keys: tuple[Expr, ...],
     return None
 
 
-def _rebuild(p: Aggregate, j: Join, side: str, x: Aggregate, other: Plan,
-             key_at: dict[int, int], cols: list[int], lo: int, hi: int, nl: int) -> Plan:
+def _rebuild(
+    p: Aggregate,
+    j: Join,
+    side: str,
+    x: Aggregate,
+    other: Plan,
+    key_at: dict[int, int],
+    cols: list[int],
+    lo: int,
+    hi: int,
+    nl: int,
+) -> Plan:
     no = len(other.fields)
     nk = len(x.keys)
     xkeys = tuple(Col(i, x.fields[i].type, x.fields[i].nullable) for i in range(nk))
@@ -431,8 +477,7 @@ def _rebuild(p: Aggregate, j: Join, side: str, x: Aggregate, other: Plan,
             keys.append(col(x_at + key_at[k.index - lo]))
         else:
             keys.append(col(k.index - (nl if side == "left" else 0) + shift_other))
-    aggs = tuple(Agg(_PARTIAL[a.func], col(x_at + c)) for a, c in zip(p.aggs, cols,
-                                                                     strict=True))
+    aggs = tuple(Agg(_PARTIAL[a.func], col(x_at + c)) for a, c in zip(p.aggs, cols, strict=True))
     return Aggregate(new, tuple(keys), aggs, False, p.fields)
 
 
@@ -446,6 +491,7 @@ def share_partials(plan: Plan) -> Plan:
 
 
 # -- equalities across a join as its keys ----------------------------------------------------
+
 
 def _equi(p: Plan) -> Plan:
     if not (isinstance(p, Filter) and isinstance(p.input, Join)):
@@ -463,8 +509,13 @@ def _equi(p: Plan) -> Plan:
                 a, b, ua, ub = b, a, ub, ua
             # (not doubles: a join matches stored values, and SQL's = on doubles has its
             # own cases, NaN and -0.0)
-            if ua and ub and max(ua) < nl <= min(ub) and a.type == b.type \
-                    and a.type.kind != "double":
+            if (
+                ua
+                and ub
+                and max(ua) < nl <= min(ub)
+                and a.type == b.type
+                and a.type.kind != "double"
+            ):
                 lk.append(a)
                 rk.append(_shift(b, -nl))
                 continue
@@ -473,12 +524,16 @@ def _equi(p: Plan) -> Plan:
         return p
     # key pairs of constants only (a one-row side attached on nothing) are dropped
     pairs = [(x, y) for x, y in zip(lk, rk, strict=True) if uses(x) or uses(y)]
-    new = dataclasses.replace(j, left_keys=tuple(x for x, _ in pairs),
-                              right_keys=tuple(y for _, y in pairs))
+    new = dataclasses.replace(
+        j, left_keys=tuple(x for x, _ in pairs), right_keys=tuple(y for _, y in pairs)
+    )
     if not rest:
         return new
-    pred = rest[0] if len(rest) == 1 else Call("and", tuple(rest), p.predicate.type,
-                                                p.predicate.nullable)
+    pred = (
+        rest[0]
+        if len(rest) == 1
+        else Call("and", tuple(rest), p.predicate.type, p.predicate.nullable)
+    )
     return Filter(new, pred)
 
 

@@ -88,8 +88,9 @@ class Frame:
         return res
 
 
-def pack(vals: Sequence[np.ndarray], nulls: Sequence[np.ndarray | None], words: int, n: int
-         ) -> tuple[np.ndarray, ...]:
+def pack(
+    vals: Sequence[np.ndarray], nulls: Sequence[np.ndarray | None], words: int, n: int
+) -> tuple[np.ndarray, ...]:
     """Records from values and null flags (``None`` = no NULL in the batch): NULL values are
     zeroed and the mask words built."""
     out = list(vals)
@@ -109,8 +110,9 @@ def pack(vals: Sequence[np.ndarray], nulls: Sequence[np.ndarray | None], words: 
     return tuple(out) + tuple(masks)
 
 
-def select_columns(cols: Sequence[np.ndarray], fields: Sequence[Field], idxs: Sequence[int]
-                   ) -> tuple[np.ndarray, ...]:
+def select_columns(
+    cols: Sequence[np.ndarray], fields: Sequence[Field], idxs: Sequence[int]
+) -> tuple[np.ndarray, ...]:
     """Records of the fields ``idxs`` (in that order) of records ``cols`` of ``fields``."""
     n = len(cols[0]) if len(cols) else 0
     if list(idxs) == list(range(len(fields))):

@@ -67,24 +67,38 @@ class Snapshot:
 
 # -- types -------------------------------------------------------------------------------------
 
+
 def sql_type_of(dt: Any, column: str) -> SqlType:
     """Our SQL type of a Spark type (``UnsupportedSQL`` naming the column for maps, arrays,
     structs, binary and intervals)."""
     from ddflow.sql import types as T
 
     name = type(dt).__name__
-    simple = {"BooleanType": T.BOOLEAN, "ByteType": T.TINYINT, "ShortType": T.SMALLINT,
-              "IntegerType": T.INT, "LongType": T.BIGINT, "FloatType": T.FLOAT,
-              "DoubleType": T.DOUBLE, "StringType": T.STRING, "VarcharType": T.STRING,
-              "CharType": T.STRING, "DateType": T.DATE, "TimestampType": T.TIMESTAMP,
-              "TimestampNTZType": T.TIMESTAMP, "NullType": T.NULLTYPE}
+    simple = {
+        "BooleanType": T.BOOLEAN,
+        "ByteType": T.TINYINT,
+        "ShortType": T.SMALLINT,
+        "IntegerType": T.INT,
+        "LongType": T.BIGINT,
+        "FloatType": T.FLOAT,
+        "DoubleType": T.DOUBLE,
+        "StringType": T.STRING,
+        "VarcharType": T.STRING,
+        "CharType": T.STRING,
+        "DateType": T.DATE,
+        "TimestampType": T.TIMESTAMP,
+        "TimestampNTZType": T.TIMESTAMP,
+        "NullType": T.NULLTYPE,
+    }
     if name in simple:
         return simple[name]
     if name == "DecimalType":
         return decimal_type(dt.precision, dt.scale)
-    raise UnsupportedSQL(f"column '{column}' has Spark type {dt.simpleString()}, which ddflow "
-                         "does not ingest (maps, arrays, structs, binary and intervals are not "
-                         "SQL table columns here)")
+    raise UnsupportedSQL(
+        f"column '{column}' has Spark type {dt.simpleString()}, which ddflow "
+        "does not ingest (maps, arrays, structs, binary and intervals are not "
+        "SQL table columns here)"
+    )
 
 
 def spark_type(t: SqlType) -> Any:
@@ -95,8 +109,9 @@ def spark_type(t: SqlType) -> Any:
     if k == "boolean":
         return st.BooleanType()
     if k == "int":
-        return {8: st.ByteType(), 16: st.ShortType(), 32: st.IntegerType(),
-                64: st.LongType()}[t.bits]
+        return {8: st.ByteType(), 16: st.ShortType(), 32: st.IntegerType(), 64: st.LongType()}[
+            t.bits
+        ]
     if k == "decimal":
         return st.DecimalType(t.precision, t.scale)
     if k == "double":
@@ -112,13 +127,19 @@ def spark_type(t: SqlType) -> Any:
 
 # -- the job -------------------------------------------------------------------------------------
 
+
 class SqlJob:
     """SQL views as a ``ddflow.spark`` job: the tasks' ingestion of table rows and the
     dataflow each worker builds. Picklable; each task holds its own copy (and its own
     content-coded string dictionary)."""
 
-    def __init__(self, tables: dict[str, tuple[Field, ...]], plans: dict[str, Plan],
-                 dialect: str, known: dict[int, str] | None = None) -> None:
+    def __init__(
+        self,
+        tables: dict[str, tuple[Field, ...]],
+        plans: dict[str, Plan],
+        dialect: str,
+        known: dict[int, str] | None = None,
+    ) -> None:
         self.tables = tables
         self.plans = plans
         self.dialect = dialect
@@ -162,8 +183,11 @@ class SqlJob:
             name = self.input_names[key]
             width = len(cols) + mask_words([fields[c] for c in cols])
             if t is None or t.num_rows == 0:
-                logs[name] = Changes(tuple(np.zeros(0, np.int64) for _ in range(width)),
-                                     np.zeros((0, 1), np.int64), np.zeros(0, np.int64))
+                logs[name] = Changes(
+                    tuple(np.zeros(0, np.int64) for _ in range(width)),
+                    np.zeros((0, 1), np.int64),
+                    np.zeros(0, np.int64),
+                )
                 continue
             data = t.select([f.name for f in fields])
             b = to_batch(data, fields, self.strings, table)
@@ -173,7 +197,7 @@ class SqlJob:
                 self._max_time = top if self._max_time is None else max(self._max_time, top)
             diffs = np.asarray(t.column("__diff").to_numpy(), dtype=np.int64)
             if pre is not None:
-                m = keep(pre, b)
+                m = keep(pre, b, self.strings)
                 if not m.all():
                     idx = np.flatnonzero(m)
                     b, times, diffs = b.take(idx), times[idx], diffs[idx]
@@ -190,8 +214,10 @@ class SqlJob:
         worker = next(iter(colls.values())).worker
         strings = self.strings
         worker.string_dict = strings  # the exchanges carry new strings to the peers
-        tables = {key: (colls[self.input_names[key]], cols, self.tables[key[0]])
-                  for key, cols in self.inputs.items()}
+        tables = {
+            key: (colls[self.input_names[key]], cols, self.tables[key[0]])
+            for key, cols in self.inputs.items()
+        }
         lowering = Lowering(worker, tables, Ctx(strings, self.dialect))
         env = Env(worker.root)
         outs = {name: lowering.lower(plan, env) for name, plan in self.plans.items()}
@@ -202,8 +228,11 @@ class SqlJob:
     def extras(self) -> dict[str, Any]:
         """What a worker sends back beside its outputs: the strings it knows and the
         latest time of its input rows."""
-        return {"strings": self.strings.entries(), "max_time": self._max_time,
-                "seconds": dict(self._seconds)}
+        return {
+            "strings": self.strings.entries(),
+            "max_time": self._max_time,
+            "seconds": dict(self._seconds),
+        }
 
 
 def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
@@ -215,12 +244,14 @@ def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
             cols = p.columns if p.columns is not None else range(len(p.fields))
             used.setdefault((p.table, p.prefilter), set()).update(cols)
         stack.extend(p.inputs())
-    return {key: tuple(sorted(c)) for key, c in sorted(used.items(),
-                                                        key=lambda kv: (kv[0][0],
-                                                                        repr(kv[0][1])))}
+    return {
+        key: tuple(sorted(c))
+        for key, c in sorted(used.items(), key=lambda kv: (kv[0][0], repr(kv[0][1])))
+    }
 
 
 # -- results ---------------------------------------------------------------------------------------
+
 
 @dataclass
 class ViewResult:
@@ -253,22 +284,26 @@ class Maintained(dict):
 def _spark_schema(columns: list[str], types: list[SqlType], extra: bool) -> Any:
     from pyspark.sql import types as st
 
-    fields = [st.StructField(c, spark_type(t), True) for c, t in zip(columns, types,
-                                                                     strict=True)]
+    fields = [st.StructField(c, spark_type(t), True) for c, t in zip(columns, types, strict=True)]
     if extra:
-        fields += [st.StructField("time", st.LongType(), False),
-                   st.StructField("diff", st.LongType(), False)]
+        fields += [
+            st.StructField("time", st.LongType(), False),
+            st.StructField("diff", st.LongType(), False),
+        ]
     return st.StructType(fields)
 
 
-def _arrow_table(columns: list[str], types: list[SqlType], rows: list[tuple[Any, ...]],
-                 extra: list[tuple[int, int]] | None = None) -> Any:
+def _arrow_table(
+    columns: list[str],
+    types: list[SqlType],
+    rows: list[tuple[Any, ...]],
+    extra: list[tuple[int, int]] | None = None,
+) -> Any:
     import pyarrow as pa
 
     from ddflow.sql.database import arrow_type
 
-    arrays = [pa.array([r[i] for r in rows], type=arrow_type(t))
-              for i, t in enumerate(types)]
+    arrays = [pa.array([r[i] for r in rows], type=arrow_type(t)) for i, t in enumerate(types)]
     names = list(columns)
     if extra is not None:
         arrays.append(pa.array([e[0] for e in extra], type=pa.int64()))
@@ -287,14 +322,17 @@ def _unique(names: list[str]) -> list[str]:
     return out
 
 
-def _decode(u: Any, fields: tuple[Field, ...], visible: int, strings: StringDict
-            ) -> list[tuple[Any, ...]]:
+def _decode(
+    u: Any, fields: tuple[Field, ...], visible: int, strings: StringDict
+) -> list[tuple[Any, ...]]:
     from ddflow.sql.rows import Frame
 
     n = len(u)
     fr = Frame(u.data, len(fields), n)
-    cols = [decode_values(np.asarray(u.data[i]), fr.null(i), f.type, strings)
-            for i, f in enumerate(fields[:visible])]
+    cols = [
+        decode_values(np.asarray(u.data[i]), fr.null(i), f.type, strings)
+        for i, f in enumerate(fields[:visible])
+    ]
     return list(zip(*cols, strict=True)) if cols else [() for _ in range(n)]
 
 
@@ -309,8 +347,9 @@ def _is_cdf(df: Any) -> bool:
     return "_change_type" in cols and "_commit_version" in cols
 
 
-def _change_rows(name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None
-                 ) -> tuple[Any, list[str]]:
+def _change_rows(
+    name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None
+) -> tuple[Any, list[str]]:
     """A table source as a DataFrame of data columns, ``time`` and ``diff`` (and the data
     column names)."""
     from pyspark.sql import DataFrame as SparkDF
@@ -321,17 +360,25 @@ def _change_rows(name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: 
     if isinstance(src, Snapshot):
         return _snapshot_changes(name, src.df, spark, state, ckdir)
     if not isinstance(src, SparkDF):
-        raise SQLError(f"table {name!r}: give a DataFrame, Snapshot(DataFrame) or a Delta "
-                       f"table path, not {type(src).__name__}")
+        raise SQLError(
+            f"table {name!r}: give a DataFrame, Snapshot(DataFrame) or a Delta "
+            f"table path, not {type(src).__name__}"
+        )
     if _is_cdf(src):
-        data = [c for c in src.columns if c not in ("_change_type", "_commit_version",
-                                                     "_commit_timestamp")]
+        data = [
+            c
+            for c in src.columns
+            if c not in ("_change_type", "_commit_version", "_commit_timestamp")
+        ]
         ct = F.col("_change_type")
-        diff = (F.when(ct.isin("insert", "update_postimage"), F.lit(1))
-                .when(ct.isin("delete", "update_preimage"), F.lit(-1)))
-        out = src.select(*[F.col(c) for c in data],
-                         F.col("_commit_version").cast("bigint").alias("time"),
-                         diff.cast("bigint").alias("diff"))
+        diff = F.when(ct.isin("insert", "update_postimage"), F.lit(1)).when(
+            ct.isin("delete", "update_preimage"), F.lit(-1)
+        )
+        out = src.select(
+            *[F.col(c) for c in data],
+            F.col("_commit_version").cast("bigint").alias("time"),
+            diff.cast("bigint").alias("diff"),
+        )
         bad = out.filter(F.col("diff").isNull()).limit(1).collect()
         if bad:
             raise DataError(f"table {name!r}: unknown _change_type in its change feed")
@@ -356,8 +403,9 @@ def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> A
     try:
         from deltalake import DeltaTable
     except ImportError as e:
-        raise SQLError("reading a Delta table needs the deltalake package: "
-                       "pip install 'ddflow[spark]'") from e
+        raise SQLError(
+            "reading a Delta table needs the deltalake package: pip install 'ddflow[spark]'"
+        ) from e
     dt = DeltaTable(path)
     last = state.setdefault("delta", {}).get(name)
     start = 0 if last is None else int(last) + 1
@@ -371,8 +419,11 @@ def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> A
         t = pa.table(dt.load_cdf(starting_version=start).read_all())
         if "_commit_timestamp" in t.column_names:
             t = t.drop(["_commit_timestamp"])
-        t = t.set_column(t.column_names.index("_commit_version"), "_commit_version",
-                         pa.array(np.full(t.num_rows, _next_time(state), np.int64)))
+        t = t.set_column(
+            t.column_names.index("_commit_version"),
+            "_commit_version",
+            pa.array(np.full(t.num_rows, _next_time(state), np.int64)),
+        )
     state["delta"][name] = latest
     t = _plain_strings(t)
     return spark.createDataFrame(t)
@@ -398,8 +449,9 @@ def _next_time(state: dict[str, Any]) -> int:
     return max(int(state.get("time", -1)), int(state.get("fed", -1))) + 1
 
 
-def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
-                      ckdir: str | None) -> tuple[Any, list[str]]:
+def _snapshot_changes(
+    name: str, df: Any, spark: Any, state: dict[str, Any], ckdir: str | None
+) -> tuple[Any, list[str]]:
     from pyspark.sql import functions as F
 
     from ddflow.runtimes.spark import changes_between
@@ -413,7 +465,8 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
         out = changes_between(old.select(*data), df.select(*data), time=t)
     else:
         out = df.withColumn("diff", F.lit(1).cast("bigint")).withColumn(
-            "time", F.lit(t).cast("bigint"))
+            "time", F.lit(t).cast("bigint")
+        )
     if ckdir is not None:
         path = os.path.join(ckdir, "snapshots", f"{name}-{t}.parquet")
         df.write.mode("overwrite").parquet(path)
@@ -424,10 +477,19 @@ def _snapshot_changes(name: str, df: Any, spark: Any, state: dict[str, Any],
 
 # -- maintain ----------------------------------------------------------------------------------
 
-def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str, Any], *,
-             workers: int = 2, checkpoint: str | os.PathLike[str] | None = None,
-             dialect: str = "spark", timeout: float = 600.0, progress: float | None = None,
-             on_round: Callable[[Any], None] | None = None) -> Maintained:
+
+def maintain(
+    spark: SparkSession,
+    views: Mapping[str, str],
+    tables: Mapping[str, Any],
+    *,
+    workers: int = 2,
+    checkpoint: str | os.PathLike[str] | None = None,
+    dialect: str = "spark",
+    timeout: float = 600.0,
+    progress: float | None = None,
+    on_round: Callable[[Any], None] | None = None,
+) -> Maintained:
     """Refreshes SQL ``views`` from the changes of ``tables`` on ``workers`` Spark barrier
     tasks (see the module docstring); returns ``{view: ViewResult}``. ``on_round``: a hook
     each worker calls after each round (``JobConfig.on_round``; tests inject faults with
@@ -457,12 +519,16 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         schema = {f.name: f.dataType for f in df.schema.fields}
         fields[key] = tuple(Field(c.lower(), sql_type_of(schema[c], c), True) for c in data)
         table_schemas[key] = df.select(*data).schema
-        inputs[key] = df.select(*data, "time", "diff").toDF(*[c.lower() for c in data],
-                                                             "time", "diff")
-    if "tables" in state and state["tables"] != {k: [str(f.type) for f in v]
-                                                  for k, v in fields.items()}:
-        raise SQLError("the tables' columns differ from the ones this checkpoint was made "
-                       "with; use a new checkpoint directory")
+        inputs[key] = df.select(*data, "time", "diff").toDF(
+            *[c.lower() for c in data], "time", "diff"
+        )
+    if "tables" in state and state["tables"] != {
+        k: [str(f.type) for f in v] for k, v in fields.items()
+    }:
+        raise SQLError(
+            "the tables' columns differ from the ones this checkpoint was made "
+            "with; use a new checkpoint directory"
+        )
     timings["inputs"] = _time.perf_counter() - started
     planner = Planner(fields, dialect)
     plans: dict[str, Plan] = {}
@@ -472,8 +538,13 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         plan = prune(split(prune(planned.plan)))
         plans[vname] = plan
         visible = planned.visible
-        meta[vname] = ([f.name for f in plan.fields[:visible]],
-                       [f.type for f in plan.fields[:visible]], visible, planned.order, plan)
+        meta[vname] = (
+            [f.name for f in plan.fields[:visible]],
+            [f.type for f in plan.fields[:visible]],
+            visible,
+            planned.order,
+            plan,
+        )
     shapes = _spark_shapes(spark, views, table_schemas, state)
     known = {int(k): v for k, v in state.get("strings", {}).items()}
     job = SqlJob(fields, plans, dialect, known)
@@ -482,9 +553,18 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     timings["plan"] = _time.perf_counter() - started - timings["inputs"]
     mark = _time.perf_counter()
     try:
-        res = spark_job(spark, job, inputs, workers=workers, timeout=timeout,
-                        progress=progress, checkpoint=ckdir, checkpoint_every=0,
-                        check=not seen, on_round=on_round)
+        res = spark_job(
+            spark,
+            job,
+            inputs,
+            workers=workers,
+            timeout=timeout,
+            progress=progress,
+            checkpoint=ckdir,
+            checkpoint_every=0,
+            check=not seen,
+            on_round=on_round,
+        )
     except SparkJobError:
         raise
     timings["job"] = _time.perf_counter() - mark
@@ -508,8 +588,7 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         if u is not None and len(u):
             recs = _decode(u, plan.fields, visible, strings)
             change_rows = recs
-            extra = list(zip(u.times[:, 0].tolist(), np.asarray(u.diffs).tolist(),
-                             strict=True))
+            extra = list(zip(u.times[:, 0].tolist(), np.asarray(u.diffs).tolist(), strict=True))
         prev = _load_contents(ckdir, vname, contents_state)
         floats = [j for j, t in enumerate(types) if t.kind == "double"]
         now, change_rows = _apply(prev, change_rows, extra, floats)
@@ -517,8 +596,10 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
         if order:
             from ddflow.sql.database import _sort_rows
 
-            rows = _sort_rows(rows, tuple(SortKey(k.index, k.desc, k.nulls_first)
-                                          for k in order if k.index < visible))
+            rows = _sort_rows(
+                rows,
+                tuple(SortKey(k.index, k.desc, k.nulls_first) for k in order if k.index < visible),
+            )
         _save_contents(ckdir, vname, now, contents_state)
         ctab = _arrow_table(cols, types, rows)
         chtab = _arrow_table(cols, types, change_rows, extra)
@@ -543,8 +624,9 @@ def maintain(spark: SparkSession, views: Mapping[str, str], tables: Mapping[str,
     return out
 
 
-def _spark_shapes(spark: Any, views: Mapping[str, str], tables: Mapping[str, Any],
-                  state: dict[str, Any]) -> dict[str, Any]:
+def _spark_shapes(
+    spark: Any, views: Mapping[str, str], tables: Mapping[str, Any], state: dict[str, Any]
+) -> dict[str, Any]:
     """Per view, the schema Spark SQL gives it (column names and types; kept in ``state``
     per SQL text and table columns): the tables as empty DataFrames of their Spark types
     in a new session of ``spark`` (its own temporary views; the SQL settings copied), the
@@ -565,7 +647,7 @@ def _spark_shapes(spark: Any, views: Mapping[str, str], tables: Mapping[str, Any
         confs: Any = {}
         with contextlib.suppress(Exception):  # no way to read the settings: defaults
             confs = spark.conf.getAll
-        for k, v in (confs.items() if isinstance(confs, dict) else ()):
+        for k, v in confs.items() if isinstance(confs, dict) else ():
             if k.startswith("spark.sql.") and not k.startswith("spark.sql.catalog"):
                 with contextlib.suppress(Exception):  # a static setting: leave it
                     session.conf.set(k, v)
@@ -597,8 +679,10 @@ def _as_spark(contents: Any, changes: Any, schema: Any) -> Any:
         names = list(schema.names)
 
         def conv(t: Any, extra: list[str]) -> Any:
-            cols = [t.column(i).cast(targets[i]) if t.column(i).type != targets[i]
-                    else t.column(i) for i in range(len(names))]
+            cols = [
+                t.column(i).cast(targets[i]) if t.column(i).type != targets[i] else t.column(i)
+                for i in range(len(names))
+            ]
             cols += [t.column(c) for c in extra]
             return pa.Table.from_arrays(cols, names=names + extra)
 
@@ -608,14 +692,22 @@ def _as_spark(contents: Any, changes: Any, schema: Any) -> Any:
         return None
     fields = [st.StructField(f.name, f.dataType, True) for f in schema.fields]
     cschema = st.StructType(fields)
-    chschema = st.StructType(fields + [st.StructField("time", st.LongType(), False),
-                                       st.StructField("diff", st.LongType(), False)])
+    chschema = st.StructType(
+        fields
+        + [
+            st.StructField("time", st.LongType(), False),
+            st.StructField("diff", st.LongType(), False),
+        ]
+    )
     return c, ch, cschema, chschema
 
 
-def _apply(prev: dict[tuple[Any, ...], int], rows: list[tuple[Any, ...]],
-           extra: list[tuple[int, int]], floats: list[int]
-           ) -> tuple[dict[tuple[Any, ...], int], list[tuple[Any, ...]]]:
+def _apply(
+    prev: dict[tuple[Any, ...], int],
+    rows: list[tuple[Any, ...]],
+    extra: list[tuple[int, int]],
+    floats: list[int],
+) -> tuple[dict[tuple[Any, ...], int], list[tuple[Any, ...]]]:
     """The contents after ``rows`` (with ``extra``'s diffs) and the rows as applied.
 
     A floating-point sum is accumulated in the order the dataflow's batches happen to be
@@ -642,8 +734,9 @@ def _apply(prev: dict[tuple[Any, ...], int], rows: list[tuple[Any, ...]],
     return now, applied
 
 
-def _nearest(now: dict[tuple[Any, ...], int], r: tuple[Any, ...], floats: list[int]
-             ) -> tuple[Any, ...] | None:
+def _nearest(
+    now: dict[tuple[Any, ...], int], r: tuple[Any, ...], floats: list[int]
+) -> tuple[Any, ...] | None:
     """The row of ``now`` equal to ``r`` but for float columns within a relative 1e-9
     (the nearest such), or None."""
     import math
@@ -653,8 +746,11 @@ def _nearest(now: dict[tuple[Any, ...], int], r: tuple[Any, ...], floats: list[i
     for q, c in now.items():
         if c <= 0 or len(q) != len(r):
             continue
-        if any(a != b for j, (a, b) in enumerate(zip(q, r, strict=True))
-               if j not in fs and not (a is None and b is None)):
+        if any(
+            a != b
+            for j, (a, b) in enumerate(zip(q, r, strict=True))
+            if j not in fs and not (a is None and b is None)
+        ):
             continue
         far = 0.0
         for j in floats:
@@ -693,8 +789,7 @@ def _save_state(ckdir: str | None, state: dict[str, Any]) -> None:
     os.replace(tmp, _state_path(ckdir))
 
 
-def _load_contents(ckdir: str | None, view: str, st: dict[str, Any]
-                   ) -> dict[tuple[Any, ...], int]:
+def _load_contents(ckdir: str | None, view: str, st: dict[str, Any]) -> dict[tuple[Any, ...], int]:
     import pickle
 
     path = st.get(view)
@@ -704,8 +799,9 @@ def _load_contents(ckdir: str | None, view: str, st: dict[str, Any]
         return dict(pickle.load(f))
 
 
-def _save_contents(ckdir: str | None, view: str, now: dict[tuple[Any, ...], int],
-                   st: dict[str, Any]) -> None:
+def _save_contents(
+    ckdir: str | None, view: str, now: dict[tuple[Any, ...], int], st: dict[str, Any]
+) -> None:
     import pickle
 
     if ckdir is None:

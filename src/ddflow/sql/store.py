@@ -36,8 +36,11 @@ def row_hashes(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     with np.errstate(over="ignore"):
         for c in cols:
             if c.dtype == object:
-                x = np.array([hash(v) for v in c.tolist()], dtype=np.int64).reshape(n).view(
-                    np.uint64)
+                x = (
+                    np.array([hash(v) for v in c.tolist()], dtype=np.int64)
+                    .reshape(n)
+                    .view(np.uint64)
+                )
             else:
                 x = np.ascontiguousarray(c, dtype=np.int64).view(np.uint64)
             h = (h ^ x) * _M1
@@ -88,6 +91,13 @@ def _hash_columns(b: RowBatch, cols: list[int], strings: StringDict) -> list[np.
     return out
 
 
+def _plain_ints(arr: Any) -> bool:
+    """Whether an Arrow array holds signed integers and no NULL."""
+    import pyarrow as pa
+
+    return bool(pa.types.is_signed_integer(arr.type)) and not arr.null_count
+
+
 def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For ranges ``[lo[i], hi[i])``: the owner ``i`` and the position of every element."""
     counts = hi - lo
@@ -99,8 +109,9 @@ def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return owner, pos
 
 
-def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
-                strings: StringDict) -> np.ndarray:
+def _equal_rows(
+    a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray, strings: StringDict
+) -> np.ndarray:
     """Whether row ``ia[k]`` of ``a`` equals row ``ib[k]`` of ``b`` (NULL equals NULL).
 
     Columns are compared numbers first, strings last, each only on the pairs still equal
@@ -125,15 +136,18 @@ def _equal_rows(a: RowBatch, ia: np.ndarray, b: RowBatch, ib: np.ndarray,
                 same = np.asarray(got.to_numpy(zero_copy_only=False), dtype=bool)
             else:
                 xs, ys = x.strings(ja), y.strings(jb)
-                same = np.fromiter((p == q for p, q in zip(xs, ys, strict=True)), dtype=bool,
-                                   count=len(ja))
+                same = np.fromiter(
+                    (p == q for p, q in zip(xs, ys, strict=True)), dtype=bool, count=len(ja)
+                )
         else:
             xv = _column_values(x, ja, strings)
             yv = _column_values(y, jb, strings)
             if xv.dtype == object or yv.dtype == object:
-                same = np.fromiter((p == q for p, q in zip(xv.tolist(), yv.tolist(),
-                                                            strict=True)),
-                                   dtype=bool, count=len(ja))
+                same = np.fromiter(
+                    (p == q for p, q in zip(xv.tolist(), yv.tolist(), strict=True)),
+                    dtype=bool,
+                    count=len(ja),
+                )
             else:
                 same = xv == yv
         if xn is not None or yn is not None:
@@ -215,8 +229,20 @@ class TableStore:
         kc = self.key_cols[0]
         while len(self.zones) < len(self.chunks):
             b, _ = self.chunks[len(self.zones)]
+            if not b.n:
+                self.zones.append((1, 0))
+                continue
+            c = b.cols[kc]
+            if isinstance(c, ArrowCol) and c._v is None and _plain_ints(c.arr):
+                # a column not converted yet: its least and greatest value are read in
+                # Arrow (they are its physical values: integers without NULLs)
+                import pyarrow.compute as pc
+
+                mm = pc.min_max(c.arr)
+                self.zones.append((int(mm["min"].as_py()), int(mm["max"].as_py())))
+                continue
             v = b.column(kc, self.strings)
-            self.zones.append((int(v.min()), int(v.max())) if len(v) else (1, 0))
+            self.zones.append((int(v.min()), int(v.max())))
         return np.asarray(self.zones, dtype=np.int64).reshape(len(self.zones), 2)
 
     def _scan(self, q: RowBatch, qk: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
@@ -256,8 +282,11 @@ class TableStore:
         if self.key_cols is None:
             self.key_cols = _index_columns(self.chunks[0][0], self.strings)
         hq = _index_keys(q, self.key_cols, self.strings)
-        single = len(self.key_cols) == 1 and not isinstance(
-            q.cols[self.key_cols[0]], LazyStrings) and hq.dtype == np.int64
+        single = (
+            len(self.key_cols) == 1
+            and not isinstance(q.cols[self.key_cols[0]], LazyStrings)
+            and hq.dtype == np.int64
+        )
         if single and self.indexed < self.offsets[-1]:
             got = self._scan(q, hq)
             if got is not None:

@@ -24,8 +24,11 @@ __all__ = ["StringDict", "content_code"]
 
 def content_code(s: str) -> int:
     """A string's code from its content alone (a signed 64-bit BLAKE2b digest)."""
-    return int.from_bytes(hashlib.blake2b(s.encode("utf-8", "surrogatepass"),
-                                          digest_size=8).digest(), "little", signed=True)
+    return int.from_bytes(
+        hashlib.blake2b(s.encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+        "little",
+        signed=True,
+    )
 
 
 _SHORT_CACHE = 1 << 21  # short strings remembered at most (beyond: hashed per batch)
@@ -42,7 +45,7 @@ def _short_keys(arr: Any) -> np.ndarray | None:
     n = len(arr)
     bufs = arr.buffers()
     odt = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    off = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset:]
+    off = np.frombuffer(bufs[1], dtype=odt, count=arr.offset + n + 1)[arr.offset :]
     start, end = int(off[0]), int(off[-1])
     width, rest = divmod(end - start, n)
     if rest or width > _SHORT or bufs[2] is None or width == 0:
@@ -92,8 +95,10 @@ class StringDict:
                 c = content_code(s)
                 other = self._by_code.get(c)
                 if other is not None and other != s:
-                    raise DataError(f"strings {other!r} and {s!r} have the same 64-bit "
-                                    "hash; they cannot both be stored")
+                    raise DataError(
+                        f"strings {other!r} and {s!r} have the same 64-bit "
+                        "hash; they cannot both be stored"
+                    )
                 self._by_code[c] = s
                 self._unsent.append(c)
             else:
@@ -153,13 +158,17 @@ class StringDict:
 
         if pa.types.is_dictionary(arr.type):
             n = len(arr)
-            codes = self.encode_arrow(arr.dictionary) if len(arr.dictionary) else \
-                np.zeros(1, np.int64)
+            codes = (
+                self.encode_arrow(arr.dictionary) if len(arr.dictionary) else np.zeros(1, np.int64)
+            )
             idx = arr.indices
             if idx.null_count:
                 idx = idx.fill_null(0)
-            return codes[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.intp)] \
-                if n else np.zeros(0, np.int64)
+            return (
+                codes[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.intp)]
+                if n
+                else np.zeros(0, np.int64)
+            )
         if len(arr) == 0:
             return np.zeros(0, np.int64)
         keys = _short_keys(arr)
@@ -180,7 +189,8 @@ class StringDict:
             return self._encode_hashed(arr)
         rows = miss[first]
         new_codes = self.encode_list(
-            ["" if v is None else v for v in arr.take(pa.array(rows)).to_pylist()])
+            ["" if v is None else v for v in arr.take(pa.array(rows)).to_pylist()]
+        )
         allk = np.concatenate([sk, new_keys])
         allc = np.concatenate([self._short_codes, new_codes])
         order = np.argsort(allk, kind="stable")
@@ -235,8 +245,12 @@ class StringDict:
         strings = self._strings
         return [strings[c] for c in np.asarray(codes).tolist()]
 
-    def map_codes(self, codes: np.ndarray, f: Callable[[np.ndarray], np.ndarray],
-                  memo: dict[str, Any] | None = None) -> np.ndarray:
+    def map_codes(
+        self,
+        codes: np.ndarray,
+        f: Callable[[np.ndarray], np.ndarray],
+        memo: dict[str, Any] | None = None,
+    ) -> np.ndarray:
         """``f`` (over an ``object`` array of distinct strings) applied to each row's string,
         evaluated once per distinct code of the batch (and once ever per code with ``memo``,
         a dict this call keeps its table in)."""

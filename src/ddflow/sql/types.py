@@ -113,12 +113,15 @@ def decimal_type(precision: int, scale: int) -> SqlType:
     """DECIMAL(precision, scale); raises ``DataError`` outside 1 <= precision <= 38,
     0 <= scale <= precision."""
     if not 1 <= precision <= 38 or not 0 <= scale <= precision:
-        raise DataError(f"DECIMAL({precision},{scale}) is not a valid decimal type "
-                        "(1 <= precision <= 38, 0 <= scale <= precision)")
+        raise DataError(
+            f"DECIMAL({precision},{scale}) is not a valid decimal type "
+            "(1 <= precision <= 38, 0 <= scale <= precision)"
+        )
     return SqlType("decimal", 128, precision, scale)
 
 
 # -- floats as ordered integers ------------------------------------------------------------
+
 
 def float_keys(x: np.ndarray) -> np.ndarray:
     """``int64`` keys ordering like the floats ``x`` (``-0.0`` as ``0.0``, one NaN, last)."""
@@ -141,13 +144,14 @@ def float_from_keys(k: np.ndarray) -> np.ndarray:
 
 # -- Python values -> physical -------------------------------------------------------------
 
+
 def _bad(value: Any, t: SqlType, column: str) -> DataError:
-    return DataError(f"value {value!r} ({type(value).__name__}) does not fit column "
-                     f"'{column}' of type {t}")
+    return DataError(
+        f"value {value!r} ({type(value).__name__}) does not fit column '{column}' of type {t}"
+    )
 
 
-def decimal_unscaled(value: Any, scale: int, t: SqlType | None = None, column: str = "?"
-                     ) -> int:
+def decimal_unscaled(value: Any, scale: int, t: SqlType | None = None, column: str = "?") -> int:
     """``value * 10**scale`` as an exact int, rounding half away from zero (as SQL casts do).
     Accepts int, Decimal, float (its shortest repr) and numeric strings."""
     if isinstance(value, bool):
@@ -169,8 +173,9 @@ def decimal_unscaled(value: Any, scale: int, t: SqlType | None = None, column: s
     return int(q)
 
 
-def encode_values(values: list[Any], t: SqlType, column: str, strings: Any
-                  ) -> tuple[np.ndarray, np.ndarray | None]:
+def encode_values(
+    values: list[Any], t: SqlType, column: str, strings: Any
+) -> tuple[np.ndarray, np.ndarray | None]:
     """Python values (``None`` = NULL) of column ``column`` as ``(physical, nulls)``.
 
     Raises ``DataError`` naming the column for a value of the wrong type or out of range.
@@ -205,8 +210,9 @@ def _encode_nonnull(vals: list[Any], t: SqlType, column: str, strings: Any) -> n
                     raise _bad(v, t, column)
             iv = int(v)
             if not lo <= iv <= hi:
-                raise DataError(f"value {iv} is out of range for column '{column}' of type {t} "
-                                f"([{lo}, {hi}])")
+                raise DataError(
+                    f"value {iv} is out of range for column '{column}' of type {t} ([{lo}, {hi}])"
+                )
             out.append(iv)
         return np.array(out, dtype=np.int64).reshape(len(out))
     if k == "decimal":
@@ -222,7 +228,8 @@ def _encode_nonnull(vals: list[Any], t: SqlType, column: str, strings: Any) -> n
         fl = []
         for v in vals:
             if isinstance(v, (bool, np.bool_)) or not isinstance(
-                    v, (int, float, np.integer, np.floating, decimal.Decimal)):
+                v, (int, float, np.integer, np.floating, decimal.Decimal)
+            ):
                 raise _bad(v, t, column)
             fl.append(float(v))
         arr = np.array(fl, dtype=np.float64).reshape(len(fl))
@@ -289,8 +296,10 @@ def int_column(values: list[int]) -> np.ndarray:
 
 # -- physical -> Python values -------------------------------------------------------------
 
-def decode_values(phys: np.ndarray, nulls: np.ndarray | None, t: SqlType, strings: Any
-                  ) -> list[Any]:
+
+def decode_values(
+    phys: np.ndarray, nulls: np.ndarray | None, t: SqlType, strings: Any
+) -> list[Any]:
     """The Python values of a physical column (``None`` for NULL)."""
     if nulls is not None and nulls.any():
         if t.kind in ("string", "decimal", "date", "timestamp"):
