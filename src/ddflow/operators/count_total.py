@@ -14,7 +14,7 @@ works as the count (tuple diffs give tuple counts, ``Sum`` gives ``Sum`` counts)
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -164,7 +164,7 @@ class CountTotal(Operator):
 
     def _batch_small(
         self, batch: TraceBatch, history: list[TraceBatch]
-    ) -> tuple[Updates, Layout] | None | bool:
+    ) -> tuple[Updates, Layout] | None | Literal[False]:
         """``_batch`` for a few rows of int diffs (``count`` and ``distinct``), the counts
         as exact Python ints: the same output, in the same order, without the fixed cost of
         some forty numpy calls on tiny arrays. ``False`` when a count leaves int64 (the
