@@ -40,6 +40,7 @@ class Enter(Operator):
     """Brings a collection of the parent scope into a loop, at iteration 0."""
 
     name = "enter"
+    wakes_on_frontier = False
 
     def __init__(self, worker: Worker, s: Stream, scope: Scope, name: str | None = None):
         super().__init__(worker, [s], name, scope=scope)
@@ -61,6 +62,7 @@ class Leave(Operator):
     in during an epoch is held until the epoch ends (``finish``)."""
 
     name = "leave"
+    wakes_on_frontier = False
     state_version = 1
 
     def __init__(self, worker: Worker, s: Stream, name: str | None = None):
@@ -107,6 +109,7 @@ class Feedback(Operator):
 
     name = "variable"
     state_version = 1
+    wakes_on_frontier = False
 
     def __init__(self, worker: Worker, scope: Scope, name: str | None = None):
         super().__init__(worker, [], name, scope=scope)
@@ -136,6 +139,10 @@ class Feedback(Operator):
             self.output.push(
                 u.take(np.flatnonzero(~later)) if later.any() else u, self.source.layout
             )
+
+    def wakes(self, frontier: Antichain) -> bool:
+        # held updates leave by the loop's outer frontier (a new epoch), not by ``frontier``
+        return bool(self.held)
 
     def outstanding_times(self) -> np.ndarray | None:
         return self.held[0].times if self.held else None

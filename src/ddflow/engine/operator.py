@@ -97,6 +97,13 @@ class Operator:
     #: fed from outside the dataflow (an input session's operator): may join a running
     #: dataflow, and its input frontier is the one its feeder promises (``source_frontier``)
     is_input: ClassVar[bool] = False
+    #: whether the operator must run when only its input frontier moved (empty inboxes).
+    #: False promises that such a run would do nothing but bookkeeping (advance its trace
+    #: handles' compaction, its uppers) unless one of its ``outstanding_times`` became
+    #: complete: the engine then skips it (``ddflow.engine.progress.run_operator``), which
+    #: spares every idle operator of a loop its run at each iteration. True (the default)
+    #: is always correct.
+    wakes_on_frontier: ClassVar[bool] = True
     #: the format of ``state()``; None: the operator keeps no state between runs
     state_version: ClassVar[int | None] = None
     #: the arrangement's trace this operator maintains, if any (statistics)
@@ -134,6 +141,15 @@ class Operator:
 
     def run(self, frontier: Antichain) -> None:
         raise NotImplementedError
+
+    def wakes(self, frontier: Antichain) -> bool:
+        """Whether a run with empty inboxes at the input frontier ``frontier`` (moved since
+        the last run) could do more than bookkeeping: always, unless the operator opts out
+        (``wakes_on_frontier``); then only if one of its outstanding times is complete."""
+        if self.wakes_on_frontier:
+            return True
+        t = self.outstanding_times()
+        return t is not None and len(t) > 0 and not bool(frontier.beyond_mask(t).all())
 
     def output_scope(self) -> Scope:
         """The scope whose times this operator's output carries."""

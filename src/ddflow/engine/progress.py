@@ -61,6 +61,7 @@ from ddflow.engine.scope import IterationLimitError, Scope
 __all__ = [
     "has_work",
     "input_frontier",
+    "next_due_iteration",
     "outer_frontier",
     "outstanding_times",
     "output_frontier",
@@ -100,11 +101,22 @@ def output_frontier(op: Operator, frontier: Antichain) -> Antichain:
 
 def run_operator(op: Operator, multi: bool) -> bool:
     """Run ``op`` if its inbox holds updates or its input frontier moved (always, for an
-    exchange among several workers); whether anything changed."""
+    exchange among several workers); whether anything changed.
+
+    An operator that does not wake on the frontier (``Operator.wakes``: typically none of its
+    outstanding times became complete) is not run when its inboxes are empty: only its output
+    frontier moves, as a run would have moved it."""
     f = input_frontier(op)
     busy = any(op.inbox)
-    if not busy and f == op.seen and not (multi and op.always_run):
-        return False
+    if not busy and not (multi and op.always_run):
+        if f == op.seen:
+            return False
+        if not op.wakes(f):
+            new = output_frontier(op, f)
+            changed = new != op.frontier
+            op.frontier = new
+            op.seen = f
+            return changed
     saved = [list(q) for q in op.inbox]
     try:
         op.run(f)
@@ -176,7 +188,10 @@ def run_epoch(scope: Scope, multi: bool) -> bool:
             more = any(comm.all_gather(more))
         if not more:
             break
-        i += 1
+        nxt = next_due_iteration(scope, P, i)
+        if multi:
+            nxt = min(comm.all_gather(nxt))
+        i = max(i + 1, nxt)
         if scope.limit is not None and i >= scope.limit:
             raise IterationLimitError(
                 f"loop '{scope.name}' did not converge within its limit of {scope.limit} "
@@ -189,6 +204,48 @@ def run_epoch(scope: Scope, multi: bool) -> bool:
         lv.finish()
         lv.frontier = F
     return changed
+
+
+def _quiet(scope: Scope) -> bool:
+    """Whether no inbox of the loop holds updates and every operator in it (nested loops
+    included) runs only for updates or outstanding times (``Operator.wakes_on_frontier``)."""
+    for n in scope.nodes:
+        if isinstance(n, Scope):
+            if any(e.inbox[0] for e in n.enters) or not _quiet(n):
+                return False
+        elif n.wakes_on_frontier or any(n.inbox):
+            return False
+    return True
+
+
+def next_due_iteration(scope: Scope, P: Antichain, i: int) -> int:
+    """The next iteration of the epoch under way (after ``i``) at which something can happen.
+
+    ``i + 1`` unless the loop is quiet (``_quiet``): then iterations only move frontiers
+    until one of the outstanding times with a complete outer part becomes complete, and
+    those iterations would run no operator (``run_operator`` skips them all). A time
+    ``(o, k)`` is complete at ``A_j`` once ``j >= k`` if ``o`` is beyond ``P`` (new in this
+    epoch), at once otherwise; the iterations before the first such ``j`` are skipped. A
+    loop that is quiet has some outstanding time with complete outer part (``has_work``
+    held), so the answer is finite."""
+    if not _quiet(scope):
+        return i + 1
+    oc = scope.progress.outer_complete
+    assert oc is not None
+    best: int | None = None
+    for n in scope.nodes:
+        t = outstanding_times(n)
+        if t is None or not len(t):
+            continue
+        t = t[~oc.beyond_mask(t[:, : oc.dim])]
+        if not len(t):
+            continue
+        new = P.beyond_mask(t[:, :-1])
+        if not new.all():
+            return i + 1  # complete already: run the next iteration as usual
+        k = int(t[:, -1].min())
+        best = k if best is None else min(best, k)
+    return i + 1 if best is None else max(i + 1, best)
 
 
 def outstanding_times(node: Operator | Scope) -> np.ndarray | None:

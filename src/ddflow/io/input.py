@@ -43,6 +43,7 @@ class InputOp(Operator):
     next step, and its input frontier is the one the session promises."""
 
     name = "input"
+    wakes_on_frontier = False
     is_input = True
     state_version = 1
 

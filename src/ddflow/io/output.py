@@ -26,6 +26,7 @@ class Probe(Operator):
     """Reports the frontier reached at a point of the dataflow."""
 
     name = "probe"
+    wakes_on_frontier = False
 
     def run(self, frontier: Antichain) -> None:
         self.take()
@@ -46,6 +47,7 @@ class Capture(Operator):
     """Records every output update; reads back updates and the collection at a time."""
 
     name = "capture"
+    wakes_on_frontier = False
     state_version = 1
 
     def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:

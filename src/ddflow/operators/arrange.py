@@ -42,6 +42,7 @@ class Arrange(Operator):
     ``spine`` the trace of the batches made so far, ``upper`` the frontier it reached."""
 
     name = "arrange"
+    wakes_on_frontier = False
     state_version = 1
 
     def __init__(

@@ -40,6 +40,7 @@ class Join(Operator):
     ``(k, va)`` (semijoin)."""
 
     name = "join"
+    wakes_on_frontier = False
     state_version = 1
 
     def __init__(

@@ -45,6 +45,8 @@ def user_error(op: Operator, e: BaseException) -> OperatorError:
 class _PerBatch(Operator):
     """An operator applying ``apply`` to every incoming batch of updates."""
 
+    wakes_on_frontier = False
+
     def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None) -> None:
         super().__init__(worker, inputs, name)
 
@@ -280,6 +282,7 @@ class Concat(Operator):
     ``DataError`` naming both shapes (the worker drops it; later batches flow on)."""
 
     name = "concat"
+    wakes_on_frontier = False
 
     def __init__(self, worker: Worker, streams: Sequence[Stream], name: str | None = None) -> None:
         known = [(port, s.layout) for port, s in enumerate(streams) if s.layout is not None]
@@ -349,6 +352,7 @@ class Consolidate(Operator):
     """Holds updates until the frontier passes their times, then emits them consolidated."""
 
     name = "consolidate"
+    wakes_on_frontier = False
     state_version = 1
 
     def __init__(self, worker: Worker, s: Stream, name: str | None = None) -> None:

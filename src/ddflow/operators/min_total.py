@@ -71,6 +71,8 @@ __all__ = ["MinMaxTotal"]
 class MinMaxTotal(Operator):
     """``mode`` is ``"min"`` or ``"max"``; see the module docstring."""
 
+    wakes_on_frontier = False
+
     state_version = 1
 
     def __init__(

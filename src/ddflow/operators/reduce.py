@@ -67,6 +67,8 @@ class Reduce(Operator):
     (``pend_keys``/``pend_times`` for vectorized reducers, ``pending`` per key otherwise) and
     what was learnt of the input and output (diff types, the output values' layout)."""
 
+    wakes_on_frontier = False
+
     state_version = 1
 
     def __init__(

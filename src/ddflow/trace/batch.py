@@ -241,12 +241,20 @@ class TraceBatch:
         self.desc = desc
         n = len(u)
         kcols = u.data[:key_width]
-        starts = run_starts(kcols, n)
-        self.keys = key_index([c[starts] for c in kcols])
-        bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
-        bounds[:-1] = starts
-        bounds[-1] = n
-        self.bounds = bounds
+        if n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
+            # a few rows of one int key: the runs found in Python (numpy's per-call cost
+            # dominates there)
+            kl = kcols[0].tolist()
+            first = [i for i in range(n) if i == 0 or kl[i] != kl[i - 1]]
+            self.keys = np.array([kl[i] for i in first], dtype=kcols[0].dtype)
+            self.bounds = np.array([*first, n], dtype=np.int32)
+        else:
+            starts = run_starts(kcols, n)
+            self.keys = key_index([c[starts] for c in kcols])
+            bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
+            bounds[:-1] = starts
+            bounds[-1] = n
+            self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self._bound: int | None = None
@@ -355,6 +363,8 @@ class TraceBatch:
             return self._rows_small(probe)
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
+        if probe.shape[0] <= 16 and self.keys.dtype.kind in "iu":
+            return self._rows_few(probe)
         table = self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16 else None
         if table is not None:
             lo, tab = table
@@ -380,6 +390,23 @@ class TraceBatch:
         rows, owner = ranges_to_indices(self.bounds[kpos], self.bounds[kpos + 1])
         return rows, hit[owner]
 
+    def _rows_few(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``rows_for`` for a few int probe keys in a large batch of int keys (same dtype):
+        one ``searchsorted``, then each key's rows in Python (the vectorized expansion's
+        dozen numpy calls cost more than that on a few keys)."""
+        keys = self.keys
+        nk = keys.shape[0]
+        bounds = self.bounds
+        wanted = probe.tolist()
+        rows: list[int] = []
+        owner: list[int] = []
+        for j, p in enumerate(np.searchsorted(keys, probe).tolist()):
+            if p < nk and keys[p] == wanted[j]:
+                lo, hi = int(bounds[p]), int(bounds[p + 1])
+                rows.extend(range(lo, hi))
+                owner.extend([j] * (hi - lo))
+        return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
         per-call cost dominates there: one-update rounds leave many such batches), and for
@@ -398,6 +425,21 @@ class TraceBatch:
                 rows.extend(range(lo, hi))
                 owner.extend([j] * (hi - lo))
         return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+
+    def key_runs_small(self, keys: list[Any]) -> list[tuple[int, int, int]]:
+        """For a few probe keys given as Python values: ``(probe position, first row, end
+        row)`` of each key present, matched like ``_rows_small`` (a dict of the batch's keys,
+        built once: meant for batches of a few keys)."""
+        index = self._index
+        if index is None:
+            index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}
+        bounds = self.bounds
+        out = []
+        for j, k in enumerate(keys):
+            i = index.get(k)
+            if i is not None:
+                out.append((j, int(bounds[i]), int(bounds[i + 1])))
+        return out
 
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(

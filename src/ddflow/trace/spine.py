@@ -31,7 +31,14 @@ from ddflow.core.updates import Updates, concat_updates
 from ddflow.trace.batch import TraceBatch, buffer_nbytes, merged_bound
 from ddflow.trace.merge import Merge, merge_all
 
-__all__ = ["MergeListener", "Spine", "TraceHandle", "key_sums", "sums_fit"]
+__all__ = [
+    "MergeListener",
+    "Spine",
+    "TraceHandle",
+    "int_key_sums_small",
+    "key_sums",
+    "sums_fit",
+]
 
 #: told of every merge the spine completes: ``(sources oldest first, since, result)``
 MergeListener = Callable[[Sequence[TraceBatch], Antichain, TraceBatch], None]
@@ -331,6 +338,47 @@ def key_sums(
             d = col[rows]
             acc[keys] += d if len(starts) == len(d) else np.add.reduceat(d, starts)
     return tuple(accs) if tuple_diff else accs[0]
+
+
+#: batches with at most this many keys are searched with a dict in ``int_key_sums_small``
+SMALL_KEYS = 64
+
+
+def int_key_sums_small(batches: list[TraceBatch], probe: np.ndarray) -> list[int]:
+    """``key_sums`` for int diffs and a few probe keys (sorted, distinct), as exact Python
+    ints: numpy's per-call cost dominates there, so small batches are searched with a dict
+    (``TraceBatch.key_runs_small``) and large ones with one ``rows_for`` each. It is an
+    error to pass batches whose diffs are not ``IntDiff`` columns."""
+    acc = [0] * probe.shape[0]
+    keys: list[Any] | None = None
+    for b in batches:
+        if b.keys.shape[0] == 0:
+            continue
+        d = b.diffs
+        if b.keys.shape[0] <= SMALL_KEYS:
+            if keys is None:
+                keys = probe.tolist()
+            for j, lo, hi in b.key_runs_small(keys):
+                for r in range(lo, hi):
+                    acc[j] += int(d[r])
+            continue
+        bk = b.keys
+        if probe.dtype == bk.dtype and bk.dtype.kind in "iu":
+            # one search for all probe keys, then a few scalar reads
+            if keys is None:
+                keys = probe.tolist()
+            nk = bk.shape[0]
+            bounds = b.bounds
+            for j, p in enumerate(np.searchsorted(bk, probe).tolist()):
+                if p < nk and bk[p] == keys[j]:
+                    for r in range(int(bounds[p]), int(bounds[p + 1])):
+                        acc[j] += int(d[r])
+            continue
+        rows, owner = b.rows_for(probe)
+        if len(rows):
+            for j, v in zip(owner.tolist(), d[rows].tolist(), strict=True):
+                acc[j] += v
+    return acc
 
 
 def _key_rows(b: TraceBatch, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:

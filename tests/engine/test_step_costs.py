@@ -1,0 +1,405 @@
+"""The small-step paths: what a one-change round skips and where it leaves numpy.
+
+Each path is checked two ways: against an answer computed here from scratch (dicts and
+sorted lists, no engine code), and against the general path it stands in for (the size
+thresholds patched so the general path runs), which must give the very same columns.
+
+* Loops: operators whose inboxes are empty and whose outstanding times are not complete
+  are not run when only their frontier moves, and a quiet loop jumps to the next iteration
+  at which an outstanding time becomes complete. BFS over a long chain with one edge
+  changing per round gives the reference distances at every round, the same updates as
+  with every operator run at every iteration, and far fewer operator runs.
+* ``consolidate`` of a few integer rows in Python; a trace batch of a few rows of one int
+  key; ``rows_for`` with a few probe keys in a large batch; the count's history sums for a
+  few keys; ``count_total`` / ``distinct_total`` over one-change rounds.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict, deque
+from typing import Any
+
+import numpy as np
+import pytest
+
+import ddflow as dd
+import ddflow.core.updates as updates_mod
+import ddflow.engine.progress as progress_mod
+import ddflow.operators.count_total as count_total_mod
+from ddflow.algorithms import bfs
+from ddflow.core.diff import I64_MAX, INT_DIFF
+from ddflow.core.frontier import Antichain
+from ddflow.core.updates import Updates, consolidate
+from ddflow.engine.operator import Operator
+from ddflow.trace.batch import Description, TraceBatch
+from ddflow.trace.spine import int_key_sums_small, key_sums
+
+# ---- loops: idle operators are not run ---------------------------------------------------
+
+
+def _reference_bfs(edges: Counter[tuple[int, int]], root: int) -> dict[int, int]:
+    adj: dict[int, list[int]] = defaultdict(list)
+    for (a, b), c in edges.items():
+        if c > 0:
+            adj[a].append(b)
+    dist = {root: 0}
+    todo = deque([root])
+    while todo:
+        x = todo.popleft()
+        for y in adj[x]:
+            if y not in dist:
+                dist[y] = dist[x] + 1
+                todo.append(y)
+    return dist
+
+
+def _bfs_rounds(
+    rounds: list[list[tuple[tuple[int, int], int]]],
+    first: list[tuple[int, int]],
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """Run BFS from node 0 over ``first``, then each round's edge changes; return the
+    captured updates, the distances after each round, how many operator runs there were
+    after the load, and how many times the engine looked at an operator (once per
+    operator per loop iteration it went through)."""
+    visits = [0]
+    inner_visit = progress_mod.run_operator
+
+    def visit(op: Operator, multi: bool) -> bool:
+        visits[0] += 1
+        return inner_visit(op, multi)
+
+    monkeypatch.setattr(progress_mod, "run_operator", visit)
+    worker = dd.Worker()
+    e_in, edges = worker.new_collection()
+    r_in, roots = worker.new_collection()
+    dist = bfs(edges, roots)
+    out = dist.capture()
+    probe = dist.probe()
+    runs = [0]
+
+    def counted(op: Operator) -> None:
+        inner = op.run
+
+        def run(frontier: Antichain) -> None:
+            runs[0] += 1
+            inner(frontier)
+
+        op.run = run  # type: ignore[method-assign]
+
+    for op in worker.operators:
+        counted(op)
+    t = 0
+
+    def advance() -> None:
+        nonlocal t
+        t += 1
+        e_in.advance_to(t)
+        r_in.advance_to(t)
+        worker.step_while(lambda: probe.less_than(t), at_least_once=True)
+
+    for e in first:
+        e_in.insert(e)
+    r_in.insert(0)
+    advance()
+    runs[0] = visits[0] = 0
+    answers = []
+    for changes in rounds:
+        for e, d in changes:
+            if d > 0:
+                e_in.insert(e)
+            else:
+                e_in.remove(e)
+        advance()
+        answers.append({k: v for (k, v), c in out.at(t - 1).items() if c == 1})
+    return sorted(out.updates(), key=repr), answers, runs[0], visits[0]
+
+
+def test_bfs_one_change_rounds_skip_idle_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    n = 120
+    rng = np.random.default_rng(7)
+    chain = [(i, i + 1) for i in range(n - 1)]
+    extra = [(int(a), int(b)) for a, b in rng.integers(0, n, (30, 2))]
+    current: Counter[tuple[int, int]] = Counter(chain + extra)
+    rounds: list[list[tuple[tuple[int, int], int]]] = []
+    wants = []
+    for r in range(12):
+        # cut the chain far down, then mend it: changes that matter at late iterations
+        cut = (n - 10 - r, n - 9 - r)
+        step = [(cut, -1)] if current[cut] > 0 else [(cut, +1)]
+        a, b = (int(x) for x in rng.integers(0, n, 2))
+        step.append(((a, b), +1))
+        for e, d in step:
+            current[e] += d
+        rounds.append(step)
+        wants.append(_reference_bfs(current, 0))
+
+    first = chain + extra
+    with monkeypatch.context() as m:
+        fast_updates, fast_answers, fast_runs, fast_visits = _bfs_rounds(rounds, first, m)
+    assert fast_answers == wants
+
+    # one iteration at a time (idle operators still skipped)
+    with monkeypatch.context() as m:
+        m.setattr(progress_mod, "next_due_iteration", lambda scope, P, i: i + 1)
+        step_updates, step_answers, step_runs, step_visits = _bfs_rounds(rounds, first, m)
+    assert step_answers == wants
+    assert step_updates == fast_updates
+
+    # every operator run at every iteration
+    with monkeypatch.context() as m:
+        m.setattr(Operator, "wakes", lambda self, frontier: True)
+        m.setattr(progress_mod, "next_due_iteration", lambda scope, P, i: i + 1)
+        slow_updates, slow_answers, slow_runs, slow_visits = _bfs_rounds(rounds, first, m)
+    assert slow_answers == wants
+    assert slow_updates == fast_updates
+    # the late changes leave most iterations with nothing to do: idle operators are not run
+    # and the iterations where none would run are not gone through
+    assert fast_runs * 4 < slow_runs, (fast_runs, slow_runs)
+    assert fast_visits * 3 < step_visits, (fast_visits, step_visits)
+
+
+# ---- consolidate of a few rows ------------------------------------------------------------
+
+
+def _reference_consolidate(u: Updates) -> list[tuple[Any, ...]]:
+    acc: dict[tuple[Any, ...], int] = defaultdict(int)
+    for i in range(len(u)):
+        key = tuple(c[i].item() for c in u.data) + tuple(u.times[i].tolist())
+        acc[key] += int(u.diffs[i])
+    return sorted((*k, v) for k, v in acc.items() if v)
+
+
+def _rows_of(u: Updates) -> list[tuple[Any, ...]]:
+    return [
+        (*(c[i].item() for c in u.data), *u.times[i].tolist(), int(u.diffs[i]))
+        for i in range(len(u))
+    ]
+
+
+def _same_columns(a: Updates, b: Updates) -> None:
+    assert len(a) == len(b)
+    assert [c.dtype for c in a.data] == [c.dtype for c in b.data]
+    for x, y in zip(a.data, b.data, strict=True):
+        assert np.array_equal(x, y)
+    assert np.array_equal(np.asarray(a.times), np.asarray(b.times))
+    assert np.array_equal(np.asarray(a.diffs), np.asarray(b.diffs))
+    assert a.times.shape[1] == b.times.shape[1]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_consolidate_of_a_few_rows_matches_reference_and_general_path(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, updates_mod.SMALL_ROWS + 1))
+    dtypes = [np.int64, np.uint8, np.bool_, np.int32]
+    cols = []
+    for _ in range(int(rng.integers(1, 3))):
+        dt = dtypes[int(rng.integers(len(dtypes)))]
+        vals = rng.integers(-3 if np.dtype(dt).kind == "i" else 0, 3, n)
+        cols.append(vals.astype(dt))
+    dims = int(rng.integers(1, 3))
+    times = (
+        np.full((n, dims), 4, np.int64) if seed % 3 == 0 else rng.integers(0, 3, (n, dims))
+    ).astype(np.int64)
+    diffs = rng.choice(np.array([-2, -1, 1, 1, 2], np.int64), n)
+    u = Updates(tuple(cols), times, diffs, INT_DIFF)
+    for compact in (False, True):
+        small = consolidate(u, compact=compact)
+        assert _rows_of(small) == _reference_consolidate(u)
+        with monkeypatch.context() as m:
+            m.setattr(updates_mod, "SMALL_ROWS", 0)
+            general = consolidate(u, compact=compact)
+        _same_columns(small, general)
+
+
+def test_consolidate_of_a_few_rows_leaving_int64_is_exact() -> None:
+    u = Updates(
+        (np.array([1, 1, 2], np.int64),),
+        np.zeros((3, 1), np.int64),
+        np.array([I64_MAX, 1, 5], np.int64),
+        INT_DIFF,
+    )
+    got = consolidate(u)
+    assert [(int(k), int(d)) for k, d in zip(got.data[0], got.diffs, strict=True)] == [
+        (1, I64_MAX + 1),
+        (2, 5),
+    ]
+
+
+def test_consolidate_of_a_few_float_rows_keeps_the_general_order() -> None:
+    u = Updates(
+        (np.array([2.5, -0.0, 0.0, 1.0], np.float64),),
+        np.zeros((4, 1), np.int64),
+        np.array([1, 1, 1, -1], np.int64),
+        INT_DIFF,
+    )
+    got = consolidate(u)
+    assert got.data[0].tolist() == [0.0, 1.0, 2.5]
+    assert got.diffs.tolist() == [2, -1, 1]
+
+
+# ---- trace batches: few rows, few probe keys, the count's history -------------------------
+
+
+def _desc(lo: int, hi: int) -> Description:
+    return Description(Antichain.of([(lo,)], 1), Antichain.of([(hi,)], 1), Antichain.of([(0,)], 1))
+
+
+def _batch(keys: list[int], lo: int = 0, dtype: Any = np.int64, seed: int = 0) -> TraceBatch:
+    rng = np.random.default_rng(seed)
+    n = len(keys)
+    u = Updates(
+        (np.asarray(keys, dtype), rng.integers(0, 5, n).astype(np.int64)),
+        np.full((n, 1), lo, np.int64),
+        rng.choice(np.array([-1, 1, 2, 3], np.int64), n),
+        INT_DIFF,
+    )
+    return TraceBatch.build(1, u, _desc(lo, lo + 1))
+
+
+def _reference_runs(keys: np.ndarray) -> tuple[list[int], list[int]]:
+    ks = keys.tolist()
+    first = [i for i in range(len(ks)) if i == 0 or ks[i] != ks[i - 1]]
+    return [ks[i] for i in first], [*first, len(ks)]
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.int8])
+def test_a_trace_batch_of_a_few_rows_finds_its_key_runs(dtype: Any) -> None:
+    rng = np.random.default_rng(1)
+    for n in range(1, 17):
+        b = _batch(rng.integers(0, 6, n).tolist(), dtype=dtype, seed=n)
+        keys, bounds = _reference_runs(b.data[0])
+        assert b.keys.dtype == np.dtype(dtype)
+        assert b.keys.tolist() == keys
+        assert b.bounds.tolist() == bounds
+
+
+def test_rows_for_a_few_probe_keys_in_a_large_batch() -> None:
+    rng = np.random.default_rng(2)
+    b = _batch(rng.integers(0, 400, 3000).tolist(), seed=3)
+    assert len(b.keys) > 64
+    column = b.data[0].tolist()
+    for trial in range(60):
+        size = int(rng.integers(1, 17))
+        probe = np.unique(rng.integers(-5, 410, size)).astype(np.int64)
+        if trial == 0:
+            probe = np.array([int(b.keys[0]), int(b.keys[-1]), 10_000], np.int64)
+        rows, owner = b.rows_for(probe)
+        want = sorted(
+            (r, j) for j, p in enumerate(probe.tolist()) for r, k in enumerate(column) if k == p
+        )
+        assert sorted(zip(rows.tolist(), owner.tolist(), strict=True)) == want
+
+
+def test_history_sums_for_a_few_keys() -> None:
+    rng = np.random.default_rng(4)
+    batches = [
+        _batch(rng.integers(0, 300, 2000).tolist(), lo=0, seed=5),  # large: searchsorted
+        _batch(rng.integers(0, 300, 40).tolist(), lo=1, seed=6),  # few keys: a dict
+        _batch(rng.integers(0, 300, 500).tolist(), lo=2, dtype=np.int32, seed=7),  # other dtype
+        _batch([], lo=3),
+        _batch([5, 5, 9], lo=4, seed=8),
+    ]
+    for _ in range(50):
+        probe = np.unique(rng.integers(0, 310, int(rng.integers(1, 12)))).astype(np.int64)
+        want = [0] * len(probe)
+        for b in batches:
+            for k, d in zip(b.data[0].tolist(), np.asarray(b.diffs).tolist(), strict=True):
+                for j, p in enumerate(probe.tolist()):
+                    if k == p:
+                        want[j] += d
+        assert int_key_sums_small(batches, probe) == want
+        assert np.asarray(key_sums(batches, probe, INT_DIFF)).tolist() == want
+
+
+# ---- the total-order count over one-change rounds ----------------------------------------
+
+
+def _count_rounds(mode: str, rounds: list[list[tuple[int, int]]]):
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out_c = coll.count_total() if mode == "count" else coll.distinct_total()
+    cap = out_c.capture()
+    probe = out_c.probe()
+    at = []
+    for t, changes in enumerate(rounds):
+        for k, d in changes:
+            inp.update(k, d)
+        inp.advance_to(t + 1)
+        worker.step_while(lambda: probe.less_than(t + 1), at_least_once=True)
+        at.append(dict(cap.at(t)))
+    return sorted(cap.updates(), key=repr), at
+
+
+@pytest.mark.parametrize("mode", ["count", "distinct"])
+def test_count_total_over_one_change_rounds(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(9)
+    rounds: list[list[tuple[int, int]]] = []
+    current: Counter[int] = Counter()
+    wants = []
+    for r in range(120):
+        changes = []
+        for _ in range(int(rng.integers(0, 4))):
+            k = int(rng.integers(0, 12))
+            d = int(rng.choice([-1, 1, 1, 2])) if current[k] > 0 or r % 7 else -1
+            changes.append((k, d))
+            current[k] += d
+        if r % 10 == 9:  # a round whose changes cancel
+            changes += [(3, 1), (3, -1)]
+        rounds.append(changes)
+        if mode == "count":
+            wants.append({(k, c): 1 for k, c in current.items() if c})
+        else:
+            wants.append({k: 1 for k, c in current.items() if c})  # a non-zero count
+    upd, at = _count_rounds(mode, rounds)
+    assert at == wants
+    with monkeypatch.context() as m:
+        m.setattr(count_total_mod, "SMALL_ROWS", 0)
+        m.setattr(updates_mod, "SMALL_ROWS", 0)
+        general_upd, general_at = _count_rounds(mode, rounds)
+    assert upd == general_upd
+    assert at == general_at
+
+
+def test_bfs_rounds_fed_several_times_per_step() -> None:
+    """Changes at several times reach the loop in one step: the loop variable holds the
+    later times' updates back while the earlier epoch runs, and releases them in theirs
+    (the rounds' answers are those of one round per step)."""
+    n = 60
+    rng = np.random.default_rng(11)
+    first = [(i, i + 1) for i in range(n - 1)]
+    current: Counter[tuple[int, int]] = Counter(first)
+    rounds = []
+    wants = []
+    for r in range(9):
+        cut = (n - 5 - 2 * r, n - 4 - 2 * r)
+        a, b = (int(x) for x in rng.integers(0, n, 2))
+        step = [(cut, -1), ((a, b), +1)]
+        for e, d in step:
+            current[e] += d
+        rounds.append(step)
+        wants.append(_reference_bfs(current, 0))
+    worker = dd.Worker()
+    e_in, edges = worker.new_collection()
+    r_in, roots = worker.new_collection()
+    dist = bfs(edges, roots)
+    out = dist.capture()
+    probe = dist.probe()
+    for e in first:
+        e_in.insert(e)
+    r_in.insert(0)
+    e_in.advance_to(1)
+    r_in.advance_to(1)
+    worker.step_while(lambda: probe.less_than(1), at_least_once=True)
+    for lo in range(0, len(rounds), 3):
+        for r in range(lo, min(lo + 3, len(rounds))):
+            for e, d in rounds[r]:
+                e_in.update_at(e, r + 1, d)
+        upto = min(lo + 3, len(rounds)) + 1
+        e_in.advance_to(upto)
+        r_in.advance_to(upto)
+        worker.step_while(lambda: probe.less_than(upto), at_least_once=True)
+    for r, want in enumerate(wants):
+        assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want
