@@ -7,6 +7,8 @@ them shows."""
 
 from __future__ import annotations
 
+from decimal import Decimal as D
+
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM, WIDE_A, WIDE_B, WIDE_DDL
@@ -245,3 +247,76 @@ def test_restriction_follows_filtered_keys_changing() -> None:
     o.commit([Ins("f", [(2, 100), (1, 0)])])
     o.commit([Del("d", [(1, "x")]), Ins("d", [(1, "x"), (1, "x")])])
     o.commit([Del("f", [(2, 3), (2, 9), (2, 100)])])
+
+
+# -- scalar aggregates met only on a key (``keyed_scalars``) and one min / max alone ---------
+
+SCALAR_DDL = [
+    "CREATE TABLE s (k INT NOT NULL, g INT, v DECIMAL(8,2) NOT NULL, w INT)",
+    "CREATE TABLE u (k INT, name STRING)",
+]
+
+_S = [
+    (1, 1, D("5.00"), 3),
+    (2, 1, D("9.50"), None),
+    (3, 2, D("9.50"), 0),  # the maximum twice
+    (4, None, D("-2.00"), 7),
+    (4, None, D("-2.00"), 7),  # a duplicate row
+    (5, 3, D("0.00"), None),
+]
+
+# empty tables first, then rows, the maximum deleted (once, then again), emptied, refilled
+SCALAR_STREAM: list[list[Ins | Del]] = [
+    [],
+    [Ins("s", _S), Ins("u", [(1, "a"), (3, "c"), (4, "d"), (0, "z"), (None, "n")])],
+    [Del("s", [_S[1]])],
+    [Del("s", [_S[2]]), Ins("s", [(6, 2, D("1.25"), 0)])],
+    [Del("s", [*_S[:1], *_S[3:], (6, 2, D("1.25"), 0)]), Del("u", [(0, "z")])],
+    [Ins("s", _S[2:4]), Ins("u", [(0, "z")])],
+]
+
+KEYED_SCALARS = [
+    case("SELECT k, v FROM s WHERE v = (SELECT max(v) FROM s)", id="eq-max"),
+    case("SELECT k FROM s WHERE v = (SELECT min(v) FROM s WHERE g IS NOT NULL)", id="eq-min"),
+    case("SELECT k FROM s WHERE w = (SELECT max(w) FROM s)", id="eq-max-nullable-arg"),
+    case("SELECT k FROM s WHERE w = (SELECT sum(w) FROM s WHERE g = 1)", id="eq-sum"),
+    # must stay scalar: count of no rows is 0, which meets w = 0
+    case("SELECT k FROM s WHERE w = (SELECT count(*) FROM s WHERE g = 7)", id="eq-count"),
+    case("SELECT k FROM s WHERE w = (SELECT count(w) FROM s WHERE g = 1)", id="eq-count-col"),
+    # must stay scalar: the aggregate is the side a left join keeps
+    case(
+        "SELECT m.mx, u.name FROM (SELECT max(k) AS mx FROM s) m LEFT JOIN u ON m.mx = u.k",
+        id="kept-side-of-left-join",
+    ),
+    case(
+        "SELECT u.name, m.mx FROM u LEFT JOIN (SELECT max(k) AS mx FROM s) m ON m.mx = u.k",
+        id="dropped-side-of-left-join",
+    ),
+    case("SELECT (SELECT max(v) FROM s) AS mx", id="scalar-alone"),
+    # one min / max alone per group, of never-NULL and of nullable arguments
+    case("SELECT g, max(v) AS mx FROM s GROUP BY g", id="grouped-max"),
+    case("SELECT g, min(k) AS mn, min(k) AS mn2 FROM s GROUP BY g", id="grouped-min-twice"),
+    case("SELECT g, max(w) AS mx FROM s GROUP BY g", id="grouped-max-nullable"),
+    case("SELECT g, sum(v) AS sv, avg(v) AS av FROM s GROUP BY g", id="grouped-sum-never-null"),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), KEYED_SCALARS)
+def test_keyed_scalars(sql: str, duck: str | None, ordered: bool) -> None:
+    check_stream(SCALAR_DDL, [(sql, duck, ordered)], SCALAR_STREAM)
+
+
+def test_keyed_scalars_apply() -> None:
+    """The scalar aggregate is made grouped only where a join drops its NULL row."""
+
+    def plan(sql: str) -> str:
+        db = dsql.Database()
+        for ddl in SCALAR_DDL:
+            db.execute(ddl)
+        return db.explain(sql)
+
+    assert "Aggregate scalar" not in plan("SELECT k FROM s WHERE v = (SELECT max(v) FROM s)")
+    assert "Aggregate scalar" in plan("SELECT k FROM s WHERE w = (SELECT count(*) FROM s)")
+    assert "Aggregate scalar" in plan(
+        "SELECT m.mx, u.name FROM (SELECT max(k) AS mx FROM s) m LEFT JOIN u ON m.mx = u.k"
+    )
