@@ -320,3 +320,84 @@ def test_keyed_scalars_apply() -> None:
     assert "Aggregate scalar" in plan(
         "SELECT m.mx, u.name FROM (SELECT max(k) AS mx FROM s) m LEFT JOIN u ON m.mx = u.k"
     )
+
+
+# -- a shared partial aggregate restricted to the keys its filter keeps --------------------
+
+PARTIAL_DDL = [
+    "CREATE TABLE o (k INT, c INT, t DECIMAL(8,2))",
+    "CREATE TABLE l (k INT, q INT)",
+]
+
+_O = [
+    (1, 2, D("5.00")),
+    (2, 1, D("6.00")),
+    (3, 1, D("7.00")),
+    (3, 1, D("7.00")),  # a duplicate row
+    (None, 1, D("1.00")),
+]
+_L = [(1, 6), (1, 6), (2, 3), (3, 11), (None, 50), (4, 20), (2, 9)]
+
+# sums that cross the threshold both ways, keys of o duplicated, NULL keys on both sides
+PARTIAL_STREAM: list[list[Ins | Del]] = [
+    [Ins("o", _O), Ins("l", _L)],
+    [Del("l", [(2, 9)]), Ins("l", [(3, 1)])],
+    [Ins("l", [(2, 9), (2, 1)]), Del("o", [(3, 1, D("7.00"))])],
+    [Del("l", [(1, 6)]), Ins("o", [(4, 3, D("9.00")), (None, 2, D("0.50"))])],
+    [Del("l", _L[2:4] + [(3, 1), (2, 1)]), Ins("l", [(5, 100)])],
+]
+
+RESTRICTED_PARTIALS = [
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="in-having-sum",
+    ),
+    case(
+        "SELECT o.k, o.t, sum(l.q) AS s, count(*) AS n FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) <= 12) GROUP BY o.k, o.t",
+        id="in-having-sum-le-with-count",
+    ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) "
+        "AND o.k IN (SELECT k FROM l GROUP BY k HAVING max(q) > 5) GROUP BY o.k, o.c",
+        id="two-filtered-aggregates",
+    ),
+    # must not be restricted: the semi join is on another column, or an anti join
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.c IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="in-on-other-column",
+    ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE NOT EXISTS (SELECT 1 FROM (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) h "
+        "WHERE h.k = o.k) GROUP BY o.k, o.c",
+        id="not-exists",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), RESTRICTED_PARTIALS)
+def test_restricted_partials(sql: str, duck: str | None, ordered: bool) -> None:
+    check_stream(PARTIAL_DDL, [(sql, duck, ordered)], PARTIAL_STREAM)
+
+
+def test_restricted_partials_apply() -> None:
+    """The shared partial aggregate is joined through its filter only where a semi join
+    on the join key with that filter's keys guarantees it."""
+
+    def plan(sql: str) -> str:
+        db = dsql.Database()
+        for ddl in PARTIAL_DDL:
+            db.execute(ddl)
+        return db.explain(sql)
+
+    def filters(sql: str) -> int:
+        return plan(sql).count("Filter (_a0 > 10)")
+
+    body = "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k WHERE "
+    sub = "(SELECT k FROM l GROUP BY k HAVING sum(q) > 10)"
+    assert filters(body + f"o.k IN {sub} GROUP BY o.k, o.c") == 2
+    assert filters(body + f"o.c IN {sub} GROUP BY o.k, o.c") == 1

@@ -470,6 +470,17 @@ def _rebuild(
     no = len(other.fields)
     nk = len(x.keys)
     xkeys = tuple(Col(i, x.fields[i].type, x.fields[i].nullable) for i in range(nk))
+    if nk == 1:
+        # ``other`` may hold only keys that a filter of ``x`` keeps (it is semi-joined with
+        # them, as ``o_orderkey IN (SELECT l_orderkey .. HAVING sum(q) > 300)``): then each
+        # of its rows meets the one row of ``x`` with its key, which that filter keeps, so
+        # joining the filtered ``x`` is the same and follows only the keys it keeps
+        ok = j.left_keys[0] if side == "right" else j.right_keys[0]
+        if isinstance(ok, Col):
+            for y, f, c in _restrictions(other, ok.index - (nl if side == "left" else 0)):
+                if y == x and c == 0:
+                    x = f
+                    break
     if side == "right":
         new = Join(other, x, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
         x_at, shift_other = no, 0
@@ -489,6 +500,46 @@ def _rebuild(
             keys.append(col(k.index - (nl if side == "left" else 0) + shift_other))
     aggs = tuple(Agg(_PARTIAL[a.func], col(x_at + c)) for a, c in zip(p.aggs, cols, strict=True))
     return Aggregate(new, tuple(keys), aggs, False, p.fields)
+
+
+def _restrictions(p: Plan, col: int) -> list[tuple[Plan, Filter, int]]:
+    """Filters of aggregates whose kept group keys include every value column ``col`` of
+    ``p`` holds: ``(aggregate, filters over it, the key's column in it)`` for each semi
+    join on ``col`` (through inner joins, filters and column projections) with a
+    projection of a key column of a filtered aggregate."""
+    out: list[tuple[Plan, Filter, int]] = []
+    if isinstance(p, SemiJoin) and not p.anti:
+        for lk, rk in zip(p.left_keys, p.right_keys, strict=True):
+            if not (isinstance(lk, Col) and lk.index == col and isinstance(rk, Col)):
+                continue
+            r = p.right
+            at = rk.index
+            if isinstance(r, Project):
+                e = r.exprs[at]
+                if not isinstance(e, Col):
+                    continue
+                r, at = r.input, e.index
+            top = r
+            while isinstance(r, Filter):
+                r = r.input
+            if (
+                isinstance(top, Filter)
+                and isinstance(r, Aggregate)
+                and not r.scalar
+                and at < len(r.keys)
+            ):
+                out.append((r, top, at))
+        return out + _restrictions(p.left, col)
+    if isinstance(p, Join) and p.kind == "inner":
+        nl = len(p.left.fields)
+        return _restrictions(p.left, col) if col < nl else _restrictions(p.right, col - nl)
+    if isinstance(p, Filter):
+        return _restrictions(p.input, col)
+    if isinstance(p, Project) and isinstance(p.exprs[col], Col):
+        e = p.exprs[col]
+        assert isinstance(e, Col)
+        return _restrictions(p.input, e.index)
+    return out
 
 
 def share_partials(plan: Plan) -> Plan:
