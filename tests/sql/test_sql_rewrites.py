@@ -364,6 +364,16 @@ RESTRICTED_PARTIALS = [
         "AND o.k IN (SELECT k FROM l GROUP BY k HAVING max(q) > 5) GROUP BY o.k, o.c",
         id="two-filtered-aggregates",
     ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM l JOIN o ON l.k = o.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="partials-on-the-left",
+    ),
+    case(
+        "SELECT o.c, o.k, sum(l.q) AS s FROM l JOIN o ON l.k = o.k "
+        "WHERE o.c IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="partials-on-the-left-other-column",
+    ),
     # must not be restricted: the semi join is on another column, or an anti join
     case(
         "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
@@ -401,3 +411,6 @@ def test_restricted_partials_apply() -> None:
     sub = "(SELECT k FROM l GROUP BY k HAVING sum(q) > 10)"
     assert filters(body + f"o.k IN {sub} GROUP BY o.k, o.c") == 2
     assert filters(body + f"o.c IN {sub} GROUP BY o.k, o.c") == 1
+    left = "SELECT o.k, o.c, sum(l.q) AS s FROM l JOIN o ON l.k = o.k WHERE "
+    assert filters(left + f"o.k IN {sub} GROUP BY o.k, o.c") == 2
+    assert filters(left + f"o.c IN {sub} GROUP BY o.k, o.c") == 1

@@ -153,7 +153,7 @@ class ArrowCol:
         possible (not ``plain``, or a decimal word that does not fit 64 bits)."""
         if self._raw is False:
             self._raw = _in_place(self.arr) if self.plain else None
-        return self._raw  # type: ignore[no-any-return]
+        return self._raw
 
     def take(self, idx: np.ndarray) -> Any:
         if self._v is None:

@@ -470,22 +470,24 @@ def _rebuild(
     no = len(other.fields)
     nk = len(x.keys)
     xkeys = tuple(Col(i, x.fields[i].type, x.fields[i].nullable) for i in range(nk))
+    xp: Plan = x
     if nk == 1:
         # ``other`` may hold only keys that a filter of ``x`` keeps (it is semi-joined with
         # them, as ``o_orderkey IN (SELECT l_orderkey .. HAVING sum(q) > 300)``): then each
         # of its rows meets the one row of ``x`` with its key, which that filter keeps, so
         # joining the filtered ``x`` is the same and follows only the keys it keeps
+        # (each side's keys are in its own numbering)
         ok = j.left_keys[0] if side == "right" else j.right_keys[0]
         if isinstance(ok, Col):
-            for y, f, c in _restrictions(other, ok.index - (nl if side == "left" else 0)):
+            for y, f, c in _restrictions(other, ok.index):
                 if y == x and c == 0:
-                    x = f
+                    xp = f
                     break
     if side == "right":
-        new = Join(other, x, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
+        new = Join(other, xp, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
         x_at, shift_other = no, 0
     else:
-        new = Join(x, other, "inner", xkeys, j.right_keys, None, x.fields + other.fields)
+        new = Join(xp, other, "inner", xkeys, j.right_keys, None, x.fields + other.fields)
         x_at, shift_other = 0, len(x.fields)
 
     def col(i: int) -> Col:
