@@ -335,3 +335,35 @@ def test_prefilter_reads_arrow_buffers_exactly() -> None:
     with pytest.raises(dsql.DataError, match="does not fit"):
         db.insert("a", bad)
         db.commit()
+
+
+def test_top_k_of_groups_bucketed_by_group_keys() -> None:
+    """A top-k over an aggregate's groups is ranked per bucket of the group keys (a
+    group's old and new row share a bucket), with more buckets for a small k: groups whose
+    sums move past each other, ties broken by the key, groups that vanish, an OFFSET."""
+    rng = random.Random(3)
+    ddl = ["CREATE TABLE s (g INT NOT NULL, h STRING, v INT NOT NULL)"]
+    views = [
+        "SELECT g, h, sum(v) AS t, count(*) AS n FROM s GROUP BY g, h ORDER BY t DESC, g, h "
+        "LIMIT 3",
+        "SELECT g, sum(v) AS t FROM s GROUP BY g ORDER BY t, g LIMIT 2 OFFSET 1",
+        "SELECT g, max(v) AS m FROM s GROUP BY g ORDER BY m DESC, g LIMIT 70",
+        "SELECT g, v FROM s ORDER BY v DESC, g LIMIT 4",
+    ]
+    live: list[tuple[Any, ...]] = []
+    commits: list[list[Ins | Del]] = []
+    for _ in range(8):
+        ins = [
+            (rng.randrange(200), rng.choice(["a", "b", None]), rng.randrange(-5, 50))
+            for _ in range(60)
+        ]
+        dels = rng.sample(live, min(len(live), 40))
+        for r in dels:
+            live.remove(r)
+        live.extend(ins)
+        commits.append([Ins("s", ins), *([Del("s", dels)] if dels else [])])
+    o = Oracle(ddl)
+    for v in views:
+        o.view(v, ordered=True)
+    for c in commits:
+        o.commit(c)
