@@ -7,6 +7,8 @@ them shows."""
 
 from __future__ import annotations
 
+from decimal import Decimal as D
+
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM, WIDE_A, WIDE_B, WIDE_DDL
@@ -245,3 +247,170 @@ def test_restriction_follows_filtered_keys_changing() -> None:
     o.commit([Ins("f", [(2, 100), (1, 0)])])
     o.commit([Del("d", [(1, "x")]), Ins("d", [(1, "x"), (1, "x")])])
     o.commit([Del("f", [(2, 3), (2, 9), (2, 100)])])
+
+
+# -- scalar aggregates met only on a key (``keyed_scalars``) and one min / max alone ---------
+
+SCALAR_DDL = [
+    "CREATE TABLE s (k INT NOT NULL, g INT, v DECIMAL(8,2) NOT NULL, w INT)",
+    "CREATE TABLE u (k INT, name STRING)",
+]
+
+_S = [
+    (1, 1, D("5.00"), 3),
+    (2, 1, D("9.50"), None),
+    (3, 2, D("9.50"), 0),  # the maximum twice
+    (4, None, D("-2.00"), 7),
+    (4, None, D("-2.00"), 7),  # a duplicate row
+    (5, 3, D("0.00"), None),
+]
+
+# empty tables first, then rows, the maximum deleted (once, then again), emptied, refilled
+SCALAR_STREAM: list[list[Ins | Del]] = [
+    [],
+    [Ins("s", _S), Ins("u", [(1, "a"), (3, "c"), (4, "d"), (0, "z"), (None, "n")])],
+    [Del("s", [_S[1]])],
+    [Del("s", [_S[2]]), Ins("s", [(6, 2, D("1.25"), 0)])],
+    [Del("s", [*_S[:1], *_S[3:], (6, 2, D("1.25"), 0)]), Del("u", [(0, "z")])],
+    [Ins("s", _S[2:4]), Ins("u", [(0, "z")])],
+]
+
+KEYED_SCALARS = [
+    case("SELECT k, v FROM s WHERE v = (SELECT max(v) FROM s)", id="eq-max"),
+    case("SELECT k FROM s WHERE v = (SELECT min(v) FROM s WHERE g IS NOT NULL)", id="eq-min"),
+    case("SELECT k FROM s WHERE w = (SELECT max(w) FROM s)", id="eq-max-nullable-arg"),
+    case("SELECT k FROM s WHERE w = (SELECT sum(w) FROM s WHERE g = 1)", id="eq-sum"),
+    # must stay scalar: count of no rows is 0, which meets w = 0
+    case("SELECT k FROM s WHERE w = (SELECT count(*) FROM s WHERE g = 7)", id="eq-count"),
+    case("SELECT k FROM s WHERE w = (SELECT count(w) FROM s WHERE g = 1)", id="eq-count-col"),
+    # must stay scalar: the aggregate is the side a left join keeps
+    case(
+        "SELECT m.mx, u.name FROM (SELECT max(k) AS mx FROM s) m LEFT JOIN u ON m.mx = u.k",
+        id="kept-side-of-left-join",
+    ),
+    case(
+        "SELECT u.name, m.mx FROM u LEFT JOIN (SELECT max(k) AS mx FROM s) m ON m.mx = u.k",
+        id="dropped-side-of-left-join",
+    ),
+    case("SELECT (SELECT max(v) FROM s) AS mx", id="scalar-alone"),
+    # one min / max alone per group, of never-NULL and of nullable arguments
+    case("SELECT g, max(v) AS mx FROM s GROUP BY g", id="grouped-max"),
+    case("SELECT g, min(k) AS mn, min(k) AS mn2 FROM s GROUP BY g", id="grouped-min-twice"),
+    case("SELECT g, max(w) AS mx FROM s GROUP BY g", id="grouped-max-nullable"),
+    case("SELECT g, sum(v) AS sv, avg(v) AS av FROM s GROUP BY g", id="grouped-sum-never-null"),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), KEYED_SCALARS)
+def test_keyed_scalars(sql: str, duck: str | None, ordered: bool) -> None:
+    check_stream(SCALAR_DDL, [(sql, duck, ordered)], SCALAR_STREAM)
+
+
+def test_keyed_scalars_apply() -> None:
+    """The scalar aggregate is made grouped only where a join drops its NULL row."""
+
+    def plan(sql: str) -> str:
+        db = dsql.Database()
+        for ddl in SCALAR_DDL:
+            db.execute(ddl)
+        return db.explain(sql)
+
+    assert "Aggregate scalar" not in plan("SELECT k FROM s WHERE v = (SELECT max(v) FROM s)")
+    assert "Aggregate scalar" in plan("SELECT k FROM s WHERE w = (SELECT count(*) FROM s)")
+    assert "Aggregate scalar" in plan(
+        "SELECT m.mx, u.name FROM (SELECT max(k) AS mx FROM s) m LEFT JOIN u ON m.mx = u.k"
+    )
+
+
+# -- a shared partial aggregate restricted to the keys its filter keeps --------------------
+
+PARTIAL_DDL = [
+    "CREATE TABLE o (k INT, c INT, t DECIMAL(8,2))",
+    "CREATE TABLE l (k INT, q INT)",
+]
+
+_O = [
+    (1, 2, D("5.00")),
+    (2, 1, D("6.00")),
+    (3, 1, D("7.00")),
+    (3, 1, D("7.00")),  # a duplicate row
+    (None, 1, D("1.00")),
+]
+_L = [(1, 6), (1, 6), (2, 3), (3, 11), (None, 50), (4, 20), (2, 9)]
+
+# sums that cross the threshold both ways, keys of o duplicated, NULL keys on both sides
+PARTIAL_STREAM: list[list[Ins | Del]] = [
+    [Ins("o", _O), Ins("l", _L)],
+    [Del("l", [(2, 9)]), Ins("l", [(3, 1)])],
+    [Ins("l", [(2, 9), (2, 1)]), Del("o", [(3, 1, D("7.00"))])],
+    [Del("l", [(1, 6)]), Ins("o", [(4, 3, D("9.00")), (None, 2, D("0.50"))])],
+    [Del("l", _L[2:4] + [(3, 1), (2, 1)]), Ins("l", [(5, 100)])],
+]
+
+RESTRICTED_PARTIALS = [
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="in-having-sum",
+    ),
+    case(
+        "SELECT o.k, o.t, sum(l.q) AS s, count(*) AS n FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) <= 12) GROUP BY o.k, o.t",
+        id="in-having-sum-le-with-count",
+    ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) "
+        "AND o.k IN (SELECT k FROM l GROUP BY k HAVING max(q) > 5) GROUP BY o.k, o.c",
+        id="two-filtered-aggregates",
+    ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM l JOIN o ON l.k = o.k "
+        "WHERE o.k IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="partials-on-the-left",
+    ),
+    case(
+        "SELECT o.c, o.k, sum(l.q) AS s FROM l JOIN o ON l.k = o.k "
+        "WHERE o.c IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="partials-on-the-left-other-column",
+    ),
+    # must not be restricted: the semi join is on another column, or an anti join
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE o.c IN (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) GROUP BY o.k, o.c",
+        id="in-on-other-column",
+    ),
+    case(
+        "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k "
+        "WHERE NOT EXISTS (SELECT 1 FROM (SELECT k FROM l GROUP BY k HAVING sum(q) > 10) h "
+        "WHERE h.k = o.k) GROUP BY o.k, o.c",
+        id="not-exists",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck", "ordered"), RESTRICTED_PARTIALS)
+def test_restricted_partials(sql: str, duck: str | None, ordered: bool) -> None:
+    check_stream(PARTIAL_DDL, [(sql, duck, ordered)], PARTIAL_STREAM)
+
+
+def test_restricted_partials_apply() -> None:
+    """The shared partial aggregate is joined through its filter only where a semi join
+    on the join key with that filter's keys guarantees it."""
+
+    def plan(sql: str) -> str:
+        db = dsql.Database()
+        for ddl in PARTIAL_DDL:
+            db.execute(ddl)
+        return db.explain(sql)
+
+    def filters(sql: str) -> int:
+        return plan(sql).count("Filter (_a0 > 10)")
+
+    body = "SELECT o.k, o.c, sum(l.q) AS s FROM o JOIN l ON o.k = l.k WHERE "
+    sub = "(SELECT k FROM l GROUP BY k HAVING sum(q) > 10)"
+    assert filters(body + f"o.k IN {sub} GROUP BY o.k, o.c") == 2
+    assert filters(body + f"o.c IN {sub} GROUP BY o.k, o.c") == 1
+    left = "SELECT o.k, o.c, sum(l.q) AS s FROM l JOIN o ON l.k = o.k WHERE "
+    assert filters(left + f"o.k IN {sub} GROUP BY o.k, o.c") == 2
+    assert filters(left + f"o.c IN {sub} GROUP BY o.k, o.c") == 1

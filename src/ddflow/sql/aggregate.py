@@ -140,6 +140,26 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         combined = part.map(slots, vectorized=True, name="group")
         return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth, ctx)
 
+    if (
+        not plan.scalar
+        and plan.aggs
+        and len({(a.func, a.arg) for a in plan.aggs}) == 1
+        and plan.aggs[0].func in ("min", "max")
+        and plan.aggs[0].arg is not None
+        and not plan.aggs[0].arg.nullable
+    ):
+        # one min / max of a never-NULL argument (and no other aggregate): a group is
+        # present exactly when it has a value, so the reduction alone gives every column
+        part = _part(plan.aggs[0], src, stages, in_fields, keys, key_fields, lw, env)
+
+        def value_slots(r: Any) -> Any:
+            k, (v,) = r
+            ones = np.ones(len(v), np.int64)
+            return k, ((ones,), (ones, v))
+
+        combined = part.map(value_slots, vectorized=True, name="group")
+        return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth, ctx)
+
     def explode(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)
         fr = Frame(cols, win, m)

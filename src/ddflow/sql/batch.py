@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.sql.rows import Field, mask_words, pack
 from ddflow.sql.strings import StringDict
 
-__all__ = ["ArrowCol", "LazyStrings", "Phys", "RowBatch"]
+__all__ = ["ArrowCol", "LazyStrings", "Phys", "RowBatch", "plain_arrow"]
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
@@ -61,25 +61,85 @@ class Phys:
         return Phys(self.v[idx], None if self.nl is None else self.nl[idx])
 
 
+def plain_arrow(at: Any, t: Any) -> bool:
+    """Whether Arrow type ``at``'s physical values are the SQL type ``t``'s (so a column of
+    it can be read in place, ``ArrowCol.in_place``): a signed integer for an integer, a
+    ``date32`` for a date, a ``decimal128`` of at most 18 digits and ``t``'s scale for a
+    decimal."""
+    import pyarrow as pa
+
+    k = t.kind
+    if k == "int":
+        return bool(pa.types.is_signed_integer(at))
+    if k == "date":
+        return bool(pa.types.is_date32(at))
+    if k == "decimal":
+        return bool(pa.types.is_decimal128(at) and at.precision <= 18 and at.scale == t.scale)
+    return False
+
+
+def _in_place(arr: Any) -> np.ndarray | None:
+    """An Arrow column's values read from its data buffer without a copy: a signed
+    integer's or a ``date32``'s, a ``decimal128``'s low words when every value's 128-bit
+    integer is its low word (the high word is the low word's sign; the undefined slots of
+    NULLs too, else None). None when the buffer cannot be read so."""
+    import pyarrow as pa
+
+    t = arr.type
+    n, off = len(arr), arr.offset
+    buf = arr.buffers()[1]
+    if buf is None:
+        return None
+    if pa.types.is_decimal128(t):
+        words = np.frombuffer(buf, dtype=np.int64, count=2 * (off + n))[2 * off :]
+        low = words[0::2]
+        # no word negative and no high word other than 0 (the nonzero words are the low
+        # words' nonzeros): non-negative int64s; else the exact check
+        if n and not (
+            (words.min() >= 0 and np.count_nonzero(words) == np.count_nonzero(low))
+            or (words[1::2] == (low >> 63)).all()
+        ):
+            return None
+        return low
+    if pa.types.is_date32(t):
+        return np.frombuffer(buf, dtype=np.int32, count=off + n)[off:]
+    if pa.types.is_signed_integer(t):
+        return np.frombuffer(buf, dtype=np.dtype(f"int{t.bit_width}"), count=off + n)[off:]
+    return None
+
+
 class ArrowCol:
     """A non-string Arrow column and how to convert it (``convert(arr) -> (values,
-    nulls)``), converted once on first read."""
+    nulls)``), converted once on first read. ``plain`` (``plain_arrow``): its physical
+    values are the Arrow values themselves, so they can be read in place."""
 
-    __slots__ = ("_nl", "_v", "arr", "convert")
+    __slots__ = ("_nl", "_raw", "_v", "arr", "convert", "plain")
 
-    def __init__(self, arr: Any, convert: Callable[[Any], tuple[np.ndarray, Any]]) -> None:
+    def __init__(
+        self, arr: Any, convert: Callable[[Any], tuple[np.ndarray, Any]], plain: bool = False
+    ) -> None:
         self.arr = arr
         self.convert = convert
+        self.plain = plain
         self._v: np.ndarray | None = None
         self._nl: Any = False
+        self._raw: Any = False
 
     def __len__(self) -> int:
         return len(self.arr)
 
     def values(self, strings: StringDict) -> np.ndarray:
         if self._v is None:
-            self._v, nl = self.convert(self.arr)
-            self._nl = nl if nl is not None and nl.any() else None
+            raw = self._raw
+            if raw is not False and raw is not None:  # read in place already: no checks
+                v = raw.astype(np.int64)
+                nl = self.nulls()
+                if nl is not None:
+                    v[nl] = 0
+                self._v = v
+            else:
+                self._v, nl = self.convert(self.arr)
+                self._nl = nl if nl is not None and nl.any() else None
         return self._v
 
     def nulls(self) -> np.ndarray | None:
@@ -87,11 +147,29 @@ class ArrowCol:
             self._nl = _arrow_nulls(self.arr)
         return self._nl
 
+    def in_place(self) -> np.ndarray | None:
+        """A ``plain`` column's physical values read from the Arrow buffer without a copy
+        (any integer width; the slots of NULLs hold anything), or None when that is not
+        possible (not ``plain``, or a decimal word that does not fit 64 bits)."""
+        if self._raw is False:
+            self._raw = _in_place(self.arr) if self.plain else None
+        return self._raw
+
     def take(self, idx: np.ndarray) -> Any:
-        if self._v is not None:
-            nl = self.nulls()
-            return Phys(self._v[idx], None if nl is None else nl[idx])
-        return ArrowCol(_arrow_take(self.arr, idx), self.convert)
+        if self._v is None:
+            raw = self.in_place()
+            if raw is None:
+                return ArrowCol(_arrow_take(self.arr, idx), self.convert, self.plain)
+            v = raw[idx].astype(np.int64)
+        else:
+            v = self._v[idx]
+        nl = self.nulls()
+        if nl is None:
+            return Phys(v, None)
+        nl = nl[idx]
+        if self._v is None:
+            v[nl] = 0  # (a NULL's physical value is 0)
+        return Phys(v, nl)
 
 
 class LazyStrings:

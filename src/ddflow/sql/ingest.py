@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch, plain_arrow
 from ddflow.sql.expr import narrow, rescale
 from ddflow.sql.rows import Field
 from ddflow.sql.strings import StringDict
@@ -90,7 +90,8 @@ _PLANS: dict[int, tuple[tuple[Field, ...], StringDict, Any, list[Any] | None]] =
 def _arrow_plan(schema: Any, fields: tuple[Field, ...], strings: StringDict) -> list[Any] | None:
     """How to read a batch of ``schema`` into a table of ``fields`` without looking at types
     again: per field ``(column, field, converter)``, the converter None for a string column
-    held as given, False for one converted at once. None when a column needs more (a
+    held as given, False for one converted at once, else ``(convert, plain)`` for an
+    ``ArrowCol``. None when a column needs more (a
     dictionary, a string view, a NULL type, a type that does not fit: ``_from_arrow``'s
     general path, which also words the errors)."""
     import pyarrow as pa
@@ -118,7 +119,7 @@ def _arrow_plan(schema: Any, fields: tuple[Field, ...], strings: StringDict) -> 
                 return None
             plan.append((i, f, None))
         elif _safe(at, f.type):
-            plan.append((i, f, _converter(f, strings)))
+            plan.append((i, f, (_converter(f, strings), plain_arrow(at, f.type))))
         else:
             plan.append((i, f, False))
     return plan
@@ -150,7 +151,7 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
                 v, nl = arrow_column(c, f.type, f.name, strings)
                 out.append(Phys(v, nl))
             else:
-                out.append(ArrowCol(c, conv))
+                out.append(ArrowCol(c, conv[0], conv[1]))
         return RowBatch(out, n)
     return _from_arrow_general(t, fields, strings, table)
 
@@ -195,7 +196,7 @@ def _from_arrow_general(
             col = LazyStrings(c)
         elif _safe(c.type, f.type):
             # converting cannot fail: leave it for when something reads the column
-            col = ArrowCol(c, _converter(f, strings))
+            col = ArrowCol(c, _converter(f, strings), plain_arrow(c.type, f.type))
         else:
             v, nl = arrow_column(c, f.type, f.name, strings)
             col = Phys(v, nl)

@@ -782,12 +782,20 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     win = len(fields)
     ctx = lw.ctx
     keys = plan.keys
-    buckets = 64
+    total = None if plan.limit is None else plan.limit + plan.offset
+    # a change re-ranks the buckets it touches: more buckets, fewer rows re-ranked per
+    # change, but ``buckets * k`` candidates for the second round (so fewer for a large k)
+    k_max = max(total or 1, plan.offset or 1)
+    buckets = max(64, min(512, 1 << max(0, (4096 // k_max).bit_length() - 1)))
+    # rows bucketed by the group keys alone where the rows are groups: a group's old and
+    # new row (its aggregates changed) fall in one bucket, so a change touches one bucket
+    stable = _group_key_fields(plan.input)
 
     def ranked(view: tuple[np.ndarray, ...]) -> Any:
         fr = Frame(view, win)
         sc = sort_columns(fr, fields, keys, ctx)
-        bucket = _row_bucket(view, buckets) if buckets else np.zeros(fr.n, np.int64)
+        by = tuple(view[i] for i in stable) if stable else view
+        bucket = _row_bucket(by, buckets) if buckets else np.zeros(fr.n, np.int64)
         return bucket, (tuple(sc), tuple(view))
 
     def top(c: Any, k: int) -> Any:
@@ -802,7 +810,6 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     def rows_of(c: Any) -> Any:
         return c.map(lambda br: br[1][1], vectorized=True, name="row")
 
-    total = None if plan.limit is None else plan.limit + plan.offset
     if total is not None and total == 0:
         return coll.filter(lambda r: np.zeros(len(r[0]), bool), vectorized=True, name="none")
     kept = coll if total is None else rows_of(top(keyed, total))
@@ -810,6 +817,19 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
         skipped = rows_of(top(keyed, plan.offset))
         return kept.concat(skipped.negate(), name="offset")
     return kept
+
+
+def _group_key_fields(p: Plan) -> list[int]:
+    """The fields of ``p`` that are group keys of an aggregate right under it (through a
+    projection of columns), or [] when there are none."""
+    from ddflow.sql.plan import Aggregate, Project
+
+    if isinstance(p, Aggregate):
+        return list(range(len(p.keys)))
+    if isinstance(p, Project) and isinstance(p.input, Aggregate):
+        nk = len(p.input.keys)
+        return [i for i, e in enumerate(p.exprs) if isinstance(e, Col) and e.index < nk]
+    return []
 
 
 def _row_bucket(view: tuple[np.ndarray, ...], buckets: int) -> np.ndarray:

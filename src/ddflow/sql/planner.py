@@ -1682,7 +1682,11 @@ class Planner:
         )
         agg_fields: list[Field] = []
         for a, t in zip(aggs, agg_types, strict=True):
-            nullable = a.func not in ("count", "count_star")
+            # a group has a row, so an aggregate of a never-NULL argument is never NULL
+            # (without GROUP BY, the one row of empty input is NULL)
+            nullable = a.func not in ("count", "count_star") and (
+                scalar or a.arg is None or a.arg.nullable
+            )
             agg_fields.append(Field(f"_a{len(agg_fields)}", t, nullable))
         plan = Aggregate(
             scope.plan, tuple(keys), tuple(aggs), scalar, key_fields + tuple(agg_fields)

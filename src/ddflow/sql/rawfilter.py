@@ -14,7 +14,6 @@ row is kept when the condition is TRUE).
 
 from __future__ import annotations
 
-import decimal
 from typing import Any
 
 import numpy as np
@@ -291,68 +290,45 @@ def _numeric_part(e: Expr, b: RowBatch) -> bool:
     )
 
 
-def _natural(arr: Any) -> bool:
-    """Whether an Arrow column's values order as its physical values do, so Arrow's
-    kernels can compare it unconverted: signed integers, ``date32``, ``decimal128`` of
-    at most 18 digits (the scale checked against the SQL type by the caller)."""
-    import pyarrow as pa
-
-    t = arr.type
-    return bool(
-        pa.types.is_signed_integer(t)
-        or pa.types.is_date32(t)
-        or (pa.types.is_decimal128(t) and t.precision <= 18)
-    )
-
-
 def _arrow_compare(e: Call, b: RowBatch) -> np.ndarray | None:
-    """Where a comparison is TRUE, by Arrow's kernels on columns not converted yet (the
-    columns are read once, no physical copy is made); None when a side is not such a
-    column or a literal that fits its type."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    arrs = []
+    """Where a comparison is TRUE, decided on columns not converted yet, read in place
+    from their Arrow buffers (``ArrowCol.in_place``: no conversion, no copy); None when a
+    side is not such a column or the literal does not fit 64 bits."""
+    sides: list[Any] = []
+    cols: list[ArrowCol] = []
     for x in e.args:
         if isinstance(x, Col):
             c = b.cols[x.index]
-            if not (isinstance(c, ArrowCol) and c._v is None and _natural(c.arr)):
+            if not (isinstance(c, ArrowCol) and c._v is None and c.plain):
                 return None
-            if pa.types.is_decimal128(c.arr.type) and (
-                x.type.kind != "decimal" or c.arr.type.scale != x.type.scale
-            ):
+            v = c.in_place()
+            if v is None:
                 return None
-            if pa.types.is_date32(c.arr.type) and x.type.kind != "date":
-                return None
-            if pa.types.is_signed_integer(c.arr.type) and x.type.kind != "int":
-                return None
-            arrs.append(c.arr)
+            sides.append(v)
+            cols.append(c)
         else:
-            arrs.append(None)
-    typed = [a for a in arrs if a is not None]
-    if len(typed) == 2 and typed[0].type != typed[1].type:
-        return None
-    at = typed[0].type
-    sides = []
-    for x, a in zip(e.args, arrs, strict=True):
-        if a is not None:
-            sides.append(a)
-            continue
-        assert isinstance(x, Lit)
-        v = _literal(x)
-        if v is None:
-            return None
-        try:
-            if pa.types.is_decimal128(at):
-                sides.append(pa.scalar(decimal.Decimal(v).scaleb(-at.scale), type=at))
-            else:
-                sides.append(pa.scalar(v, type=at))
-        except (pa.ArrowInvalid, OverflowError, ValueError, TypeError):
-            return None
-    out = getattr(pc, _CMP[e.op])(sides[0], sides[1])
-    if out.null_count:
-        out = pc.fill_null(out, False)
-    return np.asarray(out.to_numpy(zero_copy_only=False), dtype=bool)
+            lit = _literal(x)  # type: ignore[arg-type]
+            if lit is None:
+                return None
+            if sides and not _fits(lit, sides[0].dtype):
+                sides[0] = sides[0].astype(np.int64)
+            sides.append(lit)
+    if isinstance(sides[0], int) and not _fits(sides[0], sides[1].dtype):
+        sides[1] = sides[1].astype(np.int64)
+    out = np.asarray(_NP_CMP[e.op](sides[0], sides[1]), dtype=bool)
+    for c in cols:
+        nl = c.nulls()
+        if nl is not None:
+            out &= ~nl
+    return out
+
+
+_RANGES = {np.dtype(f"int{w}"): (-(1 << (w - 1)), (1 << (w - 1)) - 1) for w in (8, 16, 32, 64)}
+
+
+def _fits(v: int, dt: np.dtype) -> bool:
+    lo, hi = _RANGES[dt]
+    return lo <= v <= hi
 
 
 def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
@@ -384,21 +360,32 @@ def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
     return np.asarray(out, dtype=bool)
 
 
+#: per prefilter (by identity) and which columns of a batch are strings: its conjuncts
+#: decided on numbers (with whether each is one comparison or NULL test) and the AND of the
+#: rest (string conditions, by Arrow's kernels)
+_KEEP: dict[int, tuple[Expr, tuple[bool, ...], list[tuple[Expr, bool]], Expr | None]] = {}
+
+
 def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
     """The rows of ``b`` for which ``pred`` (over the table's columns) is TRUE."""
-
-    parts = _conjuncts(pred)
-    num = [p for p in parts if _has_numeric(p, b)]
+    lazy = tuple(isinstance(c, LazyStrings) for c in b.cols)
+    got = _KEEP.get(id(pred))
+    if got is None or got[0] is not pred or got[1] != lazy:
+        parts = _conjuncts(pred)
+        num = [p for p in parts if _has_numeric(p, b)]
+        rest = _and([p for p in parts if not any(p is q for q in num)])
+        if len(_KEEP) > 1024:
+            _KEEP.clear()
+        got = _KEEP[id(pred)] = (pred, lazy, [(p, _numeric_part(p, b)) for p in num], rest)
     mask: np.ndarray | None = None
-    for p in num:
-        m = _true_mask(p, b, strings)
+    for p, simple in got[2]:
+        m = _numeric_mask(p, b, strings) if simple else _true_mask(p, b, strings)  # type: ignore[arg-type]
         mask = m if mask is None else mask & m
-    rest = _and([p for p in parts if not any(p is q for q in num)])
-    if rest is None:
+    if got[3] is None:
         assert mask is not None
         return mask
-    got = _arrow_true(rest, b)
-    return got if mask is None else mask & got
+    s = _arrow_true(got[3], b)
+    return s if mask is None else mask & s
 
 
 def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:

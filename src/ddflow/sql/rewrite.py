@@ -24,6 +24,13 @@ above it (``WHERE total = (SELECT max(total) ..)`` attaches the one-row subquery
 on nothing), becomes a key of the join: the join meets only equal rows instead of pairing
 every row with the other side and filtering.
 
+``keyed_scalars``: an aggregate without GROUP BY keeps one row on empty input, its
+``min`` / ``max`` / ``sum`` / ``avg`` NULL. Joined on such a column (``WHERE total = (SELECT
+max(total) ..)``) by a join that drops that side's unmatched rows, the NULL row never
+meets anything (NULL keys never match), so the aggregate may have no row on empty input
+instead: it is computed as a grouped one (no constant row to keep, and one of ``min`` /
+``max`` alone is just the reduction).
+
 ``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
 aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
 column sets of a plan hold no two equal rows.
@@ -53,6 +60,7 @@ __all__ = [
     "drop_distinct",
     "equi_filters",
     "inner_outer",
+    "keyed_scalars",
     "restrict_groups",
     "rewrite",
     "share_partials",
@@ -62,7 +70,9 @@ __all__ = [
 
 def rewrite(plan: Plan) -> Plan:
     """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
-    return share_partials(drop_distinct(restrict_groups(equi_filters(inner_outer(plan)))))
+    return share_partials(
+        drop_distinct(keyed_scalars(restrict_groups(equi_filters(inner_outer(plan)))))
+    )
 
 
 def with_inputs(plan: Plan, new: list[Plan]) -> Plan:
@@ -460,11 +470,24 @@ def _rebuild(
     no = len(other.fields)
     nk = len(x.keys)
     xkeys = tuple(Col(i, x.fields[i].type, x.fields[i].nullable) for i in range(nk))
+    xp: Plan = x
+    if nk == 1:
+        # ``other`` may hold only keys that a filter of ``x`` keeps (it is semi-joined with
+        # them, as ``o_orderkey IN (SELECT l_orderkey .. HAVING sum(q) > 300)``): then each
+        # of its rows meets the one row of ``x`` with its key, which that filter keeps, so
+        # joining the filtered ``x`` is the same and follows only the keys it keeps
+        # (each side's keys are in its own numbering)
+        ok = j.left_keys[0] if side == "right" else j.right_keys[0]
+        if isinstance(ok, Col):
+            for y, f, c in _restrictions(other, ok.index):
+                if y == x and c == 0:
+                    xp = f
+                    break
     if side == "right":
-        new = Join(other, x, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
+        new = Join(other, xp, "inner", j.left_keys, xkeys, None, other.fields + x.fields)
         x_at, shift_other = no, 0
     else:
-        new = Join(x, other, "inner", xkeys, j.right_keys, None, x.fields + other.fields)
+        new = Join(xp, other, "inner", xkeys, j.right_keys, None, x.fields + other.fields)
         x_at, shift_other = 0, len(x.fields)
 
     def col(i: int) -> Col:
@@ -479,6 +502,46 @@ def _rebuild(
             keys.append(col(k.index - (nl if side == "left" else 0) + shift_other))
     aggs = tuple(Agg(_PARTIAL[a.func], col(x_at + c)) for a, c in zip(p.aggs, cols, strict=True))
     return Aggregate(new, tuple(keys), aggs, False, p.fields)
+
+
+def _restrictions(p: Plan, col: int) -> list[tuple[Plan, Filter, int]]:
+    """Filters of aggregates whose kept group keys include every value column ``col`` of
+    ``p`` holds: ``(aggregate, filters over it, the key's column in it)`` for each semi
+    join on ``col`` (through inner joins, filters and column projections) with a
+    projection of a key column of a filtered aggregate."""
+    out: list[tuple[Plan, Filter, int]] = []
+    if isinstance(p, SemiJoin) and not p.anti:
+        for lk, rk in zip(p.left_keys, p.right_keys, strict=True):
+            if not (isinstance(lk, Col) and lk.index == col and isinstance(rk, Col)):
+                continue
+            r = p.right
+            at = rk.index
+            if isinstance(r, Project):
+                e = r.exprs[at]
+                if not isinstance(e, Col):
+                    continue
+                r, at = r.input, e.index
+            top = r
+            while isinstance(r, Filter):
+                r = r.input
+            if (
+                isinstance(top, Filter)
+                and isinstance(r, Aggregate)
+                and not r.scalar
+                and at < len(r.keys)
+            ):
+                out.append((r, top, at))
+        return out + _restrictions(p.left, col)
+    if isinstance(p, Join) and p.kind == "inner":
+        nl = len(p.left.fields)
+        return _restrictions(p.left, col) if col < nl else _restrictions(p.right, col - nl)
+    if isinstance(p, Filter):
+        return _restrictions(p.input, col)
+    if isinstance(p, Project) and isinstance(p.exprs[col], Col):
+        e = p.exprs[col]
+        assert isinstance(e, Col)
+        return _restrictions(p.input, e.index)
+    return out
 
 
 def share_partials(plan: Plan) -> Plan:
@@ -541,3 +604,51 @@ def equi_filters(plan: Plan) -> Plan:
     """``plan`` with equalities between the sides of an inner join, filtered above it,
     made keys of the join."""
     return _bottom_up(plan, _equi)
+
+
+# -- scalar aggregates met only on a key ------------------------------------------------------
+
+#: aggregates whose value over no rows is NULL
+_NULL_ON_EMPTY = ("min", "max", "sum", "avg")
+
+
+def _unscalar(p: Plan, col: int) -> Plan | None:
+    """``p`` with the scalar aggregate that column ``col`` of ``p`` comes from (through
+    projections of columns and filters, which keep or drop its one row) made grouped,
+    when that column is an aggregate NULL over no rows; None when it is not so."""
+    if isinstance(p, Project):
+        e = p.exprs[col]
+        if not isinstance(e, Col):
+            return None
+        got = _unscalar(p.input, e.index)
+        return None if got is None else with_inputs(p, [got])
+    if isinstance(p, Filter):
+        got = _unscalar(p.input, col)
+        return None if got is None else with_inputs(p, [got])
+    if isinstance(p, Aggregate) and p.scalar and not p.keys:
+        j = col - len(p.keys)
+        if 0 <= j < len(p.aggs) and p.aggs[j].func in _NULL_ON_EMPTY:
+            return dataclasses.replace(p, scalar=False)
+    return None
+
+
+def _keyed(p: Plan) -> Plan:
+    if not isinstance(p, Join) or p.null_safe:
+        return p
+    # the sides whose unmatched rows the join drops
+    sides = {"inner": (0, 1), "left": (1,), "right": (0,)}.get(p.kind, ())
+    new = [p.left, p.right]
+    for s in sides:
+        for k in p.left_keys if s == 0 else p.right_keys:
+            if isinstance(k, Col):
+                got = _unscalar(new[s], k.index)
+                if got is not None:
+                    new[s] = got
+                    break
+    return with_inputs(p, new)
+
+
+def keyed_scalars(plan: Plan) -> Plan:
+    """``plan`` with scalar aggregates that a join meets only on a NULL-on-empty aggregate
+    column made grouped (no row on empty input)."""
+    return _bottom_up(plan, _keyed)

@@ -129,10 +129,11 @@ def _equal_rows(
         if isinstance(x, LazyStrings) and isinstance(y, LazyStrings):
             if x.codes is not None and y.codes is not None:
                 same = x.codes[ja] == y.codes[jb]
-            elif not isinstance(x.raw, list) and not isinstance(y.raw, list):
+            elif not isinstance(x.raw, list) or not isinstance(y.raw, list):
+                # Arrow's kernel (a side held as a list, a few rows to delete, made Arrow)
                 import pyarrow.compute as pc
 
-                got = pc.equal(x.arrow(ja), y.arrow(jb)).fill_null(False)
+                got = pc.equal(_arrow_strings(x, ja), _arrow_strings(y, jb)).fill_null(False)
                 same = np.asarray(got.to_numpy(zero_copy_only=False), dtype=bool)
             else:
                 xs, ys = x.strings(ja), y.strings(jb)
@@ -158,6 +159,15 @@ def _equal_rows(
     eq = np.zeros(len(ia), dtype=bool)
     eq[alive] = True
     return eq
+
+
+def _arrow_strings(c: LazyStrings, rows: np.ndarray) -> Any:
+    """Rows ``rows`` of a string column as an Arrow array."""
+    if isinstance(c.raw, list):
+        import pyarrow as pa
+
+        return pa.array(c.strings(rows), type=pa.string())
+    return c.arrow(rows)
 
 
 def _column_values(c: Any, rows: np.ndarray, strings: StringDict) -> np.ndarray:
