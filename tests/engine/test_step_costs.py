@@ -403,3 +403,72 @@ def test_bfs_rounds_fed_several_times_per_step() -> None:
         worker.step_while(lambda: probe.less_than(upto), at_least_once=True)
     for r, want in enumerate(wants):
         assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want
+
+
+def test_loop_changes_fed_ahead_of_the_frontier() -> None:
+    """Changes at future times enter a loop before those times are complete. The loop
+    body has no reduction, so what they produce comes straight back to the loop variable,
+    which holds it, and must release it in the later epoch when the frontier passes those
+    times, though nothing new arrives then (a skipped loop variable loses it)."""
+    worker = dd.Worker()
+    inp, xs = worker.new_collection()
+    res = xs.iterate(lambda x: x.map(lambda v: v + 1 if v < 10 else v), limit=50)
+    out = res.capture()
+    probe = res.probe()
+    rng = np.random.default_rng(3)
+    feed = [[(int(v), 1) for v in rng.integers(0, 15, 3)] for _ in range(6)]
+    for r in range(1, 6):
+        feed[r].append((feed[r - 1][0][0], -1))
+    # every round's changes are in before any of their times completes
+    for r, changes in enumerate(feed):
+        for v, d in changes:
+            inp.update_at(v, r, d)
+    want: Counter[int] = Counter()
+    for r in range(len(feed)):
+        inp.advance_to(r + 1)
+        worker.step_while(lambda: probe.less_than(r + 1), at_least_once=True)
+        for v, d in feed[r]:
+            want[max(v, 10)] += d
+        assert dict(out.at(r)) == {v: c for v, c in want.items() if c}, r
+
+
+def test_bfs_changes_fed_ahead_of_the_frontier() -> None:
+    """Changes at future times enter the loop before those times are complete: the loop
+    variable holds what comes back at them, and must release it in the later epoch when
+    the frontier passes those times, though nothing new arrives then."""
+    n = 40
+    rng = np.random.default_rng(5)
+    first = [(i, i + 1) for i in range(n - 1)]
+    current: Counter[tuple[int, int]] = Counter(first)
+    rounds = []
+    wants = []
+    for r in range(6):
+        cut = (n - 3 - 3 * r, n - 2 - 3 * r)
+        a, b = (int(x) for x in rng.integers(0, n, 2))
+        step = [(cut, -1), ((a, b), +1)]
+        for e, d in step:
+            current[e] += d
+        rounds.append(step)
+        wants.append(_reference_bfs(current, 0))
+    worker = dd.Worker()
+    e_in, edges = worker.new_collection()
+    r_in, roots = worker.new_collection()
+    dist = bfs(edges, roots)
+    out = dist.capture()
+    probe = dist.probe()
+    for e in first:
+        e_in.insert(e)
+    r_in.insert(0)
+    # every round's changes are in before any of their times completes
+    for r, step in enumerate(rounds):
+        for e, d in step:
+            e_in.update_at(e, r + 1, d)
+    e_in.advance_to(1)
+    r_in.advance_to(1)
+    worker.step_while(lambda: probe.less_than(1), at_least_once=True)
+    for r in range(len(rounds)):
+        e_in.advance_to(r + 2)
+        r_in.advance_to(r + 2)
+        worker.step_while(lambda: probe.less_than(r + 2), at_least_once=True)
+    for r, want in enumerate(wants):
+        assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want, r
