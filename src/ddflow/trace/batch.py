@@ -214,6 +214,43 @@ def _unpack(a: Any) -> Any:
     return a
 
 
+def _packable(dt: np.dtype) -> bool:
+    """Whether every value of the integer dtype ``dt`` is an int64 (what packing reads)."""
+    return dt.kind in "ib" or (dt.kind == "u" and dt.itemsize < 8)
+
+
+class _Packed:
+    """A structured integer key index packed into one sorted int64 column (see
+    ``TraceBatch._packed_keys``), and how to pack probe keys the same way."""
+
+    __slots__ = ("bits", "keys", "lows", "names", "shifts")
+
+    def __init__(
+        self,
+        keys: np.ndarray,
+        names: tuple[str, ...],
+        lows: list[int],
+        bits: list[int],
+        shifts: list[int],
+    ) -> None:
+        self.keys, self.names, self.lows, self.bits, self.shifts = keys, names, lows, bits, shifts
+
+    def pack(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(inside, packed)``: which probe keys lie within every field's range (only those
+        can be keys of the batch) and their packed values (meaningless outside)."""
+        inside: np.ndarray | None = None
+        packed: np.ndarray | None = None
+        for f, lo, b, sh in zip(self.names, self.lows, self.bits, self.shifts, strict=True):
+            c = probe[f].astype(np.int64)
+            ok = (c >= lo) & (c < lo + (1 << b))
+            inside = ok if inside is None else inside & ok
+            off = c - lo  # (wraps for values far outside: those are not inside)
+            term = off << sh if sh else off
+            packed = term if packed is None else packed | term
+        assert inside is not None and packed is not None
+        return inside, packed
+
+
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
@@ -228,6 +265,7 @@ class TraceBatch:
         "bounds",
         "_table",
         "_index",
+        "_packed",
         "_bound",
         "__weakref__",
     )
@@ -257,6 +295,7 @@ class TraceBatch:
             self.bounds = bounds
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
+        self._packed: _Packed | None | bool = None
         self._bound: int | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
@@ -276,6 +315,28 @@ class TraceBatch:
                     table[keys - lo] = np.arange(nk, dtype=table.dtype)
                     self._table = (lo, table)
         return self._table if isinstance(self._table, tuple) else None
+
+    def _packed_keys(self) -> _Packed | None:
+        """For a key index of several integer columns (a structured array, which numpy
+        searches with a slow generic comparison): the keys packed into one sorted int64
+        column, each field offset by its minimum and given the bits of its range, first
+        field highest; built once. None when the fields are not all integers or their
+        ranges do not fit 62 bits together."""
+        if self._packed is None:
+            self._packed = False
+            keys = self.keys
+            names = keys.dtype.names
+            if names and keys.shape[0] and all(_packable(keys.dtype[f]) for f in names):
+                cols = [keys[f].astype(np.int64) for f in names]
+                lows = [int(c.min()) for c in cols]
+                bits = [(int(c.max()) - lo).bit_length() for c, lo in zip(cols, lows, strict=True)]
+                if sum(bits) <= 62:
+                    shifts = [sum(bits[j + 1 :]) for j in range(len(bits))]
+                    packed = np.zeros(keys.shape[0], dtype=np.int64)
+                    for c, lo, sh in zip(cols, lows, shifts, strict=True):
+                        packed |= (c - lo) << sh
+                    self._packed = _Packed(packed, names, lows, bits, shifts)
+        return self._packed if isinstance(self._packed, _Packed) else None
 
     @staticmethod
     def build(
@@ -307,6 +368,8 @@ class TraceBatch:
         total = buffer_nbytes([*self.data, self.times, self.diffs, self.keys, self.bounds], seen)
         if isinstance(self._table, tuple):
             total += buffer_nbytes(self._table[1], seen)
+        if isinstance(self._packed, _Packed):
+            total += buffer_nbytes(self._packed.keys, seen)
         if self._index is not None and id(self._index) not in seen:
             seen.add(id(self._index))
             total += sys.getsizeof(self._index)
@@ -366,7 +429,19 @@ class TraceBatch:
         if probe.shape[0] <= 16 and self.keys.dtype.kind in "iu":
             return self._rows_few(probe)
         table = self._dense_table() if probe.dtype.kind in "iu" and probe.shape[0] > 16 else None
-        if table is not None:
+        packed = (
+            self._packed_keys()
+            if table is None and probe.dtype.names and probe.shape[0] >= 8
+            else None
+        )
+        if packed is not None:
+            pk = packed.keys
+            inside, pp = packed.pack(probe)
+            pos = np.searchsorted(pk, pp)
+            found = inside & (pk[np.minimum(pos, nk - 1)] == pp)
+            hit = np.flatnonzero(found)
+            kpos = pos[hit]
+        elif table is not None:
             lo, tab = table
             rel = probe - lo
             inside = np.flatnonzero((rel >= 0) & (rel < tab.shape[0]))
@@ -453,7 +528,7 @@ class TraceBatch:
         state = {
             k: getattr(self, k)
             for k in self.__slots__
-            if k not in ("_table", "_index", "_bound", "__weakref__")
+            if k not in ("_table", "_index", "_packed", "_bound", "__weakref__")
         }
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
@@ -464,6 +539,7 @@ class TraceBatch:
             setattr(self, k, _unpack(v) if k in ("data", "times", "diffs") else v)
         self._table = None
         self._index = None
+        self._packed = None
         self._bound = None
 
     def __repr__(self) -> str:
