@@ -13,6 +13,8 @@ import random
 from decimal import Decimal as D
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from oracle import Del, Ins, Oracle
 from test_sql_speedups import ArrowOracle
@@ -208,3 +210,89 @@ def test_interval_union_merges_exactly() -> None:
         rawfilter._intervals(_or(_cmp("lt", c, lit(1)), _cmp("gt", _col(1, "int"), lit(1)))) is None
     )
     assert rawfilter._intervals(_or(_cmp("ne", c, lit(1)), _cmp("gt", c, lit(1)))) is None
+
+
+def test_few_kept_rows_read_from_their_decimal_words() -> None:
+    """A prefilter that keeps few rows: the kept rows of a DECIMAL column the prefilter
+    does not read are read from their own 128-bit words (negative values, junk under
+    NULLs, an offset), a word that does not fit in a row left out is not looked at, and
+    one in a kept row is refused."""
+    from test_sql_speedups import _decimal_array, _with_garbage_under_nulls
+
+    db = dsql.Database()
+    db.execute("CREATE TABLE a (k BIGINT NOT NULL, i INT, p DECIMAL(15,2))")
+    view = db.view("SELECT k, p FROM a WHERE i = 1")
+    # NULLs are one group whatever their slots hold
+    groups = db.view("SELECT p, count(*) AS c FROM a WHERE i = 1 GROUP BY p")
+    n = 400
+    want: list[tuple[Any, ...]] = []
+    for part, junk in enumerate((-5, -7, None)):
+        ks = list(range(part * n, (part + 1) * n))
+        iv = [1 if k % 9 == 0 else 0 for k in ks]  # about one row in nine kept
+        pv = [None if k % 4 == 0 else D(k * 37 % 1000 - 500) / 100 for k in ks]
+        arr = pa.array(pv, pa.decimal128(15, 2))
+        if junk is None:  # an offset without NULLs
+            pv = [D(0) if p is None else p for p in pv]
+            col = pa.concat_arrays([pa.array([D("9.99")], arr.type), arr.fill_null(0)]).slice(1)
+        else:  # junk under NULLs (two kinds: NULLs are still one group), an offset
+            col = _with_garbage_under_nulls(arr, junk)
+        tbl = pa.table({"k": pa.array(ks, pa.int64()), "i": pa.array(iv, pa.int32()), "p": col})
+        db.insert("a", tbl)
+        db.commit()
+        want += [(k, p) for k, i, p in zip(ks, iv, pv, strict=True) if i == 1]
+        assert sorted(view.rows(), key=str) == sorted(want, key=str)
+    counts: dict[Any, int] = {}
+    for _, p in want:
+        counts[p] = counts.get(p, 0) + 1
+    assert sorted(groups.rows(), key=str) == sorted(counts.items(), key=str)
+
+    def words(bad_row: int) -> list[int]:
+        out: list[int] = []
+        for r in range(8):
+            out += [7, 1] if r == bad_row else [r * 100 - 300, -1 if r * 100 - 300 < 0 else 0]
+        return out
+
+    # row 4 kept (i = 1; one row in eight: the rows are taken, not the column converted
+    # whole); a word that does not fit 64 bits in row 5 (left out)
+    keep_i = [1 if r == 4 else 0 for r in range(8)]
+    ok = pa.table(
+        {
+            "k": pa.array(range(1000, 1008), pa.int64()),
+            "i": pa.array(keep_i, pa.int32()),
+            "p": _decimal_array(words(5), pa.decimal128(15, 2)),
+        }
+    )
+    db.insert("a", ok)
+    db.commit()
+    assert sorted(view.rows()) == sorted(want + [(1004, D("1.00"))])
+    # the same word in a kept row: refused
+    bad = pa.table(
+        {
+            "k": pa.array(range(2000, 2008), pa.int64()),
+            "i": pa.array(keep_i, pa.int32()),
+            "p": _decimal_array(words(4), pa.decimal128(15, 2)),
+        }
+    )
+    with pytest.raises(dsql.DataError, match="does not fit"):
+        db.insert("a", bad)
+        db.commit()
+    # the same beside a NULL among the kept rows (its slot is not checked; row 4's is)
+    valid = np.array([r != 2 for r in range(16)], dtype=bool)
+    bad_nulls = pa.table(
+        {
+            "k": pa.array(range(3000, 3016), pa.int64()),
+            "i": pa.array([1 if r in (2, 4) else 0 for r in range(16)], pa.int32()),
+            "p": pa.Array.from_buffers(
+                pa.decimal128(15, 2),
+                16,
+                [
+                    pa.py_buffer(np.packbits(valid, bitorder="little").tobytes()),
+                    pa.py_buffer(np.array(words(4) + words(9), dtype=np.int64).tobytes()),
+                ],
+                1,
+            ),
+        }
+    )
+    with pytest.raises(dsql.DataError, match="does not fit"):
+        db.insert("a", bad_nulls)
+        db.commit()
