@@ -214,13 +214,10 @@ class Lowering:
         null_safe: bool,
         row: bool = True,
         drop: tuple[int, ...] = (),
-        stages: list[tuple[Any, ...]] | None = None,
     ) -> Any:
         """``(key, row)`` records (rows with a NULL key dropped unless ``null_safe``);
         ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records; the row's values at
-        positions ``drop`` (which equal key columns) are left out of it. With ``stages``
-        (``chain``'s), ``coll``'s rows go through them first (``fields`` are then the
-        rows after the stages)."""
+        positions ``drop`` (which equal key columns) are left out of it."""
         ctx = self.ctx
         win = _width(fields)
         kw = len(keys)
@@ -228,13 +225,7 @@ class Lowering:
         dropped = set(drop)
 
         def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
-            base_rows = None
-            if stages:
-                base_rows, cols, n = run_stages(view, stages, ctx)
-                view = tuple(cols)
-                fr = Frame(view, win, n)
-            else:
-                fr = Frame(view, win)
+            fr = Frame(view, win)
             kv = []
             gone = None
             kn = []
@@ -252,13 +243,9 @@ class Lowering:
             else:
                 rest = view
             if gone is None:
-                rows = np.arange(fr.n) if base_rows is None else base_rows
-                return rows, (kcols, tuple(rest))
+                return np.arange(fr.n), (kcols, tuple(rest))
             rows = np.flatnonzero(~gone)
-            return (
-                rows if base_rows is None else base_rows[rows],
-                (tuple(c[rows] for c in kcols), tuple(c[rows] for c in rest)),
-            )
+            return rows, (tuple(c[rows] for c in kcols), tuple(c[rows] for c in rest))
 
         return coll.flat_map(f, vectorized=True, name="key")
 
@@ -319,18 +306,10 @@ class Lowering:
                 return select_columns(full(k, v), in_fields, idxs)
 
             return arr, rows
-        # a run of Filter / Project nodes under the arrangement is applied by the operator
-        # that keys the rows (one operator per batch instead of two)
-        base, stages = chain(plan, self, env)
-        return self._keyed_arrangement(base, plan.fields, keys, null_safe, stages)
+        return self._keyed_arrangement(self.lower(plan, env), plan.fields, keys, null_safe)
 
     def _keyed_arrangement(
-        self,
-        coll: Any,
-        fields: tuple[Field, ...],
-        keys: tuple[Expr, ...],
-        null_safe: bool,
-        stages: list[tuple[Any, ...]] | None = None,
+        self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...], null_safe: bool
     ) -> tuple[Any, Any]:
         nullable = null_safe and any(k.nullable for k in keys)
         src: dict[int, int] = {}  # row position -> the key column holding its value
@@ -339,7 +318,7 @@ class Lowering:
                 if isinstance(k, Col) and k.index not in src:
                     src[k.index] = j
         drop = tuple(sorted(src))
-        arr = self.keyed(coll, fields, keys, null_safe, drop=drop, stages=stages).arrange_by_key()
+        arr = self.keyed(coll, fields, keys, null_safe, drop=drop).arrange_by_key()
         if not drop:
             return arr, lambda k, v: v
         width = len(fields) + mask_words(fields)
