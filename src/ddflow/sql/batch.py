@@ -108,6 +108,30 @@ def _in_place(arr: Any) -> np.ndarray | None:
     return None
 
 
+def _decimal_rows(arr: Any, idx: np.ndarray, nulls: np.ndarray | None) -> np.ndarray | None:
+    """The values of rows ``idx`` of a ``decimal128`` column read from its words (a new
+    int64 array) when each of those rows' 128-bit integers is its low word (the rows
+    ``nulls`` marks, whose slots hold anything, aside), else None (None too for other
+    types)."""
+    import pyarrow as pa
+
+    if not pa.types.is_decimal128(arr.type):
+        return None
+    buf = arr.buffers()[1]
+    if buf is None:
+        return None
+    off, n = arr.offset, len(arr)
+    words = np.frombuffer(buf, dtype=np.int64, count=2 * (off + n))[2 * off :]
+    at = 2 * np.asarray(idx, dtype=np.intp)
+    low = words[at]
+    fits = words[at + 1] == (low >> 63)
+    if nulls is not None:
+        fits |= nulls
+    if len(low) and not fits.all():
+        return None
+    return low
+
+
 class ArrowCol:
     """A non-string Arrow column and how to convert it (``convert(arr) -> (values,
     nulls)``), converted once on first read. ``plain`` (``plain_arrow``): its physical
@@ -156,6 +180,17 @@ class ArrowCol:
         return self._raw
 
     def take(self, idx: np.ndarray) -> Any:
+        if self._v is None and self._raw is False and self.plain and 4 * len(idx) < len(self.arr):
+            # a few rows of a column not read yet: only their words are read and checked
+            # (a row left out is not looked at, as when the whole column does not fit)
+            nl = self.nulls()
+            sub = None if nl is None else nl[idx]
+            v = _decimal_rows(self.arr, idx, sub)
+            if v is not None:
+                if sub is None:
+                    return Phys(v, None)
+                v[sub] = 0  # (a NULL's physical value is 0)
+                return Phys(v, sub)
         if self._v is None:
             raw = self.in_place()
             if raw is None:

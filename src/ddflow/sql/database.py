@@ -389,6 +389,7 @@ class Database:
         self._wtime = 0
         self._stale = True
         self._input_cols: dict[tuple[str, Any], tuple[int, ...]] = {}
+        self._inputs: list[tuple[tuple[str, Any], tuple[int, ...], Any]] = []
 
     # -- catalog ----------------------------------------------------------------------------
     @property
@@ -544,6 +545,9 @@ class Database:
             v._contents = []
             v._accept(v._sink.drain(), None)
         self._worker, self._sessions, self._probes = w, sessions, probes
+        # each input with its session, looked up once here: a key holds a prefilter, an
+        # expression tree whose hash is recomputed on every lookup
+        self._inputs = [(key, pick, sessions[key]) for key, pick in self._input_cols.items()]
         self._wtime = 1
         self._stale = False
 
@@ -555,10 +559,10 @@ class Database:
         assert self._worker is not None
         t_next = self._wtime + 1
         try:
-            for key, pick in self._input_cols.items():
+            for key, pick, session in self._inputs:
                 t = self._tables[key[0]]
                 for b, d in t.pending:
-                    _feed(self._sessions[key], t, b, d, pick, key[1])
+                    _feed(session, t, b, d, pick, key[1])
             for s in self._sessions.values():
                 s.advance_to(t_next)
             probes = self._probes

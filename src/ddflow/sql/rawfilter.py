@@ -21,7 +21,7 @@ import numpy as np
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
 from ddflow.sql.expr import Call, Col, Expr, Lit
 from ddflow.sql.plan import Filter, Plan, Scan
-from ddflow.sql.types import BOOLEAN
+from ddflow.sql.types import BOOLEAN, I64_MAX, I64_MIN
 
 __all__ = ["keep", "split"]
 
@@ -360,10 +360,9 @@ def _numeric_mask(e: Call, b: RowBatch, strings: Any) -> np.ndarray:
     return np.asarray(out, dtype=bool)
 
 
-#: per prefilter (by identity) and which columns of a batch are strings: its conjuncts
-#: decided on numbers (with whether each is one comparison or NULL test) and the AND of the
-#: rest (string conditions, by Arrow's kernels)
-_KEEP: dict[int, tuple[Expr, tuple[bool, ...], list[tuple[Expr, bool]], Expr | None]] = {}
+#: per prefilter (by identity) and which columns of a batch are strings: the prefilter
+#: compiled for batches of that shape (``_compile``)
+_KEEP: dict[int, tuple[Expr, tuple[bool, ...], Any]] = {}
 
 
 def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
@@ -371,21 +370,162 @@ def keep(pred: Expr, b: RowBatch, strings: Any = None) -> np.ndarray:
     lazy = tuple(isinstance(c, LazyStrings) for c in b.cols)
     got = _KEEP.get(id(pred))
     if got is None or got[0] is not pred or got[1] != lazy:
-        parts = _conjuncts(pred)
-        num = [p for p in parts if _has_numeric(p, b)]
-        rest = _and([p for p in parts if not any(p is q for q in num)])
         if len(_KEEP) > 1024:
             _KEEP.clear()
-        got = _KEEP[id(pred)] = (pred, lazy, [(p, _numeric_part(p, b)) for p in num], rest)
-    mask: np.ndarray | None = None
-    for p, simple in got[2]:
-        m = _numeric_mask(p, b, strings) if simple else _true_mask(p, b, strings)  # type: ignore[arg-type]
-        mask = m if mask is None else mask & m
-    if got[3] is None:
-        assert mask is not None
-        return mask
-    s = _arrow_true(got[3], b)
-    return s if mask is None else mask & s
+        got = _KEEP[id(pred)] = (pred, lazy, _compile(pred, b))
+    return np.asarray(got[2](b, strings), dtype=bool)
+
+
+Mask = Any  # (RowBatch, strings) -> bool array of the rows where a condition is TRUE
+
+
+def _compile(e: Expr, b: RowBatch) -> Mask:
+    """Where ``e`` is TRUE, as a function of a batch shaped like ``b`` (which columns are
+    strings decided once, not per batch). TRUE(a AND b) is TRUE(a) & TRUE(b) and
+    TRUE(a OR b) is TRUE(a) | TRUE(b) under three-valued logic, so AND / OR over number
+    comparisons combine their masks; an OR of ranges of one column becomes the union of
+    its intervals (``_intervals``); the string conditions of an AND are evaluated together
+    by Arrow's kernels."""
+    if _numeric_part(e, b):
+        assert isinstance(e, Call)
+        return lambda bb, s: _numeric_mask(e, bb, s)
+    if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
+        if e.op == "or":
+            ranges = _intervals(e)
+            if ranges is not None:
+                col, spans = ranges
+                return lambda bb, s: _in_spans(bb, col, spans, s)
+            parts = [_compile(a, b) for a in _disjuncts(e)]
+            return lambda bb, s: _combine(parts, bb, s, np.logical_or)
+        conj = _conjuncts(e)
+        num = [p for p in conj if _has_numeric(p, b)]
+        rest = _and([p for p in conj if not any(p is q for q in num)])
+        parts = [_compile(p, b) for p in num]
+        if rest is not None:
+            parts.append(lambda bb, s, r=rest: _arrow_true(r, bb))
+        return lambda bb, s: _combine(parts, bb, s, np.logical_and)
+    return lambda bb, s: _arrow_true(e, bb)
+
+
+def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarray:
+    out = parts[0](b, strings)
+    for p in parts[1:]:
+        out = op(out, p(b, strings))
+    return out
+
+
+def _disjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Call) and e.op == "or":
+        out: list[Expr] = []
+        for a in e.args:
+            out.extend(_disjuncts(a))
+        return out
+    return [e]
+
+
+_FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
+
+
+def _bound(e: Expr) -> tuple[Col, int | None, int | None] | None:
+    """A comparison of an integer-valued column (int, date, timestamp, decimal of at most
+    18 digits) with a literal of its kind (and scale) as the closed interval of physical
+    values it keeps (None: unbounded on that side); None for anything else."""
+    if not (isinstance(e, Call) and e.op in _FLIP):
+        return None
+    a, c = e.args
+    op = e.op
+    if isinstance(a, Lit) and isinstance(c, Col):
+        a, c, op = c, a, _FLIP[op]
+    if not (isinstance(a, Col) and isinstance(c, Lit)):
+        return None
+    ta, tc = a.type, c.type
+    if ta.kind not in _ORDERED or ta.kind != tc.kind:
+        return None
+    if ta.kind == "decimal" and (ta.scale != tc.scale or ta.precision > 18):
+        return None
+    v = _literal(c)
+    if v is None:
+        return None
+    if op == "eq":
+        return a, v, v
+    if op in ("ge", "gt"):
+        return a, v + (op == "gt"), None
+    return a, None, v - (op == "lt")
+
+
+def _intervals(e: Expr) -> tuple[Col, list[tuple[int | None, int | None]]] | None:
+    """An OR whose every branch is an AND of comparisons of one column with literals
+    (``q BETWEEN 1 AND 11 OR q BETWEEN 10 AND 20``) as that column and the union of the
+    branches' intervals, overlapping and adjacent ones merged (the physical values are
+    integers); None when ``e`` is not of that form."""
+    col: Col | None = None
+    spans: list[tuple[int | None, int | None]] = []
+    for branch in _disjuncts(e):
+        lo: int | None = None
+        hi: int | None = None
+        for c in _conjuncts(branch):
+            got = _bound(c)
+            if got is None:
+                return None
+            x, blo, bhi = got
+            if col is None:
+                col = x
+            elif x.index != col.index or x.type != col.type:
+                return None
+            if blo is not None:
+                lo = blo if lo is None else max(lo, blo)
+            if bhi is not None:
+                hi = bhi if hi is None else min(hi, bhi)
+        if lo is not None and hi is not None and lo > hi:
+            continue  # a branch that keeps nothing
+        spans.append((lo, hi))
+    if col is None:
+        return None
+    spans.sort(key=lambda s: -(1 << 200) if s[0] is None else s[0])
+    merged: list[tuple[int | None, int | None]] = []
+    for lo, hi in spans:
+        if merged:
+            plo, phi = merged[-1]
+            if phi is None or (lo is not None and lo <= phi + 1) or lo is None:
+                top = None if phi is None or hi is None else max(phi, hi)
+                merged[-1] = (plo, top)
+                continue
+        merged.append((lo, hi))
+    return col, merged
+
+
+def _in_spans(
+    b: RowBatch, col: Col, spans: list[tuple[int | None, int | None]], strings: Any
+) -> np.ndarray:
+    """Where column ``col`` lies in one of the intervals ``spans`` (never where NULL)."""
+    c = b.cols[col.index]
+    v: np.ndarray | None = None
+    if isinstance(c, ArrowCol) and c._v is None and c.plain:
+        v = c.in_place()  # read in place (any integer width)
+    if v is None:
+        v = b.column(col.index, strings)
+    dmin, dmax = _RANGES.get(v.dtype, (I64_MIN, I64_MAX))
+    out: np.ndarray | None = None
+    for lo, hi in spans:
+        if (lo is not None and lo > dmax) or (hi is not None and hi < dmin):
+            continue  # no value of the column's width is in it
+        lo = None if lo is None or lo <= dmin else lo
+        hi = None if hi is None or hi >= dmax else hi
+        if lo is None and hi is None:
+            m = np.ones(len(v), dtype=bool)
+        elif lo is None:
+            m = v <= hi
+        elif hi is None:
+            m = v >= lo
+        else:
+            m = (v >= lo) & (v <= hi)
+        out = m if out is None else out | m
+    if out is None:
+        return np.zeros(b.n, dtype=bool)
+    nl = b.null(col.index)
+    if nl is not None:
+        out = out & ~nl
+    return out
 
 
 def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
@@ -406,21 +546,6 @@ def _has_numeric(e: Expr, b: RowBatch) -> bool:
     return isinstance(e, Call) and e.op in ("and", "or") and any(_has_numeric(a, b) for a in e.args)
 
 
-def _true_mask(e: Expr, b: RowBatch, strings: Any) -> np.ndarray:
-    """Where ``e`` (a comparison of numbers, or AND / OR over those and string conditions)
-    is TRUE."""
-    if _numeric_part(e, b):
-        assert isinstance(e, Call)
-        return _numeric_mask(e, b, strings)
-    if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
-        out = _true_mask(e.args[0], b, strings)
-        for a in e.args[1:]:
-            m = _true_mask(a, b, strings)
-            out = out & m if e.op == "and" else out | m
-        return out
-    return _arrow_true(e, b)
-
-
 def _column(b: RowBatch, i: int) -> Any:
     import pyarrow as pa
 
@@ -431,6 +556,10 @@ def _column(b: RowBatch, i: int) -> Any:
         raw = pa.array(raw, type=pa.string())
         c.raw = raw
     return raw
+
+
+#: the longest IN list of strings evaluated as an OR of equalities
+_FEW = 2
 
 
 def _eval(e: Expr, b: RowBatch) -> Any:
@@ -469,6 +598,15 @@ def _eval(e: Expr, b: RowBatch) -> Any:
     if op == "in":
         col = _eval(e.args[0], b)
         vals = [v for v in e.extra if v is not None]
+        if 0 < len(vals) <= _FEW:
+            # a short list: an OR of equalities (NULL where the column is), about half
+            # the time of a set lookup on 10k rows for two values
+            hit = pc.equal(col, pa.scalar(vals[0], pa.string()))
+            for v in vals[1:]:
+                hit = pc.or_kleene(hit, pc.equal(col, pa.scalar(v, pa.string())))
+            if any(v is None for v in e.extra):
+                hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
+            return hit
         hit = pc.is_in(col, value_set=pa.array(vals, type=pa.string()))
         if col.null_count:
             hit = pc.if_else(pc.is_null(col), pa.scalar(None, pa.bool_()), hit)

@@ -58,6 +58,24 @@ def _short_keys(arr: Any) -> np.ndarray | None:
     return mat.view(np.int64).reshape(n)
 
 
+def _single_bytes(arr: Any) -> np.ndarray | None:
+    """The byte of each string of an Arrow ``string`` array without NULLs when every
+    string is one byte long (so one ASCII character: the byte is the string), else None."""
+    import pyarrow as pa
+
+    n = len(arr)
+    if arr.null_count or not pa.types.is_string(arr.type):
+        return None
+    bufs = arr.buffers()
+    if bufs[2] is None:
+        return None
+    off = np.frombuffer(bufs[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
+    start = int(off[0])
+    if int(off[-1]) - start != n or (n > 1 and not (off[1:] - off[:-1] == 1).all()):
+        return None
+    return np.frombuffer(bufs[2], dtype=np.uint8, count=start + n)[start:]
+
+
 class StringDict:
     """A growing bijection between strings and ``int64`` codes ``0, 1, 2, ...``.
 
@@ -79,6 +97,10 @@ class StringDict:
         # encoded by a binary search per row instead of a hash of each string
         self._short_keys = np.zeros(0, np.int64)
         self._short_codes = np.zeros(0, np.int64)
+        # one-byte strings (flags such as 'A', 'N', 'R') by their byte: a table lookup per
+        # row, and whether each byte's code is known yet
+        self._byte_codes = np.zeros(256, np.int64)
+        self._byte_known = np.zeros(256, bool)
         # the empty string first: a NULL's physical value (0) then always decodes
         self.code("")
         if hashed:
@@ -171,6 +193,20 @@ class StringDict:
             )
         if len(arr) == 0:
             return np.zeros(0, np.int64)
+        one = _single_bytes(arr)
+        if one is not None:
+            one = one.astype(np.intp)  # (numpy indexes by intp; a uint8 index is slow)
+            if self._byte_known[one].all():
+                return self._byte_codes.take(one)
+            codes = self._encode_short(arr)
+            self._byte_codes[one] = codes
+            self._byte_known[one] = True
+            return codes
+        return self._encode_short(arr)
+
+    def _encode_short(self, arr: Any) -> np.ndarray:
+        import pyarrow as pa
+
         keys = _short_keys(arr)
         if keys is None:
             return self._encode_hashed(arr)
@@ -195,7 +231,7 @@ class StringDict:
         allc = np.concatenate([self._short_codes, new_codes])
         order = np.argsort(allk, kind="stable")
         self._short_keys, self._short_codes = allk[order], allc[order]
-        return self.encode_arrow(arr)
+        return self._encode_short(arr)
 
     def _encode_hashed(self, arr: Any) -> np.ndarray:
         import pyarrow.compute as pc
