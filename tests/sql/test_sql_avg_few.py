@@ -22,11 +22,11 @@ I64_MAX = 2**63 - 1
 
 def _numpy_path(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
     """The general path: the same rows repeated past the few-groups size, cut back."""
-    reps = aggregate._FEW_GROUPS // max(len(cnt), 1) + 2
+    reps = aggregate.FEW_GROUPS // max(len(cnt), 1) + 2
     big_t = np.concatenate([total] * reps)
     big_c = np.concatenate([cnt] * reps)
-    assert len(big_c) > aggregate._FEW_GROUPS
-    r, _ = aggregate._linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), big_c, big_t)
+    assert len(big_c) > aggregate.FEW_GROUPS
+    r, _ = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), big_c, big_t)
     return r[: len(cnt)]
 
 
@@ -35,8 +35,8 @@ _ARG = Col(0, SqlType("decimal", 64, 15, 2), True, "x")
 
 
 def _few_path(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
-    assert len(cnt) <= aggregate._FEW_GROUPS
-    r, nl = aggregate._linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), cnt, total)
+    assert len(cnt) <= aggregate.FEW_GROUPS
+    r, nl = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), cnt, total)
     empty = cnt == 0
     assert (nl is None and not empty.any()) or (nl is not None and (nl == empty).all())
     return r
@@ -55,7 +55,7 @@ def test_few_groups_divide_like_the_numpy_path(k: int) -> None:
         (np.array([5, 9, -3], np.int64), np.array([0, 2, 0])),
     ]
     for _ in range(30):
-        n = rng.randrange(1, aggregate._FEW_GROUPS + 1)
+        n = rng.randrange(1, aggregate.FEW_GROUPS + 1)
         cnt = np.array([rng.choice([0, 1, 2, 3, 4, 7, 8, 1000]) for _ in range(n)], np.int64)
         tot = np.array([0 if c == 0 else rng.randrange(-(10**12), 10**12) for c in cnt], np.int64)
         cases.append((tot, cnt))

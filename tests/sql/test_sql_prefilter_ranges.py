@@ -184,7 +184,7 @@ def test_interval_union_merges_exactly() -> None:
     def lit(v: int) -> Lit:
         return Lit(v, t)
 
-    got = rawfilter._intervals(
+    got = rawfilter.range_union(
         _or(
             _and(_cmp("ge", c, lit(1)), _cmp("le", c, lit(11))),
             _and(_cmp("ge", c, lit(12)), _cmp("lt", c, lit(20))),
@@ -195,21 +195,22 @@ def test_interval_union_merges_exactly() -> None:
     )
     assert got is not None
     assert got[1] == [(None, -6), (1, 19), (25, 26)]
-    got = rawfilter._intervals(_or(_cmp("ge", c, lit(3)), _cmp("lt", c, lit(10))))
+    got = rawfilter.range_union(_or(_cmp("ge", c, lit(3)), _cmp("lt", c, lit(10))))
     assert got is not None and got[1] == [(None, None)]
-    got = rawfilter._intervals(
+    got = rawfilter.range_union(
         _or(_and(_cmp("ge", c, lit(0)), _cmp("le", c, lit(8))), _cmp("eq", c, lit(3)))
     )
     assert got is not None and got[1] == [(0, 8)]
     # an empty branch drops out; two columns or <> are not an interval union
-    got = rawfilter._intervals(
+    got = rawfilter.range_union(
         _or(_and(_cmp("gt", c, lit(5)), _cmp("lt", c, lit(6))), _cmp("eq", c, lit(9)))
     )
     assert got is not None and got[1] == [(9, 9)]
     assert (
-        rawfilter._intervals(_or(_cmp("lt", c, lit(1)), _cmp("gt", _col(1, "int"), lit(1)))) is None
+        rawfilter.range_union(_or(_cmp("lt", c, lit(1)), _cmp("gt", _col(1, "int"), lit(1))))
+        is None
     )
-    assert rawfilter._intervals(_or(_cmp("ne", c, lit(1)), _cmp("gt", c, lit(1)))) is None
+    assert rawfilter.range_union(_or(_cmp("ne", c, lit(1)), _cmp("gt", c, lit(1)))) is None
 
 
 def test_few_kept_rows_read_from_their_decimal_words() -> None:

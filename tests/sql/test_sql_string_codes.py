@@ -15,7 +15,7 @@ import pytest
 from oracle import Del, Ins
 from test_sql_speedups import ArrowOracle
 
-from ddflow.sql.strings import StringDict, _single_bytes
+from ddflow.sql.strings import StringDict, single_bytes
 
 
 def _expect(sd: StringDict, values: list[Any]) -> list[int | None]:
@@ -56,12 +56,12 @@ def test_one_byte_strings_get_their_dictionary_codes(hashed: bool) -> None:
 
 
 def test_single_bytes_only_for_one_byte_strings() -> None:
-    assert _single_bytes(pa.array(["a", "b"])) is not None
-    assert _single_bytes(pa.array(["a", "bb"])) is None
-    assert _single_bytes(pa.array(["ab", ""])) is None  # two bytes in two strings
-    assert _single_bytes(pa.array(["a", None])) is None
-    assert _single_bytes(pa.array(["é"])) is None
-    got = _single_bytes(pa.array(["q", "a", "b", "c"]).slice(1, 2))
+    assert single_bytes(pa.array(["a", "b"])) is not None
+    assert single_bytes(pa.array(["a", "bb"])) is None
+    assert single_bytes(pa.array(["ab", ""])) is None  # two bytes in two strings
+    assert single_bytes(pa.array(["a", None])) is None
+    assert single_bytes(pa.array(["é"])) is None
+    got = single_bytes(pa.array(["q", "a", "b", "c"]).slice(1, 2))
     assert got is not None and bytes(got.tolist()) == b"ab"
 
 

@@ -555,7 +555,7 @@ def _finish(
                     continue
                 cnt = np.where(present, sel(s[1]), 0)
                 total = sel(s[2])
-                v, nl = _linear_value(a.func, a.arg, t, cnt, total)
+                v, nl = linear_value(a.func, a.arg, t, cnt, total)
                 vals.append(v)
                 nulls.append(nl)
                 continue
@@ -565,7 +565,7 @@ def _finish(
                 continue
             cnt = sel(comps[n_at])
             tot = sel(comps[s_at]) if s_at is not None else None
-            v, nl = _linear_value(a.func, a.arg, t, cnt, tot)
+            v, nl = linear_value(a.func, a.arg, t, cnt, tot)
             vals.append(v)
             nulls.append(nl)
         return pack(vals, nulls, words, m)
@@ -573,7 +573,7 @@ def _finish(
     return combined.map(out, vectorized=True, name="aggregates")
 
 
-def _linear_value(
+def linear_value(
     func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray, total: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray | None]:
     if func == "count":
@@ -609,7 +609,7 @@ def _linear_value(
         from ddflow.sql.expr import _div_half_up, _scale_up
 
         k = t.scale - (at.scale if at.kind == "decimal" else 0)
-        if len(cnt) <= _FEW_GROUPS:
+        if len(cnt) <= FEW_GROUPS:
             return _avg_decimal_few(np.asarray(total), cnt, k), nl
         num = _scale_up(np.asarray(total), k) if k >= 0 else np.asarray(total)
         r = _div_half_up(num, safe.astype(np.int64))
@@ -621,11 +621,11 @@ def _linear_value(
 
 #: at most this many groups in a batch of aggregate results: decimal averages are
 #: divided with Python ints (a dozen numpy calls per average cost more on a few rows)
-_FEW_GROUPS = 16
+FEW_GROUPS = 16
 
 
 def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
-    """``_linear_value``'s decimal average on a few rows, value for value the same:
+    """``linear_value``'s decimal average on a few rows, value for value the same:
     ``round(total * 10^k / count)`` half away from zero (``total / count`` when ``k < 0``),
     0 where the count is 0 (unless a quotient does not fit 64 bits)."""
     from ddflow.sql.expr import _py_div_half_up

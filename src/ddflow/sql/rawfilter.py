@@ -384,14 +384,14 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
     strings decided once, not per batch). TRUE(a AND b) is TRUE(a) & TRUE(b) and
     TRUE(a OR b) is TRUE(a) | TRUE(b) under three-valued logic, so AND / OR over number
     comparisons combine their masks; an OR of ranges of one column becomes the union of
-    its intervals (``_intervals``); the string conditions of an AND are evaluated together
+    its intervals (``range_union``); the string conditions of an AND are evaluated together
     by Arrow's kernels."""
     if _numeric_part(e, b):
         assert isinstance(e, Call)
         return lambda bb, s: _numeric_mask(e, bb, s)
     if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
         if e.op == "or":
-            ranges = _intervals(e)
+            ranges = range_union(e)
             if ranges is not None:
                 col, spans = ranges
                 return lambda bb, s: _in_spans(bb, col, spans, s)
@@ -453,7 +453,7 @@ def _bound(e: Expr) -> tuple[Col, int | None, int | None] | None:
     return a, None, v - (op == "lt")
 
 
-def _intervals(e: Expr) -> tuple[Col, list[tuple[int | None, int | None]]] | None:
+def range_union(e: Expr) -> tuple[Col, list[tuple[int | None, int | None]]] | None:
     """An OR whose every branch is an AND of comparisons of one column with literals
     (``q BETWEEN 1 AND 11 OR q BETWEEN 10 AND 20``) as that column and the union of the
     branches' intervals, overlapping and adjacent ones merged (the physical values are

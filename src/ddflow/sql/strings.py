@@ -58,7 +58,7 @@ def _short_keys(arr: Any) -> np.ndarray | None:
     return mat.view(np.int64).reshape(n)
 
 
-def _single_bytes(arr: Any) -> np.ndarray | None:
+def single_bytes(arr: Any) -> np.ndarray | None:
     """The byte of each string of an Arrow ``string`` array without NULLs when every
     string is one byte long (so one ASCII character: the byte is the string), else None."""
     import pyarrow as pa
@@ -193,7 +193,7 @@ class StringDict:
             )
         if len(arr) == 0:
             return np.zeros(0, np.int64)
-        one = _single_bytes(arr)
+        one = single_bytes(arr)
         if one is not None:
             one = one.astype(np.intp)  # (numpy indexes by intp; a uint8 index is slow)
             if self._byte_known[one].all():
