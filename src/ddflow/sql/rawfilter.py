@@ -192,11 +192,12 @@ def _literal(e: Lit) -> int | None:
     return v
 
 
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, Call) and e.op == "and":
+def _conjuncts(e: Expr, op: str = "and") -> list[Expr]:
+    """The operands of nested ``op`` calls (``and`` by default, ``or`` for disjuncts)."""
+    if isinstance(e, Call) and e.op == op:
         out: list[Expr] = []
         for a in e.args:
-            out.extend(_conjuncts(a))
+            out.extend(_conjuncts(a, op))
         return out
     return [e]
 
@@ -415,12 +416,7 @@ def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarra
 
 
 def _disjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, Call) and e.op == "or":
-        out: list[Expr] = []
-        for a in e.args:
-            out.extend(_disjuncts(a))
-        return out
-    return [e]
+    return _conjuncts(e, "or")
 
 
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
