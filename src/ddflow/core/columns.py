@@ -368,90 +368,104 @@ def pack_small(cols: Sequence[np.ndarray], limit: int) -> tuple[np.ndarray, int]
     return packed, span
 
 
-def _span_bits(c: np.ndarray) -> tuple[int, int] | None:
-    """``(min, bits)``: the column's values minus ``min`` fit ``bits`` bits (None: not
-    an integer column)."""
-    if c.dtype.kind not in "ib":
+def _offsets(cols: list[np.ndarray]) -> list[tuple[np.ndarray, int]] | None:
+    """Each integer column as ``(offset, bits)``: its values minus its minimum, as uint64
+    (exact over int64's whole range), and how many bits they need; None if a column is not
+    integral."""
+    out = []
+    for c in cols:
+        if c.dtype.kind not in "ib":
+            return None
+        ci = c.astype(np.int64, copy=False)
+        lo = int(ci.min())
+        bits = (int(ci.max()) - lo).bit_length()
+        off = ci.view(np.uint64) - np.uint64(lo & 0xFFFF_FFFF_FFFF_FFFF)
+        out.append((off, bits))
+    return out
+
+
+def _bit_words(cols: list[np.ndarray], word_bits: int) -> list[np.ndarray] | None:
+    """int64 words of at most ``word_bits`` bits each, most significant first, whose
+    lexicographic order is that of the rows of ``cols``: each row's column offsets written
+    one after another (first column highest) into one bit string, cut into words. A column
+    may straddle two words. None if a column is not integral."""
+    offs = _offsets(cols)
+    if offs is None:
         return None
-    ci = c.astype(np.int64, copy=False)
-    lo = int(ci.min())
-    return lo, (int(ci.max()) - lo).bit_length()
+    total = sum(b for _, b in offs)
+    k = max(1, -(-total // word_bits))
+    n = len(cols[0])
+    words = [np.zeros(n, dtype=np.uint64) for _ in range(k)]
+    pos = total  # bit position (from the least significant end) just above the column
+    for off, bits in offs:
+        lo_bit = pos - bits
+        pos = lo_bit
+        while bits > 0:
+            w = lo_bit // word_bits  # the word holding the column's lowest remaining bit
+            at = lo_bit - w * word_bits
+            take = min(bits, word_bits - at)
+            part = off & np.uint64((1 << take) - 1) if take < bits else off
+            words[k - 1 - w] |= part << np.uint64(at) if at else part
+            if take < bits:
+                off = off >> np.uint64(take)
+            bits -= take
+            lo_bit += take
+    return [w.view(np.int64) for w in words]
 
 
-def _pack_two(cols: list[np.ndarray], row_bits: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """Two int64 words ``(high, low)`` whose lexicographic order is that of ``cols``, each
-    column's offset value in one word, when the columns fit; None otherwise. Words are kept
-    to ``62 - row_bits`` bits where the columns allow, so each can be sorted with the row
-    number beside it."""
-    spans = [_span_bits(c) for c in cols]
-    if any(s is None for s in spans):
-        return None
-    bits = [s[1] for s in spans]  # type: ignore[index]
-    for limit in (62 - row_bits, 62):
-        # the low word takes trailing columns while they fit, the high word the rest
-        i, used = len(cols), 0
-        while i > 0 and used + bits[i - 1] <= limit:
-            used += bits[i - 1]
-            i -= 1
-        if i == 0 or sum(bits[:i]) > limit:
-            continue
-        words = []
-        for part in (range(i), range(i, len(cols))):
-            w = np.zeros(len(cols[0]), dtype=np.int64)
-            shift = 0
-            for j in reversed(part):
-                lo = spans[j][0]  # type: ignore[index]
-                c = cols[j].astype(np.int64, copy=False)
-                term = c - lo if lo != 0 else c
-                w = w | (term << shift) if shift else w | term
-                shift += bits[j]
-            words.append(w)
-        return words[0], words[1]
-    return None
-
-
-def _by_word(w: np.ndarray, n: int, bits: int) -> np.ndarray:
-    """The stable order of one int64 word: a sort of the word with the row number in its
-    low bits when it fits (much faster than a stable argsort), else a stable argsort."""
-    if int(w.max()) < (1 << (62 - bits)) and int(w.min()) >= 0:
-        keyed = np.sort((w << bits) | np.arange(n, dtype=np.int64))
-        return keyed & ((1 << bits) - 1)
-    return np.argsort(w, kind="stable")
-
-
-def _two_pass(high: np.ndarray, low: np.ndarray, n: int) -> np.ndarray:
-    """The order of rows by ``(high, low)``: by the low word, then stably by the high."""
-    bits = int(n - 1).bit_length()
-    order = _by_word(low, n, bits)
-    return order[_by_word(high[order], n, bits)]
-
-
-def _merge_runs(packed: np.ndarray, split: int) -> np.ndarray | None:
-    """The stable order merging two sorted runs ``packed[:split]``, ``packed[split:]``, in
-    linear time plus one binary search per row of the second run; None if not sorted."""
-    a, b = packed[:split], packed[split:]
-    if (a.size > 1 and (a[1:] < a[:-1]).any()) or (b.size > 1 and (b[1:] < b[:-1]).any()):
-        return None
-    pos_b = np.searchsorted(a, b, side="right") + np.arange(b.size)
-    order = np.empty(packed.size, dtype=np.int64)
-    is_b = np.zeros(packed.size, dtype=bool)
-    is_b[pos_b] = True
-    order[pos_b] = np.arange(split, packed.size)
-    order[~is_b] = np.arange(split)
+def _sort_words(words: list[np.ndarray], n: int, row_bits: int) -> np.ndarray:
+    """The stable order of rows by ``words`` (each below ``2**(62 - row_bits)``): least
+    significant word first, each pass a plain sort of the word with the row's current
+    position in its low bits (much faster than a stable argsort)."""
+    mask = (1 << row_bits) - 1
+    rows = np.arange(n, dtype=np.int64)
+    order: np.ndarray | None = None
+    for w in reversed(words):
+        key = w if order is None else w[order]
+        step = np.sort((key << row_bits) | rows) & mask
+        order = step if order is None else order[step]
+    assert order is not None
     return order
 
 
-def lex_order(
-    cols: Sequence[np.ndarray], *, runs: bool = False, split: int | None = None
-) -> np.ndarray:
+def _stable_keyed(key: np.ndarray, n: int, row_bits: int) -> np.ndarray:
+    """The stable order of ``key`` (non-negative, below ``2**(62 - row_bits)``): a stable
+    sort of the key with the row number in its low bits. The stable sort is a merge sort
+    that finds runs already in order, so on a few concatenated sorted runs (a merge of
+    batches) it is about one linear merge pass."""
+    keyed = np.sort((key << row_bits) | np.arange(n, dtype=np.int64), kind="stable")
+    return keyed & ((1 << row_bits) - 1)
+
+
+def _runs_by_words(words: list[np.ndarray], n: int, row_bits: int) -> np.ndarray:
+    """The stable order of rows by ``words``, fast when they are a few concatenated sorted
+    runs: the leading word is replaced by its dense rank and the next word appended to it
+    (``rank < n`` leaves the next word its ``62 - row_bits`` bits), until one word is left.
+    Each step is a stable sort, which on sorted runs is about a linear merge."""
+    key = words[0]
+    word_bits = 62 - row_bits
+    for i, nxt in enumerate(words[1:]):
+        # a rank with a word appended leaves no room for the row number
+        order = _stable_keyed(key, n, row_bits) if i == 0 else np.argsort(key, kind="stable")
+        s = key[order]
+        dense = np.empty(n, dtype=np.int64)
+        dense[0] = 0
+        np.cumsum(s[1:] != s[:-1], out=dense[1:])
+        rank = np.empty(n, dtype=np.int64)
+        rank[order] = dense
+        key = (rank << word_bits) | nxt
+    return np.argsort(key, kind="stable")
+
+
+def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False) -> np.ndarray:
     """The permutation that sorts rows of ``cols`` lexicographically (first column first).
 
-    ``runs=True`` says the rows are a few concatenated sorted runs (a merge): a stable sort
-    then merges them in about linear time; with ``split`` (where the second of two runs
-    starts) a linear merge is used when the rows pack into one integer key. Integer columns
-    whose ranges fit are packed into one int64 key; when the row number fits beside it, the
-    packed keys are sorted by value (much faster than ``argsort``) and the permutation read
-    from the low bits.
+    Integer columns whose ranges fit are packed into one int64 key; when the row number
+    fits beside it, the packed keys are sorted by value (much faster than ``argsort``) and
+    the permutation read from the low bits. Wider integer rows are cut into several words
+    of that size (a column may straddle two), sorted word by word. ``runs=True`` says the
+    rows are a few concatenated sorted runs (a merge): stable sorts then find the runs and
+    merge them in about linear time.
 
     Raises ``DataError`` when values cannot be ordered (NaN, mixed unorderable objects).
     """
@@ -470,25 +484,22 @@ def lex_order(
         if not live:
             return np.arange(n)
         packed = _pack(live)
+        row_bits = int(n - 1).bit_length()
         if packed is None:
             if len(live) == 1:
                 return np.argsort(live[0], kind="stable" if runs else None)
-            words = _pack_two(live, int(n - 1).bit_length())
-            if words is not None:
-                return _two_pass(words[0], words[1], n)
-            return np.lexsort(tuple(reversed(live)))
+            words = _bit_words(live, 62 - row_bits) if row_bits <= 54 else None
+            if words is None:
+                return np.lexsort(tuple(reversed(live)))
+            if runs:
+                return _runs_by_words(words, n, row_bits)
+            return _sort_words(words, n, row_bits)
+        if int(packed.max()) >= (1 << (62 - row_bits)):
+            return np.argsort(packed, kind="stable" if runs else None)
         if runs:
-            if split is not None:
-                merged = _merge_runs(packed, split)
-                if merged is not None:
-                    return merged
-            return np.argsort(packed, kind="stable")
-        bits = int(n - 1).bit_length()
-        hi = int(packed.max())
-        if hi < (1 << (62 - bits)):
-            keyed = np.sort((packed << bits) | np.arange(n, dtype=np.int64))
-            return keyed & ((1 << bits) - 1)
-        return np.argsort(packed)
+            return _stable_keyed(packed, n, row_bits)
+        keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
+        return keyed & ((1 << row_bits) - 1)
     except TypeError as e:
         raise DataError(
             f"data cannot be ordered ({e}); arranged keys and values must be mutually "

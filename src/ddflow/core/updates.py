@@ -81,19 +81,17 @@ def consolidate(
     u: Updates,
     *,
     runs: bool = False,
-    split: int | None = None,
     compact: bool = False,
     bounded: bool = False,
 ) -> Updates:
     """Sort by ``(data, time)``, sum diffs of equal ``(data, time)``, drop zero diffs.
 
-    ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge), and
-    ``split`` where the second of two runs starts. ``bounded=True`` says the caller knows
-    no sum of int diffs leaves int64 (a merge, from its batches' bounds), which spares the
-    sums their check. ``compact=True`` (for trace batches,
-    which store such columns so) returns times that are all equal as a zero-stride,
-    read-only view of one row, and does not reorder an integer diff column whose diffs are
-    all equal (typically all 1: inserted records).
+    ``runs=True`` hints that ``u`` is a concatenation of a few sorted runs (a merge).
+    ``bounded=True`` says the caller knows no sum of int diffs leaves int64 (a merge, from
+    its batches' bounds), which spares the sums their check. ``compact=True`` (for trace
+    batches, which store such columns so) returns times that are all equal as a
+    zero-stride, read-only view of one row, and does not reorder an integer diff column
+    whose diffs are all equal (typically all 1: inserted records).
     """
     n = len(u)
     if n == 0:
@@ -110,7 +108,7 @@ def consolidate(
         grouped = _consolidate_counting(u, cols, const_time, compact)
         if grouped is not None:
             return grouped
-    order = lex_order(cols, runs=runs, split=split)
+    order = lex_order(cols, runs=runs)
     scols = [c[order] for c in cols]
     starts = run_starts(scols, n)
     dt = u.diff_type

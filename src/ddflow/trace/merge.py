@@ -58,8 +58,7 @@ class Merge:
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
-            split = len(ua) if u.times.shape[1] == 1 else None  # advancing keeps int order
-            u = consolidate(u, runs=True, split=split, bounded=self.bounded)
+            u = consolidate(u, runs=True, bounded=self.bounded)
             if len(u):
                 self.chunks.append(u)
         self.ka, self.kb = ka_end, kb_end
