@@ -36,6 +36,7 @@ __all__ = [
     "concat_columns",
     "infer_layout",
     "layout_of_view",
+    "int_ranges",
     "lex_order",
     "make_column",
     "run_starts",
@@ -322,76 +323,84 @@ def unordered_set_message(x: Any) -> str:
     )
 
 
-def _pack(cols: list[np.ndarray]) -> np.ndarray | None:
-    """One int64 column ordering like ``cols`` lexicographically, if their ranges fit 62 bits."""
-    span = 1
-    packed = None
-    for c in reversed(cols):
-        if c.dtype.kind not in "ib":
-            return None
-        ci = c.astype(np.int64, copy=False)
-        lo = int(ci.min())
-        hi = int(ci.max())
-        width = hi - lo + 1
-        term = ci - lo if lo != 0 else ci
-        if packed is None:
-            packed = term.copy() if term is ci else term
-        else:
-            if span * width >= (1 << 62):
-                return None
-            packed = packed + term * span
-        span *= width
-        if span >= (1 << 62):
-            return None
-    return packed
+Ranges = list[tuple[int, int]]
 
 
-def pack_small(cols: Sequence[np.ndarray], limit: int) -> tuple[np.ndarray, int] | None:
-    """``(codes, span)``: one int64 code per row in ``[0, span)`` that orders like ``cols``
-    lexicographically, when every column is integral and ``span <= limit``; else None.
-    Used to group rows with many duplicates by counting instead of sorting."""
-    span = 1
-    packed = None
-    for c in reversed(cols):
-        if c.dtype.kind not in "ib" or len(c) == 0:
-            return None
-        ci = c.astype(np.int64, copy=False)
-        lo = int(ci.min())
-        width = int(ci.max()) - lo + 1
-        if span * width > limit:
-            return None
-        term = ci - lo if lo != 0 else ci
-        packed = term if packed is None else packed + term * span
-        span *= width
-    if packed is None:
-        return None
-    return packed, span
-
-
-def _offsets(cols: list[np.ndarray]) -> list[tuple[np.ndarray, int]] | None:
-    """Each integer column as ``(offset, bits)``: its values minus its minimum, as uint64
-    (exact over int64's whole range), and how many bits they need; None if a column is not
-    integral."""
+def int_ranges(cols: Sequence[np.ndarray]) -> Ranges | None:
+    """``(min, max)`` of each column when every column is integral (or bool) and non-empty;
+    None otherwise. Computed once and handed to the packing helpers, which all need it."""
     out = []
     for c in cols:
-        if c.dtype.kind not in "ib":
+        if c.dtype.kind not in "ib" or not len(c):
             return None
-        ci = c.astype(np.int64, copy=False)
-        lo = int(ci.min())
-        bits = (int(ci.max()) - lo).bit_length()
-        off = ci.view(np.uint64) - np.uint64(lo & 0xFFFF_FFFF_FFFF_FFFF)
-        out.append((off, bits))
+        out.append((int(c.min()), int(c.max())))
     return out
 
 
-def _bit_words(cols: list[np.ndarray], word_bits: int) -> list[np.ndarray] | None:
-    """int64 words of at most ``word_bits`` bits each, most significant first, whose
-    lexicographic order is that of the rows of ``cols``: each row's column offsets written
-    one after another (first column highest) into one bit string, cut into words. A column
-    may straddle two words. None if a column is not integral."""
-    offs = _offsets(cols)
-    if offs is None:
+def _pack(cols: list[np.ndarray], ranges: Ranges) -> np.ndarray | None:
+    """One int64 column ordering like ``cols`` (integral, with their ``ranges``)
+    lexicographically, if their ranges fit 62 bits."""
+    span = 1
+    packed = None
+    for c, (lo, hi) in zip(reversed(cols), reversed(ranges), strict=True):
+        width = hi - lo + 1
+        if span * width >= (1 << 62):
+            return None
+        ci = c.astype(np.int64, copy=False)
+        term = ci - lo if lo != 0 else ci
+        if packed is not None:
+            term = packed + term * span
+        elif term is ci:
+            term = ci.copy()
+        packed = term
+        span *= width
+    return packed
+
+
+def pack_small(
+    cols: Sequence[np.ndarray], limit: int, ranges: Ranges | None = None
+) -> tuple[np.ndarray, int] | None:
+    """``(codes, span)``: one int64 code per row in ``[0, span)`` that orders like ``cols``
+    lexicographically, when every column is integral and ``span <= limit``; else None.
+    ``ranges``: the columns' ``int_ranges`` if known. Used to group rows with many
+    duplicates by counting instead of sorting."""
+    if ranges is None:
+        ranges = int_ranges(cols)
+    if ranges is None or not ranges:
         return None
+    span = 1
+    for lo, hi in ranges:
+        span *= hi - lo + 1
+        if span > limit:
+            return None
+    packed = None
+    span = 1
+    for c, (lo, hi) in zip(reversed(cols), reversed(ranges), strict=True):
+        ci = c.astype(np.int64, copy=False)
+        term = ci - lo if lo != 0 else ci
+        packed = term if packed is None else packed + term * span
+        span *= hi - lo + 1
+    assert packed is not None
+    return packed, span
+
+
+def _offsets(cols: list[np.ndarray], ranges: Ranges) -> list[tuple[np.ndarray, int]]:
+    """Each integer column as ``(offset, bits)``: its values minus its minimum, as uint64
+    (exact over int64's whole range), and how many bits they need."""
+    out = []
+    for c, (lo, hi) in zip(cols, ranges, strict=True):
+        ci = c.astype(np.int64, copy=False)
+        off = ci.view(np.uint64) - np.uint64(lo & 0xFFFF_FFFF_FFFF_FFFF)
+        out.append((off, (hi - lo).bit_length()))
+    return out
+
+
+def _bit_words(cols: list[np.ndarray], ranges: Ranges, word_bits: int) -> list[np.ndarray]:
+    """int64 words of at most ``word_bits`` bits each, most significant first, whose
+    lexicographic order is that of the rows of ``cols`` (integral, with their ``ranges``):
+    each row's column offsets written one after another (first column highest) into one
+    bit string, cut into words. A column may straddle two words."""
+    offs = _offsets(cols, ranges)
     total = sum(b for _, b in offs)
     k = max(1, -(-total // word_bits))
     n = len(cols[0])
@@ -457,7 +466,9 @@ def _runs_by_words(words: list[np.ndarray], n: int, row_bits: int) -> np.ndarray
     return np.argsort(key, kind="stable")
 
 
-def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False) -> np.ndarray:
+def lex_order(
+    cols: Sequence[np.ndarray], *, runs: bool = False, ranges: Ranges | None = None
+) -> np.ndarray:
     """The permutation that sorts rows of ``cols`` lexicographically (first column first).
 
     Integer columns whose ranges fit are packed into one int64 key; when the row number
@@ -465,7 +476,7 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False) -> np.ndarray:
     the permutation read from the low bits. Wider integer rows are cut into several words
     of that size (a column may straddle two), sorted word by word. ``runs=True`` says the
     rows are a few concatenated sorted runs (a merge): stable sorts then find the runs and
-    merge them in about linear time.
+    merge them in about linear time. ``ranges``: the columns' ``int_ranges`` if known.
 
     Raises ``DataError`` when values cannot be ordered (NaN, mixed unorderable objects).
     """
@@ -474,6 +485,15 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False) -> np.ndarray:
         for c in cols:
             _check_orderable(c)  # (the rows may meet others later, in a merge)
         return np.arange(n)
+    if ranges is None:
+        ranges = int_ranges(cols)
+    if ranges is not None:
+        return _int_order(
+            [c for c, r in zip(cols, ranges, strict=True) if r[0] != r[1]],
+            [r for r in ranges if r[0] != r[1]],
+            n,
+            runs,
+        )
     live = []
     for c in cols:
         _check_orderable(c)
@@ -483,28 +503,38 @@ def lex_order(cols: Sequence[np.ndarray], *, runs: bool = False) -> np.ndarray:
     try:
         if not live:
             return np.arange(n)
-        packed = _pack(live)
-        row_bits = int(n - 1).bit_length()
-        if packed is None:
-            if len(live) == 1:
-                return np.argsort(live[0], kind="stable" if runs else None)
-            words = _bit_words(live, 62 - row_bits) if row_bits <= 54 else None
-            if words is None:
-                return np.lexsort(tuple(reversed(live)))
-            if runs:
-                return _runs_by_words(words, n, row_bits)
-            return _sort_words(words, n, row_bits)
-        if int(packed.max()) >= (1 << (62 - row_bits)):
-            return np.argsort(packed, kind="stable" if runs else None)
-        if runs:
-            return _stable_keyed(packed, n, row_bits)
-        keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
-        return keyed & ((1 << row_bits) - 1)
+        if len(live) == 1:
+            return np.argsort(live[0], kind="stable" if runs else None)
+        live_ranges = int_ranges(live)
+        if live_ranges is not None:
+            return _int_order(live, live_ranges, n, runs)
+        return np.lexsort(tuple(reversed(live)))
     except TypeError as e:
         raise DataError(
             f"data cannot be ordered ({e}); arranged keys and values must be mutually "
             "comparable (no None mixed with numbers, no mixed types)"
         ) from e
+
+
+def _int_order(cols: list[np.ndarray], ranges: Ranges, n: int, runs: bool) -> np.ndarray:
+    """``lex_order`` of ``n > 1`` rows of non-constant integer columns with their ranges."""
+    if not cols:
+        return np.arange(n)
+    row_bits = int(n - 1).bit_length()
+    packed = _pack(cols, ranges)
+    if packed is None:
+        if len(cols) == 1 or row_bits > 54:
+            return np.lexsort(tuple(reversed(cols)))
+        words = _bit_words(cols, ranges, 62 - row_bits)
+        if runs:
+            return _runs_by_words(words, n, row_bits)
+        return _sort_words(words, n, row_bits)
+    if int(packed.max()) >= (1 << (62 - row_bits)):
+        return np.argsort(packed, kind="stable" if runs else None)
+    if runs:
+        return _stable_keyed(packed, n, row_bits)
+    keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
+    return keyed & ((1 << row_bits) - 1)
 
 
 def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray:

@@ -20,7 +20,9 @@ import numpy as np
 from ddflow.core.columns import (
     Columns,
     Layout,
+    Ranges,
     concat_columns,
+    int_ranges,
     lex_order,
     pack_small,
     run_starts,
@@ -104,11 +106,12 @@ def consolidate(
     tcols = [u.times[:, j] for j in range(d)]
     const_time = n > 0 and bool((u.times == u.times[0]).all())
     cols = list(u.data) + ([] if const_time else tcols)
+    ranges = int_ranges(cols)
     if not runs and n >= 256:
-        grouped = _consolidate_counting(u, cols, const_time, compact)
+        grouped = _consolidate_counting(u, cols, const_time, compact, ranges)
         if grouped is not None:
             return grouped
-    order = lex_order(cols, runs=runs)
+    order = lex_order(cols, runs=runs, ranges=ranges)
     scols = [c[order] for c in cols]
     starts = run_starts(scols, n)
     dt = u.diff_type
@@ -179,14 +182,18 @@ def _one_time(times: np.ndarray, n: int, compact: bool) -> np.ndarray:
 
 
 def _consolidate_counting(
-    u: Updates, cols: list[np.ndarray], const_time: bool, compact: bool = False
+    u: Updates,
+    cols: list[np.ndarray],
+    const_time: bool,
+    compact: bool = False,
+    ranges: Ranges | None = None,
 ) -> Updates | None:
     """``consolidate`` without sorting, for batches whose (data, time) rows pack into at
     most ``n / 4`` codes (aggregates over few groups, such as TPC-H Q1's exploded line
     items): rows are grouped by their code and diffs added per group with ``np.add.at``.
     None when the rows do not pack that small or the diff type has no grouped sum."""
     n = len(u)
-    small = pack_small(cols, max(n // 4, 1))
+    small = pack_small(cols, max(n // 4, 1), ranges)
     if small is None:
         return None
     codes, span = small
