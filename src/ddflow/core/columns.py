@@ -437,25 +437,15 @@ def _sort_words(words: list[np.ndarray], n: int, row_bits: int) -> np.ndarray:
     return order
 
 
-def _stable_keyed(key: np.ndarray, n: int, row_bits: int) -> np.ndarray:
-    """The stable order of ``key`` (non-negative, below ``2**(62 - row_bits)``): a stable
-    sort of the key with the row number in its low bits. The stable sort is a merge sort
-    that finds runs already in order, so on a few concatenated sorted runs (a merge of
-    batches) it is about one linear merge pass."""
-    keyed = np.sort((key << row_bits) | np.arange(n, dtype=np.int64), kind="stable")
-    return keyed & ((1 << row_bits) - 1)
-
-
-def _runs_by_words(words: list[np.ndarray], n: int, row_bits: int) -> np.ndarray:
+def _runs_by_words(words: list[np.ndarray], n: int) -> np.ndarray:
     """The stable order of rows by ``words``, fast when they are a few concatenated sorted
-    runs: the leading word is replaced by its dense rank and the next word appended to it
-    (``rank < n`` leaves the next word its ``62 - row_bits`` bits), until one word is left.
-    Each step is a stable sort, which on sorted runs is about a linear merge."""
+    runs: the leading word is replaced by its dense rank (below ``n``) and the next word
+    appended to it, until one word is left. Each step is a stable argsort, a merge sort
+    that finds the runs already in order and merges them in about linear time."""
     key = words[0]
-    word_bits = 62 - row_bits
-    for i, nxt in enumerate(words[1:]):
-        # a rank with a word appended leaves no room for the row number
-        order = _stable_keyed(key, n, row_bits) if i == 0 else np.argsort(key, kind="stable")
+    word_bits = 62 - int(n - 1).bit_length()
+    for nxt in words[1:]:
+        order = np.argsort(key, kind="stable")
         s = key[order]
         dense = np.empty(n, dtype=np.int64)
         dense[0] = 0
@@ -527,12 +517,12 @@ def _int_order(cols: list[np.ndarray], ranges: Ranges, n: int, runs: bool) -> np
             return np.lexsort(tuple(reversed(cols)))
         words = _bit_words(cols, ranges, 62 - row_bits)
         if runs:
-            return _runs_by_words(words, n, row_bits)
+            return _runs_by_words(words, n)
         return _sort_words(words, n, row_bits)
-    if int(packed.max()) >= (1 << (62 - row_bits)):
-        return np.argsort(packed, kind="stable" if runs else None)
     if runs:
-        return _stable_keyed(packed, n, row_bits)
+        return np.argsort(packed, kind="stable")
+    if int(packed.max()) >= (1 << (62 - row_bits)):
+        return np.argsort(packed)
     keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
     return keyed & ((1 << row_bits) - 1)
 
