@@ -521,8 +521,12 @@ def _int_order(cols: list[np.ndarray], ranges: Ranges, n: int, runs: bool) -> np
         return _sort_words(words, n, row_bits)
     if runs:
         return np.argsort(packed, kind="stable")
-    if int(packed.max()) >= (1 << (62 - row_bits)):
-        return np.argsort(packed)
+    word_bits = 62 - row_bits
+    if int(packed.max()) >= (1 << word_bits):
+        # no room for the row number: two words, each sorted with it (an argsort of the
+        # one word is several times slower than both sorts)
+        low = packed & ((1 << word_bits) - 1)
+        return _sort_words([packed >> word_bits, low], n, row_bits)
     keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
     return keyed & ((1 << row_bits) - 1)
 
