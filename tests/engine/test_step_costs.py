@@ -363,24 +363,31 @@ def test_count_total_over_one_change_rounds(mode: str, monkeypatch: pytest.Monke
     assert at == general_at
 
 
-def test_bfs_rounds_fed_several_times_per_step() -> None:
-    """Changes at several times reach the loop in one step: the loop variable holds the
-    later times' updates back while the earlier epoch runs, and releases them in theirs
-    (the rounds' answers are those of one round per step)."""
-    n = 60
-    rng = np.random.default_rng(11)
+def _cut_chain_rounds(
+    n: int, seed: int, count: int, stride: int
+) -> tuple[list[tuple[int, int]], list[list[tuple[tuple[int, int], int]]], list[dict[int, int]]]:
+    """A chain of ``n`` nodes and ``count`` rounds, each cutting the chain ``stride``
+    further up (changes that matter at late iterations) and adding a random edge; with
+    the reference distances after each round."""
+    rng = np.random.default_rng(seed)
     first = [(i, i + 1) for i in range(n - 1)]
     current: Counter[tuple[int, int]] = Counter(first)
     rounds = []
     wants = []
-    for r in range(9):
-        cut = (n - 5 - 2 * r, n - 4 - 2 * r)
+    for r in range(count):
+        cut = (n - 3 - stride * r, n - 2 - stride * r)
         a, b = (int(x) for x in rng.integers(0, n, 2))
         step = [(cut, -1), ((a, b), +1)]
         for e, d in step:
             current[e] += d
         rounds.append(step)
         wants.append(_reference_bfs(current, 0))
+    return first, rounds, wants
+
+
+def _bfs_loaded(first: list[tuple[int, int]]) -> tuple[Any, Any, Any, Any, Any]:
+    """A worker running BFS from node 0 and its edge and root inputs, ``first`` inserted
+    at time 0 (not yet stepped); with its capture and probe."""
     worker = dd.Worker()
     e_in, edges = worker.new_collection()
     r_in, roots = worker.new_collection()
@@ -390,17 +397,27 @@ def test_bfs_rounds_fed_several_times_per_step() -> None:
     for e in first:
         e_in.insert(e)
     r_in.insert(0)
-    e_in.advance_to(1)
-    r_in.advance_to(1)
-    worker.step_while(lambda: probe.less_than(1), at_least_once=True)
+    return worker, e_in, r_in, out, probe
+
+
+def _advance(worker: Any, inputs: tuple[Any, ...], probe: Any, t: int) -> None:
+    for i in inputs:
+        i.advance_to(t)
+    worker.step_while(lambda: probe.less_than(t), at_least_once=True)
+
+
+def test_bfs_rounds_fed_several_times_per_step() -> None:
+    """Changes at several times reach the loop in one step: the loop variable holds the
+    later times' updates back while the earlier epoch runs, and releases them in theirs
+    (the rounds' answers are those of one round per step)."""
+    first, rounds, wants = _cut_chain_rounds(60, 11, 9, 2)
+    worker, e_in, r_in, out, probe = _bfs_loaded(first)
+    _advance(worker, (e_in, r_in), probe, 1)
     for lo in range(0, len(rounds), 3):
         for r in range(lo, min(lo + 3, len(rounds))):
             for e, d in rounds[r]:
                 e_in.update_at(e, r + 1, d)
-        upto = min(lo + 3, len(rounds)) + 1
-        e_in.advance_to(upto)
-        r_in.advance_to(upto)
-        worker.step_while(lambda: probe.less_than(upto), at_least_once=True)
+        _advance(worker, (e_in, r_in), probe, min(lo + 3, len(rounds)) + 1)
     for r, want in enumerate(wants):
         assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want
 
@@ -436,39 +453,13 @@ def test_bfs_changes_fed_ahead_of_the_frontier() -> None:
     """Changes at future times enter the loop before those times are complete: the loop
     variable holds what comes back at them, and must release it in the later epoch when
     the frontier passes those times, though nothing new arrives then."""
-    n = 40
-    rng = np.random.default_rng(5)
-    first = [(i, i + 1) for i in range(n - 1)]
-    current: Counter[tuple[int, int]] = Counter(first)
-    rounds = []
-    wants = []
-    for r in range(6):
-        cut = (n - 3 - 3 * r, n - 2 - 3 * r)
-        a, b = (int(x) for x in rng.integers(0, n, 2))
-        step = [(cut, -1), ((a, b), +1)]
-        for e, d in step:
-            current[e] += d
-        rounds.append(step)
-        wants.append(_reference_bfs(current, 0))
-    worker = dd.Worker()
-    e_in, edges = worker.new_collection()
-    r_in, roots = worker.new_collection()
-    dist = bfs(edges, roots)
-    out = dist.capture()
-    probe = dist.probe()
-    for e in first:
-        e_in.insert(e)
-    r_in.insert(0)
+    first, rounds, wants = _cut_chain_rounds(40, 5, 6, 3)
+    worker, e_in, r_in, out, probe = _bfs_loaded(first)
     # every round's changes are in before any of their times completes
     for r, step in enumerate(rounds):
         for e, d in step:
             e_in.update_at(e, r + 1, d)
-    e_in.advance_to(1)
-    r_in.advance_to(1)
-    worker.step_while(lambda: probe.less_than(1), at_least_once=True)
-    for r in range(len(rounds)):
-        e_in.advance_to(r + 2)
-        r_in.advance_to(r + 2)
-        worker.step_while(lambda: probe.less_than(r + 2), at_least_once=True)
+    for t in range(1, len(rounds) + 2):
+        _advance(worker, (e_in, r_in), probe, t)
     for r, want in enumerate(wants):
         assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want, r
