@@ -162,22 +162,40 @@ def interesting_times(
     if not pk.ok:
         return _interesting_rows(c_owner, c_times, h_owner, h_times)
     closure = np.unique(pk.pack(c_owner, c_times))
-    every = np.union1d(pk.pack(h_owner, h_times), closure) if len(h_owner) else closure
+    # Every join of starting times with history and starting times is reached by joining
+    # one of them at a time (joins are associative and commutative), so new rows join
+    # with this fixed base only, not with the growing closure.
+    base = np.unique(pk.pack(h_owner, h_times)) if len(h_owner) else closure[:0]
+    base_o, base_t = pk.unpack(_insert_new(base, closure))
     new = closure
     while len(new):
         new_o, new_t = pk.unpack(new)
-        all_o, all_t = pk.unpack(every)
-        i, j = expand(new_o, all_o)
+        i, j = expand(new_o, base_o)
         if not len(i):
             break
-        joined = np.unique(pk.pack(new_o[i], np.maximum(new_t[i], all_t[j])))
-        add = np.setdiff1d(joined, closure, assume_unique=True)
-        if not len(add):
-            break
-        closure = np.union1d(closure, add)
-        every = np.union1d(every, add)
-        new = add
+        joined = np.unique(pk.pack(new_o[i], np.maximum(new_t[i], base_t[j])))
+        new = joined[~_members(joined, closure)]
+        if len(new):
+            closure = np.insert(closure, np.searchsorted(closure, new), new)
     return pk.unpack(closure)
+
+
+def _members(x: np.ndarray, sorted_: np.ndarray) -> np.ndarray:
+    """Which values of ``x`` are in the sorted array ``sorted_``."""
+    if not len(sorted_):
+        return np.zeros(len(x), dtype=bool)
+    pos = np.searchsorted(sorted_, x)
+    np.minimum(pos, len(sorted_) - 1, out=pos)
+    return sorted_[pos] == x
+
+
+def _insert_new(sorted_: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The sorted distinct union of ``sorted_`` and ``x`` (sorted, distinct): the values of
+    ``x`` not yet present inserted at their positions, in linear time."""
+    if not len(sorted_):
+        return x
+    x = x[~_members(x, sorted_)]
+    return np.insert(sorted_, np.searchsorted(sorted_, x), x) if len(x) else sorted_
 
 
 def _interesting_small(
