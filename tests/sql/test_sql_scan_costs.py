@@ -46,6 +46,7 @@ class ArrowOracle(Oracle):
     def __init__(self, ddl: Any, arrow: bool) -> None:
         super().__init__(ddl)
         self.arrow = arrow
+        self.batches = 0
 
     def apply(self, changes: Any) -> None:
         for c in changes:
@@ -56,6 +57,9 @@ class ArrowOracle(Oracle):
                 given = pa.Table.from_pylist(
                     [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
                 )
+                self.batches += 1
+                if self.batches % 2:
+                    given = given.select(schema.names[::-1])  # (columns matched by name)
             if isinstance(c, Ins):
                 self.db.insert(c.table, given)
                 self.tables[c.table].extend(rows)

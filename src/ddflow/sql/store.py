@@ -51,16 +51,17 @@ def freeze(b: RowBatch, specs: dict[Any, Any] | None = None) -> Frozen:
     arrays: list[Any] = []
     payload: list[Any] = []
     spec: list[tuple[Any, ...]] = []
-    for c in b.cols:
+    src = b.source  # (the Arrow table the rows came in as: kept as it is)
+    for k, c in enumerate(b.cols):
         if isinstance(c, ArrowCol):
-            spec.append(("arrow", len(arrays), c.convert, c.plain))
+            spec.append(("arrow", src[1][k] if src else len(arrays), c.convert, c.plain))
             arrays.append(c.arr)
         elif isinstance(c, LazyStrings):
             if isinstance(c.raw, list):
                 spec.append(("list", len(payload)))
                 payload.append(c.raw)
             else:
-                spec.append(("strings", len(arrays), len(payload)))
+                spec.append(("strings", src[1][k] if src else len(arrays), len(payload)))
                 arrays.append(c.raw)
             payload.append(c.codes)
         else:
@@ -70,7 +71,9 @@ def freeze(b: RowBatch, specs: dict[Any, Any] | None = None) -> Frozen:
     if specs is not None:
         key = specs.setdefault(key, key)
     table = None
-    if arrays:
+    if src is not None and arrays:
+        table = src[0]
+    elif arrays:
         import pyarrow as pa
 
         while len(_NAMES) < len(arrays):
