@@ -521,6 +521,7 @@ def _finish(
         agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at))
 
     flat = not parts_order
+    counts_rows = not scalar  # (a scalar aggregate keeps its row on empty input)
 
     def out(r: Any) -> Any:
         k, slots = r
@@ -565,7 +566,11 @@ def _finish(
                 continue
             cnt = sel(comps[n_at])
             tot = sel(comps[s_at]) if s_at is not None else None
-            v, nl = linear_value(a.func, a.arg, t, cnt, tot)
+            # a group's row count is never 0 here (those rows were dropped): an argument
+            # counted by it has a value in every group
+            v, nl = linear_value(
+                a.func, a.arg, t, cnt, tot, nonempty=counts_rows and n_at == rows_at
+            )
             vals.append(v)
             nulls.append(nl)
         return pack(vals, nulls, words, m)
@@ -574,28 +579,47 @@ def _finish(
 
 
 def linear_value(
-    func: str, arg: Expr | None, t: SqlType, cnt: np.ndarray, total: np.ndarray | None
+    func: str,
+    arg: Expr | None,
+    t: SqlType,
+    cnt: np.ndarray,
+    total: np.ndarray | None,
+    *,
+    nonempty: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Aggregate ``func`` (count, sum, avg) of type ``t`` from each group's count ``cnt``
+    of non-NULL values of ``arg`` and their sum ``total``: ``(values, nulls)``, NULL where
+    the count is 0. ``nonempty``: the caller knows no count is 0 (the same answer without
+    looking for empty groups)."""
     if func == "count":
         return cnt.astype(np.int64), None
     assert total is not None and arg is not None
-    empty = cnt == 0
-    nl = empty if empty.any() else None
     at = arg.type
+    if nonempty:
+        if func == "sum" and t.kind == "decimal":
+            return total, None  # (same scale as the argument)
+        empty = None
+        nl = None
+    else:
+        empty = cnt == 0
+        nl = empty if empty.any() else None
+        if nl is None:
+            empty = None
     if func == "sum":
         if t.kind == "double":
             x = total.astype(np.float64) if at.kind != "double" else total
-            return float_keys(np.where(empty, 0.0, x)), nl
+            return float_keys(x if empty is None else np.where(empty, 0.0, x)), nl
         if t.kind == "int":
             total = np.asarray(total)
             if total.dtype == object:
                 total = _narrow(total)
                 if total.dtype == object:
                     raise DataError(f"integer overflow: a sum does not fit {t}")
-            return np.where(empty, 0, total).astype(np.int64), nl
-        return np.where(empty, 0, total), nl  # decimal: same scale as the argument
+            return (total if empty is None else np.where(empty, 0, total)).astype(np.int64), nl
+        # decimal: same scale as the argument
+        return (total if empty is None else np.where(empty, 0, total)), nl
     # avg
-    safe = np.where(empty, 1, cnt)
+    safe = cnt if empty is None else np.where(empty, 1, cnt)
     if t.kind == "double":
         if at.kind == "double":
             x = total / safe
@@ -603,7 +627,7 @@ def linear_value(
             x = total.astype(np.float64) / (10.0**at.scale) / safe
         else:
             x = total.astype(np.float64) / safe
-        return float_keys(np.where(empty, 0.0, x)), nl
+        return float_keys(x if empty is None else np.where(empty, 0.0, x)), nl
     if t.kind == "decimal":
         # avg of DECIMAL(p, s) at scale t.scale: round(sum * 10^(t.s - s) / count)
         from ddflow.sql.expr import _div_half_up, _scale_up
@@ -613,7 +637,7 @@ def linear_value(
             return _avg_decimal_few(np.asarray(total), cnt, k), nl
         num = _scale_up(np.asarray(total), k) if k >= 0 else np.asarray(total)
         r = _div_half_up(num, safe.astype(np.int64))
-        if r.dtype != object:
+        if r.dtype != object and empty is not None:
             r = np.where(empty, 0, r)
         return r, nl
     raise DataError(f"avg of {at} as {t}")

@@ -272,13 +272,17 @@ Column = Phys | ArrowCol | LazyStrings
 
 
 class RowBatch:
-    """``n`` rows of a table, one ``Column`` per SQL column."""
+    """``n`` rows of a table, one ``Column`` per SQL column. ``source``: the Arrow table the
+    rows came in as, when column ``i``'s Arrow array (an ``ArrowCol``'s or a
+    ``LazyStrings``') is the one chunk of its column ``source[1][i]`` (a table's store
+    then keeps that table instead of building one)."""
 
-    __slots__ = ("cols", "n")
+    __slots__ = ("cols", "n", "source")
 
-    def __init__(self, cols: list[Any], n: int) -> None:
+    def __init__(self, cols: list[Any], n: int, source: Any = None) -> None:
         self.cols = cols
         self.n = n
+        self.source = source
 
     def take(self, idx: np.ndarray, only: Sequence[int] | None = None) -> RowBatch:
         """Rows ``idx``; with ``only``, of those columns alone (the others are None)."""

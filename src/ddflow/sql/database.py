@@ -82,7 +82,7 @@ class _Table:
         self.fields = fields
         self.strings = strings
         self.width = len(fields) + mask_words(fields)
-        self.store = TableStore(strings)
+        self.store = TableStore(strings, frozen=True)
         self.pending: list[tuple[RowBatch, np.ndarray]] = []  # (rows, diffs)
         #: declared PRIMARY KEY / UNIQUE column sets (informational: not enforced; the
         #: planner orders joins by them, so a wrong declaration costs speed, not answers)

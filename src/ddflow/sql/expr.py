@@ -309,9 +309,13 @@ def _absmax(a: np.ndarray) -> int:
     return max(abs(int(a.max())), abs(int(a.min()))) if len(a) else 0
 
 
-def _mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _mul(a: np.ndarray, b: np.ndarray, bound: int | None = None) -> np.ndarray:
+    """``a * b`` exactly (object ints where a product leaves 64 bits); ``bound``: a known
+    bound on ``|a| * |b|`` (``value_range``), else one is computed."""
     if _is_obj(a, b):
         return narrow(_obj(a) * _obj(b))
+    if bound is not None and bound < 2**63:
+        return a * b
     if _absmax(a) * _absmax(b) < 2**63:  # no product can overflow
         return a * b
     fa = np.abs(a.astype(np.float64) * b.astype(np.float64))
@@ -401,6 +405,41 @@ def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
     return r
 
 
+def value_range(e: Expr, x: np.ndarray, f: Frame) -> tuple[int, int]:
+    """The least and greatest of ``x``, the physical values of int / decimal expression
+    ``e`` on the rows of ``f`` (NULL rows' values included): derived without looking at
+    ``x`` when evaluating ``e`` recorded them (``_note_range``: exact interval arithmetic
+    on its operands' ranges), else read from ``x`` once per batch and column. Overflow
+    checks use them, so a column's range is read once however many operators use it."""
+    key = ("range", "col", e.index) if isinstance(e, Col) else ("range", id(e))
+    got = f.seen.get(key)
+    if got is not None:
+        return got[1]
+    r = (int(x.min()), int(x.max())) if len(x) else (0, 0)
+    f.seen[key] = (e, r)  # (the entry holds ``e``: its id is not reused meanwhile)
+    return r
+
+
+def _note_range(e: Expr, f: Frame, lo: int, hi: int) -> None:
+    f.seen[("range", id(e))] = (e, (lo, hi))
+
+
+def _rescaled_range(lo: int, hi: int, s_from: int, s_to: int) -> tuple[int, int]:
+    """The range of ``rescale``'s results on values in ``[lo, hi]`` (it is monotone)."""
+    if s_to >= s_from:
+        f = 10 ** (s_to - s_from)
+        return lo * f, hi * f
+    d = 10 ** (s_from - s_to)
+    return _py_div_half_up(lo, d), _py_div_half_up(hi, d)
+
+
+def _scaled_range(e: Expr, x: np.ndarray, f: Frame, k: int) -> tuple[int, int]:
+    """``value_range`` of ``e`` times ``10^k`` (``as_decimal`` to a scale ``k`` higher)."""
+    lo, hi = value_range(e, x, f)
+    m = 10**k
+    return lo * m, hi * m
+
+
 def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
     """``+``, ``-``, ``*`` of an int / decimal column and a constant, on the scalar, when
     no result can overflow (the column's range decides); else None."""
@@ -423,6 +462,7 @@ def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
     if x.dtype == object or x.dtype == bool:
         return None
     sx, sv = _scale_of(tx), _scale_of(tv)
+    x0 = x
     if t.kind == "decimal" and op in ("add", "sub"):
         hi = max(sx, sv)
         x = as_decimal(x, tx, hi)
@@ -430,11 +470,12 @@ def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
             return None
         v = v * 10 ** (hi - sv)
         scale = hi
+        lo, top = _scaled_range(ce, x0, f, hi - sx)
     else:
         scale = sx + sv
+        lo, top = value_range(ce, x, f)
     if not I64_MIN <= v <= I64_MAX:
         return None
-    lo, top = (int(x.min()), int(x.max())) if len(x) else (0, 0)
     if op == "add":
         ends = (lo + v, top + v)
         r = x + v if max(ends) <= I64_MAX and min(ends) >= I64_MIN else None
@@ -443,12 +484,19 @@ def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
         ok = max(ends) <= I64_MAX and min(ends) >= I64_MIN
         r = (x - v if i == 1 else v - x) if ok else None
     else:
+        ends = (lo * v, top * v) if v >= 0 else (top * v, lo * v)
         r = x * v if max(abs(lo), abs(top)) * abs(v) < 2**63 else None
     if r is None:
         return None
     if t.kind == "decimal":
-        return rescale(r, scale, t.scale), xn
-    return _int_result(r, t, show(e)), xn
+        out = rescale(r, scale, t.scale)
+        if out.dtype != object:
+            _note_range(e, f, *_rescaled_range(ends[0], ends[1], scale, t.scale))
+        return out, xn
+    out = _int_result(r, t, show(e))
+    if out.dtype != object:
+        _note_range(e, f, ends[0], ends[1])
+    return out, xn
 
 
 def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -495,8 +543,13 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
             return rescale(r, hi, s), nulls
         if op == "mul":
             sa, sb = _scale_of(ta), _scale_of(tb)
-            r = _mul(as_decimal(a, ta, sa), as_decimal(b, tb, sb))
-            return rescale(r, sa + sb, s), nulls
+            x, y = as_decimal(a, ta, sa), as_decimal(b, tb, sb)
+            ends = _product_range(e, x, y, f)
+            r = _mul(x, y, None if ends is None else max(-ends[0], ends[1]))
+            out = rescale(r, sa + sb, s)
+            if ends is not None and out.dtype != object:
+                _note_range(e, f, *_rescaled_range(ends[0], ends[1], sa + sb, s))
+            return out, nulls
         if op == "div":
             sa, sb = _scale_of(ta), _scale_of(tb)
             x, y = as_decimal(a, ta, sa), as_decimal(b, tb, sb)
@@ -529,7 +582,10 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
     elif op == "sub":
         r = _sub(a, b)
     elif op == "mul":
-        r = _mul(a, b)
+        ends = _product_range(e, a, b, f)
+        r = _mul(a, b, None if ends is None else max(-ends[0], ends[1]))
+        if ends is not None and r.dtype != object:
+            _note_range(e, f, ends[0], ends[1])
     elif op in ("idiv", "mod"):
         zero = b == 0
         if zero.any():
@@ -539,6 +595,17 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
     else:
         raise DataError(f"{op} is not defined on {t}")
     return _int_result(r, t, show(e)), nulls
+
+
+def _product_range(e: Call, x: np.ndarray, y: np.ndarray, f: Frame) -> tuple[int, int] | None:
+    """The range of ``x * y`` (operands of ``e`` at their own scales) from the operands'
+    ranges, or None for object columns."""
+    if x.dtype == object or y.dtype == object or x.dtype == bool or y.dtype == bool:
+        return None
+    xl, xh = value_range(e.args[0], x, f)
+    yl, yh = value_range(e.args[1], y, f)
+    corners = (xl * yl, xl * yh, xh * yl, xh * yh)
+    return min(corners), max(corners)
 
 
 def _scale_of(t: SqlType) -> int:

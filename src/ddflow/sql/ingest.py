@@ -139,10 +139,15 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
         # the usual case: a batch of a schema seen before, read column by column
         n = t.num_rows
         out: list[Any] = []
+        whole = isinstance(t, pa.Table) and t.num_columns == len(plan)
         for i, f, conv in plan:
             c = t.column(i)
             if isinstance(c, pa.ChunkedArray):
-                c = c.chunk(0) if c.num_chunks == 1 else c.combine_chunks()
+                if c.num_chunks == 1:
+                    c = c.chunk(0)
+                else:
+                    c = c.combine_chunks()
+                    whole = False
             if c.null_count and not f.nullable:
                 raise DataError(f"column '{f.name}' of table '{table}' is NOT NULL; got a NULL")
             if conv is None:
@@ -152,7 +157,8 @@ def _from_arrow(t: Any, fields: tuple[Field, ...], strings: StringDict, table: s
                 out.append(Phys(v, nl))
             else:
                 out.append(ArrowCol(c, conv[0], conv[1]))
-        return RowBatch(out, n)
+        # (each column the one chunk of the table's: a store can keep the table itself)
+        return RowBatch(out, n, (t, tuple(i for i, _, _ in plan)) if whole else None)
     return _from_arrow_general(t, fields, strings, table)
 
 

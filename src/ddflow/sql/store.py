@@ -11,6 +11,16 @@ non-string columns, built on first use and then kept as a few sorted runs, a new
 merged into the one before it when it grows to half its size (each row is merged
 ``O(log n)`` times). A hash match is confirmed on every column, strings included, so the
 answer is exact.
+
+A table's store lives as long as the database and gains a chunk per commit, so a kept
+chunk is *frozen* (``TableStore(frozen=True)``): its Arrow columns go into one
+``pyarrow.Table`` and its numpy columns into a tuple, neither of which Python's cyclic
+garbage collector tracks, instead of some thirty column objects it does track. Otherwise
+every commit would leave those objects behind, and the collector, which runs when tracked
+objects pile up and then walks all of them (the whole process's, not only ours), would
+cost the commits that follow more than the rest of their bookkeeping. A frozen chunk is
+made a ``RowBatch`` again (``thaw``) when a delete or a rebuild reads it; the last few so
+made are kept.
 """
 
 from __future__ import annotations
@@ -21,10 +31,80 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
 from ddflow.sql.strings import StringDict
 
-__all__ = ["TableStore", "row_hashes"]
+__all__ = ["TableStore", "freeze", "row_hashes", "thaw"]
+
+#: a frozen chunk: ``(rows, Arrow table, spec, payload)`` (see ``freeze``)
+Frozen = tuple[int, Any, tuple[Any, ...], tuple[Any, ...]]
+
+_NAMES: list[str] = []
+
+
+def freeze(b: RowBatch, specs: dict[Any, Any] | None = None) -> Frozen:
+    """``b`` with few objects the garbage collector tracks: its Arrow columns in one
+    ``pyarrow.Table`` (untracked), dictionary codes, NULL flags and numpy columns in a
+    tuple of arrays, and how to rebuild each column in a ``spec`` shared by every chunk of
+    the same shape (``specs`` interns it). Values converted from Arrow are not kept (they
+    are converted again when a thawed chunk is read). ``thaw`` is the inverse."""
+    arrays: list[Any] = []
+    payload: list[Any] = []
+    spec: list[tuple[Any, ...]] = []
+    src = b.source  # (the Arrow table the rows came in as: kept as it is)
+    for k, c in enumerate(b.cols):
+        if isinstance(c, ArrowCol):
+            spec.append(("arrow", src[1][k] if src else len(arrays), c.convert, c.plain))
+            arrays.append(c.arr)
+        elif isinstance(c, LazyStrings):
+            if isinstance(c.raw, list):
+                spec.append(("list", len(payload)))
+                payload.append(c.raw)
+            else:
+                spec.append(("strings", src[1][k] if src else len(arrays), len(payload)))
+                arrays.append(c.raw)
+            payload.append(c.codes)
+        else:
+            spec.append(("phys", len(payload)))
+            payload.extend((c.v, c.nl))
+    key = tuple(spec)
+    if specs is not None:
+        key = specs.setdefault(key, key)
+    table = None
+    if src is not None and arrays:
+        table = src[0]
+    elif arrays:
+        import pyarrow as pa
+
+        while len(_NAMES) < len(arrays):
+            _NAMES.append(str(len(_NAMES)))
+        table = pa.Table.from_arrays(arrays, names=_NAMES[: len(arrays)])
+    return (b.n, table, key, tuple(payload))
+
+
+def thaw(fz: Frozen) -> RowBatch:
+    """The ``RowBatch`` a frozen chunk holds (``freeze``)."""
+    n, table, spec, payload = fz
+    cols: list[Any] = []
+    for s in spec:
+        kind = s[0]
+        if kind == "arrow":
+            cols.append(ArrowCol(table.column(s[1]).chunk(0), s[2], s[3]))
+        elif kind == "strings":
+            lz = LazyStrings(table.column(s[1]).chunk(0))
+            lz.codes = payload[s[2]]
+            cols.append(lz)
+        elif kind == "list":
+            lz = LazyStrings(payload[s[1]])
+            lz.codes = payload[s[1] + 1]
+            cols.append(lz)
+        else:
+            cols.append(Phys(payload[s[1]], payload[s[1] + 1]))
+    return RowBatch(cols, n)
+
+
+#: thawed chunks a store keeps (a delete reads the same few chunks several times)
+_THAWED = 16
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -184,11 +264,15 @@ def _column_values(c: Any, rows: np.ndarray, strings: StringDict) -> np.ndarray:
 class TableStore:
     """The rows of one table with their counts."""
 
-    def __init__(self, strings: StringDict) -> None:
+    def __init__(self, strings: StringDict, frozen: bool = False) -> None:
         self.strings = strings
+        #: chunks are kept frozen (``freeze``): for a store that lives long
+        self.frozen = frozen
+        self.specs: dict[Any, Any] = {}
+        self.thawed: dict[int, RowBatch] = {}
         self.key_cols: list[int] | None = None
         self.zones: list[tuple[int, int]] = []  # per chunk: least and greatest key
-        self.chunks: list[tuple[RowBatch, np.ndarray]] = []
+        self.chunks: list[tuple[Any, np.ndarray]] = []  # (RowBatch or Frozen, counts)
         self.offsets: list[int] = [0]
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted hashes, entry ids)
         self.indexed = 0  # entries covered by the runs
@@ -200,8 +284,22 @@ class TableStore:
     def append(self, b: RowBatch, counts: np.ndarray) -> None:
         if not b.n:
             return
-        self.chunks.append((b, np.asarray(counts, dtype=np.int64).copy()))
+        kept: Any = freeze(b, self.specs) if self.frozen else b
+        self.chunks.append((kept, np.asarray(counts, dtype=np.int64).copy()))
         self.offsets.append(self.offsets[-1] + b.n)
+
+    def batch(self, ci: int) -> RowBatch:
+        """Chunk ``ci``'s rows (thawed if frozen; the last few thawed are kept)."""
+        kept = self.chunks[ci][0]
+        if isinstance(kept, RowBatch):
+            return kept
+        got = self.thawed.pop(ci, None)
+        if got is None:
+            got = thaw(kept)
+            if len(self.thawed) >= _THAWED:
+                del self.thawed[next(iter(self.thawed))]
+        self.thawed[ci] = got  # (most recent last)
+        return got
 
     # -- the index -------------------------------------------------------------------------
     def _index(self) -> None:
@@ -209,9 +307,10 @@ class TableStore:
         if self.indexed == total:
             return
         hs, ids = [], []
-        for ci, (b, _) in enumerate(self.chunks):
+        for ci in range(len(self.chunks)):
             if self.offsets[ci + 1] <= self.indexed:
                 continue
+            b = self.batch(ci)
             lo = max(self.indexed - self.offsets[ci], 0)
             part = b if lo == 0 else b.take(np.arange(lo, b.n))
             if self.key_cols is None:
@@ -238,18 +337,26 @@ class TableStore:
         assert self.key_cols is not None
         kc = self.key_cols[0]
         while len(self.zones) < len(self.chunks):
-            b, _ = self.chunks[len(self.zones)]
-            if not b.n:
-                self.zones.append((1, 0))
-                continue
-            c = b.cols[kc]
-            if isinstance(c, ArrowCol) and c._v is None and _plain_ints(c.arr):
+            ci = len(self.zones)
+            kept = self.chunks[ci][0]
+            arr = None
+            if isinstance(kept, RowBatch):
+                c = kept.cols[kc]
+                if isinstance(c, ArrowCol) and c._v is None:
+                    arr = c.arr
+            elif kept[2][kc][0] == "arrow":
+                arr = kept[1].column(kept[2][kc][1]).chunk(0)  # (frozen: not thawed)
+            if arr is not None and len(arr) and _plain_ints(arr):
                 # a column not converted yet: its least and greatest value are read in
                 # Arrow (they are its physical values: integers without NULLs)
                 import pyarrow.compute as pc
 
-                mm = pc.min_max(c.arr)
+                mm = pc.min_max(arr)
                 self.zones.append((int(mm["min"].as_py()), int(mm["max"].as_py())))
+                continue
+            b = self.batch(ci)
+            if not b.n:
+                self.zones.append((1, 0))
                 continue
             v = b.column(kc, self.strings)
             self.zones.append((int(v.min()), int(v.max())))
@@ -271,7 +378,7 @@ class TableStore:
         sk = qk[order]
         qs, es = [], []
         for ci in hit.tolist():
-            b, _ = self.chunks[ci]
+            b = self.batch(ci)
             v = b.column(kc, self.strings)
             l_ = np.searchsorted(sk, v, side="left")
             r_ = np.searchsorted(sk, v, side="right")
@@ -290,7 +397,7 @@ class TableStore:
     def _matches(self, q: RowBatch) -> tuple[np.ndarray, np.ndarray]:
         """Pairs ``(query row, entry id)`` whose rows are equal."""
         if self.key_cols is None:
-            self.key_cols = _index_columns(self.chunks[0][0], self.strings)
+            self.key_cols = _index_columns(self.batch(0), self.strings)
         hq = _index_keys(q, self.key_cols, self.strings)
         single = (
             len(self.key_cols) == 1
@@ -319,7 +426,7 @@ class TableStore:
         which = self._locate(ea)
         for ci in np.unique(which).tolist():
             sel = np.flatnonzero(which == ci)
-            b, _ = self.chunks[ci]
+            b = self.batch(ci)
             keep[sel] = _equal_rows(q, qa[sel], b, ea[sel] - self.offsets[ci], self.strings)
         return qa[keep], ea[keep]
 
@@ -376,7 +483,7 @@ class TableStore:
     def compact(self) -> None:
         """Drops rows whose count reached zero (the index is rebuilt on next use)."""
         chunks = list(self.live_chunks())
-        self.chunks, self.offsets = [], [0]
+        self.chunks, self.offsets, self.thawed = [], [0], {}
         self.runs, self.indexed, self.dead = [], 0, 0
         self.key_cols = None
         self.zones = []
@@ -385,11 +492,14 @@ class TableStore:
 
     def live_chunks(self) -> Iterator[tuple[RowBatch, np.ndarray]]:
         """The rows with a positive count, chunk by chunk."""
-        for b, counts in self.chunks:
+        for ci, (_, counts) in enumerate(self.chunks):
             live = counts > 0
+            if not live.any():
+                continue
+            b = self.batch(ci)
             if live.all():
                 yield b, counts
-            elif live.any():
+            else:
                 idx = np.flatnonzero(live)
                 yield b.take(idx), counts[idx]
 
