@@ -154,6 +154,12 @@ RESTRICTED_GROUPS = [
         "WHERE e2.dept = e.dept AND e2.mgr = e.mgr)",
         id="two-key-correlation-via-in",
     ),
+    case(
+        "SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND d.region = 'EU' "
+        "AND e.salary > (SELECT 0.5 * sum(e2.salary) FROM emp e2 WHERE e2.dept = d.dept "
+        "AND e2.mgr IS NOT NULL AND e2.salary < 110)",
+        id="filtered-input-under-the-restriction",
+    ),
 ]
 
 
@@ -202,6 +208,20 @@ def test_rewrites_apply() -> None:
         "WHERE e2.dept = d.dept)"
     )
     assert "SemiJoin" in plan
+
+
+def test_restriction_above_the_filters() -> None:
+    """The semi join restricting an aggregate's input sits over the input's filters (it
+    arranges the rows they keep), and a condition on the scan is the scan's prefilter."""
+    plan = _plan(
+        "SELECT e.name FROM emp e, dept d WHERE e.dept = d.dept AND d.region = 'EU' "
+        "AND e.salary > (SELECT 0.5 * sum(e2.salary) FROM emp e2 WHERE e2.dept = d.dept "
+        "AND e2.mgr IS NOT NULL AND e2.salary < 110)"
+    )
+    lines = plan.splitlines()
+    semi = next(i for i, line in enumerate(lines) if "SemiJoin" in line)
+    assert "Filter" in lines[semi + 1]
+    assert "Scan emp" in lines[semi + 2] and "110" in lines[semi + 2]
 
 
 def test_grouped_by_join_key_has_no_join() -> None:

@@ -791,12 +791,41 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     # new row (its aggregates changed) fall in one bucket, so a change touches one bucket
     stable = _group_key_fields(plan.input)
 
+    # a field ordered by its own values (not strings, ordered by their text) is carried
+    # once, in its sort column: the rows the top-k sorts and keeps are narrower
+    from_sort: dict[int, tuple[int, bool]] = {}  # field -> (sort column, descending)
+    at = 0
+    for k in keys:
+        f = fields[k.index]
+        at += 1 if f.nullable else 0
+        if f.type.kind != "string" and k.index not in from_sort:
+            from_sort[k.index] = (at, k.desc)
+        at += 1
+    carried = [i for i in range(win + mask_words(fields)) if i not in from_sort]
+
     def ranked(view: tuple[np.ndarray, ...]) -> Any:
         fr = Frame(view, win)
         sc = sort_columns(fr, fields, keys, ctx)
         by = tuple(view[i] for i in stable) if stable else view
         bucket = _row_bucket(by, buckets) if buckets else np.zeros(fr.n, np.int64)
-        return bucket, (tuple(sc), tuple(view))
+        return bucket, (tuple(sc), tuple(view[i] for i in carried))
+
+    def unrank(br: Any) -> tuple[np.ndarray, ...]:
+        sc, rest = br[1]
+        if not from_sort:
+            return tuple(rest)
+        out = []
+        it = iter(rest)
+        for i in range(win + mask_words(fields)):
+            got = from_sort.get(i)
+            if got is None:
+                out.append(next(it))
+                continue
+            c = sc[got[0]]
+            if got[1]:  # descending: the sort column is ~v (or -v - 1 for Python ints)
+                c = ~c if c.dtype != object else np.array([-x - 1 for x in c.tolist()], object)
+            out.append(c)
+        return tuple(out)
 
     def top(c: Any, k: int) -> Any:
         first = c.top_k(k, name="top_k_bucket")
@@ -808,7 +837,7 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     keyed = coll.map(ranked, vectorized=True, name="order_keys")
 
     def rows_of(c: Any) -> Any:
-        return c.map(lambda br: br[1][1], vectorized=True, name="row")
+        return c.map(unrank, vectorized=True, name="row")
 
     if total is not None and total == 0:
         return coll.filter(lambda r: np.zeros(len(r[0]), bool), vectorized=True, name="none")

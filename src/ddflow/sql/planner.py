@@ -405,6 +405,68 @@ def _col(i: int, f: Field) -> Col:
     return Col(i, f.type, f.nullable, f.name)
 
 
+def _plan_conjuncts(e: Expr) -> list[Expr]:
+    if isinstance(e, Call) and e.op == "and":
+        return [c for a in e.args for c in _plan_conjuncts(a)]
+    return [e]
+
+
+def _scan_rows(
+    p: Plan, cols: list[int], narrowed: bool
+) -> tuple[Scan, list[Expr], list[int]] | None:
+    """The table scan that ``p``'s fields ``cols`` come from: the scan, conditions every
+    row of ``p`` meets (over the scan's fields) and the scan's fields giving ``cols``.
+
+    ``narrowed=False``: ``p`` is exactly the scan's rows meeting those conditions (filters
+    over the scan). ``narrowed=True``: each row of ``p`` carries at ``cols`` the values of
+    one such row, and ``p`` may hold fewer (semi and anti joins, or the columns of one side
+    of an inner join, on the way down; conditions above a join or projection are left out,
+    which only weakens what is claimed). None when neither shape is seen."""
+    conds: list[Expr] = []
+    while True:
+        if isinstance(p, Filter):
+            conds.extend(_plan_conjuncts(p.predicate))
+            p = p.input
+        elif isinstance(p, Scan):
+            return p, conds, cols
+        elif not narrowed:
+            return None
+        elif isinstance(p, SemiJoin):
+            p = p.left
+        elif isinstance(p, Join) and p.kind == "inner":
+            nl = len(p.left.fields)
+            if all(c < nl for c in cols):
+                p = p.left
+            elif all(c >= nl for c in cols):
+                p, cols = p.right, [c - nl for c in cols]
+            else:
+                return None
+            conds = []
+        elif isinstance(p, Project) and all(isinstance(p.exprs[c], Col) for c in cols):
+            cols = [p.exprs[c].index for c in cols]  # type: ignore[attr-defined]
+            p, conds = p.input, []
+        else:
+            return None
+
+
+def _rows_among(outer: Plan, outer_cols: list[int], inner: Plan, inner_cols: list[int]) -> bool:
+    """Whether every row of ``outer`` holds at ``outer_cols`` the values some row of
+    ``inner`` holds at ``inner_cols``, as the plans show: both read one table, ``inner``
+    keeps its rows meeting some conditions and ``outer`` rows meeting those and more (TPC-H
+    Q21's late line items ``l1`` among all line items ``l2``)."""
+    o = _scan_rows(outer, outer_cols, narrowed=True)
+    i = _scan_rows(inner, inner_cols, narrowed=False)
+    if o is None or i is None:
+        return False
+    (oscan, oconds, ocols), (iscan, iconds, icols) = o, i
+    return (
+        (oscan.table, oscan.columns, oscan.prefilter)
+        == (iscan.table, iscan.columns, iscan.prefilter)
+        and ocols == icols
+        and all(c in oconds for c in iconds)
+    )
+
+
 def _project_all(p: Plan) -> list[Expr]:
     return [_col(i, f) for i, f in enumerate(p.fields)]
 
@@ -1335,7 +1397,13 @@ class Planner:
         group ``k`` has another ``x`` than the outer row's. With ``G`` the group's distinct
         non-NULL ``x``: that holds when ``|G| >= 2``, or ``|G| = 1`` and ``x`` is not its
         value (and never for a NULL ``x``). So the rows are found by semi joins on the keys
-        and on ``(k, x)``, not by a join on ``<>``. False if ``cond`` is not of that form."""
+        and on ``(k, x)``, not by a join on ``<>``. False if ``cond`` is not of that form.
+
+        When the outer rows' ``(k, x)`` are among the inner rows' (``_rows_among``: the
+        outer relation is the inner one's table under the same conditions and more), an
+        outer row with non-NULL ``k`` and ``x`` has its ``x`` in ``G``: EXISTS is
+        ``|G| >= 2`` and NOT EXISTS ``|G| < 2``, decided on ``k`` alone (one semi or anti
+        join with the keys of two or more values; no lookup of ``(k, x)``)."""
         if not (isinstance(cond, Call) and cond.op == "ne"):
             return False
         a, b = cond.args
@@ -1373,6 +1441,21 @@ class Planner:
         with_x = (
             Filter(outer, Call("not", (x_null,), BOOLEAN, False)) if outer_x.nullable else outer
         )
+        inner_cols = [k_.index if isinstance(k_, Col) else -1 for k_ in [*keys, inner_x]]
+        outer_cols = [o.index if isinstance(o, Col) else -1 for o in (*okeys, outer_x)]
+        if -1 not in inner_cols + outer_cols and _rows_among(
+            outer, outer_cols, sub.plan, inner_cols
+        ):
+            if not anti:
+                scope.plan = SemiJoin(with_x, k_many, okeys, kcols, False)
+            elif outer_x.nullable:
+                scope.plan = UnionAll(
+                    (SemiJoin(with_x, k_many, okeys, kcols, True), Filter(outer, x_null)),
+                    outer.fields,
+                )
+            else:
+                scope.plan = SemiJoin(outer, k_many, okeys, kcols, True)
+            return True
         in_one = SemiJoin(with_x, k_one, okeys, kcols, False)
         if not anti:
             parts: list[Plan] = [
