@@ -441,3 +441,11 @@ def case(
 
     marks = [pytest.mark.xfail(strict=True, reason=xfail)] if xfail else []
     return pytest.param(sql, duck, ordered, id=id or sql[:80], marks=marks)
+
+
+def explain_over(ddl: str | Iterable[str], sql: str) -> str:
+    """``Database.explain(sql)`` on a fresh database with the tables ``ddl`` creates."""
+    db = dsql.Database()
+    for stmt in _statements(ddl):
+        db.execute(stmt)
+    return db.explain(sql)

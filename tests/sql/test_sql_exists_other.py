@@ -10,9 +10,7 @@ in one commit), an emptied table and a refill."""
 from __future__ import annotations
 
 import pytest
-from oracle import Del, Ins, case, check_stream
-
-import ddflow.sql as dsql
+from oracle import Del, Ins, case, check_stream, explain_over
 
 DDL = [
     "CREATE TABLE t (k INT, x INT, f INT, tag STRING)",
@@ -117,10 +115,7 @@ def test_exists_other(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def _plan(sql: str) -> str:
-    db = dsql.Database()
-    for ddl in DDL:
-        db.execute(ddl)
-    return db.explain(sql)
+    return explain_over(DDL, sql)
 
 
 def test_counted_per_key_only_where_rows_are_among() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal as D
 
 import pytest
-from oracle import Del, Ins, Oracle, case, check_stream
+from oracle import Del, Ins, Oracle, case, check_stream, explain_over
 from sqldata import EMP_DDL, EMP_STREAM, WIDE_A, WIDE_B, WIDE_DDL
 
 import ddflow.sql as dsql
@@ -179,10 +179,7 @@ def test_restricted_groups(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def _plan(sql: str) -> str:
-    db = dsql.Database()
-    for ddl in EMP_DDL:
-        db.execute(ddl)
-    return db.explain(sql)
+    return explain_over(EMP_DDL, sql)
 
 
 def test_rewrites_apply() -> None:

@@ -6,10 +6,8 @@ refilled); and shapes that must stay apart (two anti joins, other keys, NULL-saf
 from __future__ import annotations
 
 import pytest
-from oracle import case, check_stream
+from oracle import case, check_stream, explain_over
 from sqldata import EMP_DDL, EMP_STREAM
-
-import ddflow.sql as dsql
 
 EU = "e.dept IN (SELECT dept FROM dept WHERE region = 'EU')"
 RICH = "e.dept IN (SELECT dept FROM emp WHERE salary > 90)"
@@ -49,10 +47,7 @@ def test_merged_semijoins(sql: str, duck: str | None, ordered: bool) -> None:
 
 
 def _plan(sql: str) -> str:
-    db = dsql.Database()
-    for ddl in EMP_DDL:
-        db.execute(ddl)
-    return db.explain(sql)
+    return explain_over(EMP_DDL, sql)
 
 
 def test_one_semijoin_of_the_rows() -> None:
