@@ -40,7 +40,7 @@ from ddflow.sql.types import (
     float_keys,
 )
 
-__all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "evaluate", "show"]
+__all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "conjuncts", "evaluate", "show"]
 
 
 class Expr:
@@ -129,6 +129,14 @@ def show(e: Expr, names: list[str] | None = None) -> str:
     if e.op == "in":
         return f"({a[0]} IN {tuple(e.extra)!r})"
     return f"{e.op}({', '.join(a)})"
+
+
+def conjuncts(e: Expr, op: str = "and") -> list[Expr]:
+    """The operands of nested ``op`` calls (``and`` by default: the conjuncts of a
+    predicate; ``or``: its disjuncts)."""
+    if isinstance(e, Call) and e.op == op:
+        return [c for a in e.args for c in conjuncts(a, op)]
+    return [e]
 
 
 class Ctx:

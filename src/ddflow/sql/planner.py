@@ -40,7 +40,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
-from ddflow.sql.expr import Call, Col, Expr, Lit
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
 from ddflow.sql.plan import (
     Agg,
     Aggregate,
@@ -405,12 +405,6 @@ def _col(i: int, f: Field) -> Col:
     return Col(i, f.type, f.nullable, f.name)
 
 
-def _plan_conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, Call) and e.op == "and":
-        return [c for a in e.args for c in _plan_conjuncts(a)]
-    return [e]
-
-
 def _scan_rows(
     p: Plan, cols: list[int], narrowed: bool
 ) -> tuple[Scan, list[Expr], list[int]] | None:
@@ -425,7 +419,7 @@ def _scan_rows(
     conds: list[Expr] = []
     while True:
         if isinstance(p, Filter):
-            conds.extend(_plan_conjuncts(p.predicate))
+            conds.extend(conjuncts(p.predicate))
             p = p.input
         elif isinstance(p, Scan):
             return p, conds, cols

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
-from ddflow.sql.expr import Call, Col, Expr, Lit
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
 from ddflow.sql.plan import Filter, Plan, Scan
 from ddflow.sql.types import BOOLEAN, I64_MAX, I64_MIN
 
@@ -192,16 +192,6 @@ def _literal(e: Lit) -> int | None:
     return v
 
 
-def _conjuncts(e: Expr, op: str = "and") -> list[Expr]:
-    """The operands of nested ``op`` calls (``and`` by default, ``or`` for disjuncts)."""
-    if isinstance(e, Call) and e.op == op:
-        out: list[Expr] = []
-        for a in e.args:
-            out.extend(_conjuncts(a, op))
-        return out
-    return [e]
-
-
 def _to_table(e: Expr, scan: Scan) -> Expr:
     """``e`` over the scan's fields as an expression over the table's columns."""
     cols = scan.columns if scan.columns is not None else tuple(range(len(scan.fields)))
@@ -230,7 +220,7 @@ def split(plan: Plan) -> Plan:
         conj: list[Expr] = []
         node: Plan = plan
         while isinstance(node, Filter):
-            conj = _conjuncts(node.predicate) + conj
+            conj = conjuncts(node.predicate) + conj
             node = node.input
         if isinstance(node, Scan):
             scan = node
@@ -396,9 +386,9 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
             if ranges is not None:
                 col, spans = ranges
                 return lambda bb, s: _in_spans(bb, col, spans, s)
-            parts = [_compile(a, b) for a in _disjuncts(e)]
+            parts = [_compile(a, b) for a in conjuncts(e, "or")]
             return lambda bb, s: _combine(parts, bb, s, np.logical_or)
-        conj = _conjuncts(e)
+        conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
         rest = _and([p for p in conj if not any(p is q for q in num)])
         parts = [_compile(p, b) for p in num]
@@ -413,10 +403,6 @@ def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarra
     for p in parts[1:]:
         out = op(out, p(b, strings))
     return out
-
-
-def _disjuncts(e: Expr) -> list[Expr]:
-    return _conjuncts(e, "or")
 
 
 _FLIP = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq"}
@@ -456,10 +442,10 @@ def range_union(e: Expr) -> tuple[Col, list[tuple[int | None, int | None]]] | No
     integers); None when ``e`` is not of that form."""
     col: Col | None = None
     spans: list[tuple[int | None, int | None]] = []
-    for branch in _disjuncts(e):
+    for branch in conjuncts(e, "or"):
         lo: int | None = None
         hi: int | None = None
-        for c in _conjuncts(branch):
+        for c in conjuncts(branch):
             got = _bound(c)
             if got is None:
                 return None

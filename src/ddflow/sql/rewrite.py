@@ -47,7 +47,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ddflow.sql.expr import Call, Col, Expr
+from ddflow.sql.expr import Call, Col, Expr, conjuncts
 from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
@@ -107,12 +107,6 @@ def _bottom_up(plan: Plan, f: Any) -> Plan:
 # -- outer joins that a filter makes inner ----------------------------------------------------
 
 
-def _conjuncts(e: Expr) -> list[Expr]:
-    if isinstance(e, Call) and e.op == "and":
-        return [c for a in e.args for c in _conjuncts(a)]
-    return [e]
-
-
 def _rejects_null(e: Expr, cols: set[int]) -> bool:
     """Whether ``e`` is never TRUE when every field in ``cols`` is NULL."""
     if isinstance(e, Call) and e.op == "and":
@@ -150,7 +144,7 @@ def _inner_outer(p: Plan) -> Plan:
     node: Plan = p
     while isinstance(node, Filter):  # stacked filters all apply to the join's rows
         filters.append(node)
-        conj.extend(_conjuncts(node.predicate))
+        conj.extend(conjuncts(node.predicate))
         node = node.input
     if not isinstance(node, Join) or node.kind == "inner":
         return p
@@ -609,7 +603,7 @@ def _equi(p: Plan) -> Plan:
         return p
     nl = len(j.left.fields)
     lk, rk, rest = list(j.left_keys), list(j.right_keys), []
-    for c in _conjuncts(p.predicate):
+    for c in conjuncts(p.predicate):
         if isinstance(c, Call) and c.op == "eq":
             a, b = c.args
             ua, ub = uses(a), uses(b)
