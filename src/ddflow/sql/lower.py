@@ -131,13 +131,14 @@ def sort_columns(
             else:
                 out.append(strs)
             continue
-        if k.desc:
-            out.append(
-                ~v if v.dtype != object else np.array([-x - 1 for x in v.tolist()], dtype=object)
-            )
-        else:
-            out.append(v)
+        out.append(_complement(v) if k.desc else v)
     return out
+
+
+def _complement(v: np.ndarray) -> np.ndarray:
+    """``-v - 1`` (``~v`` on int64; Python ints beyond it alike): reverses the order, and
+    is its own inverse, so a descending sort column gives its values back."""
+    return ~v if v.dtype != object else np.array([-x - 1 for x in v.tolist()], dtype=object)
 
 
 class Lowering:
@@ -822,9 +823,7 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
                 out.append(next(it))
                 continue
             c = sc[got[0]]
-            if got[1]:  # descending: the sort column is ~v (or -v - 1 for Python ints)
-                c = ~c if c.dtype != object else np.array([-x - 1 for x in c.tolist()], object)
-            out.append(c)
+            out.append(_complement(c) if got[1] else c)  # (descending: complemented)
         return tuple(out)
 
     def top(c: Any, k: int) -> Any:
