@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.sql.rows import Field, mask_words, pack
 from ddflow.sql.strings import StringDict
 
-__all__ = ["ArrowCol", "LazyStrings", "Phys", "RowBatch", "plain_arrow"]
+__all__ = ["ArrowCol", "LazyStrings", "Phys", "RowBatch", "low_words_fit", "plain_arrow"]
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
@@ -78,6 +78,16 @@ def plain_arrow(at: Any, t: Any) -> bool:
     return False
 
 
+def low_words_fit(words: np.ndarray, low: np.ndarray) -> bool:
+    """Whether each 128-bit integer of ``words`` (low word, high word, ...) is its low word
+    (``low``, the low words): every high word is 0 and every low word non-negative (the
+    usual case, checked first), or every high word is its low word's sign."""
+    high = words[1::2]
+    if not high.any():
+        return bool(low.min() >= 0)
+    return bool(np.array_equal(high, low >> 63))
+
+
 def _in_place(arr: Any) -> np.ndarray | None:
     """An Arrow column's values read from its data buffer without a copy: a signed
     integer's or a ``date32``'s, a ``decimal128``'s low words when every value's 128-bit
@@ -93,12 +103,7 @@ def _in_place(arr: Any) -> np.ndarray | None:
     if pa.types.is_decimal128(t):
         words = np.frombuffer(buf, dtype=np.int64, count=2 * (off + n))[2 * off :]
         low = words[0::2]
-        # no word negative and no high word other than 0 (the nonzero words are the low
-        # words' nonzeros): non-negative int64s; else the exact check
-        if n and not (
-            (words.min() >= 0 and np.count_nonzero(words) == np.count_nonzero(low))
-            or (words[1::2] == (low >> 63)).all()
-        ):
+        if n and not low_words_fit(words, low):
             return None
         return low
     if pa.types.is_date32(t):

@@ -46,7 +46,7 @@ from ddflow.sql.planner import (
 from ddflow.sql.rawfilter import keep, split
 from ddflow.sql.rewrite import rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
-from ddflow.sql.store import TableStore
+from ddflow.sql.store import TableStore, distinct_rows
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decode_values
 
@@ -112,6 +112,16 @@ class _Table:
             else:
                 vals.append(Phys(v, nl))
         return RowBatch(vals, n)
+
+    def distinct(self, b: RowBatch, k: np.ndarray) -> tuple[RowBatch, np.ndarray]:
+        """The distinct rows of ``b`` with the sums of ``k`` over their copies (zero sums
+        left out), the rows kept in the form they came in (``distinct_rows``; full records
+        consolidated when its pairing would cost too much)."""
+        got = distinct_rows(b, k, self.strings)
+        if got is not None:
+            return got
+        cols, sums = self.consolidated([(b, k)])
+        return self.from_records(cols, len(sums)), sums
 
     def consolidated(
         self, parts: Sequence[tuple[RowBatch, np.ndarray]]
@@ -584,21 +594,22 @@ class Database:
             raise
         # the commit took: apply it to the tables' rows and the views
         for t in self._tables.values():
+            # (every pending part with a negative count holds distinct rows, deletes only:
+            # ``delete`` and the DELETE / UPDATE statements make them so)
             removals = []
             for b, d in t.pending:
                 pos = d > 0
                 if pos.all():
                     t.store.append(b, d)
-                    continue
-                if pos.any():
+                elif not pos.any():
+                    removals.append((b, -d))
+                else:
                     idx = np.flatnonzero(pos)
                     t.store.append(b.take(idx), d[idx])
-                idx = np.flatnonzero(~pos)
-                removals.append((b.take(idx), -d[idx]))
-            if removals:
-                cols, k = t.consolidated(removals)
-                if len(k):
-                    t.store.remove(t.from_records(cols, len(k)), k)
+                    idx = np.flatnonzero(~pos)
+                    removals.append(t.distinct(b.take(idx), -d[idx]))
+            for q, k in removals:
+                t.store.remove(q, k)
         for t in self._tables.values():
             t.pending = []
         commit_no = self.time
@@ -625,13 +636,14 @@ class Database:
         b = to_batch(rows, t.fields, self.strings, t.name)
         if b.n == 0:
             return 0
-        self._check_present(t, b, np.ones(b.n, np.int64))
-        t.pending.append((b, -np.ones(b.n, np.int64)))
+        q, want = t.distinct(b, np.ones(b.n, np.int64))
+        self._check_present(t, q, want)
+        t.pending.append((q, -want))
         return b.n
 
-    def _check_present(self, t: _Table, b: RowBatch, k: np.ndarray) -> None:
-        cols, want = t.consolidated([(b, k)])
-        q = t.from_records(cols, len(want))
+    def _check_present(self, t: _Table, q: RowBatch, want: np.ndarray) -> None:
+        """``DataError`` unless the table (with its pending changes) holds ``want[i]``
+        copies of each distinct row ``q[i]``."""
         have = t.store.count_of(q)
         if t.pending:
             pend = TableStore(self.strings)

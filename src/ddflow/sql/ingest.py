@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch, plain_arrow
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch, low_words_fit, plain_arrow
 from ddflow.sql.expr import narrow, rescale
 from ddflow.sql.rows import Field
 from ddflow.sql.strings import StringDict
@@ -342,13 +342,7 @@ def arrow_column(
             high = words[1::2]
             if not (high[~nulls] == (out[~nulls] >> 63)).all():
                 raise DataError(f"a value of column '{name}' does not fit {t}")
-        elif (
-            not (words.min() >= 0 and np.count_nonzero(words) == np.count_nonzero(out))
-            and not (words[1::2] == (out >> 63)).all()
-        ):
-            # (no word negative and no high word other than 0 (the nonzero words are the
-            # low words' nonzeros): the values are non-negative int64s; else the exact
-            # check, high word == the low word's sign)
+        elif not low_words_fit(words, out):
             raise DataError(f"a value of column '{name}' does not fit {t}")
         return out, nulls
     if k == "date" and pa.types.is_date32(at) and n:

@@ -168,13 +168,14 @@ def _numeric(e: Expr, scan: Scan) -> bool:
     return not (ta.kind == "decimal" and ta.scale != tb.scale)
 
 
-_LITS: dict[Lit, int | None] = {}
+_LITS: dict[int, tuple[Lit, int | None]] = {}
 
 
 def _literal(e: Lit) -> int | None:
     """The physical value of a non-NULL number / date literal that fits 64 bits, else None."""
-    if e in _LITS:
-        return _LITS[e]
+    got = _LITS.get(id(e))  # (by identity: hashing a literal costs more than the lookup)
+    if got is not None and got[0] is e:
+        return got[1]
     v: int | None = None
     if e.value is not None and e.type.kind in _ORDERED:
         from ddflow.sql.types import encode_values
@@ -188,7 +189,7 @@ def _literal(e: Lit) -> int | None:
             v = None
     if len(_LITS) > 4096:
         _LITS.clear()
-    _LITS[e] = v
+    _LITS[id(e)] = (e, v)
     return v
 
 

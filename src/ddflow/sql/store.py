@@ -34,7 +34,7 @@ from ddflow.core.errors import DataError
 from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
 from ddflow.sql.strings import StringDict
 
-__all__ = ["TableStore", "freeze", "row_hashes", "thaw"]
+__all__ = ["TableStore", "distinct_rows", "freeze", "row_hashes", "thaw"]
 
 #: a frozen chunk: ``(rows, Arrow table, spec, payload)`` (see ``freeze``)
 Frozen = tuple[int, Any, tuple[Any, ...], tuple[Any, ...]]
@@ -259,6 +259,46 @@ def _column_values(c: Any, rows: np.ndarray, strings: StringDict) -> np.ndarray:
             return c.take(rows).values(strings)
         return c.convert(c.arr)[0][rows]
     return c.values(strings)[rows]
+
+
+def distinct_rows(
+    b: RowBatch, k: np.ndarray, strings: StringDict
+) -> tuple[RowBatch, np.ndarray] | None:
+    """The distinct rows of ``b`` (each the first of its equal rows, in its given form)
+    with the sums of ``k`` over their copies, zero sums left out. Rows are paired by a
+    hash of their non-string columns and only the pairs sharing one are compared in full
+    (NULL equals NULL), so no string is given a dictionary code. None when so many rows
+    share a hash that comparing them pairwise would cost more than sorting full records
+    (callers then consolidate those)."""
+    n = b.n
+    k = np.asarray(k, dtype=np.int64)
+    if n > 1:
+        numeric = [i for i, c in enumerate(b.cols) if not isinstance(c, LazyStrings)]
+        h = row_hashes(_hash_columns(b, numeric or list(range(len(b.cols))), strings), n)
+        order = np.argsort(h, kind="stable")
+        hs = h[order]
+        same = hs[1:] == hs[:-1]
+        if same.any():
+            starts = np.flatnonzero(np.concatenate(([True], ~same)))
+            sizes = np.diff(np.append(starts, n))
+            if int((sizes * sizes).sum()) > 8 * n + 1024:
+                return None
+            # each row against the rows before it in its run of equal hashes (the stable
+            # sort keeps a run's rows in their given order)
+            run_start = np.repeat(starts, sizes)
+            later, earlier = _expand(run_start, np.arange(n))
+            ia, ja = order[later], order[earlier]
+            eq = _equal_rows(b, ia, b, ja, strings)
+            first = np.arange(n)
+            np.minimum.at(first, ia[eq], ja[eq])
+            reps = np.flatnonzero(first == np.arange(n))
+            if len(reps) < n:
+                sums = np.zeros(len(reps), np.int64)
+                np.add.at(sums, np.searchsorted(reps, first), k)
+                nz = np.flatnonzero(sums != 0)
+                return b.take(reps[nz]), sums[nz]
+    keep = np.flatnonzero(k != 0)
+    return (b if len(keep) == n else b.take(keep)), k[keep]
 
 
 class TableStore:

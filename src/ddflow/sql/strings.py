@@ -98,8 +98,9 @@ class StringDict:
         self._short_keys = np.zeros(0, np.int64)
         self._short_codes = np.zeros(0, np.int64)
         # one-byte strings (flags such as 'A', 'N', 'R') by their byte: a table lookup per
-        # row, and whether each byte's code is known yet
-        self._byte_codes = np.zeros(256, np.int64)
+        # row; -1 where a byte has no code yet (sequential codes are never negative; hashed
+        # ones may be, so they also keep which bytes are known)
+        self._byte_codes = np.full(256, -1, np.int64)
         self._byte_known = np.zeros(256, bool)
         # the empty string first: a NULL's physical value (0) then always decodes
         self.code("")
@@ -196,8 +197,9 @@ class StringDict:
         one = single_bytes(arr)
         if one is not None:
             one = one.astype(np.intp)  # (numpy indexes by intp; a uint8 index is slow)
-            if self._byte_known[one].all():
-                return self._byte_codes.take(one)
+            codes = self._byte_codes.take(one)
+            if self._byte_known[one].all() if self.hashed else codes.min() >= 0:
+                return codes
             codes = self._encode_short(arr)
             self._byte_codes[one] = codes
             self._byte_known[one] = True
