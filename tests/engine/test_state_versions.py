@@ -28,6 +28,7 @@ RECORDED: dict[str, tuple[int, list[str]]] = {
     "Arrange": (1, ["held", "key_layout", "spine", "upper", "val_layout"]),
     "Capture": (1, ["parts"]),
     "Consolidate": (1, ["held"]),
+    "CountFew": (1, ["held", "totals", "upper"]),
     "CountTotal": (1, ["handle"]),
     "Exchange": (1, ["combine", "received", "sent", "since_probe"]),
     "Explode": (1, ["diff_type"]),
@@ -112,6 +113,7 @@ def every_operator() -> dd.Worker:
     kv.min().capture()
     kv.min_total().capture()
     c.count_total().capture()
+    c.count_total(few=True).capture()
     c.consolidate().capture()
     c.explode(lambda x: [(x, 1)]).capture()
     Exchange(w, c.stream, by_self=True)

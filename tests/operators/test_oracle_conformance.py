@@ -101,6 +101,14 @@ def explode_value(kv: tuple[int, int]) -> list[tuple[int, int]]:
     return [(kv[0], kv[1])]
 
 
+def mod3_key(kv: tuple[int, int]) -> tuple[int, int]:
+    return (kv[0] % 3, kv[1])
+
+
+def explode_half(kv: tuple[int, int]) -> list[tuple[int, tuple[float, int]]]:
+    return [(kv[0], (kv[1] / 2, 1))]
+
+
 def r_min(k: Any, vals: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
     return [(vals[0][0], 1)]
 
@@ -495,6 +503,42 @@ CASES = [
         (KV,),
         lambda a: a.explode(explode_value).count_total(),
         lambda a: O.count_total(O.explode(a, explode_value)),
+        True,
+    ),
+    # the total-order count kept per record in a dict (few distinct records)
+    Case(
+        "count_total_few",
+        (S,),
+        lambda a: a.count_total(few=True),
+        lambda a: O.count_total(a),
+        True,
+    ),
+    Case(
+        "count_total_few_kv_records",
+        (KV,),
+        lambda a: a.count_total(few=True),
+        lambda a: O.count_total(a),
+        True,
+    ),
+    Case(
+        "explode_count_total_few",
+        (KV,),
+        lambda a: a.explode(explode_pair, diff=(0, 0)).count_total(few=True),
+        lambda a: O.count_total(O.explode(a, explode_pair)),
+        True,
+    ),
+    Case(
+        "explode_float_count_total_few",
+        (KV,),
+        lambda a: a.map(mod3_key).explode(explode_half, diff=(0.0, 0)).count_total(few=True),
+        lambda a: O.count_total(O.explode(O.map(a, mod3_key), explode_half)),
+        True,
+    ),
+    Case(
+        "degrees_total_few",
+        (KV,),
+        lambda a: a.map(edge_src).count_total(few=True).map(second).count_total(few=True),
+        lambda a: O.count_total(O.map(O.count_total(O.map(a, edge_src)), second)),
         True,
     ),
     # chains

@@ -24,7 +24,7 @@ from ddflow.engine.scope import Scope
 from ddflow.io.output import Capture, Probe
 from ddflow.operators import reducers as R
 from ddflow.operators.arrange import Arrange
-from ddflow.operators.count_total import CountTotal
+from ddflow.operators.count_total import CountFew, CountTotal
 from ddflow.operators.join import Join
 from ddflow.operators.linear import (
     Concat,
@@ -301,9 +301,21 @@ class Collection:
         """Each record with diff ``f(count)``."""
         return self.arrange_by_self().threshold(f, name=name)
 
-    def count_total(self, *, name: str | None = None) -> Collection:
+    def count_total(self, *, few: bool = False, name: str | None = None) -> Collection:
         """``count`` for totally ordered times (the total-order count): no output trace,
-        vectorized."""
+        vectorized. ``few=True``: the collection has few distinct records (a global
+        aggregate's single key, a handful of groups), so each record's total is kept in a
+        dict instead of an arrangement: a step costs a few numpy calls rather than a trace
+        lookup, but every distinct record a step changes is visited in Python (int diffs or
+        plain tuples of ints and floats only)."""
+        if few:
+            if self.diff_type is None:
+                raise DiffTypeError(
+                    "count_total(few=True) needs the collection's diff type known when the "
+                    "dataflow is built (give explode a diff sample)"
+                )
+            op = CountFew(self.worker, self._routed(True), self.diff_type, name)
+            return self._wrap(op, INT_DIFF)
         return self.arrange_by_self().count_total(name=name)
 
     def distinct_total(self, *, name: str | None = None) -> Collection:

@@ -18,19 +18,28 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Tup
-from ddflow.core.diff import I64_MAX, I64_MIN, INT_DIFF, DiffType, IntDiff, int_column
-from ddflow.core.errors import TimeError
+from ddflow.core.columns import Layout, Leaf, Tup
+from ddflow.core.diff import (
+    I64_MAX,
+    I64_MIN,
+    INT_DIFF,
+    DiffType,
+    FloatDiff,
+    IntDiff,
+    TupleDiff,
+    int_column,
+)
+from ddflow.core.errors import DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates
-from ddflow.engine.operator import Operator, State
+from ddflow.core.updates import Updates, consolidate, split_complete
+from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.linear import user_error
 from ddflow.trace.batch import TraceBatch
 from ddflow.trace.spine import int_key_sums_small, key_sums, sums_fit
 
-__all__ = ["CountTotal", "threshold_values"]
+__all__ = ["CountFew", "CountTotal", "threshold_values"]
 
 
 def threshold_values(
@@ -215,4 +224,134 @@ class CountTotal(Operator):
                 INT_DIFF,
             ),
             key_layout,
+        )
+
+
+def _numeric_parts(dt: DiffType) -> tuple[DiffType, ...] | None:
+    """The parts of an int diff or of a plain tuple of int / float diffs; None for others."""
+    if type(dt) in (IntDiff, FloatDiff):
+        return (dt,)
+    if isinstance(dt, TupleDiff) and dt.cls is None:
+        if all(type(p) in (IntDiff, FloatDiff) for p in dt.parts):
+            return dt.parts
+    return None
+
+
+class CountFew(Operator):
+    """The total-order count of a collection with few distinct records (a global
+    aggregate's one key, a handful of groups), without an arrangement: each record's total
+    so far is kept in a dict, as exact Python numbers per diff part. The output is
+    ``CountTotal``'s in ``"count"`` mode, ``((record, total), t, -1 / +1)``; a step costs a
+    few numpy calls and a Python loop over the distinct ``(record, time)`` pairs it
+    changes, so it suits collections whose records are few, not large ones.
+
+    Updates are held until the frontier passes their times (the count at ``t`` needs every
+    change before ``t``); diffs are ints or plain tuples of ints and floats."""
+
+    name = "count_few"
+    wakes_on_frontier = False
+    state_version = 1
+
+    def __init__(
+        self, worker: Worker, s: Stream, diff_type: DiffType, name: str | None = None
+    ) -> None:
+        kind = s.producer_scope.kind
+        if not kind.total:
+            raise TimeError(
+                "count_total(few=True) needs totally ordered (int) times; this worker has "
+                f"{kind.describe()} times: use count() instead"
+            )
+        parts = _numeric_parts(diff_type)
+        if parts is None:
+            raise DiffTypeError(
+                "count_total(few=True) counts int diffs or plain tuples of int and float "
+                f"diffs, not {diff_type.name} diffs: use count_total() instead"
+            )
+        super().__init__(worker, [s], name)
+        self.dt = diff_type
+        self.floats = tuple(type(p) is FloatDiff for p in parts)
+        self.held: list[Updates] = []
+        self.upper = Antichain.of([self.kind.minimum()], self.kind.dim)
+        #: record (a tuple of its column values) -> its total, one Python number per part
+        self.totals: dict[tuple[Any, ...], list[Any]] = {}
+        if s.layout is not None:
+            self.output.layout = Tup((s.layout, diff_type.value_layout()))
+
+    def outstanding_times(self) -> np.ndarray | None:
+        if not self.held:
+            return None
+        return np.concatenate([u.times for u in self.held])
+
+    def state(self) -> State:
+        return {"held": list(self.held), "upper": self.upper, "totals": dict(self.totals)}
+
+    def load_state(self, state: State) -> None:
+        self.held, self.upper = list(state["held"]), state["upper"]
+        self.totals = {k: list(v) for k, v in state["totals"].items()}
+
+    def run(self, frontier: Antichain) -> None:
+        new = self.take()
+        if frontier == self.upper:
+            self.held.extend(new)
+            return
+        ready, rest = split_complete(self.held + new, frontier)
+        self.held, self.upper = rest, frontier
+        if ready is None or not len(ready):
+            return
+        out = self._count(ready)
+        if out is not None:
+            if self.output.layout is None:
+                rec = self.inputs[0].layout or Leaf()
+                self.output.layout = Tup((rec, self.dt.value_layout()))
+            self.output.push(out)
+
+    def _count(self, u: Updates) -> Updates | None:
+        dt = self.dt
+        if len(u) > 1 and all(bool((c == c[0]).all()) for c in (*u.data, u.times)):
+            # one record at one time (a global aggregate's step): its diffs summed exactly
+            sums = dt.sum_segments(u.diffs, np.zeros(1, np.int64))
+            u = Updates(tuple(c[:1] for c in u.data), u.times[:1], sums, dt)
+        else:
+            u = consolidate(u)
+        n = len(u)
+        if not n:
+            return None
+        parts = u.diffs if isinstance(dt, TupleDiff) else (u.diffs,)
+        deltas = list(zip(*(p.tolist() for p in parts), strict=True))
+        keys = list(zip(*(c.tolist() for c in u.data), strict=True))
+        width = len(self.floats)
+        zero = [0.0 if f else 0 for f in self.floats]
+        rows: list[int] = []  # the input row of each output row
+        signs: list[int] = []
+        values: list[list[Any]] = [[] for _ in range(width)]
+        totals = self.totals
+        for i in range(n):
+            key = keys[i]
+            old = totals.get(key)
+            new = [a + b for a, b in zip(old or zero, deltas[i], strict=True)]
+            if old is not None:
+                rows.append(i)
+                signs.append(-1)
+                for j in range(width):
+                    values[j].append(old[j])
+            if any(new):
+                totals[key] = new
+                rows.append(i)
+                signs.append(1)
+                for j in range(width):
+                    values[j].append(new[j])
+            elif old is not None:
+                del totals[key]
+        if not rows:
+            return None
+        idx = np.array(rows, dtype=np.int64)
+        cols = [
+            np.array(values[j], dtype=np.float64) if self.floats[j] else int_column(values[j])
+            for j in range(width)
+        ]
+        return Updates(
+            tuple(c[idx] for c in u.data) + tuple(cols),
+            u.times[idx],
+            np.array(signs, dtype=np.int64),
+            INT_DIFF,
         )

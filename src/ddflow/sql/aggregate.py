@@ -216,7 +216,11 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
             )
 
         rows = rows.concat(seed.explode(seed_diff, vectorized=True, diff=sample, name="seed"))
-    linear = rows.count_total(name="sums") if env.total else rows.count(name="sums")
+    # a global aggregate has one record (its constant key): its total is kept without an
+    # arrangement
+    linear = (
+        rows.count_total(few=plan.scalar, name="sums") if env.total else rows.count(name="sums")
+    )
     # linear: records (key, (components...))
     extras: list[tuple[Agg, Any]] = []
     done: dict[tuple[Any, ...], Any] = {}
