@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates
+from ddflow.core.updates import Updates, concat_updates
 from ddflow.engine.operator import Operator, State
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
@@ -91,7 +91,7 @@ class Join(Operator):
             a_hist = self.a.spine.batches_through(a_now)
             for batch in db:
                 outs.extend(self._match(batch, a_hist, batch_is_a=False))
-        for u, layout in outs:
+        for u, layout in _merged(outs):
             self.output.push(u, layout)
         self.a_ack = a_now
         self.b_ack = self.b.frontier
@@ -174,3 +174,22 @@ class Join(Operator):
             layout = self.output.layout or infer_layout(recs[0])
             cols = layout.to_columns(recs)
         return Updates(cols, times, diffs, dt), layout
+
+
+def _merged(outs: list[tuple[Updates, Layout]]) -> list[tuple[Updates, Layout]]:
+    """The outputs of one run with each stretch of the same layout and diff type made one
+    batch: a batch matched against several trace batches gives one output, not one per
+    trace batch, so every operator downstream pays its fixed cost per step once."""
+    if len(outs) < 2:
+        return outs
+    merged: list[tuple[Updates, Layout]] = []
+    group: list[Updates] = []
+    for u, layout in outs:
+        if group and (layout != merged[-1][1] or u.diff_type != group[0].diff_type):
+            merged[-1] = (concat_updates(group), merged[-1][1])
+            group = []
+        if not group:
+            merged.append((u, layout))
+        group.append(u)
+    merged[-1] = (concat_updates(group), merged[-1][1])
+    return merged
