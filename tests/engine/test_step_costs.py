@@ -12,6 +12,8 @@ thresholds patched so the general path runs), which must give the very same colu
 * ``consolidate`` of a few integer rows in Python; a trace batch of a few rows of one int
   key; ``rows_for`` with a few probe keys in a large batch; the count's history sums for a
   few keys; ``count_total`` / ``distinct_total`` over one-change rounds.
+* A join step that matches a batch against a trace of several batches pushes one output
+  batch, not one per trace batch.
 """
 
 from __future__ import annotations
@@ -463,3 +465,53 @@ def test_bfs_changes_fed_ahead_of_the_frontier() -> None:
         _advance(worker, (e_in, r_in), probe, t)
     for r, want in enumerate(wants):
         assert {k: v for (k, v), c in out.at(r + 1).items() if c == 1} == want, r
+
+
+# ---- a join's step: one output batch however many trace batches it matched ----------------
+
+
+def test_join_pushes_one_batch_per_step_over_a_trace_of_several_batches() -> None:
+    """The right side is fed over many rounds, so its trace holds several batches; a left
+    batch that matches keys in all of them then reaches the operator downstream as one
+    batch (a vectorized map is called once per batch it receives), and the join's output
+    equals the pairs computed here at every round."""
+    worker = dd.Worker()
+    a_in, a = worker.new_collection()
+    b_in, b = worker.new_collection()
+    calls: list[int] = []
+
+    def count_calls(cols: Any) -> Any:
+        calls.append(len(cols[0]))
+        return cols
+
+    joined = a.join(b).map(count_calls, vectorized=True)
+    cap = joined.capture()
+    probe = joined.probe()
+    rights: Counter[tuple[int, int]] = Counter()
+    lefts: Counter[tuple[int, int]] = Counter()
+    t = 0
+    for r in range(24):  # right rows only: the join finds no left rows
+        for j in range(4):
+            rights[(j, 100 * r + j)] += 1
+            b_in.update((j, 100 * r + j), 1)
+        t += 1
+        a_in.advance_to(t)
+        b_in.advance_to(t)
+        worker.step_while(lambda: probe.less_than(t), at_least_once=True)
+    assert calls == []
+    batches_before = len(calls)
+    for j in range(4):
+        lefts[(j, -j)] += 1
+        a_in.update((j, -j), 1)
+    t += 1
+    a_in.advance_to(t)
+    b_in.advance_to(t)
+    worker.step_while(lambda: probe.less_than(t), at_least_once=True)
+    assert len(calls) == batches_before + 1, calls
+    want: Counter[Any] = Counter()
+    for (k, x), m in lefts.items():
+        for (k2, y), n in rights.items():
+            if k == k2:
+                want[(k, (x, y))] += m * n
+    got = Counter(dict(cap.at(t - 1)))
+    assert got == want

@@ -231,9 +231,12 @@ def _numeric_parts(dt: DiffType) -> tuple[DiffType, ...] | None:
     """The parts of an int diff or of a plain tuple of int / float diffs; None for others."""
     if type(dt) in (IntDiff, FloatDiff):
         return (dt,)
-    if isinstance(dt, TupleDiff) and dt.cls is None:
-        if all(type(p) in (IntDiff, FloatDiff) for p in dt.parts):
-            return dt.parts
+    if (
+        isinstance(dt, TupleDiff)
+        and dt.cls is None
+        and all(type(p) in (IntDiff, FloatDiff) for p in dt.parts)
+    ):
+        return dt.parts
     return None
 
 
