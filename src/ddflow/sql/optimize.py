@@ -10,6 +10,8 @@ operation or a recursive relation (they compare whole rows), and an aggregate's 
 
 from __future__ import annotations
 
+import contextvars
+
 from ddflow.sql.expr import Call, Col, Expr
 from ddflow.sql.plan import (
     Aggregate,
@@ -52,10 +54,56 @@ def remap(e: Expr, m: dict[int, int]) -> Expr:
     return e
 
 
+#: while ``prune`` runs on a plan with repeated subtrees: for each node heading one (by
+#: id), its group of equal subtrees, and for each group the fields any of them is asked for
+_POOLED: contextvars.ContextVar[
+    tuple[dict[int, int], dict[int, set[int]], dict[int, list[Expr]]] | None
+] = contextvars.ContextVar("_POOLED", default=None)
+
+
 def prune(plan: Plan) -> Plan:
-    """``plan`` with unused fields dropped below its output (its own fields unchanged)."""
-    out, m = _prune(plan, set(range(len(plan.fields))))
+    """``plan`` with unused fields dropped below its output (its own fields unchanged).
+
+    Equal subtrees (a scalar subquery repeating the joins of the query around it, as
+    TPC-H Q11's total does) are pruned to the same fields, the union of what each of
+    their places reads, so they stay equal and the dataflow builds them once."""
+    groups = _repeated(plan)
+    everything = set(range(len(plan.fields)))
+    if not groups:
+        out, m = _prune(plan, everything)
+        return _exact(out, m, sorted(m))
+    pooled: dict[int, set[int]] = {g: set() for g in set(groups.values())}
+    pooled_e: dict[int, list[Expr]] = {g: [] for g in pooled}
+    token = _POOLED.set((groups, pooled, pooled_e))
+    try:
+        for _ in range(4):  # until no place asks a group for something it was not given
+            before = [(len(pooled[g]), len(pooled_e[g])) for g in pooled]
+            out, m = _prune(plan, everything)
+            if before == [(len(pooled[g]), len(pooled_e[g])) for g in pooled]:
+                break
+    finally:
+        _POOLED.reset(token)
     return _exact(out, m, sorted(m))
+
+
+def _repeated(plan: Plan) -> dict[int, int]:
+    """For each node (by id) heading a subtree that occurs more than once in ``plan``
+    (scans aside: they are inputs, shared anyway), the number of its group of equal
+    subtrees; empty when there is none."""
+    nodes: list[Plan] = []
+    count: dict[Plan, int] = {}
+    stack = [plan]
+    while stack:
+        p = stack.pop()
+        nodes.append(p)
+        count[p] = count.get(p, 0) + 1
+        stack.extend(p.inputs())
+    keys: dict[Plan, int] = {}
+    return {
+        id(p): keys.setdefault(p, len(keys))
+        for p in nodes
+        if count[p] > 1 and not isinstance(p, Scan)
+    }
 
 
 def _exact(p: Plan, m: dict[int, int], need: list[int]) -> Plan:
@@ -67,8 +115,14 @@ def _exact(p: Plan, m: dict[int, int], need: list[int]) -> Plan:
 
 
 def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
-    new: Plan
     """A plan producing (at least) fields ``need`` of ``p``, and where each one went."""
+    new: Plan
+    shared = _POOLED.get()
+    if shared is not None:
+        g = shared[0].get(id(p))
+        if g is not None:  # one of several equal subtrees: all give the fields any needs
+            shared[1][g] |= need
+            need = set(shared[1][g])
     if isinstance(p, Scan):
         cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
         keep = sorted(need) if need else [0]
@@ -249,6 +303,21 @@ def _prune_e(p: Plan, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
     """A plan and, for each expression over ``p``'s fields, an equal expression over the
     new plan's fields. Expressions of one join input are computed on that input, before
     the join (narrower rows to arrange), and chains of projections compose."""
+    shared = _POOLED.get()
+    if shared is not None:
+        g = shared[0].get(id(p))
+        if g is not None:  # one of several equal subtrees: all compute what any asks for
+            pool = shared[2][g]
+            for e in exprs:
+                if e not in pool:
+                    pool.append(e)
+            every = list(pool)
+            q, outs = _prune_e_node(p, every)
+            return q, [outs[every.index(e)] for e in exprs]
+    return _prune_e_node(p, exprs)
+
+
+def _prune_e_node(p: Plan, exprs: list[Expr]) -> tuple[Plan, list[Expr]]:
     if isinstance(p, Project):
         return _prune_e(p.input, [subst(e, p.exprs) for e in exprs])
     if isinstance(p, Filter):
