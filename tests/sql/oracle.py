@@ -191,8 +191,14 @@ class Oracle:
     """One ddflow database and one DuckDB connection over the same tables."""
 
     def __init__(
-        self, ddl: str | Iterable[str], dialect: str = "spark", check_changes: bool = True
+        self,
+        ddl: str | Iterable[str],
+        dialect: str = "spark",
+        check_changes: bool = True,
+        arrow: bool = False,
     ) -> None:
+        #: feed ddflow Arrow tables (of DuckDB's types for the columns) instead of tuples
+        self.arrow = arrow
         self.db = dsql.Database(dialect=dialect)
         self.duck = duckdb.connect()
         self.tables: dict[str, list[tuple[Any, ...]]] = {}
@@ -233,23 +239,39 @@ class Oracle:
         return v
 
     # -- changes ------------------------------------------------------------------------
+    def arrow_table(self, table: str, rows: Sequence[tuple[Any, ...]]) -> pa.Table:
+        """``rows`` of ``table`` as an Arrow table of DuckDB's types for its columns."""
+        schema = self.schemas[table]
+        return pa.Table.from_pylist(
+            [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
+        )
+
     def apply(self, changes: Iterable[Change]) -> None:
         """Applies changes to ddflow (uncommitted) and to the Python copy of the tables."""
         for c in changes:
             rows = [tuple(r) for r in c.rows]
+            given: Any = self.arrow_table(c.table, rows) if self.arrow else rows
             if isinstance(c, Ins):
-                self.db.insert(c.table, rows)
+                self.db.insert(c.table, given)
                 self.tables[c.table].extend(rows)
             else:
-                self.db.delete(c.table, rows)
-                cur = self.tables[c.table]
-                for r in rows:
-                    for i, s in enumerate(cur):
-                        if _key(s) == _key(r):
-                            del cur[i]
-                            break
-                    else:  # pragma: no cover - the stream itself is wrong
-                        raise AssertionError(f"test stream deletes {r} absent from {c.table}")
+                self.db.delete(c.table, given)
+                self.remove_rows(c.table, rows)
+
+    def remove_rows(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Takes one copy of each of ``rows`` out of the Python copy of ``table``."""
+        gone = Counter(_key(r) for r in rows)
+        kept = []
+        for s in self.tables[table]:
+            k = _key(s)
+            if gone[k]:
+                gone[k] -= 1
+            else:
+                kept.append(s)
+        missing = [k for k, n in gone.items() if n]
+        if missing:  # pragma: no cover - the stream itself is wrong
+            raise AssertionError(f"test stream deletes {missing[0]} absent from {table}")
+        self.tables[table] = kept
 
     def commit(self, changes: Iterable[Change] = (), check: bool = True) -> None:
         """Applies ``changes``, commits, reloads DuckDB and (``check``) compares views."""

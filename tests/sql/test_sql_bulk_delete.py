@@ -12,11 +12,9 @@ delete and an insert of the same rows in one commit.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from decimal import Decimal as D
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from oracle import Del, Ins, Oracle
 
@@ -32,40 +30,6 @@ VIEWS = [
     "SELECT k, g, q FROM t WHERE q > 40",
     "SELECT count(*) AS n, count(DISTINCT c) AS dc, sum(k) AS sk FROM t",
 ]
-
-
-class BulkOracle(Oracle):
-    """The oracle with the Python copy of a table kept as a multiset (deleting thousands of
-    rows from a list one by one would be quadratic) and ddflow fed Arrow tables where
-    ``arrow`` says so."""
-
-    def __init__(self, arrow: bool) -> None:
-        super().__init__(DDL)
-        self.arrow = arrow
-
-    def apply(self, changes: Any) -> None:
-        for ch in changes:
-            rows = [tuple(r) for r in ch.rows]
-            given: Any = rows
-            if self.arrow:
-                schema = self.schemas[ch.table]
-                given = pa.Table.from_pylist(
-                    [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
-                )
-            if isinstance(ch, Ins):
-                self.db.insert(ch.table, given)
-                self.tables[ch.table].extend(rows)
-            else:
-                self.db.delete(ch.table, given)
-                gone = Counter(rows)
-                kept = []
-                for r in self.tables[ch.table]:
-                    if gone[r]:
-                        gone[r] -= 1
-                    else:
-                        kept.append(r)
-                assert not +gone, "the test deletes rows that are not there"
-                self.tables[ch.table] = kept
 
 
 def _rows(rng: random.Random, n: int, k0: int) -> list[tuple[Any, ...]]:
@@ -87,7 +51,7 @@ def _rows(rng: random.Random, n: int, k0: int) -> list[tuple[Any, ...]]:
 @pytest.mark.parametrize("arrow", [False, True], ids=["tuples", "arrow"])
 def test_bulk_deletes_equal_duckdb(arrow: bool) -> None:
     rng = random.Random(11 + arrow)
-    o = BulkOracle(arrow)
+    o = Oracle(DDL, arrow=arrow)
     for v in VIEWS:
         o.view(v)
     first = _rows(rng, 3000, 0)

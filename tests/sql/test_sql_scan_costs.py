@@ -44,8 +44,7 @@ class ArrowOracle(Oracle):
     """The oracle with ddflow fed Arrow tables (DuckDB's types) where ``arrow`` says so."""
 
     def __init__(self, ddl: Any, arrow: bool) -> None:
-        super().__init__(ddl)
-        self.arrow = arrow
+        super().__init__(ddl, arrow=arrow)
         self.batches = 0
 
     def apply(self, changes: Any) -> None:
@@ -54,9 +53,7 @@ class ArrowOracle(Oracle):
             schema = self.schemas[c.table]
             given: Any = rows
             if self.arrow:
-                given = pa.Table.from_pylist(
-                    [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
-                )
+                given = self.arrow_table(c.table, rows)
                 self.batches += 1
                 if self.batches % 2:
                     given = given.select(schema.names[::-1])  # (columns matched by name)
@@ -65,9 +62,7 @@ class ArrowOracle(Oracle):
                 self.tables[c.table].extend(rows)
             else:
                 self.db.delete(c.table, given)
-                cur = self.tables[c.table]
-                for r in rows:
-                    cur.remove(r)
+                self.remove_rows(c.table, rows)
 
 
 def _rows(rng: random.Random, n: int, k0: int) -> list[tuple[Any, ...]]:

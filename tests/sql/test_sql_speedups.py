@@ -99,21 +99,8 @@ def _commits() -> list[list[Ins | Del]]:
 class ArrowOracle(Oracle):
     """The oracle with ddflow fed Arrow tables (DuckDB's types) instead of tuples."""
 
-    def apply(self, changes: Any) -> None:
-        for c in changes:
-            rows = [tuple(r) for r in c.rows]
-            schema = self.schemas[c.table]
-            arr = pa.Table.from_pylist(
-                [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
-            )
-            if isinstance(c, Ins):
-                self.db.insert(c.table, arr)
-                self.tables[c.table].extend(rows)
-            else:
-                self.db.delete(c.table, arr)
-                cur = self.tables[c.table]
-                for r in rows:
-                    cur.remove(r) if r in cur else None
+    def __init__(self, ddl: Any, dialect: str = "spark") -> None:
+        super().__init__(ddl, dialect, arrow=True)
 
 
 def _prefilter_of(explain: str) -> str:
