@@ -3,7 +3,8 @@ union of its intervals (overlapping and adjacent intervals merged), and a two-va
 list of strings decided as an OR of equalities. Both must keep exactly the rows DuckDB
 keeps: NULLs, boundaries, adjacent integers, literals at and beyond the int64 and INT
 ends, columns read in place from Arrow buffers (narrow integers, dates, decimals) and
-converted ones, NULL in an IN list, NOT over an IN list.
+converted ones, NULL in an IN list, NOT over an IN list; string conditions beside number
+conditions evaluated only on the rows those keep.
 """
 
 from __future__ import annotations
@@ -72,6 +73,13 @@ VIEWS = [
     "SELECT k FROM r WHERE s IN ('ab', 'b') AND m = 'x' AND (i = 1 OR i = 2 OR i = 5)",
     "SELECT k FROM r WHERE s IN ('', 'ba') OR m IN ('y', 'zz')",
     "SELECT k FROM r WHERE s IN ('a', 'b', 'ab')",
+    # string conditions beside number conditions that keep few rows: decided on those rows
+    "SELECT k FROM r WHERE i = 3 AND s NOT IN ('a', NULL)",
+    "SELECT k, s FROM r WHERE d >= DATE '1995-06-01' AND d < DATE '1995-07-01' "
+    "AND (s LIKE 'a%' OR m IS NULL)",
+    "SELECT k FROM r WHERE i > 7 AND s = 'ba' AND m <> 'zz'",
+    "SELECT k FROM r WHERE b = 5 AND NOT (s = 'b' OR m = 'x')",
+    "SELECT k FROM r WHERE q > 0 AND s <> 'a'",
     # not an interval union: two columns, <>, stays a plain OR of masks
     "SELECT k FROM r WHERE i < 0 OR b > 3",
     "SELECT k FROM r WHERE i <> 2 OR i = 2",

@@ -377,10 +377,15 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
     TRUE(a OR b) is TRUE(a) | TRUE(b) under three-valued logic, so AND / OR over number
     comparisons combine their masks; an OR of ranges of one column becomes the union of
     its intervals (``range_union``); the string conditions of an AND are evaluated together
-    by Arrow's kernels."""
+    by Arrow's kernels, after its number conditions and only on the rows those keep."""
     if _numeric_part(e, b):
         assert isinstance(e, Call)
         return lambda bb, s: _numeric_mask(e, bb, s)
+    if isinstance(e, Call) and e.op == "and" and not _has_numeric(e, b):
+        # string conditions only: one after another, each on the rows the ones before kept
+        first, *more = conjuncts(e)
+        narrow = [(c, sorted(_columns(c))) for c in more]
+        return lambda bb, s: _strings_where(narrow, bb, _arrow_true(first, bb))
     if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
         if e.op == "or":
             ranges = range_union(e)
@@ -391,12 +396,44 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
             return lambda bb, s: _combine(parts, bb, s, np.logical_or)
         conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
-        rest = _and([p for p in conj if not any(p is q for q in num)])
+        strs = [(p, sorted(_columns(p))) for p in conj if not any(p is q for q in num)]
         parts = [_compile(p, b) for p in num]
-        if rest is not None:
-            parts.append(lambda bb, s, r=rest: _arrow_true(r, bb))
+        if strs:
+            return lambda bb, s: _strings_where(strs, bb, _combine(parts, bb, s, np.logical_and))
         return lambda bb, s: _combine(parts, bb, s, np.logical_and)
     return lambda bb, s: _arrow_true(e, bb)
+
+
+def _strings_where(
+    conds: list[tuple[Expr, list[int]]], b: RowBatch, mask: np.ndarray
+) -> np.ndarray:
+    """``mask`` (the rows an AND's other conditions keep) narrowed to the rows where each
+    string condition of ``conds`` (with the columns it reads) is TRUE too, one condition
+    after another: each is evaluated only on the rows still kept when they are under half
+    the batch (Arrow's kernels then read fewer strings)."""
+    for e, cols in conds:
+        idx = np.flatnonzero(mask)
+        if not len(idx):
+            return mask
+        if 2 * len(idx) >= b.n:
+            mask = mask & _arrow_true(e, b)
+            continue
+        out = np.zeros(b.n, dtype=bool)
+        out[idx] = _arrow_true(e, b.take(idx, only=cols))
+        mask = out
+    return mask
+
+
+def _columns(e: Expr) -> set[int]:
+    """The columns ``e`` reads."""
+    if isinstance(e, Col):
+        return {e.index}
+    if isinstance(e, Call):
+        out: set[int] = set()
+        for a in e.args:
+            out |= _columns(a)
+        return out
+    return set()
 
 
 def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarray:
