@@ -420,7 +420,9 @@ def _batch_from_bytes(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(pa.BufferReader(data))
+    # (one thread: Arrow's reader pool, torn down at interpreter exit while a worker is
+    # still alive, can abort the process after it has finished its work)
+    table = pq.read_table(pa.BufferReader(data), use_threads=False)
     if table.num_rows != n:
         raise CheckpointError(f"a checkpoint batch has {table.num_rows} rows, expected {n}")
     cols = tuple(_decode_column(m, table, n) for m in meta["data"])
