@@ -246,11 +246,15 @@ class Oracle:
             [dict(zip(schema.names, r, strict=True)) for r in rows], schema=schema
         )
 
+    def given(self, table: str, rows: list[tuple[Any, ...]]) -> Any:
+        """What ddflow is fed for ``rows`` of ``table``: the tuples, or an Arrow table."""
+        return self.arrow_table(table, rows) if self.arrow else rows
+
     def apply(self, changes: Iterable[Change]) -> None:
         """Applies changes to ddflow (uncommitted) and to the Python copy of the tables."""
         for c in changes:
             rows = [tuple(r) for r in c.rows]
-            given: Any = self.arrow_table(c.table, rows) if self.arrow else rows
+            given = self.given(c.table, rows)
             if isinstance(c, Ins):
                 self.db.insert(c.table, given)
                 self.tables[c.table].extend(rows)

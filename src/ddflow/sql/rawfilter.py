@@ -20,6 +20,7 @@ import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
+from ddflow.sql.optimize import uses
 from ddflow.sql.plan import Filter, Plan, Scan
 from ddflow.sql.types import BOOLEAN, I64_MAX, I64_MIN
 
@@ -384,7 +385,7 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
     if isinstance(e, Call) and e.op == "and" and not _has_numeric(e, b):
         # string conditions only: one after another, each on the rows the ones before kept
         first, *more = conjuncts(e)
-        narrow = [(c, sorted(_columns(c))) for c in more]
+        narrow = [(c, sorted(uses(c))) for c in more]
         return lambda bb, s: _strings_where(narrow, bb, _arrow_true(first, bb))
     if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
         if e.op == "or":
@@ -396,7 +397,7 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
             return lambda bb, s: _combine(parts, bb, s, np.logical_or)
         conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
-        strs = [(p, sorted(_columns(p))) for p in conj if not any(p is q for q in num)]
+        strs = [(p, sorted(uses(p))) for p in conj if not any(p is q for q in num)]
         parts = [_compile(p, b) for p in num]
         if strs:
             return lambda bb, s: _strings_where(strs, bb, _combine(parts, bb, s, np.logical_and))
@@ -422,18 +423,6 @@ def _strings_where(
         out[idx] = _arrow_true(e, b.take(idx, only=cols))
         mask = out
     return mask
-
-
-def _columns(e: Expr) -> set[int]:
-    """The columns ``e`` reads."""
-    if isinstance(e, Col):
-        return {e.index}
-    if isinstance(e, Call):
-        out: set[int] = set()
-        for a in e.args:
-            out |= _columns(a)
-        return out
-    return set()
 
 
 def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarray:
