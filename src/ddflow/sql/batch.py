@@ -24,7 +24,16 @@ import numpy as np
 from ddflow.sql.rows import Field, mask_words, pack
 from ddflow.sql.strings import StringDict
 
-__all__ = ["ArrowCol", "LazyStrings", "Phys", "RowBatch", "low_words_fit", "plain_arrow"]
+__all__ = [
+    "ArrowCol",
+    "LazyStrings",
+    "Phys",
+    "RowBatch",
+    "arrow_bits",
+    "arrow_true",
+    "low_words_fit",
+    "plain_arrow",
+]
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
@@ -33,9 +42,32 @@ def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
     return arr.take(pa.array(idx, type=pa.int64()))
 
 
+def arrow_bits(buf: Any, offset: int, n: int) -> np.ndarray:
+    """Bits ``offset .. offset + n`` of an Arrow bitmap (validity or boolean values) as a
+    numpy ``bool`` array (one unpacking pass; ``to_numpy`` of a boolean array costs
+    several times more)."""
+    raw = np.frombuffer(buf, dtype=np.uint8, count=(offset + n + 7) // 8)
+    return np.unpackbits(raw, count=offset + n, bitorder="little")[offset:].view(bool)
+
+
+def arrow_true(arr: Any) -> np.ndarray:
+    """Where an Arrow boolean array (one chunk) is TRUE (NULL is not)."""
+    bufs = arr.buffers()
+    n, off = len(arr), arr.offset
+    if bufs[1] is None:  # (all NULL, no values)
+        return np.zeros(n, dtype=bool)
+    out = arrow_bits(bufs[1], off, n)
+    if arr.null_count and bufs[0] is not None:
+        out = out & arrow_bits(bufs[0], off, n)
+    return out
+
+
 def _arrow_nulls(arr: Any) -> np.ndarray | None:
     if not arr.null_count:
         return None
+    bufs = arr.buffers() if hasattr(arr, "buffers") else None
+    if bufs and bufs[0] is not None and arr.type.num_fields == 0:
+        return ~arrow_bits(bufs[0], arr.offset, len(arr))
     return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -306,10 +338,34 @@ class RowBatch:
         return self.cols[i].nulls()
 
     def record(
-        self, fields: Sequence[Field], idxs: Sequence[int], strings: StringDict
+        self,
+        fields: Sequence[Field],
+        idxs: Sequence[int],
+        strings: StringDict,
+        rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
-        """Dataflow records of the columns ``idxs`` (values, then null masks)."""
+        """Dataflow records of the columns ``idxs`` (values, then null masks); with
+        ``rows`` (a boolean mask), of the rows it marks only (``pack`` zeroes the slots of
+        NULLs, which hold anything in an Arrow buffer)."""
         sub = [fields[i] for i in idxs]
-        vals = [self.column(i, strings) for i in idxs]
-        nulls = [self.null(i) for i in idxs]
-        return pack(vals, nulls, mask_words(sub), self.n)
+        if rows is None:
+            vals = [self.column(i, strings) for i in idxs]
+            nulls = [self.null(i) for i in idxs]
+            return pack(vals, nulls, mask_words(sub), self.n)
+        vals, nulls = [], []
+        for i in idxs:
+            c = self.cols[i]
+            nl = c.nulls()
+            if nl is not None:
+                nl = nl[rows]
+            raw = c.in_place() if isinstance(c, ArrowCol) and c._v is None else None
+            if raw is not None:
+                # read in place and taken in one pass (no converted copy of every row)
+                v = raw[rows]
+                if v.dtype != np.int64:
+                    v = v.astype(np.int64)
+            else:
+                v = c.values(strings)[rows]
+            vals.append(v)
+            nulls.append(nl if nl is not None and nl.any() else None)
+        return pack(vals, nulls, mask_words(sub), int(np.count_nonzero(rows)))

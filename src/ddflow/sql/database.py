@@ -88,10 +88,13 @@ class _Table:
         #: planner orders joins by them, so a wrong declaration costs speed, not answers)
         self.keys: list[frozenset[int]] = []
 
-    def records(self, b: RowBatch, idxs: Sequence[int] | None = None) -> tuple[np.ndarray, ...]:
-        """Dataflow records of the columns ``idxs`` (all by default) of ``b``."""
+    def records(
+        self, b: RowBatch, idxs: Sequence[int] | None = None, rows: np.ndarray | None = None
+    ) -> tuple[np.ndarray, ...]:
+        """Dataflow records of the columns ``idxs`` (all by default) of ``b``, of the rows
+        the boolean mask ``rows`` marks (all by default)."""
         return b.record(
-            self.fields, range(len(self.fields)) if idxs is None else idxs, self.strings
+            self.fields, range(len(self.fields)) if idxs is None else idxs, self.strings, rows
         )
 
     def from_records(self, cols: Sequence[np.ndarray], n: int) -> RowBatch:
@@ -1038,10 +1041,10 @@ def _feed(
             if not len(idx):
                 return
             if 4 * len(idx) >= b.n:
-                # most rows kept: the columns are converted whole and the records taken
-                # (cheaper than taking Arrow arrays, strings among them, and converting)
-                recs = t.records(b, pick)
-                session.insert_columns(tuple(c[idx] for c in recs), diffs=np.asarray(diffs)[idx])
+                # most rows kept: the kept rows of each column read at once (cheaper than
+                # taking Arrow arrays, strings among them, and converting)
+                recs = t.records(b, pick, rows=mask)
+                session.insert_columns(recs, diffs=np.asarray(diffs)[mask])
                 return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
 from ddflow.sql.optimize import uses
 from ddflow.sql.plan import Filter, Plan, Scan
@@ -416,13 +416,35 @@ def _strings_where(
         idx = np.flatnonzero(mask)
         if not len(idx):
             return mask
-        if 2 * len(idx) >= b.n:
+        if _CHEAP_ROWS * len(idx) >= b.n or _cheap(e):
             mask = mask & _arrow_true(e, b)
             continue
         out = np.zeros(b.n, dtype=bool)
         out[idx] = _arrow_true(e, b.take(idx, only=cols))
         mask = out
     return mask
+
+
+#: a string condition is evaluated on the rows still kept, taken out of the batch, when
+#: they are under 1 in this many of the batch's rows (taking strings out costs about what
+#: an equality on every row costs)
+_CHEAP_ROWS = 2
+
+
+def _cheap(e: Expr) -> bool:
+    """Whether a string condition costs Arrow's kernels about one pass over the column's
+    offsets and bytes (equalities, short IN lists, NULL tests and their AND / OR / NOT):
+    evaluating it on every row is then cheaper than taking the kept rows out first. LIKE
+    and substring tests on long strings are not."""
+    if isinstance(e, Col | Lit):
+        return True
+    if not isinstance(e, Call):
+        return False
+    if e.op in ("and", "or", "not", "is_null", "is_not_null", "eq", "ne"):
+        return all(_cheap(a) for a in e.args)
+    if e.op == "in":
+        return len(e.extra) <= _FEW
+    return False
 
 
 def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarray:
@@ -540,13 +562,13 @@ def _in_spans(
 def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
     """Where a string condition is TRUE (evaluated by Arrow's kernels)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     out = _eval(e, b)
     if isinstance(out, pa.Scalar):  # a condition without columns
         return np.full(b.n, bool(out.as_py()), dtype=bool)
-    sm = pc.fill_null(out, False) if out.null_count else out
-    return np.asarray(sm.to_numpy(zero_copy_only=False), dtype=bool)
+    if isinstance(out, pa.ChunkedArray):
+        out = out.combine_chunks()
+    return arrow_true(out)
 
 
 def _has_numeric(e: Expr, b: RowBatch) -> bool:
@@ -570,6 +592,23 @@ def _column(b: RowBatch, i: int) -> Any:
 #: the longest IN list of strings evaluated as an OR of equalities
 _FEW = 2
 
+#: Arrow scalars of string literals by identity of the value (making one costs a few
+#: microseconds, as much as comparing a thousand rows)
+_SCALARS: dict[tuple[int, bool], tuple[Any, Any]] = {}
+
+
+def _scalar(v: Any, string: bool = True) -> Any:
+    got = _SCALARS.get((id(v), string))
+    if got is not None and got[0] is v:
+        return got[1]
+    import pyarrow as pa
+
+    s = pa.scalar(v, type=pa.string() if string else pa.bool_())
+    if len(_SCALARS) > 4096:
+        _SCALARS.clear()
+    _SCALARS[id(v), string] = (v, s)
+    return s
+
 
 def _eval(e: Expr, b: RowBatch) -> Any:
     import pyarrow as pa
@@ -578,7 +617,7 @@ def _eval(e: Expr, b: RowBatch) -> Any:
     if isinstance(e, Col):
         return _column(b, e.index)
     if isinstance(e, Lit):
-        return pa.scalar(e.value, type=pa.bool_() if e.type == BOOLEAN else pa.string())
+        return _scalar(e.value, e.type != BOOLEAN)
     assert isinstance(e, Call)
     op = e.op
     if op == "and":
@@ -610,9 +649,9 @@ def _eval(e: Expr, b: RowBatch) -> Any:
         if 0 < len(vals) <= _FEW:
             # a short list: an OR of equalities (NULL where the column is), about half
             # the time of a set lookup on 10k rows for two values
-            hit = pc.equal(col, pa.scalar(vals[0], pa.string()))
+            hit = pc.equal(col, _scalar(vals[0]))
             for v in vals[1:]:
-                hit = pc.or_kleene(hit, pc.equal(col, pa.scalar(v, pa.string())))
+                hit = pc.or_kleene(hit, pc.equal(col, _scalar(v)))
             if any(v is None for v in e.extra):
                 hit = pc.if_else(hit, True, pa.scalar(None, pa.bool_()))
             return hit
