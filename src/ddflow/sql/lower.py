@@ -215,10 +215,13 @@ class Lowering:
         null_safe: bool,
         row: bool = True,
         drop: tuple[int, ...] = (),
+        stages: list[tuple[Any, ...]] | None = None,
     ) -> Any:
         """``(key, row)`` records (rows with a NULL key dropped unless ``null_safe``);
         ``row=False`` gives ``(key, ())``-like ``(key, 0)`` records; the row's values at
-        positions ``drop`` (which equal key columns) are left out of it."""
+        positions ``drop`` (which equal key columns) are left out of it. ``stages``
+        (``chain``'s filters and projections) are applied first, in the same operator:
+        ``fields`` are then their output's."""
         ctx = self.ctx
         win = _width(fields)
         kw = len(keys)
@@ -226,7 +229,18 @@ class Lowering:
         dropped = set(drop)
 
         def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
-            fr = Frame(view, win)
+            if stages:
+                taken, cols, n = run_stages(view, stages, ctx)
+                view = tuple(cols)
+                fr = Frame(view, win, n)
+                if taken is not None:
+                    rows, out = keyed_rows(fr, view)
+                    return taken[rows], out
+            else:
+                fr = Frame(view, win)
+            return keyed_rows(fr, view)
+
+        def keyed_rows(fr: Frame, view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
             kv = []
             gone = None
             kn = []
@@ -307,10 +321,23 @@ class Lowering:
                 return select_columns(full(k, v), in_fields, idxs)
 
             return arr, rows
+        if (
+            isinstance(plan, (Filter, Project))
+            and ("rel", plan, id(env.scope), tuple(sorted(env.rec))) not in self.memo
+        ):
+            # filters and projections below the arrangement run in its keying operator
+            base, stages = chain(plan, self, env)
+            if stages:
+                return self._keyed_arrangement(base, plan.fields, keys, null_safe, stages)
         return self._keyed_arrangement(self.lower(plan, env), plan.fields, keys, null_safe)
 
     def _keyed_arrangement(
-        self, coll: Any, fields: tuple[Field, ...], keys: tuple[Expr, ...], null_safe: bool
+        self,
+        coll: Any,
+        fields: tuple[Field, ...],
+        keys: tuple[Expr, ...],
+        null_safe: bool,
+        stages: list[tuple[Any, ...]] | None = None,
     ) -> tuple[Any, Any]:
         nullable = null_safe and any(k.nullable for k in keys)
         src: dict[int, int] = {}  # row position -> the key column holding its value
@@ -319,7 +346,7 @@ class Lowering:
                 if isinstance(k, Col) and k.index not in src:
                     src[k.index] = j
         drop = tuple(sorted(src))
-        arr = self.keyed(coll, fields, keys, null_safe, drop=drop).arrange_by_key()
+        arr = self.keyed(coll, fields, keys, null_safe, drop=drop, stages=stages).arrange_by_key()
         if not drop:
             return arr, lambda k, v: v
         width = len(fields) + mask_words(fields)
