@@ -416,7 +416,7 @@ def _strings_where(
         idx = np.flatnonzero(mask)
         if not len(idx):
             return mask
-        if _CHEAP_ROWS * len(idx) >= b.n or _cheap(e):
+        if _subset_under(e) * len(idx) >= b.n:
             mask = mask & _arrow_true(e, b)
             continue
         out = np.zeros(b.n, dtype=bool)
@@ -425,26 +425,38 @@ def _strings_where(
     return mask
 
 
-#: a string condition is evaluated on the rows still kept, taken out of the batch, when
-#: they are under 1 in this many of the batch's rows (taking strings out costs about what
-#: an equality on every row costs)
-_CHEAP_ROWS = 2
+def _subset_under(e: Expr) -> int:
+    """A string condition is evaluated on the rows still kept, taken out of the batch,
+    when they are under 1 in this many of the batch's rows, else on every row. Taking
+    strings out costs about half an equality over every row, so a single equality is worth
+    it only on a few rows, an IN list of a few values on a fifth of them, LIKE and
+    substring tests (many bytes per row) on up to half."""
+    k = _passes(e)
+    if k is None or k > 2:
+        return 2
+    return 16 if k == 1 else 5
 
 
-def _cheap(e: Expr) -> bool:
-    """Whether a string condition costs Arrow's kernels about one pass over the column's
-    offsets and bytes (equalities, short IN lists, NULL tests and their AND / OR / NOT):
-    evaluating it on every row is then cheaper than taking the kept rows out first. LIKE
-    and substring tests on long strings are not."""
+def _passes(e: Expr) -> int | None:
+    """How many passes of an equality over the column a string condition costs (NULL
+    tests and NOT cost none; None for LIKE and other tests that read many bytes per row)."""
     if isinstance(e, Col | Lit):
-        return True
+        return 0
     if not isinstance(e, Call):
-        return False
-    if e.op in ("and", "or", "not", "is_null", "is_not_null", "eq", "ne"):
-        return all(_cheap(a) for a in e.args)
+        return None
+    if e.op in ("eq", "ne"):
+        return 1
     if e.op == "in":
-        return len(e.extra) <= _FEW
-    return False
+        return len(e.extra) if len(e.extra) <= _FEW else None
+    if e.op in ("and", "or", "not", "is_null", "is_not_null"):
+        total = 0
+        for a in e.args:
+            k = _passes(a)
+            if k is None:
+                return None
+            total += k
+        return total
+    return None
 
 
 def _combine(parts: list[Mask], b: RowBatch, strings: Any, op: Any) -> np.ndarray:
