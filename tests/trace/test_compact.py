@@ -14,7 +14,7 @@ from ddflow.core.diff import INT_DIFF, diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
 from ddflow.trace.batch import COMPACT_MIN_ROWS, Description, TraceBatch, compact_column
-from ddflow.trace.merge import Merge, merge_all
+from ddflow.trace.merge import MIN_CHUNK_ROWS, Merge, merge_all
 from ddflow.trace.spine import Spine, key_sums
 
 
@@ -354,3 +354,23 @@ def test_consolidate_compact_equals_plain(n, diff):
             assert comp.times.strides[0] == 0 and comp.times.base.shape == (1, 1)
     u = Updates((k, v), rng.integers(0, 3, (n, 1)), np.full(n, diff, np.int64), INT_DIFF)
     _same_updates(consolidate(u), consolidate(u, compact=True))
+
+
+def test_fuel_in_small_amounts_makes_chunks_worth_their_cost():
+    """A merge fed a few rows of fuel at a time banks it and works in chunks of at least
+    ``MIN_CHUNK_ROWS`` rows (the last excepted), never in chunks of a few rows; the result
+    is the merge done at once."""
+    a = _static(20_000, seed=1, keys=3000)
+    b = _static(12_000, seed=2, keys=3000, time=1)
+    s = Antichain.of([(0,)], 1)
+    at_once = merge_all([a, b], s)
+    m = Merge(a, b, s)
+    sizes = []
+    calls = 0
+    while not m.work(300):
+        calls += 1
+        sizes = [len(c) for c in m.chunks]
+    assert calls > 10
+    # a chunk takes about half its fuel from one batch, up to a key's boundary
+    assert sizes and all(n >= MIN_CHUNK_ROWS // 4 for n in sizes), sizes
+    assert m.result is not None and _rows(m.result) == _rows(at_once)

@@ -35,6 +35,12 @@ from ddflow.trace.batch import Description, TraceBatch, merged_bound
 __all__ = ["Merge", "merge_all"]
 
 
+#: the fewest rows a merge in progress works through in one chunk (unless fewer remain):
+#: each chunk costs tens of numpy calls, and without a floor the last of a call's fuel
+#: went on chunks of a few rows each
+MIN_CHUNK_ROWS = 2048
+
+
 class Merge:
     """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
 
@@ -64,12 +70,22 @@ class Merge:
         self.ka, self.kb = ka_end, kb_end
 
     def work(self, fuel: int) -> bool:
-        """Merge about ``fuel`` more rows; return whether the merge is complete."""
+        """Merge about ``fuel`` more rows; return whether the merge is complete. Fuel too
+        little for a chunk worth its fixed cost (under ``MIN_CHUNK_ROWS``, while more rows
+        than that remain) is banked in ``credit`` and spent by the next call."""
         a, b = self.a, self.b
         na, nb = a.num_keys, b.num_keys
+        fuel += self.credit
+        self.credit = 0
         while self.result is None:
             if fuel <= 0:
                 return False
+            if fuel < MIN_CHUNK_ROWS:
+                left = int(a.bounds[na]) - int(a.bounds[self.ka])
+                left += int(b.bounds[nb]) - int(b.bounds[self.kb])
+                if fuel < left:
+                    self.credit = fuel
+                    return False
             if self.ka >= na or self.kb >= nb or fuel >= self.size or a.keys.dtype != b.keys.dtype:
                 # (keys of two representations, e.g. int64 and Python ints, are not
                 # compared to cut chunks: the whole merge is one chunk, made exact by

@@ -175,8 +175,8 @@ class Spine:
                 # Small amounts of fuel are banked so Python overhead is paid per large chunk.
                 entry.credit += fuel
                 if entry.credit >= 4096 or entry.credit >= entry.size:
-                    done = entry.work(entry.credit)
-                    entry.credit = 0
+                    spend, entry.credit = entry.credit, 0
+                    done = entry.work(spend)  # (banks in ``credit`` what it does not spend)
                     if done:
                         assert entry.result is not None
                         self.stack[i] = entry.result
