@@ -288,7 +288,8 @@ class TraceBatch:
             self.bounds = np.array([*first, n], dtype=np.int32)
         else:
             starts = run_starts(kcols, n)
-            self.keys = key_index([c[starts] for c in kcols])
+            # (every key on one row: the key columns are the index as they are)
+            self.keys = key_index(kcols if len(starts) == n else [c[starts] for c in kcols])
             bounds = np.empty(starts.shape[0] + 1, dtype=np.int32 if n < 2**31 else np.int64)
             bounds[:-1] = starts
             bounds[-1] = n
