@@ -656,19 +656,23 @@ def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
     """``linear_value``'s decimal average on a few rows, value for value the same:
     ``round(total * 10^k / count)`` half away from zero (``total / count`` when ``k < 0``),
     0 where the count is 0 (unless a quotient does not fit 64 bits)."""
-    from ddflow.sql.expr import _py_div_half_up
-
     f = 10**k if k >= 0 else 1
-    counts = cnt.tolist()
-    out = np.empty(len(counts), dtype=object)
-    out[:] = [
-        _py_div_half_up(int(x) * f, c if c else 1)
-        for x, c in zip(total.tolist(), counts, strict=True)
-    ]
-    r = _narrow(out)
-    if r.dtype != object:
-        r[cnt == 0] = 0
-    return r
+    vals: list[int] = []
+    for x, c in zip(total.tolist(), cnt.tolist(), strict=True):
+        if not c:
+            vals.append(0)
+            continue
+        n = int(x) * f
+        q, r = divmod(-n if n < 0 else n, -c if c < 0 else c)
+        if 2 * r >= (-c if c < 0 else c):
+            q += 1
+        vals.append(-q if (n < 0) != (c < 0) else q)
+    try:
+        return np.array(vals, dtype=np.int64)
+    except OverflowError:
+        out = np.empty(len(vals), dtype=object)
+        out[:] = vals
+        return out
 
 
 def _check_range(v: np.ndarray) -> None:
