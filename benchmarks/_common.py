@@ -145,9 +145,37 @@ def _git_revision(path: str) -> str | None:
     return out.stdout.strip() or None if out.returncode == 0 else None
 
 
+def ddflow_source() -> dict[str, Any] | None:
+    """Where the ``ddflow`` that runs was imported from (``PYTHONPATH`` may point at another
+    checkout than this folder's), its git commit and whether its ``src`` differs from that
+    commit; None if ``ddflow`` is not importable."""
+    try:
+        import ddflow
+    except ImportError:
+        return None
+    src = os.path.dirname(os.path.dirname(os.path.abspath(ddflow.__file__)))
+
+    def git(*cmd: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", src, *cmd], capture_output=True, text=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--", ".")
+    return {
+        "path": src,
+        "commit": git("rev-parse", "--short", "HEAD"),
+        "modified": None if status is None else bool(status),
+    }
+
+
 def machine_info(extra_modules: Iterable[str] = ("ddflow", "matplotlib")) -> dict[str, Any]:
     """What the numbers were measured on: CPU count and model, memory, Python, numpy, the
-    versions of ``extra_modules`` (None if not importable) and the repo's git revision."""
+    versions of ``extra_modules`` (None if not importable), the git revision of this
+    folder's checkout (the benchmark scripts) and ``ddflow_source`` (the engine that ran)."""
     try:
         affinity = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -176,6 +204,7 @@ def machine_info(extra_modules: Iterable[str] = ("ddflow", "matplotlib")) -> dic
         "python_implementation": platform.python_implementation(),
         "numpy": _version_of("numpy"),
         "git_revision": _git_revision(os.path.dirname(os.path.abspath(__file__))),
+        "ddflow_source": ddflow_source(),
     }
     for name in extra_modules:
         info[name] = _version_of(name)

@@ -30,7 +30,6 @@ import time
 from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -683,14 +682,14 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
     and a table on stderr."""
     import duckdb
 
-    from _common import emit_json, log, machine_info, median
+    from _common import ddflow_source, emit_json, log, machine_info, median
     from ddflow.tpch.queries import QUERIES
     from ddflow.tpch.stream import make_stream
     from ddflow.tpch.tables import load_tables
 
     nums = sorted(_QUERIES) if args.queries == "all" else [int(x) for x in args.queries.split(",")]
     batch = int(args.batches.split(",")[0])
-    source = _source_revision()  # what is imported now is what runs
+    source = ddflow_source()  # what is imported now is what runs
     t0 = time.perf_counter()
     data = load_tables(args.sf)
     raw = raw_tables(args.sf)
@@ -755,36 +754,6 @@ def sql_benchmark(args: Any) -> dict[str, Any]:
     if not args.quiet:
         sys.stderr.write(table(doc) + "\n")
     return doc
-
-
-def _source_revision() -> dict[str, Any]:
-    """Where the ``ddflow`` that ran was imported from, its git commit and whether its
-    ``src`` differs from that commit (``machine_info`` names this folder's commit)."""
-    import subprocess
-
-    import ddflow
-
-    src = Path(ddflow.__file__).resolve().parents[1]
-
-    def git(*cmd: str) -> str | None:
-        try:
-            out = subprocess.run(
-                ["git", "-C", str(src), *cmd],
-                capture_output=True,
-                text=True,
-                timeout=10,
-                check=False,
-            )
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    status = git("status", "--porcelain", "--", ".")
-    return {
-        "path": str(src),
-        "commit": git("rev-parse", "--short", "HEAD"),
-        "modified": None if status is None else bool(status),
-    }
 
 
 def _line(e: dict[str, Any]) -> str:
