@@ -14,6 +14,7 @@ row is kept when the condition is TRUE).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -377,8 +378,8 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
     strings decided once, not per batch). TRUE(a AND b) is TRUE(a) & TRUE(b) and
     TRUE(a OR b) is TRUE(a) | TRUE(b) under three-valued logic, so AND / OR over number
     comparisons combine their masks; an OR of ranges of one column becomes the union of
-    its intervals (``range_union``); the string conditions of an AND are evaluated together
-    by Arrow's kernels, after its number conditions and only on the rows those keep."""
+    its intervals (``range_union``); the string conditions of an AND are evaluated by
+    Arrow's kernels after its number conditions, one after another (``_strings_where``)."""
     if _numeric_part(e, b):
         assert isinstance(e, Call)
         return lambda bb, s: _numeric_mask(e, bb, s)
@@ -410,8 +411,8 @@ def _strings_where(
 ) -> np.ndarray:
     """``mask`` (the rows an AND's other conditions keep) narrowed to the rows where each
     string condition of ``conds`` (with the columns it reads) is TRUE too, one condition
-    after another: each is evaluated only on the rows still kept when they are under half
-    the batch (Arrow's kernels then read fewer strings)."""
+    after another: each is evaluated only on the rows still kept, taken out of the batch,
+    when they are few enough for that to cost less (``_subset_under``)."""
     for e, cols in conds:
         idx = np.flatnonzero(mask)
         if not len(idx):
@@ -604,22 +605,14 @@ def _column(b: RowBatch, i: int) -> Any:
 #: the longest IN list of strings evaluated as an OR of equalities
 _FEW = 2
 
-#: Arrow scalars of string literals by identity of the value (making one costs a few
-#: microseconds, as much as comparing a thousand rows)
-_SCALARS: dict[tuple[int, bool], tuple[Any, Any]] = {}
 
-
+@functools.lru_cache(maxsize=4096)
 def _scalar(v: Any, string: bool = True) -> Any:
-    got = _SCALARS.get((id(v), string))
-    if got is not None and got[0] is v:
-        return got[1]
+    """The Arrow scalar of a string (or boolean) literal, made once (making one costs a
+    few microseconds, as much as comparing a thousand rows)."""
     import pyarrow as pa
 
-    s = pa.scalar(v, type=pa.string() if string else pa.bool_())
-    if len(_SCALARS) > 4096:
-        _SCALARS.clear()
-    _SCALARS[id(v), string] = (v, s)
-    return s
+    return pa.scalar(v, type=pa.string() if string else pa.bool_())
 
 
 def _eval(e: Expr, b: RowBatch) -> Any:

@@ -35,6 +35,10 @@ from ddflow.trace.batch import Description, TraceBatch, merged_bound
 __all__ = ["Merge", "merge_all"]
 
 
+#: fuel (rows) a merge in progress collects before it works at all, unless the whole
+#: merge is smaller: Python's overhead is then paid per large chunk
+MIN_WORK_ROWS = 4096
+
 #: the fewest rows a merge in progress works through in one chunk (unless fewer remain):
 #: each chunk costs tens of numpy calls, and without a floor the last of a call's fuel
 #: went on chunks of a few rows each
@@ -70,13 +74,17 @@ class Merge:
         self.ka, self.kb = ka_end, kb_end
 
     def work(self, fuel: int) -> bool:
-        """Merge about ``fuel`` more rows; return whether the merge is complete. Fuel too
-        little for a chunk worth its fixed cost (under ``MIN_CHUNK_ROWS``, while more rows
-        than that remain) is banked in ``credit`` and spent by the next call."""
+        """Merge about ``fuel`` more rows; return whether the merge is complete. Fuel is
+        banked in ``credit`` and spent by a later call while there is too little of it to
+        start (under ``MIN_WORK_ROWS``) or for a chunk worth its fixed cost (under
+        ``MIN_CHUNK_ROWS``), unless it would finish the merge."""
         a, b = self.a, self.b
         na, nb = a.num_keys, b.num_keys
         fuel += self.credit
         self.credit = 0
+        if fuel < MIN_WORK_ROWS and fuel < self.size:
+            self.credit = fuel
+            return False
         while self.result is None:
             if fuel <= 0:
                 return False

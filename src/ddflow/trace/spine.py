@@ -171,16 +171,11 @@ class Spine:
             return  # merges complete when they start
         fuel = self.effort * max(n, 1)
         for i, entry in enumerate(self.stack):
-            if isinstance(entry, Merge):
-                # Small amounts of fuel are banked so Python overhead is paid per large chunk.
-                entry.credit += fuel
-                if entry.credit >= 4096 or entry.credit >= entry.size:
-                    spend, entry.credit = entry.credit, 0
-                    done = entry.work(spend)  # (banks in ``credit`` what it does not spend)
-                    if done:
-                        assert entry.result is not None
-                        self.stack[i] = entry.result
-                        self._merged((entry.a, entry.b), entry.since, entry.result)
+            # (a merge banks small amounts of fuel itself, to work in large chunks)
+            if isinstance(entry, Merge) and entry.work(fuel):
+                assert entry.result is not None
+                self.stack[i] = entry.result
+                self._merged((entry.a, entry.b), entry.since, entry.result)
 
     @staticmethod
     def _size(entry: TraceBatch | Merge) -> int:
