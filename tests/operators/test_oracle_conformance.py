@@ -88,6 +88,19 @@ def upto(x: int) -> list[int]:
     return list(range(x % 3))
 
 
+def upto_columns(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``upto`` over columns: row ``i`` gives ``0 .. x[i] % 3 - 1``."""
+    counts = x % 3
+    rows = np.repeat(np.arange(len(x)), counts)
+    starts = np.cumsum(counts) - counts
+    return rows, np.arange(len(rows)) - np.repeat(starts, counts)
+
+
+def affine_each(x: np.ndarray) -> tuple[None, np.ndarray]:
+    """``affine`` as a flat map with one output per input row (rows None)."""
+    return None, affine(x)
+
+
 def explode_int(x: int) -> list[tuple[int, int]]:
     # Diff x - 1 is zero for x == 1: such an output must vanish.
     return [(x % 2, x - 1), (x, 1)]
@@ -376,6 +389,18 @@ CASES = [
         lambda a: O.filter(a, key_le_val),
     ),
     Case("flat_map", (S,), lambda a: a.flat_map(upto), lambda a: O.flat_map(a, upto)),
+    Case(
+        "flat_map_vectorized",
+        (S,),
+        lambda a: a.flat_map(columns_only(upto_columns), vectorized=True),
+        lambda a: O.flat_map(a, upto),
+    ),
+    Case(
+        "flat_map_vectorized_one_each",
+        (S,),
+        lambda a: a.flat_map(columns_only(affine_each), vectorized=True),
+        lambda a: O.map(a, affine),
+    ),
     Case("explode", (S,), lambda a: a.explode(explode_int), lambda a: O.explode(a, explode_int)),
     Case(
         "explode_pair_diff",

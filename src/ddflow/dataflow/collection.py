@@ -140,7 +140,9 @@ class Collection:
         name: str | None = None,
     ) -> Collection:
         """Each record becomes the records of the iterable ``f(x)`` (``shape``: the output
-        records' shape, as for ``map``)."""
+        records' shape, as for ``map``). Vectorized, ``f(cols)`` returns ``(rows,
+        out_cols)``: the input row of each output record (an int array, or None for one
+        output per input row) and the output columns."""
         op = FlatMap(self.worker, self.stream, f, vectorized, name)
         return self._wrap(_declare(op, shape), self.diff_type)
 

@@ -132,7 +132,8 @@ class Filter(_PerBatch):
 
 class FlatMap(_PerBatch):
     """Per record ``f(x)`` returns an iterable of records; vectorized ``f(cols)`` returns
-    ``(rows, out_cols)``: the input row of each output record and the output columns."""
+    ``(rows, out_cols)``: the input row of each output record and the output columns
+    (``rows`` None: one output record per input row, in order)."""
 
     name = "flat_map"
 
@@ -151,6 +152,11 @@ class FlatMap(_PerBatch):
         try:
             if self.vectorized:
                 rows, view = self.f(self.in_layout.view(u.data))
+                if rows is None:
+                    layout = self.output.layout or layout_of_view(view)
+                    return Updates(
+                        layout.from_view(view, len(u)), u.times, u.diffs, u.diff_type
+                    ), layout
                 rows = np.asarray(rows, dtype=np.int64)
             else:
                 outs: list[Any] = []

@@ -577,9 +577,12 @@ def _finish(
             )
             vals.append(v)
             nulls.append(nl)
-        return pack(vals, nulls, words, m)
+        return keep, pack(vals, nulls, words, m)
 
-    return combined.map(out, vectorized=True, name="aggregates")
+    # A group whose row count is 0 is no group: it can still be a record of the totals when
+    # a floating-point sum did not return to exactly 0 as its rows left, and its output row
+    # is dropped (a flat map, so the operator may put out fewer rows than it takes).
+    return combined.flat_map(out, vectorized=True, name="aggregates")
 
 
 def linear_value(
