@@ -36,6 +36,7 @@ import selectors
 import socket
 import struct
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ddflow.engine.comm import MeshError, PeerAborted
@@ -124,26 +125,15 @@ class Mesh:
         try:
             for j in range(index):
                 socks[j] = _dial(index, j, addresses[j], secret, handshake_timeout, deadline)
-            missing = set(range(index + 1, peers))
-            while missing:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise MeshError(
-                        f"worker {index}: workers {sorted(missing)} did not connect within "
-                        f"{setup_timeout:.0f} s"
-                    )
-                listener.sock.settimeout(left)
-                try:
-                    conn, _ = listener.sock.accept()
-                except TimeoutError:
-                    continue
-                peer = _accept(index, conn, secret, missing, handshake_timeout)
-                if peer is None:
-                    listener.refused += 1
-                    conn.close()
-                    continue
-                missing.discard(peer)
-                socks[peer] = conn
+            _accept_peers(
+                index,
+                listener,
+                secret,
+                set(range(index + 1, peers)),
+                socks,
+                handshake_timeout,
+                deadline,
+            )
         except BaseException:
             for s in socks:
                 if s is not None:
@@ -152,6 +142,76 @@ class Mesh:
         finally:
             listener.close()
         return Mesh(index, socks, timeout)
+
+    @staticmethod
+    def hub(
+        index: int,
+        peers: int,
+        listener: Listener,
+        secret: bytes,
+        *,
+        timeout: float | None = 600.0,
+        handshake_timeout: float = 10.0,
+        setup_timeout: float = 120.0,
+        waiting: Callable[[], None] | None = None,
+    ) -> Mesh:
+        """The centre of a star: member ``index`` accepts one connection from every other of
+        the ``peers`` members (each made with ``Mesh.spoke``); members do not connect to
+        each other. ``waiting`` is called about once a second while members are missing
+        (it may raise to give up). The listener stays open."""
+        socks: list[socket.socket | None] = [None] * peers
+        deadline = time.monotonic() + setup_timeout
+        try:
+            _accept_peers(
+                index,
+                listener,
+                secret,
+                set(range(peers)) - {index},
+                socks,
+                handshake_timeout,
+                deadline,
+                waiting,
+            )
+        except BaseException:
+            for s in socks:
+                if s is not None:
+                    s.close()
+            raise
+        return Mesh(index, socks, timeout)
+
+    @staticmethod
+    def spoke(
+        index: int,
+        peers: int,
+        hub: int,
+        address: tuple[str, int],
+        secret: bytes,
+        *,
+        timeout: float | None = None,
+        handshake_timeout: float = 10.0,
+        setup_timeout: float = 120.0,
+    ) -> Mesh:
+        """Member ``index``'s one connection, to the centre ``hub`` of a star at
+        ``address`` (see ``Mesh.hub``)."""
+        socks: list[socket.socket | None] = [None] * peers
+        deadline = time.monotonic() + setup_timeout
+        socks[hub] = _dial(index, hub, address, secret, handshake_timeout, deadline)
+        return Mesh(index, socks, timeout)
+
+    # -- point to point -------------------------------------------------------------------------
+    def send(self, messages: dict[int, Any]) -> None:
+        """Sends ``messages[j]`` to each member ``j`` (returns once all are written)."""
+        sending = {j: _encode(m) for j, m in messages.items()}
+        for j in sending:
+            if self.socks[j] is None:
+                raise ValueError(f"member {self.index} has no connection to member {j}")
+        self._pump(sending, {}, [None] * self.peers)
+
+    def receive(self, members: list[int]) -> dict[int, Any]:
+        """One message from each of ``members``."""
+        out: list[Any] = [None] * self.peers
+        self._pump({}, {j: _Incoming() for j in members}, out)
+        return {j: out[j] for j in members}
 
     # -- collectives ----------------------------------------------------------------------------
     def exchange(self, parts: list[Any]) -> list[Any]:
@@ -333,6 +393,39 @@ class _Incoming:
             bufs.append(view[pos : pos + ln])
             pos += ln
         return pickle.loads(main, buffers=bufs)
+
+
+def _accept_peers(
+    me: int,
+    listener: Listener,
+    secret: bytes,
+    missing: set[int],
+    socks: list[socket.socket | None],
+    hs_timeout: float,
+    deadline: float,
+    waiting: Callable[[], None] | None = None,
+) -> None:
+    """Accepts authenticated connections from every member of ``missing`` into ``socks``."""
+    while missing:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise MeshError(
+                f"worker {me}: workers {sorted(missing)} did not connect within the set-up time"
+            )
+        listener.sock.settimeout(min(left, 1.0) if waiting is not None else left)
+        try:
+            conn, _ = listener.sock.accept()
+        except TimeoutError:
+            if waiting is not None:
+                waiting()
+            continue
+        peer = _accept(me, conn, secret, missing, hs_timeout)
+        if peer is None:
+            listener.refused += 1
+            conn.close()
+            continue
+        missing.discard(peer)
+        socks[peer] = conn
 
 
 def _dial(

@@ -53,6 +53,7 @@ __all__ = [
     "Output",
     "WorkerResult",
     "check_changes",
+    "JobDriver",
     "drive",
     "merge_results",
     "share_of",
@@ -266,152 +267,227 @@ def drive(
     after a failure) keeps the output it had captured so far; one of an earlier job does
     not, so each job returns the output changes of its own input.
     """
-    config = config if config is not None else JobConfig()
-    time, checkpoint = config.time, config.checkpoint
-    kind = time_kind_of(time)
-    if checkpoint is not None and kind.dim != 1:
-        raise DataError(
-            "checkpointed jobs need int times (Product times have no 'next time' "
-            "to leave the inputs at between jobs)"
-        )
-    hooks = [
-        h
-        for h in (
-            config.on_round,
-            _progress_printer(config.progress) if config.progress and worker.index == 0 else None,
-        )
-        if h is not None
-    ]
-    t0 = kind.unflatten(kind.minimum())
-    names = sorted(logs)
-    sessions = {}
-    colls = {}
-    for name in names:
-        log = logs[name]
-        shape = layout_of_view(log.data) if isinstance(log, Changes) else None
-        s, c = worker.new_collection(time=t0, diff=(config.diffs or {}).get(name, int), shape=shape)
-        sessions[name], colls[name] = s, c
-    outs = build(_Inputs(colls))
-    if not isinstance(outs, Mapping):
-        outs = {"output": outs}
-    for name, c in outs.items():
-        if not isinstance(c, Collection):
+    return JobDriver(worker, build, logs, config, job_id=job_id).feed(logs, final=True)
+
+
+class JobDriver:
+    """A job's dataflow on one worker, fed one log after another: ``drive`` feeds one and
+    finishes; a long-lived job (one that takes new input while it runs) feeds each new
+    log with ``final=False`` and gets the output changes of that log alone.
+
+    The dataflow is built (and restored from ``config.checkpoint`` if it holds one) when
+    the driver is made; ``shapes`` gives each input's log (or any log of the same record
+    shape), the inputs being its keys."""
+
+    def __init__(
+        self,
+        worker: Worker,
+        build: Build,
+        shapes: Mapping[str, Any],
+        config: JobConfig | None = None,
+        *,
+        job_id: str | None = None,
+    ) -> None:
+        config = config if config is not None else JobConfig()
+        self.worker, self.config, self.job_id = worker, config, job_id
+        kind = self.kind = time_kind_of(config.time)
+        if config.checkpoint is not None and kind.dim != 1:
             raise DataError(
-                f"build returned {type(c).__name__} for output {name!r}; "
-                "outputs must be Collections"
+                "checkpointed jobs need int times (Product times have no 'next time' "
+                "to leave the inputs at between jobs)"
             )
-    captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
-    probes = [c.probe() for c in outs.values()]
-
-    fed: int | None = None  # input at times <= fed is in the restored state already
-    restored: dict[str, Any] | None = None
-    if checkpoint is not None and latest_checkpoint(checkpoint) is not None:
-        restored = worker.restore(checkpoint)
-        meta = restored.get("meta") or {}
-        fed = meta.get("fed_through")
-        if meta.get("job") != job_id:
-            for cap in captures.values():
-                cap.clear()  # an earlier job's output: this job returns its own
-
-    # Agree on the rounds: the distinct times of every worker's logs.
-    local_times = {name: _times_of(logs[name], kind) for name in names}
-    keep: dict[str, np.ndarray | None] = {name: None for name in names}
-    if fed is not None:
-        for name in names:
-            k = np.flatnonzero(local_times[name][:, 0] > fed)
-            keep[name] = k
-            local_times[name] = local_times[name][k]
-    mine: set[tuple[int, ...]] = set()
-    for t in local_times.values():
-        if len(t) and kind.dim == 1:
-            mine.update((x,) for x in np.unique(t[:, 0]).tolist())
-        elif len(t):
-            mine.update(map(tuple, np.unique(t, axis=0).tolist()))
-    union: set[tuple[int, ...]] = set()
-    for ts in worker.comm.all_gather(sorted(mine)):
-        union.update(tuple(x) for x in ts)
-    rounds = sorted(union)
-    meets = _suffix_meets(rounds)
-
-    # Per input: rows grouped by round.
-    plan: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
-    for name in names:
-        t = local_times[name]
-        if kind.dim == 1:
-            arr = np.array([r[0] for r in rounds], dtype=np.int64)
-            rix = np.searchsorted(arr, t[:, 0]) if len(t) else np.zeros(0, np.int64)
-        else:
-            index = {r: i for i, r in enumerate(rounds)}
-            uniq, inv = (
-                np.unique(t, axis=0, return_inverse=True)
-                if len(t)
-                else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+        self.hooks = [
+            h
+            for h in (
+                config.on_round,
+                _progress_printer(config.progress)
+                if config.progress and worker.index == 0
+                else None,
             )
-            rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[inv.ravel()]
-        order = np.argsort(rix, kind="stable")
-        bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
-        kept = keep[name]
-        rows = order if kept is None else kept[order]
-        plan[name] = (logs[name], rows, bounds)
-
-    seconds: list[float] = []
-    checkpoints: list[dict[str, Any]] = []
-
-    def behind(t: tuple[int, ...]) -> bool:
-        return any(p.frontier.less_equal(t) for p in probes)
-
-    for r, rt in enumerate(rounds):
-        start = _time.perf_counter()
-        for name in names:
-            log, order, bounds = plan[name]
-            lo, hi = int(bounds[r]), int(bounds[r + 1])
-            if hi > lo:
-                _feed(sessions[name], log, order[lo:hi], kind)
-        nxt = meets[r + 1]
-        if nxt is None and checkpoint is not None:
-            nxt = (rt[0] + 1,)  # stay open for a later job's input
-        for s in sessions.values():
-            if nxt is None:
-                s.close()
-            else:
-                s.advance_to(kind.unflatten(nxt))
-        if kind.dim == 1 and nxt is not None:
-            worker.step_while(lambda: behind(rt), at_least_once=True)
-        else:
-            worker.run()
-        if (
-            checkpoint is not None
-            and config.checkpoint_every > 0
-            and (r + 1) % config.checkpoint_every == 0
-            and r + 1 < len(rounds)
-        ):
-            worker.run()
-            checkpoints.append(
-                worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": int(rt[0])})
+            if h is not None
+        ]
+        t0 = kind.unflatten(kind.minimum())
+        self.names = sorted(shapes)
+        self.sessions: dict[str, Any] = {}
+        colls = {}
+        for name in self.names:
+            log = shapes[name]
+            shape = layout_of_view(log.data) if isinstance(log, Changes) else None
+            s, c = worker.new_collection(
+                time=t0, diff=(config.diffs or {}).get(name, int), shape=shape
             )
-        dt = _time.perf_counter() - start
-        seconds.append(dt)
-        for hook in hooks:
-            hook(RoundReport(worker.index, r, len(rounds), dt))
-    if checkpoint is None:
-        for s in sessions.values():
-            s.close()
-    worker.run()
-    if checkpoint is not None:
-        last = int(rounds[-1][0]) if rounds else fed
-        checkpoints.append(worker.checkpoint(checkpoint, meta={"job": job_id, "fed_through": last}))
-    outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
-    for name, cap in captures.items():
-        outputs[name] = (cap.columns(), cap.inputs[0].layout)
-    stats: dict[str, Any] = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
-    if checkpoint is not None:
-        stats["restored"] = (
-            None
-            if restored is None
-            else {"seq": restored["seq"], "fed_through": fed, "seconds": restored["seconds"]}
+            self.sessions[name], colls[name] = s, c
+        outs = build(_Inputs(colls))
+        if not isinstance(outs, Mapping):
+            outs = {"output": outs}
+        for name, c in outs.items():
+            if not isinstance(c, Collection):
+                raise DataError(
+                    f"build returned {type(c).__name__} for output {name!r}; "
+                    "outputs must be Collections"
+                )
+        self.captures = {name: c.capture(name=f"capture {name}") for name, c in outs.items()}
+        self.probes = [c.probe() for c in outs.values()]
+        #: input at times <= fed is in the dataflow already (restored, or fed earlier)
+        self.fed: int | None = None
+        self.restored: dict[str, Any] | None = None
+        checkpoint = config.checkpoint
+        if checkpoint is not None and latest_checkpoint(checkpoint) is not None:
+            self.restored = worker.restore(checkpoint)
+            meta = self.restored.get("meta") or {}
+            self.fed = meta.get("fed_through")
+            if meta.get("job") != job_id:
+                for cap in self.captures.values():
+                    cap.clear()  # an earlier job's output: this job returns its own
+        self.closed = False
+
+    def checkpoint(self) -> dict[str, Any]:
+        """Writes a checkpoint of the state now (``config.checkpoint`` must be set)."""
+        assert self.config.checkpoint is not None
+        self.worker.run()
+        return self.worker.checkpoint(
+            self.config.checkpoint, meta={"job": self.job_id, "fed_through": self.fed}
         )
-        stats["checkpoints"] = checkpoints
-    return WorkerResult(outputs, seconds, rounds, stats)
+
+    def feed(
+        self, logs: Mapping[str, Any], *, final: bool, checkpoint: bool | None = None
+    ) -> WorkerResult:
+        """Runs the rounds of ``logs`` (this worker's share; input at times the dataflow
+        has already taken is skipped) and returns the output changes since the last feed.
+
+        ``final``: close the inputs after the last round (with a checkpoint directory they
+        stay open and a checkpoint is written instead). Otherwise the inputs stay open past
+        the last time for the next feed; ``checkpoint`` (default: whether the job has a
+        checkpoint directory) writes a checkpoint after the last round."""
+        if self.closed:
+            raise DataError("this job's inputs are closed; it takes no more input")
+        worker, config, kind, names = self.worker, self.config, self.kind, self.names
+        ckdir = config.checkpoint
+        unknown = sorted(set(logs) - set(names))
+        if unknown:
+            raise UnknownInputError(
+                f"input(s) {unknown} are not inputs of this job; its inputs are {names}"
+            )
+        fed = self.fed
+        # Agree on the rounds: the distinct times of every worker's logs.
+        local_times = {
+            name: _times_of(logs[name], kind) if name in logs else np.zeros((0, kind.dim), np.int64)
+            for name in names
+        }
+        keep: dict[str, np.ndarray | None] = {name: None for name in names}
+        if fed is not None:
+            for name in names:
+                k = np.flatnonzero(local_times[name][:, 0] > fed)
+                keep[name] = k
+                local_times[name] = local_times[name][k]
+        mine: set[tuple[int, ...]] = set()
+        for t in local_times.values():
+            if len(t) and kind.dim == 1:
+                mine.update((x,) for x in np.unique(t[:, 0]).tolist())
+            elif len(t):
+                mine.update(map(tuple, np.unique(t, axis=0).tolist()))
+        union: set[tuple[int, ...]] = set()
+        for ts in worker.comm.all_gather(sorted(mine)):
+            union.update(tuple(x) for x in ts)
+        rounds = sorted(union)
+        meets = _suffix_meets(rounds)
+        stay_open = ckdir is not None or not final
+
+        # Per input: rows grouped by round.
+        plan: dict[str, tuple[Any, np.ndarray, np.ndarray]] = {}
+        for name in names:
+            if name not in logs:
+                continue
+            t = local_times[name]
+            if kind.dim == 1:
+                arr = np.array([r[0] for r in rounds], dtype=np.int64)
+                rix = np.searchsorted(arr, t[:, 0]) if len(t) else np.zeros(0, np.int64)
+            else:
+                index = {r: i for i, r in enumerate(rounds)}
+                uniq, inv = (
+                    np.unique(t, axis=0, return_inverse=True)
+                    if len(t)
+                    else (np.zeros((0, kind.dim), np.int64), np.zeros(0, np.int64))
+                )
+                rix = np.array([index[tuple(u)] for u in uniq.tolist()], dtype=np.int64)[
+                    inv.ravel()
+                ]
+            order = np.argsort(rix, kind="stable")
+            bounds = np.searchsorted(rix[order], np.arange(len(rounds) + 1))
+            kept = keep[name]
+            rows = order if kept is None else kept[order]
+            plan[name] = (logs[name], rows, bounds)
+
+        seconds: list[float] = []
+        checkpoints: list[dict[str, Any]] = []
+        probes = self.probes
+
+        def behind(t: tuple[int, ...]) -> bool:
+            return any(p.frontier.less_equal(t) for p in probes)
+
+        for r, rt in enumerate(rounds):
+            start = _time.perf_counter()
+            for name, (log, order, bounds) in plan.items():
+                lo, hi = int(bounds[r]), int(bounds[r + 1])
+                if hi > lo:
+                    _feed(self.sessions[name], log, order[lo:hi], kind)
+            nxt = meets[r + 1]
+            if nxt is None and stay_open:
+                if kind.dim != 1:
+                    raise DataError(
+                        "a job that takes more input later needs int times (Product times "
+                        "have no 'next time' to leave the inputs at)"
+                    )
+                nxt = (rt[0] + 1,)  # stay open for later input
+            for s in self.sessions.values():
+                if nxt is None:
+                    s.close()
+                else:
+                    s.advance_to(kind.unflatten(nxt))
+            if kind.dim == 1:
+                self.fed = int(rt[0])
+            if kind.dim == 1 and nxt is not None:
+                worker.step_while(lambda: behind(rt), at_least_once=True)
+            else:
+                worker.run()
+            if (
+                ckdir is not None
+                and config.checkpoint_every > 0
+                and (r + 1) % config.checkpoint_every == 0
+                and r + 1 < len(rounds)
+            ):
+                checkpoints.append(self.checkpoint())
+            dt = _time.perf_counter() - start
+            seconds.append(dt)
+            for hook in self.hooks:
+                hook(RoundReport(worker.index, r, len(rounds), dt))
+        if not stay_open:
+            for s in self.sessions.values():
+                s.close()
+            self.closed = True
+        worker.run()
+        if ckdir is not None and (final or checkpoint is None or checkpoint):
+            checkpoints.append(self.checkpoint())
+        outputs: dict[str, tuple[Updates | None, Layout | None]] = {}
+        for name, cap in self.captures.items():
+            outputs[name] = (cap.columns(), cap.inputs[0].layout)
+            if not final:
+                cap.clear()  # the next feed returns its own output
+        stats: dict[str, Any] = {"arrangements": worker.stats(), "exchanged": _exchanged(worker)}
+        if ckdir is not None:
+            restored = self.restored
+            stats["restored"] = (
+                None
+                if restored is None
+                else {
+                    "seq": restored["seq"],
+                    "fed_through": restored.get("meta", {}).get("fed_through"),
+                    "seconds": restored["seconds"],
+                }
+            )
+            stats["checkpoints"] = checkpoints
+            self.restored = None  # reported once
+        return WorkerResult(outputs, seconds, rounds, stats)
 
 
 def _exchanged(worker: Worker) -> dict[str, int]:
