@@ -296,10 +296,11 @@ def _job_profile(res: Any) -> dict[str, Any]:
     the rounds and the checkpoint writes (seconds)."""
     stats = res.job.worker_stats
     workers = []
-    job_s = None
+    job_s = read_s = None
     for st in stats:
         if "job_seconds" in st:
             job_s = st["job_seconds"]
+            read_s = st.get("read_seconds")
             continue
         restored = st.get("restored") or {}
         cks = st.get("checkpoints") or []
@@ -316,6 +317,7 @@ def _job_profile(res: Any) -> dict[str, Any]:
     return {
         "phases_s": {k: _r(v) for k, v in res.timings.items()},
         "spark_job_wall_s": _r(job_s),
+        "live_read_changes_s": _r(read_s),
         "rounds_s": [_r(x) for x in res.job.round_seconds],
         "workers": workers,
     }
@@ -329,7 +331,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Runs the benchmark (see the module docstring) and prints its JSON document."""
     from _common import emit_json, log, machine_info
     from ddflow.spark import local_session
-    from ddflow.sql.spark import maintain
+    from ddflow.sql.spark import LiveViews, maintain
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
@@ -354,12 +356,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="skip running the views on Spark before the refresh (saves time at "
         "large SF; Spark's timings then include its first compile)",
     )
+    ap.add_argument(
+        "--live",
+        action="store_true",
+        help="keep the views in a live job (LiveViews: the state stays in the workers' "
+        "memory between refreshes) instead of a maintain call per refresh; the session "
+        "gets one task slot more than --workers",
+    )
     ap.add_argument("--json", default=None, help="also write the JSON document here")
     ap.add_argument("--quiet", action="store_true")
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    spark = local_session(max(2, args.workers), memory=args.memory)
+    spark = local_session(max(2, args.workers + int(args.live)), memory=args.memory)
     log(f"Spark session in {time.perf_counter() - t0:.1f} s", quiet=args.quiet)
     views = tpch_views(args.sf)
     t0 = time.perf_counter()
@@ -374,9 +383,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ck = args.checkpoint or tempfile.mkdtemp(prefix="ddflow-spark-sql-")
     own = args.checkpoint is None
     rng = np.random.default_rng(args.seed)
+    live = None
     try:
         t0 = time.perf_counter()
-        first = maintain(spark, views, tables, workers=args.workers, checkpoint=ck)
+        if args.live:
+            live = LiveViews(spark, views, tables, workers=args.workers, checkpoint=ck)
+            first = live.result
+        else:
+            first = maintain(spark, views, tables, workers=args.workers, checkpoint=ck)
         initial_s = time.perf_counter() - t0
         log(f"initial maintain: {initial_s:.2f} s", quiet=args.quiet)
         refreshes = []
@@ -385,7 +399,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             changed = {n: d.num_rows + i.num_rows for n, (d, i) in changes.items()}
             frames = {n: change_frame(spark, *changes[n], step) for n in changes}
             t0 = time.perf_counter()
-            res = maintain(spark, views, frames, workers=args.workers, checkpoint=ck)
+            if live is not None:
+                res = live.refresh(frames)
+            else:
+                res = maintain(spark, views, frames, workers=args.workers, checkpoint=ck)
             refresh_s = time.perf_counter() - t0
             cur = apply_changes(cur, changes)
             tables = _updated_frames(spark, tables, changes)
@@ -422,6 +439,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "refreshes": refreshes,
         }
     finally:
+        if live is not None:
+            live.close()
         if own:
             shutil.rmtree(ck, ignore_errors=True)
     emit_json(doc, path=args.json)

@@ -2,10 +2,12 @@
 
 The public names of the Spark runtime (``ddflow.runtimes.spark``, which explains how it
 works): ``run_on_spark`` (DataFrames in, DataFrames out), ``spark_job`` (the merged
-``JobResult`` on the driver), ``SparkRuntime`` (the same as a ``Runtime``), ``local_session``
-(a local-mode session set up for ddflow), ``changes_between`` / ``write_changes`` (change
-DataFrames from snapshots, and to Parquet) and their helpers; and from SQL
-(``ddflow.sql.spark``): ``maintain`` (SQL views kept up to date on Spark) and ``Snapshot``.
+``JobResult`` on the driver), ``LiveJob`` (a job that stays up and takes new input while
+it runs), ``SparkRuntime`` (the same as a ``Runtime``), ``local_session`` (a local-mode
+session set up for ddflow), ``changes_between`` / ``write_changes`` (change DataFrames
+from snapshots, and to Parquet) and their helpers; and from SQL (``ddflow.sql.spark``):
+``maintain`` (SQL views kept up to date on Spark), ``LiveViews`` (the same views held in
+memory by a live job between refreshes) and ``Snapshot``.
 
 This module imports pyspark when its functions run; ``import ddflow`` never does. It is the
 top layer (it may import any other): the SQL names are loaded on first use, since
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ddflow.runtimes.spark import (
+    LiveJob,
     SparkJobError,
     SparkResult,
     SparkRuntime,
@@ -33,9 +36,11 @@ from ddflow.runtimes.spark import (
 )
 
 if TYPE_CHECKING:
-    from ddflow.sql.spark import Snapshot, maintain
+    from ddflow.sql.spark import LiveViews, Snapshot, maintain
 
 __all__ = [
+    "LiveJob",
+    "LiveViews",
     "Snapshot",
     "SparkJobError",
     "SparkResult",
@@ -54,7 +59,7 @@ __all__ = [
 ]
 
 #: names this module takes from ``ddflow.sql.spark`` when first read
-_FROM_SQL = ("Snapshot", "maintain")
+_FROM_SQL = ("LiveViews", "Snapshot", "maintain")
 
 
 def __getattr__(name: str) -> Any:

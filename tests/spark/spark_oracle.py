@@ -4,7 +4,8 @@ must equal ``spark.sql(view)`` over the tables' current contents.
 A ``Stream`` holds every table's current contents (a multiset of Python rows and an Arrow
 schema, so Spark sees the exact types) and one or more views. ``refresh(changes)`` applies
 one refresh's changes (``ins``, ``dele``, ``upd``) to the contents, hands them to
-``maintain`` in one of the table source forms (``form``), registers the new contents as temp
+``maintain`` (or, with ``live``, to a ``LiveViews`` job started by the first refresh) in
+one of the table source forms (``form``), registers the new contents as temp
 views and checks, for every view:
 
 - its ``contents`` equal Spark's answer as multisets (``oracle.same_rows`` of the DuckDB
@@ -37,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "sql"))
 
 from oracle import _key, same_rows  # noqa: E402 - after tests/sql is on the path
 
-from ddflow.sql.spark import Maintained, Snapshot, maintain  # noqa: E402
+from ddflow.sql.spark import LiveViews, Maintained, Snapshot, maintain  # noqa: E402
 
 Row = tuple[Any, ...]
 
@@ -260,6 +261,8 @@ class Stream:
     form: str = "rows"
     ordered: Sequence[str] = ()
     on_round: Any = None  # a job hook (a fault to inject)
+    live: bool = False  # keep the views in a LiveViews job instead of a maintain per refresh
+    job: Any = None  # the LiveViews (live streams, after the first refresh)
     contents: dict[str, Counter[Row]] = field(default_factory=dict)
     log: list[dict[str, list[Change]]] = field(default_factory=list)
     last: dict[str, list[Row]] = field(default_factory=dict)
@@ -322,6 +325,15 @@ class Stream:
             extra = {"time": pa.array(times, pa.int64()), "diff": pa.array(tags, pa.int64())}
         return self.spark.createDataFrame(arrow_rows(s, rows, extra))
 
+    def sources(self, changes: Mapping[str, list[Change]] | None, time: int) -> dict[str, Any]:
+        """Every table's source (in ``form``) for ``changes`` at ``time`` (None: every change
+        logged so far, each refresh at its own time)."""
+        if changes is not None:
+            calls = {t: [(time, list(changes.get(t, [])))] for t in self.schemas}
+        else:
+            calls = {t: [(i, c.get(t, [])) for i, c in enumerate(self.log)] for t in self.schemas}
+        return {t: self._source(t, calls[t]) for t in self.schemas}
+
     def refresh(
         self,
         changes: Mapping[str, list[Change]] | None = None,
@@ -337,23 +349,18 @@ class Stream:
         self._apply(changes)
         self.log.append(changes)
         time = len(self.log) - 1
-        if self.checkpoint is not None:
-            calls = {t: [(time, changes.get(t, []))] for t in self.schemas}
+        incremental = self.checkpoint is not None or self.live
+        sources = self.sources(changes if incremental else None, time)
+        settings = dict(workers=self.workers, checkpoint=self.checkpoint, on_round=self.on_round)
+        if self.live and self.job is not None:
+            res = self.job.refresh(sources)
+        elif self.live:
+            self.job = LiveViews(self.spark, self.views, sources, **settings, **kw)
+            res = self.job.result
         else:
-            calls = {t: [(i, c.get(t, [])) for i, c in enumerate(self.log)] for t in self.schemas}
-        sources = {t: self._source(t, calls[t]) for t in self.schemas}
-        res = maintain(
-            self.spark,
-            self.views,
-            sources,
-            workers=self.workers,
-            checkpoint=self.checkpoint,
-            on_round=self.on_round,
-            **kw,
-        )
+            res = maintain(self.spark, self.views, sources, **settings, **kw)
         self.results.append(res)
         if check:
-            incremental = self.checkpoint is not None
             self.last = check_views(
                 self.spark,
                 res,
@@ -366,3 +373,8 @@ class Stream:
                 problems=problems,
             )
         return res
+
+    def close(self) -> None:
+        """Ends the live job (if any)."""
+        if self.job is not None:
+            self.job.close()

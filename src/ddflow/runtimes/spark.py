@@ -32,6 +32,7 @@ This module imports pyspark; ``import ddflow`` does not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import re
@@ -53,6 +54,7 @@ from ddflow.engine.mesh import Listener, Mesh, new_secret
 from ddflow.runtimes.config import Build, JobConfig
 from ddflow.runtimes.job import (
     Changes,
+    JobDriver,
     JobResult,
     Output,
     check_changes,
@@ -67,13 +69,16 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 __all__ = [
+    "LiveJob",
     "SparkJobError",
     "SparkResult",
     "SparkRuntime",
     "changes_between",
     "changes_frame",
     "check_session",
+    "frame_arrow",
     "local_session",
+    "logs_from_tables",
     "output_table",
     "rows_by_input",
     "run_on_spark",
@@ -190,17 +195,27 @@ _INT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
 
 
 def _prepare(
-    inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str]] | None, kind: TimeKind
+    inputs: Mapping[str, DataFrame],
+    columns: Mapping[str, Sequence[str]] | None,
+    kind: TimeKind,
+    order: Sequence[str] | None = None,
 ) -> tuple[DataFrame, dict[str, list[str]]]:
-    """Validate every input and union them into one DataFrame of tagged rows."""
+    """Validate every input and union them into one DataFrame of tagged rows (tagged by
+    the input's place in ``order``, default: the sorted names)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
     if not inputs:
         raise SparkJobError("run_on_spark needs at least one input DataFrame")
+    names = list(order) if order is not None else sorted(inputs)
+    unknown = sorted(set(inputs) - set(names))
+    if unknown:
+        raise SparkJobError(f"input(s) {unknown} are not inputs of this job; it has {names}")
     parts = []
     data_cols: dict[str, list[str]] = {}
-    for i, name in enumerate(sorted(inputs)):
+    for i, name in enumerate(names):
+        if name not in inputs:
+            continue
         df = inputs[name]
         fields = {f.name: f.dataType for f in df.schema.fields}
         wanted = (
@@ -370,6 +385,52 @@ def rows_by_input(table: pa.Table | None, names: list[str]) -> dict[str, pa.Tabl
     return out
 
 
+def frame_arrow(df: DataFrame) -> pa.Table:
+    """A DataFrame's rows as an Arrow table (Spark's Arrow types). A DataFrame Spark can
+    collect without executors (``isLocal``: made from the driver's data) and without
+    timestamp columns is collected on the driver with no Spark job; any other through
+    ``toArrow`` (a job)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_type
+
+    schema = df.schema
+    stamps = any(type(f.dataType).__name__.startswith("Timestamp") for f in schema.fields)
+    if not stamps and df.isLocal():
+        rows = df.collect()
+        cols = list(zip(*rows, strict=True)) if rows else [() for _ in schema.fields]
+        return pa.Table.from_arrays(
+            [
+                pa.array(list(c), type=to_arrow_type(f.dataType))
+                for c, f in zip(cols, schema.fields, strict=True)
+            ],
+            names=[f.name for f in schema.fields],
+        )
+    return df.toArrow()
+
+
+def logs_from_tables(
+    tables: Mapping[str, pa.Table], names: list[str], kind: TimeKind, widths: Sequence[int]
+) -> dict[str, Changes]:
+    """Per input, a ``Changes`` log from its rows (``rows_by_input``'s form: the data
+    columns, ``__time`` and ``__diff``); an input without rows gets an empty log of
+    ``widths[i]`` columns."""
+    logs: dict[str, Changes] = {}
+    for i, name in enumerate(names):
+        t = tables.get(name)
+        if t is None or t.num_rows == 0:
+            cols: tuple[Any, ...] = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
+            times = np.zeros((0, kind.dim), np.int64)
+            diffs = np.zeros(0, np.int64)
+        else:
+            t = t.combine_chunks()
+            n = t.num_rows
+            cols = tuple(_column_to_numpy(t.column(j).chunk(0)) for j in range(widths[i]))
+            times = np.asarray(t.column("__time").to_numpy(), np.int64).reshape(n, kind.dim)
+            diffs = np.asarray(t.column("__diff").to_numpy(), np.int64)
+        logs[name] = Changes(cols[0] if len(cols) == 1 else cols, times, diffs)
+    return logs
+
+
 def logs_from_arrow(
     table: pa.Table | None, names: list[str], kind: TimeKind, widths: Sequence[int]
 ) -> dict[str, Changes]:
@@ -510,7 +571,13 @@ def _task(
     secret: bytes,
     config: JobConfig,
     job_id: str,
+    hub: tuple[tuple[str, int], bytes] | None = None,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """The barrier tasks' function. With ``hub`` (the driver's address and secret) the
+    task is a live job's worker: it connects to the driver, sends its result of the
+    initial input there and then serves the driver's requests (``_serve``) until told to
+    stop."""
+
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import json
 
@@ -528,31 +595,46 @@ def _task(
         gathered = ctx.allGather(json.dumps(list(listener.address)))
         addresses = [tuple(json.loads(a)) for a in gathered]
         mesh = Mesh.connect(index, addresses, listener, secret, timeout=config.timeout)
+        ctl: Mesh | None = None
         payload: bytes
         kind_out = _RESULT
         try:
+            if hub is not None:
+                ctl = Mesh.spoke(index, len(addresses) + 1, len(addresses), hub[0], hub[1])
             table = pa.Table.from_batches(got) if got else None
-            if hasattr(build, "ingest"):
-                logs = build.ingest(rows_by_input(table, names), kind)
-            else:
-                logs = logs_from_arrow(table, names, kind, widths)
+            del got
+            logs = _task_logs(build, table, names, kind, widths)
+            del table
             worker = Worker(comm=mesh)
-            result = drive(worker, build, logs, config, job_id=job_id)
-            result.stats["mesh_bytes_sent"] = mesh.bytes_sent
-            if hasattr(build, "extras"):
-                result.stats["extras"] = build.extras()
-            payload = pickle.dumps(result, protocol=5)
+            if ctl is None:
+                result = drive(worker, build, logs, config, job_id=job_id)
+                _task_stats(result, build, mesh)
+                payload = pickle.dumps(result, protocol=5)
+            else:
+                jd = JobDriver(worker, build, logs, config, job_id=job_id)
+                result = jd.feed(logs, final=False)
+                del logs
+                _task_stats(result, build, mesh)
+                result.stats["fed_through"] = jd.fed
+                ctl.send({ctl.peers - 1: ("result", result)})
+                del result
+                _serve(ctl, jd, build, mesh, names, kind, widths)
+                payload = b""
         except (MeshError, ConnectionError):
             raise  # the mesh broke (a peer died): let Spark rerun the stage
         except PeerAborted:
             payload, kind_out = b"", _ABORTED
+            _tell_hub(ctl, ("aborted",))
         except BaseException as e:  # noqa: BLE001 - reported to the caller, not retried
             mesh.abort(f"{type(e).__name__}: {e}")
             # the first line names ddflow's error class (or is empty), the rest is the trace
             text = f"{error_kind(e)}\n{traceback.format_exc()}"
             payload, kind_out = text.encode(), _ERROR
+            _tell_hub(ctl, ("error", text))
         finally:
             mesh.close()
+            if ctl is not None:
+                ctl.close()
         chunks = [payload[k : k + _CHUNK] for k in range(0, len(payload), _CHUNK)] or [b""]
         for seq, c in enumerate(chunks):
             yield pa.RecordBatch.from_pydict(
@@ -565,6 +647,83 @@ def _task(
             )
 
     return run
+
+
+def _task_logs(
+    build: Any, table: pa.Table | None, names: list[str], kind: TimeKind, widths: list[int]
+) -> dict[str, Any]:
+    if hasattr(build, "ingest"):
+        return dict(build.ingest(rows_by_input(table, names), kind))
+    return dict(logs_from_arrow(table, names, kind, widths))
+
+
+def _fed_logs(
+    build: Any, rows: Mapping[str, pa.Table], names: list[str], kind: TimeKind, widths: list[int]
+) -> dict[str, Any]:
+    if hasattr(build, "ingest"):
+        return dict(build.ingest(rows, kind))
+    return dict(logs_from_tables(rows, names, kind, widths))
+
+
+def _task_stats(result: Any, build: Any, mesh: Mesh) -> None:
+    result.stats["mesh_bytes_sent"] = mesh.bytes_sent
+    if hasattr(build, "extras"):
+        result.stats["extras"] = build.extras()
+
+
+def _tell_hub(ctl: Mesh | None, message: Any) -> None:
+    if ctl is None:
+        return
+    with contextlib.suppress(OSError, MeshError):  # the driver is gone or gave up
+        ctl.send({ctl.peers - 1: message})
+
+
+def _serve(
+    ctl: Mesh,
+    jd: JobDriver,
+    build: Any,
+    mesh: Mesh,
+    names: list[str],
+    kind: TimeKind,
+    widths: list[int],
+) -> None:
+    """A live job's worker serving the driver (the hub of ``ctl``) until it says stop.
+
+    ``("feed", rows, checkpoint)``: this worker's share of new input rows (per input, an
+    Arrow table of its data columns, ``__time`` and ``__diff``); every worker reads its
+    rows first and the workers agree on whether all could, so input one worker refuses
+    (bad data) changes no worker's state (answer ``("refused", text)``); otherwise the
+    rows are fed as rounds and the output changes they made are the answer
+    (``("result", WorkerResult)``).
+    ``("stop", checkpoint)``: write a checkpoint if asked and end the task."""
+    hub = ctl.peers - 1
+    while True:
+        msg = ctl.receive([hub])[hub]
+        if msg[0] == "stop":
+            if msg[1] and jd.config.checkpoint is not None:
+                jd.checkpoint()
+            ctl.send({hub: ("stopped",)})
+            return
+        if msg[0] != "feed":
+            raise SparkJobError(f"a live job's worker got an unknown request {msg[0]!r}")
+        logs: dict[str, Any] | None = None
+        problem: str | None = None
+        try:
+            logs = _fed_logs(build, msg[1], names, kind, widths)
+            for name, log in logs.items():
+                if isinstance(log, Changes):
+                    check_changes(name, log, jd.config)
+        except Exception as e:  # noqa: BLE001 - any reading failure refuses the feed
+            problem = f"{error_kind(e)}\n{traceback.format_exc()}"
+        problems = [p for p in mesh.all_gather(problem) if p is not None]
+        if problems:
+            ctl.send({hub: ("refused", problems[0])})
+            continue
+        assert logs is not None
+        result = jd.feed(logs, final=False, checkpoint=msg[2])
+        _task_stats(result, build, mesh)
+        result.stats["fed_through"] = jd.fed
+        ctl.send({hub: ("result", result)})
 
 
 # -- driver side ------------------------------------------------------------------------------
@@ -628,6 +787,295 @@ def spark_job(
     res = merge_results(results, kind)
     res.worker_stats.append({"job_seconds": elapsed})
     return res
+
+
+def _driver_host(spark: SparkSession) -> str:
+    """An address of the driver the executors can reach (``spark.driver.host``), or the
+    loopback address when it cannot be bound here."""
+    import socket
+
+    host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1") or "127.0.0.1"
+    try:
+        addr = socket.gethostbyname(host)
+        with socket.socket() as s:
+            s.bind((addr, 0))
+        return addr
+    except OSError:
+        return "127.0.0.1"
+
+
+class LiveJob:
+    """A job that stays up on Spark and takes new input while it runs.
+
+    ``LiveJob(spark, build, inputs, workers=P, ...)`` starts the job like ``spark_job``
+    (the same inputs, checks and settings) but its ``P`` barrier tasks do not end after
+    the initial input: each keeps its part of the dataflow's state in memory and waits for
+    more. ``initial`` is the ``JobResult`` of the initial input; ``feed(inputs)`` reads
+    new change rows (DataFrames with the same columns, times after the ones fed before;
+    input at times already fed is skipped) on the driver, sends each task a share and
+    returns the output changes they made, with no new Spark stage and no state to
+    restore; ``close()`` ends the tasks (writing a checkpoint first when the job has a
+    checkpoint directory). Use it as a context manager to close it.
+
+    The tasks hold ``P`` task slots for as long as the job lives, and reading the new
+    input's DataFrames is a Spark job of its own, so the cluster needs at least one slot
+    more than ``P`` (in local mode, ``local[P+1]`` or more; idle tasks use no CPU).
+
+    The driver talks to the tasks over the same authenticated connections as the tasks
+    use between themselves (``ddflow.engine.mesh``), the driver as the centre of a star.
+    Input a worker cannot read (bad values) is refused by every worker before any state
+    changes: ``feed`` raises the error and the job goes on. An error while the dataflow
+    runs, or a task that dies, ends the job: ``feed`` raises and ``alive`` is false
+    (``lost`` says a task or a connection was lost rather than the dataflow failing). With
+    a checkpoint directory a new job restores the last checkpoint and goes on from there;
+    given the same ``job_id``, it also returns the output the checkpoint captured (the
+    output of the last input that was checkpointed, which the lost job may not have
+    answered).
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        build: Build,
+        inputs: Mapping[str, DataFrame],
+        config: JobConfig | None = None,
+        *,
+        columns: Mapping[str, Sequence[str]] | None = None,
+        check: bool = True,
+        job_id: str | None = None,
+        **settings: Any,
+    ) -> None:
+        import threading
+
+        cfg = self.config = JobConfig.resolve(config, settings, workers=2)
+        kind = self.kind = time_kind_of(cfg.time)
+        if kind.dim != 1:
+            raise SparkJobError("live Spark jobs need int times")
+        self.spark = spark
+        self.columns = columns
+        workers = cfg.workers
+        check_session(spark, workers)
+        slots = task_slots(spark)
+        if slots <= workers:
+            raise SparkJobError(
+                f"a live job of {workers} workers holds {workers} task slot(s) while it lives "
+                f"and reading its new input needs one more; this cluster has {slots} "
+                f"(master {spark.sparkContext.master!r}): use local[{workers + 1}] or more, "
+                "or give the cluster more cores"
+            )
+        union, self.data_cols = _prepare(inputs, columns, kind)
+        _check_build(build, cfg)
+        self.names = sorted(inputs)
+        widths = [len(self.data_cols[n]) for n in self.names]
+        if check:
+            _dry_run(build, union, self.names, kind, cfg.time, widths)
+        listener = self._listener = Listener(_driver_host(spark))
+        hub_secret = new_secret()
+        fn = _task(
+            build,
+            self.names,
+            widths,
+            new_secret(),
+            cfg,
+            job_id or uuid.uuid4().hex,
+            hub=(listener.address, hub_secret),
+        )
+        self._group = f"ddflow-live-{uuid.uuid4().hex}"
+        #: the job ended because a task or its connection was lost (not by an error the
+        #: dataflow raised): a new job restoring the last checkpoint can take over
+        self.lost = False
+        self._failure: BaseException | None = None
+        #: the latest time the dataflow has taken (input without a time column is fed at
+        #: the time after it)
+        self.last_time = -1
+        self._ended = threading.Event()
+        self.alive = False
+        sc = spark.sparkContext
+
+        def run_stage() -> None:
+            try:
+                sc.setJobGroup(self._group, "ddflow live job", interruptOnCancel=True)
+                union.repartition(workers).mapInArrow(fn, _OUT_SCHEMA, barrier=True).repartition(
+                    1
+                ).toArrow()
+            except BaseException as e:  # noqa: BLE001 - kept for the driver thread
+                self._failure = e
+            finally:
+                self._ended.set()
+
+        started = _time.perf_counter()
+        self._thread = threading.Thread(target=run_stage, name="ddflow-live-job", daemon=True)
+        self._thread.start()
+
+        def waiting() -> None:
+            if self._ended.is_set():
+                raise SparkJobError(
+                    f"the live job's Spark stage ended before its workers connected: "
+                    f"{self._failure!r}"
+                )
+
+        try:
+            self._ctl = Mesh.hub(
+                workers,
+                workers + 1,
+                listener,
+                hub_secret,
+                timeout=cfg.timeout,
+                setup_timeout=max(cfg.timeout, 120.0),
+                waiting=waiting,
+            )
+        except BaseException:
+            self._cancel()
+            raise
+        self.alive = True
+        self.initial = self._answers("initial input")
+
+        self.initial.worker_stats.append({"job_seconds": _time.perf_counter() - started})
+
+    def __enter__(self) -> LiveJob:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def feed(
+        self, inputs: Mapping[str, DataFrame | pa.Table], *, checkpoint: bool | None = None
+    ) -> JobResult:
+        """Feeds new change rows (see the class docstring): per input, a DataFrame or an
+        Arrow table with the input's data columns and optional ``time`` (default: the time
+        after the last one fed) and ``diff`` (default +1) columns. Returns the output
+        changes they made. ``checkpoint``: write a checkpoint after them (default: when the
+        job has a checkpoint directory)."""
+        if not self.alive:
+            raise SparkJobError("this live job has ended; start a new one")
+        started = _time.perf_counter()
+        from concurrent.futures import ThreadPoolExecutor
+
+        # each DataFrame read is a round trip to Spark (or a small job): all at once
+        with ThreadPoolExecutor(max(1, min(8, len(inputs)))) as pool:
+            got = list(pool.map(lambda kv: self._rows(*kv), inputs.items()))
+        tables = dict(zip(inputs, got, strict=True))
+        read = _time.perf_counter() - started
+        p = self.config.workers
+        shares: dict[int, dict[str, Any]] = {i: {} for i in range(p)}
+        for name, t in tables.items():
+            n = t.num_rows
+            for i in range(p):
+                lo, hi = n * i // p, n * (i + 1) // p
+                if hi > lo:
+                    shares[i][name] = t.slice(lo, hi - lo)
+        self._send({i: ("feed", shares[i], checkpoint) for i in range(p)})
+        res = self._answers("input")
+        res.worker_stats.append(
+            {"job_seconds": _time.perf_counter() - started, "read_seconds": read}
+        )
+        return res
+
+    def _rows(self, name: str, src: Any) -> pa.Table:
+        """One input's new rows as an Arrow table of its data columns, ``__time`` and
+        ``__diff`` (checked: the columns the job started with, integral times and diffs)."""
+        import pyarrow as pa
+
+        if name not in self.data_cols:
+            raise SparkJobError(
+                f"input {name!r} is not an input of this job; its inputs are {self.names}"
+            )
+        t = src if isinstance(src, pa.Table) else frame_arrow(src)
+        want = self.data_cols[name]
+        data = [c for c in t.column_names if c not in ("time", "diff")]
+        if data != want:
+            raise SparkJobError(
+                f"input {name!r} has columns {data}; the job was started with {want}"
+            )
+        n = t.num_rows
+        out = {c: t.column(c) for c in want}
+        for col, default in (("time", self.last_time + 1), ("diff", 1)):
+            if col in t.column_names:
+                c = t.column(col)
+                if not pa.types.is_integer(c.type):
+                    raise SparkJobError(
+                        f"input {name!r} column {col!r} has type {c.type}; it must be an "
+                        "integral type"
+                    )
+                if c.null_count:
+                    raise SparkJobError(f"input {name!r} column {col!r} holds NULLs")
+                out[f"__{col}"] = c.cast(pa.int64())
+            else:
+                out[f"__{col}"] = pa.chunked_array([pa.array(np.full(n, default, np.int64))])
+        return pa.table(out)
+
+    def close(self, *, checkpoint: bool = True) -> None:
+        """Ends the job (a checkpoint first when it has a checkpoint directory and
+        ``checkpoint``); a job that has ended already is left as it is."""
+        if self.alive:
+            self.alive = False
+            try:
+                p = self.config.workers
+                self._ctl.send({i: ("stop", checkpoint) for i in range(p)})
+                got = self._ctl.receive(list(range(p)))
+                bad = [w for w, m in got.items() if m[0] != "stopped"]
+                if bad:
+                    raise WorkerError(bad[0], f"worker {bad[0]} did not stop: {got[bad[0]]!r}")
+                self._ended.wait(self.config.timeout)
+            except BaseException:
+                self._cancel()
+                raise
+        self._cancel()
+
+    # -- internals --------------------------------------------------------------------------
+    def _send(self, messages: dict[int, Any]) -> None:
+        try:
+            self._ctl.send(messages)
+        except BaseException as e:
+            self.lost = isinstance(e, (MeshError, OSError))
+            self._cancel()
+            raise
+
+    def _answers(self, what: str) -> JobResult:
+        """Every worker's answer to the last request, merged; raises (ending the job,
+        except when the workers refused the input) when a worker failed."""
+        p = self.config.workers
+        try:
+            got = self._ctl.receive(list(range(p)))
+        except BaseException as e:
+            self.lost = isinstance(e, (MeshError, OSError))
+            self._cancel()
+            if isinstance(e, MeshError) and self._failure is not None:
+                raise WorkerError(-1, f"the live job failed: {self._failure!r}") from e
+            raise
+        errors = [(w, m[1]) for w, m in sorted(got.items()) if m[0] == "error"]
+        if errors:
+            self._cancel()
+            w, text = errors[0]
+            err_kind, _, trace = text.partition("\n")
+            raise worker_error(w, trace, err_kind)
+        refused = [(w, m[1]) for w, m in sorted(got.items()) if m[0] == "refused"]
+        if refused:
+            w, text = refused[0]
+            err_kind, _, trace = text.partition("\n")
+            raise worker_error(w, f"{what} refused, nothing changed:\n{trace}", err_kind)
+        if any(m[0] != "result" for m in got.values()):
+            self.lost = all(m[0] in ("result", "aborted") for m in got.values())
+            self._cancel()
+            raise WorkerError(-1, f"the live job's workers stopped: {sorted(got.items())!r}")
+        results = [got[w][1] for w in range(p)]
+        for r in results:
+            fed = r.stats.get("fed_through")
+            if fed is not None:
+                self.last_time = max(self.last_time, int(fed))
+        return merge_results(results, self.kind)
+
+    def _cancel(self) -> None:
+        """Ends the Spark stage and the connections (after a failure, or at the end)."""
+        self.alive = False
+        if not self._ended.is_set():
+            with contextlib.suppress(Exception):  # the session may be stopped already
+                self.spark.sparkContext.cancelJobGroup(self._group)
+        ctl = getattr(self, "_ctl", None)
+        if ctl is not None:
+            ctl.close()
+        self._listener.close()
+        self._thread.join(timeout=30.0)
 
 
 def _dry_run(

@@ -18,10 +18,12 @@ A table's source is one of:
 
 With ``checkpoint=`` the workers keep their state there between calls: a call with only
 the new changes restores it, applies them (changes at times the checkpoint already covers
-are skipped, so feeding the same changes twice changes nothing) and returns the new
-contents and the changes of this call. The driver keeps, beside the workers' state, each
-view's contents, the strings the views' codes stand for and, for snapshot tables, the last
-snapshot.
+are skipped, so feeding the same changes twice changes nothing; change rows without a
+``time`` column are new changes, at the time after every time seen) and returns the new
+contents and the changes of this call. ``LiveViews`` keeps the state in the workers'
+memory instead, in a job that stays up between refreshes. The driver keeps, beside the
+workers' state, each view's contents, the strings the views' codes stand for and, for
+snapshot tables, the last snapshot.
 
 On the workers: every table's rows are read in the tasks (typed: NULLs, exact decimals,
 dates, timestamps, strings) and string values get codes from their content, so workers in
@@ -34,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,7 +58,15 @@ from ddflow.sql.types import SqlType, decimal_type, decode_values
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["Maintained", "Snapshot", "ViewResult", "maintain", "spark_type", "sql_type_of"]
+__all__ = [
+    "LiveViews",
+    "Maintained",
+    "Snapshot",
+    "ViewResult",
+    "maintain",
+    "spark_type",
+    "sql_type_of",
+]
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,7 @@ class SqlJob:
         self._strings: StringDict | None = None
         self._max_time: int | None = None
         self._seconds: dict[str, float] = {}
+        self._sent = 0  # how many of the dictionary's strings went to the driver
 
     @property
     def strings(self) -> StringDict:
@@ -164,6 +176,7 @@ class SqlJob:
         st["_strings"] = None
         st["_max_time"] = None
         st["_seconds"] = {}
+        st["_sent"] = 0
         return st
 
     def ingest(self, rows: Mapping[str, Any], kind: Any) -> dict[str, Any]:
@@ -226,10 +239,11 @@ class SqlJob:
         return outs
 
     def extras(self) -> dict[str, Any]:
-        """What a worker sends back beside its outputs: the strings it knows and the
-        latest time of its input rows."""
+        """What a worker sends back beside its outputs: the strings it got since it last
+        sent them and the latest time of its input rows."""
+        new, self._sent = self.strings.entries_since(self._sent)
         return {
-            "strings": self.strings.entries(),
+            "strings": new,
             "max_time": self._max_time,
             "seconds": dict(self._seconds),
         }
@@ -253,18 +267,52 @@ def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
 # -- results ---------------------------------------------------------------------------------------
 
 
-@dataclass
 class ViewResult:
     """One view after a refresh: ``contents`` and ``changes`` (the same columns plus
-    ``time`` and ``diff``) as Spark DataFrames, and ``rows()`` as Python tuples."""
+    ``time`` and ``diff``) as Spark DataFrames (each made when first read), and ``rows()``
+    as Python tuples."""
 
-    name: str
-    columns: list[str]
-    types: list[SqlType]
-    contents: Any
-    changes: Any
-    order: tuple[SortKey, ...]
-    _rows: list[tuple[Any, ...]]
+    def __init__(
+        self,
+        name: str,
+        columns: list[str],
+        types: list[SqlType],
+        order: tuple[SortKey, ...],
+        rows: list[tuple[Any, ...]],
+        spark: Any,
+        contents: tuple[Any, Any],
+        changes: tuple[Any, Any],
+    ) -> None:
+        self.name, self.columns, self.types, self.order = name, columns, types, order
+        self._rows = rows
+        self._spark = spark
+        self._tables = {"contents": contents, "changes": changes}
+        self._frames: dict[str, Any] = {}
+
+    def _frame(self, which: str) -> Any:
+        df = self._frames.get(which)
+        if df is None:
+            table, schema = self._tables[which]
+            df = self._frames[which] = self._spark.createDataFrame(table, schema=schema)
+        return df
+
+    @property
+    def contents(self) -> Any:
+        """The view's rows as a Spark DataFrame."""
+        return self._frame("contents")
+
+    @property
+    def changes(self) -> Any:
+        """This refresh's changes of the view: its columns, ``time`` and ``diff``."""
+        return self._frame("changes")
+
+    def to_arrow(self) -> Any:
+        """The contents as an Arrow table (the DataFrame's names and types)."""
+        return self._tables["contents"][0]
+
+    def changes_arrow(self) -> Any:
+        """This refresh's changes as an Arrow table."""
+        return self._tables["changes"][0]
 
     def rows(self) -> list[tuple[Any, ...]]:
         """The contents as Python tuples (ORDER BY respected)."""
@@ -348,17 +396,18 @@ def _is_cdf(df: Any) -> bool:
 
 
 def _change_rows(
-    name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None
+    name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None, now: int
 ) -> tuple[Any, list[str]]:
     """A table source as a DataFrame of data columns, ``time`` and ``diff`` (and the data
-    column names)."""
+    column names). ``now``: the time after every time seen, given to snapshots, Delta
+    tables' changes and change rows without a ``time`` column."""
     from pyspark.sql import DataFrame as SparkDF
     from pyspark.sql import functions as F
 
     if isinstance(src, (str, os.PathLike)):
-        src = _delta_changes(name, os.fspath(src), spark, state)
+        src = _delta_changes(name, os.fspath(src), spark, state, now)
     if isinstance(src, Snapshot):
-        return _snapshot_changes(name, src.df, spark, state, ckdir)
+        return _snapshot_changes(name, src.df, spark, state, ckdir, now)
     if not isinstance(src, SparkDF):
         raise SQLError(
             f"table {name!r}: give a DataFrame, Snapshot(DataFrame) or a Delta "
@@ -387,13 +436,83 @@ def _change_rows(
     data = [c for c in cols if c not in ("time", "diff")]
     out = src
     if "time" not in cols:
-        out = out.withColumn("time", F.lit(0).cast("bigint"))
+        out = out.withColumn("time", F.lit(now).cast("bigint"))
+        state["time"] = max(int(state.get("time", -1)), now)
     if "diff" not in cols:
         out = out.withColumn("diff", F.lit(1).cast("bigint"))
     return out.select(*data, F.col("time").cast("bigint"), F.col("diff").cast("bigint")), data
 
 
-def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> Any:
+def _arrow_changes(
+    name: str, src: Any, spark: Any, state: dict[str, Any], ckdir: str | None, now: int
+) -> tuple[Any, tuple[Field, ...]]:
+    """A table source as an Arrow table of its data columns (lower case), ``time`` and
+    ``diff``, read on the driver (``frame_arrow``: no Spark job for a DataFrame made from
+    the driver's data), and the table's fields. Change rows and change data feeds are
+    turned into times and diffs in Arrow; snapshots and Delta paths go through Spark."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from ddflow.runtimes.spark import frame_arrow
+    from ddflow.sql.database import sql_type_of_arrow
+
+    if isinstance(src, pa.Table):
+        t = src
+        fields = tuple(
+            Field(f.name.lower(), sql_type_of_arrow(f.type, f.name), True)
+            for f in t.schema
+            if f.name not in _META
+        )
+    else:
+        from pyspark.sql import DataFrame as SparkDF
+
+        if not isinstance(src, SparkDF):
+            df, data = _change_rows(name, src, spark, state, ckdir, now)
+        else:
+            df = src
+        schema = df.schema
+        fields = tuple(
+            Field(f.name.lower(), sql_type_of(f.dataType, f.name), True)
+            for f in schema.fields
+            if f.name not in _META
+        )
+        t = frame_arrow(df)
+    cols = t.column_names
+    data = [c for c in cols if c not in _META]
+    n = t.num_rows
+    if "_change_type" in cols and "_commit_version" in cols:
+        ct = t.column("_change_type")
+        plus = pc.is_in(ct, value_set=pa.array(["insert", "update_postimage"]))
+        minus = pc.is_in(ct, value_set=pa.array(["delete", "update_preimage"]))
+        if not pc.all(pc.or_(plus, minus)).as_py() and n:
+            raise DataError(f"table {name!r}: unknown _change_type in its change feed")
+        diff = pc.subtract(pc.cast(plus, pa.int64()), pc.cast(minus, pa.int64()))
+        time = pc.cast(t.column("_commit_version"), pa.int64())
+    else:
+        for c in ("time", "diff"):
+            if c in cols and not pa.types.is_integer(t.column(c).type):
+                raise DataError(
+                    f"table {name!r}: column {c!r} has type {t.column(c).type}; it must be "
+                    "an integral type"
+                )
+        if "time" in cols:
+            time = pc.cast(t.column("time"), pa.int64())
+        else:
+            time = pa.array(np.full(n, now, np.int64))
+            state["time"] = max(int(state.get("time", -1)), now)
+        diff = (
+            pc.cast(t.column("diff"), pa.int64())
+            if "diff" in cols
+            else pa.array(np.ones(n, np.int64))
+        )
+    out = pa.Table.from_arrays(
+        [t.column(c) for c in data] + [time, diff],
+        names=[c.lower() for c in data] + ["time", "diff"],
+    )
+    return out, fields
+
+
+def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any], now: int) -> Any:
     """A Delta table's change data feed after the version the state covers, as a Spark
     DataFrame (read with ``deltalake``) in the change feed's shape. Every change gets the
     time after the latest the views have seen (the tables' versions count apart, so a
@@ -422,7 +541,7 @@ def _delta_changes(name: str, path: str, spark: Any, state: dict[str, Any]) -> A
         t = t.set_column(
             t.column_names.index("_commit_version"),
             "_commit_version",
-            pa.array(np.full(t.num_rows, _next_time(state), np.int64)),
+            pa.array(np.full(t.num_rows, now, np.int64)),
         )
     state["delta"][name] = latest
     t = _plain_strings(t)
@@ -450,19 +569,22 @@ def _next_time(state: dict[str, Any]) -> int:
 
 
 def _snapshot_changes(
-    name: str, df: Any, spark: Any, state: dict[str, Any], ckdir: str | None
+    name: str, df: Any, spark: Any, state: dict[str, Any], ckdir: str | None, t: int
 ) -> tuple[Any, list[str]]:
     from pyspark.sql import functions as F
 
     from ddflow.runtimes.spark import changes_between
 
     snaps = state.setdefault("snapshots", {})
-    t = _next_time(state)
     prev = snaps.get(name)
     data = list(df.columns)
+    # a live job without a checkpoint directory keeps the last snapshots in Spark's memory
+    frames = state.get("frames") if ckdir is None else None
     if prev is not None and ckdir is not None and os.path.exists(prev):
         old = spark.read.parquet(prev)
         out = changes_between(old.select(*data), df.select(*data), time=t)
+    elif frames is not None and name in frames:
+        out = changes_between(frames[name], df.select(*data), time=t)
     else:
         out = df.withColumn("diff", F.lit(1).cast("bigint")).withColumn(
             "time", F.lit(t).cast("bigint")
@@ -471,7 +593,9 @@ def _snapshot_changes(
         path = os.path.join(ckdir, "snapshots", f"{name}-{t}.parquet")
         df.write.mode("overwrite").parquet(path)
         snaps[name] = path
-    state["time"] = t
+    elif frames is not None:
+        frames[name] = df.select(*data).localCheckpoint(eager=True)
+    state["time"] = max(int(state.get("time", -1)), t)
     return out.select(*data, "time", "diff"), data
 
 
@@ -493,10 +617,11 @@ def maintain(
     """Refreshes SQL ``views`` from the changes of ``tables`` on ``workers`` Spark barrier
     tasks (see the module docstring); returns ``{view: ViewResult}``. ``on_round``: a hook
     each worker calls after each round (``JobConfig.on_round``; tests inject faults with
-    it)."""
+    it). For many refreshes in a row, ``LiveViews`` keeps the state in memory instead of
+    restoring it from the checkpoint each time."""
     import time as _time
 
-    from ddflow.runtimes.spark import SparkJobError, spark_job
+    from ddflow.runtimes.spark import spark_job
 
     started = _time.perf_counter()
     timings: dict[str, float] = {}
@@ -504,24 +629,80 @@ def maintain(
         raise SQLError("maintain needs at least one view")
     ckdir = os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
     state = _load_state(ckdir)
+    inputs, fields, table_schemas = _read_sources(spark, tables, state, ckdir)
+    _check_tables(state, fields)
+    timings["inputs"] = _time.perf_counter() - started
+    plans, meta = _plan_views(views, fields, dialect)
+    shapes = _spark_shapes(spark, views, table_schemas, state)
+    known = {int(k): v for k, v in state.get("strings", {}).items()}
+    job = SqlJob(fields, plans, dialect, known)
+    # a refresh of the views an earlier call ran over these tables needs no trial run
+    seen = state.get("views") == dict(views) and "tables" in state
+    timings["plan"] = _time.perf_counter() - started - timings["inputs"]
+    mark = _time.perf_counter()
+    res = spark_job(
+        spark,
+        job,
+        inputs,
+        workers=workers,
+        timeout=timeout,
+        progress=progress,
+        checkpoint=ckdir,
+        checkpoint_every=0,
+        check=not seen,
+        on_round=on_round,
+    )
+    timings["job"] = _time.perf_counter() - mark
+    mark = _time.perf_counter()
+    strings = StringDict(hashed=True)
+    strings.learn(known)
+    contents_state = state.setdefault("contents", {})
+    contents = {v: _load_contents(ckdir, v, contents_state) for v in meta}
+    out = _results(spark, res, meta, shapes, strings, contents, state)
+    for vname in meta:
+        _save_contents(ckdir, vname, contents[vname], contents_state)
+    _remember(state, strings, fields, views)
+    _save_state(ckdir, state)
+    timings["results"] = _time.perf_counter() - mark
+    out.seconds = _time.perf_counter() - started
+    out.job = res
+    out.timings = timings
+    return out
+
+
+#: per view: column names, SQL types, visible columns, ORDER BY, plan
+_Meta = dict[str, tuple[list[str], list[SqlType], int, tuple[SortKey, ...], Plan]]
+
+
+def _read_sources(
+    spark: Any, tables: Mapping[str, Any], state: dict[str, Any], ckdir: str | None
+) -> tuple[dict[str, Any], dict[str, tuple[Field, ...]], dict[str, Any]]:
+    """Every table source as a DataFrame of change rows (lower-case data columns,
+    ``time``, ``diff``), the tables' fields and their Spark schemas; every column's type is
+    checked before any work."""
     inputs: dict[str, Any] = {}
     fields: dict[str, tuple[Field, ...]] = {}
     table_schemas: dict[str, Any] = {}
-    for src in tables.values():  # every column's type checked before any work
+    for src in tables.values():
         df = src.df if isinstance(src, Snapshot) else src
         if hasattr(df, "schema"):
             for f in df.schema.fields:
                 if f.name not in _META:
                     sql_type_of(f.dataType, f.name)
+    now = _next_time(state)
     for name, src in tables.items():
         key = name.lower()
-        df, data = _change_rows(key, src, spark, state, ckdir)
+        df, data = _change_rows(key, src, spark, state, ckdir, now)
         schema = {f.name: f.dataType for f in df.schema.fields}
         fields[key] = tuple(Field(c.lower(), sql_type_of(schema[c], c), True) for c in data)
         table_schemas[key] = df.select(*data).schema
         inputs[key] = df.select(*data, "time", "diff").toDF(
             *[c.lower() for c in data], "time", "diff"
         )
+    return inputs, fields, table_schemas
+
+
+def _check_tables(state: dict[str, Any], fields: dict[str, tuple[Field, ...]]) -> None:
     if "tables" in state and state["tables"] != {
         k: [str(f.type) for f in v] for k, v in fields.items()
     }:
@@ -529,10 +710,14 @@ def maintain(
             "the tables' columns differ from the ones this checkpoint was made "
             "with; use a new checkpoint directory"
         )
-    timings["inputs"] = _time.perf_counter() - started
+
+
+def _plan_views(
+    views: Mapping[str, str], fields: dict[str, tuple[Field, ...]], dialect: str
+) -> tuple[dict[str, Plan], _Meta]:
     planner = Planner(fields, dialect)
     plans: dict[str, Plan] = {}
-    meta: dict[str, tuple[list[str], list[SqlType], int, tuple[SortKey, ...], Plan]] = {}
+    meta: _Meta = {}
     for vname, sql in views.items():
         planned = planner.plan_sql(sql)
         plan = prune(split(prune(planned.plan)))
@@ -545,32 +730,32 @@ def maintain(
             planned.order,
             plan,
         )
-    shapes = _spark_shapes(spark, views, table_schemas, state)
-    known = {int(k): v for k, v in state.get("strings", {}).items()}
-    job = SqlJob(fields, plans, dialect, known)
-    # a refresh of the views an earlier call ran over these tables needs no trial run
-    seen = state.get("views") == dict(views) and "tables" in state
-    timings["plan"] = _time.perf_counter() - started - timings["inputs"]
-    mark = _time.perf_counter()
-    try:
-        res = spark_job(
-            spark,
-            job,
-            inputs,
-            workers=workers,
-            timeout=timeout,
-            progress=progress,
-            checkpoint=ckdir,
-            checkpoint_every=0,
-            check=not seen,
-            on_round=on_round,
-        )
-    except SparkJobError:
-        raise
-    timings["job"] = _time.perf_counter() - mark
-    mark = _time.perf_counter()
-    strings = StringDict(hashed=True)
-    strings.learn(known)
+    return plans, meta
+
+
+def _remember(
+    state: dict[str, Any],
+    strings: StringDict,
+    fields: dict[str, tuple[Field, ...]],
+    views: Mapping[str, str],
+) -> None:
+    state["strings"] = {str(k): v for k, v in strings.entries().items()}
+    state["tables"] = {k: [str(f.type) for f in v] for k, v in fields.items()}
+    state["views"] = dict(views)
+
+
+def _results(
+    spark: Any,
+    res: Any,
+    meta: _Meta,
+    shapes: dict[str, Any],
+    strings: StringDict,
+    contents: dict[str, dict[tuple[Any, ...], int]],
+    state: dict[str, Any],
+) -> Maintained:
+    """The views after the job's output changes ``res``: ``strings`` learns the workers'
+    new strings, ``contents`` (per view, row -> count) and ``state["fed"]`` are brought up
+    to date."""
     for st in res.worker_stats:
         got = (st.get("extras") or {}).get("strings")
         if got:
@@ -579,19 +764,20 @@ def maintain(
         if top is not None:
             state["fed"] = max(int(state.get("fed", -1)), int(top))
     out = Maintained()
-    contents_state = state.setdefault("contents", {})
+    applied = state.get("applied")  # output at times up to this one is in ``contents``
     for vname, (cols, types, visible, order, plan) in meta.items():
         o = res.get(vname)
         u = o.columns() if o is not None else None
+        if u is not None and applied is not None and len(u):
+            u = u.take(np.flatnonzero(u.times[:, 0] > int(applied)))
         change_rows: list[tuple[Any, ...]] = []
         extra: list[tuple[int, int]] = []
         if u is not None and len(u):
-            recs = _decode(u, plan.fields, visible, strings)
-            change_rows = recs
+            change_rows = _decode(u, plan.fields, visible, strings)
             extra = list(zip(u.times[:, 0].tolist(), np.asarray(u.diffs).tolist(), strict=True))
-        prev = _load_contents(ckdir, vname, contents_state)
         floats = [j for j, t in enumerate(types) if t.kind == "double"]
-        now, change_rows = _apply(prev, change_rows, extra, floats)
+        now, change_rows = _apply(contents[vname], change_rows, extra, floats)
+        contents[vname] = now
         rows = [r for r, c in now.items() for _ in range(c)]
         if order:
             from ddflow.sql.database import _sort_rows
@@ -600,28 +786,205 @@ def maintain(
                 rows,
                 tuple(SortKey(k.index, k.desc, k.nulls_first) for k in order if k.index < visible),
             )
-        _save_contents(ckdir, vname, now, contents_state)
         ctab = _arrow_table(cols, types, rows)
         chtab = _arrow_table(cols, types, change_rows, extra)
         given = _as_spark(ctab, chtab, shapes.get(vname))
+        names = cols
         if given is not None:
             ctab, chtab, cschema, chschema = given
-            cols = list(cschema.names)
+            names = list(cschema.names)
         else:
             cschema = _spark_schema(cols, types, False)
             chschema = _spark_schema(cols, types, True)
-        contents_df = spark.createDataFrame(ctab, schema=cschema)
-        changes_df = spark.createDataFrame(chtab, schema=chschema)
-        out[vname] = ViewResult(vname, cols, types, contents_df, changes_df, order, rows)
-    state["strings"] = {str(k): v for k, v in strings.entries().items()}
-    state["tables"] = {k: [str(f.type) for f in v] for k, v in fields.items()}
-    state["views"] = dict(views)
-    _save_state(ckdir, state)
-    timings["results"] = _time.perf_counter() - mark
-    out.seconds = _time.perf_counter() - started
-    out.job = res
-    out.timings = timings
+        out[vname] = ViewResult(
+            vname, names, types, order, rows, spark, (ctab, cschema), (chtab, chschema)
+        )
     return out
+
+
+class LiveViews:
+    """SQL views kept up to date by a Spark job that stays up between refreshes.
+
+    ``LiveViews(spark, views, tables, workers=N, checkpoint=dir)`` loads the views like
+    ``maintain`` (``result`` is that first ``{view: ViewResult}``), but its ``N`` barrier
+    tasks keep the views' state in memory afterwards (``ddflow.runtimes.spark.LiveJob``):
+    ``refresh(tables)`` reads only the new changes (the same kinds of table source as
+    ``maintain``: change rows, change data feeds, snapshots, Delta paths) on the driver,
+    sends them to the tasks and returns the views' new contents and changes, with no
+    Spark stage started and no state restored. Change rows without a ``time`` column are
+    taken at the time after every time seen; rows at times already taken are skipped.
+
+    A refresh whose rows a worker cannot read changes nothing and raises; the views go on.
+    With ``checkpoint=`` every refresh also writes a checkpoint of the state (and the
+    driver's side): when a task is lost in a refresh, a new job restores the last
+    checkpoint and takes the refresh over (``restarts`` counts these), and after the
+    driver itself fails a new ``LiveViews`` (or ``maintain``) on the same directory goes
+    on from the last refresh the workers completed. Without a checkpoint a lost task ends
+    the views (the refresh raises). ``close()`` (or leaving a ``with`` block) ends the
+    tasks. The cluster needs a task slot more than ``N`` (``local[N+1]`` in local mode):
+    reading the changes is a small Spark job of its own.
+    """
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        views: Mapping[str, str],
+        tables: Mapping[str, Any],
+        *,
+        workers: int = 2,
+        checkpoint: str | os.PathLike[str] | None = None,
+        dialect: str = "spark",
+        timeout: float = 600.0,
+        progress: float | None = None,
+        on_round: Callable[[Any], None] | None = None,
+    ) -> None:
+        import time as _time
+
+        from ddflow.runtimes.spark import LiveJob
+
+        started = _time.perf_counter()
+        if not views:
+            raise SQLError("LiveViews needs at least one view")
+        self.spark = spark
+        self.views = dict(views)
+        ckdir = self.ckdir = (
+            os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
+        )
+        state = self.state = _load_state(ckdir)
+        if ckdir is None:
+            state["frames"] = {}  # the last snapshot of each table given as a Snapshot
+        inputs, self.fields, table_schemas = _read_sources(spark, tables, state, ckdir)
+        _check_tables(state, self.fields)
+        self.plans, self.meta = _plan_views(views, self.fields, dialect)
+        self.shapes = _spark_shapes(spark, views, table_schemas, state)
+        known = {int(k): v for k, v in state.get("strings", {}).items()}
+        self.strings = StringDict(hashed=True)
+        self.strings.learn(known)
+        contents_state = state.setdefault("contents", {})
+        self.contents = {v: _load_contents(ckdir, v, contents_state) for v in self.meta}
+        seen = state.get("views") == dict(views) and "tables" in state
+        self.build = SqlJob(self.fields, self.plans, dialect, known)
+        self.settings: dict[str, Any] = dict(
+            workers=workers,
+            timeout=timeout,
+            progress=progress,
+            checkpoint=ckdir,
+            on_round=on_round,
+            # a job restoring a checkpoint of the same job returns the output it captured
+            job_id=state.setdefault("live_job", uuid.uuid4().hex),
+        )
+        self.schemas = {name: df.schema for name, df in inputs.items()}
+        self.restarts = 0
+        self.job = LiveJob(spark, self.build, inputs, check=not seen, **self.settings)
+        self.result = self._finish(self.job.initial, started)
+
+    def __enter__(self) -> LiveViews:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def alive(self) -> bool:
+        """Whether the job is up (false after ``close`` or a failure)."""
+        return bool(self.job.alive)
+
+    def refresh(self, tables: Mapping[str, Any]) -> Maintained:
+        """Applies the new changes of ``tables`` (any subset of the tables) and returns
+        ``{view: ViewResult}`` after them; ``changes`` holds this refresh's changes."""
+        import time as _time
+
+        started = _time.perf_counter()
+        unknown = sorted(set(n.lower() for n in tables) - set(self.fields))
+        if unknown:
+            raise SQLError(f"unknown table(s) {unknown}; the views read {sorted(self.fields)}")
+        # reading the sources moves times, Delta versions and snapshots on (one level deep)
+        before = {k: dict(v) if isinstance(v, dict) else v for k, v in self.state.items()}
+        inputs: dict[str, Any] = {}
+        try:
+            self._read(tables, inputs)
+            try:
+                res = self.job.feed(inputs)
+            except BaseException:
+                if not (self.job.lost and self.ckdir is not None):
+                    raise
+                res = self._take_over(inputs)
+        except BaseException:
+            self.state = before  # a refresh that fails changes nothing here either
+            raise
+        return self._finish(res, started)
+
+    def _take_over(self, inputs: dict[str, Any]) -> Any:
+        """A new job after the last one was lost in a refresh: it restores the last
+        checkpoint and takes the refresh's changes as its initial input (the checkpoint's
+        captured output comes back too; ``_results`` keeps what the views lack)."""
+        import pyarrow as pa
+        from pyspark.sql.pandas.types import to_arrow_type
+
+        from ddflow.runtimes.spark import LiveJob
+
+        frames = {}
+        for name, schema in self.schemas.items():
+            t = inputs.get(name)
+            if t is None:
+                t = pa.schema(
+                    [pa.field(f.name, to_arrow_type(f.dataType)) for f in schema.fields]
+                ).empty_table()
+            frames[name] = self.spark.createDataFrame(t, schema=schema)
+        self.restarts += 1
+        self.job = LiveJob(self.spark, self.build, frames, check=False, **self.settings)
+        return self.job.initial
+
+    def _read(self, tables: Mapping[str, Any], inputs: dict[str, Any]) -> None:
+        """Reads each table source's changes into ``inputs`` (Arrow tables)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        now = _next_time(self.state)
+
+        def read(item: tuple[str, Any]) -> tuple[Any, tuple[Field, ...]]:
+            return _arrow_changes(item[0].lower(), item[1], self.spark, self.state, self.ckdir, now)
+
+        # each DataFrame read is a round trip to Spark (or a small job): all at once
+        with ThreadPoolExecutor(max(1, min(8, len(tables)))) as pool:
+            got = list(pool.map(read, tables.items()))
+        for name, (t, fields) in zip(tables, got, strict=True):
+            key = name.lower()
+            started = self.fields[key]
+            if [(f.name, str(f.type)) for f in fields] != [(f.name, str(f.type)) for f in started]:
+                raise SQLError(
+                    f"table {key!r} has columns {[(f.name, str(f.type)) for f in fields]}; the "
+                    f"views were started with {[(f.name, str(f.type)) for f in started]}"
+                )
+            inputs[key] = t
+
+    def close(self) -> None:
+        """Ends the job (its last checkpoint is the last refresh's)."""
+        self.job.close(checkpoint=False)
+
+    def _finish(self, res: Any, started: float) -> Maintained:
+        import time as _time
+
+        mark = _time.perf_counter()
+        out = _results(
+            self.spark, res, self.meta, self.shapes, self.strings, self.contents, self.state
+        )
+        fed = [st["fed_through"] for st in res.worker_stats if st.get("fed_through") is not None]
+        if fed:
+            self.state["applied"] = max(int(x) for x in fed)
+        if self.ckdir is not None:
+            contents_state = self.state.setdefault("contents", {})
+            for vname in self.meta:
+                _save_contents(self.ckdir, vname, self.contents[vname], contents_state)
+        _remember(self.state, self.strings, self.fields, self.views)
+        _save_state(self.ckdir, self.state)
+        now = _time.perf_counter()
+        job_s = next(
+            (st["job_seconds"] for st in res.worker_stats if "job_seconds" in st), mark - started
+        )
+        out.timings = {"job": job_s, "results": now - mark}
+        out.seconds = now - started
+        out.job = res
+        return out
 
 
 def _spark_shapes(

@@ -145,6 +145,14 @@ class StringDict:
             return dict(self._by_code)
         return dict(enumerate(self._strings))
 
+    def entries_since(self, mark: int) -> tuple[dict[int, str], int]:
+        """Code -> string of the strings this dictionary got (made or learned) after it
+        held ``mark`` of them, and the mark to give next time (``entries_since(0)`` is
+        every string)."""
+        new = self._strings[mark:]
+        codes = self._codes
+        return {codes[s]: s for s in new}, len(self._strings)
+
     def learn(self, entries: dict[int, str]) -> None:
         """Adopts code -> string pairs another dictionary of the same kind made."""
         if not self.hashed:
