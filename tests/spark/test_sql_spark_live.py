@@ -301,3 +301,55 @@ def test_two_workers_in_a_session_of_three(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ALL EQUAL 4" in done.stdout, done.stdout[-3000:]
+
+
+#: Declared keys that are wrong: ``g`` and ``(name, day)`` repeat across rows. Keys only
+#: order joins (``t``'s on ``g`` makes the self join of ``tri`` come before the join with
+#: ``u``), so the answers must not change.
+WRONG_KEYS = {"t": ["g"], "u": [["name", "day"]]}
+KEYED_VIEWS = dict(
+    VIEWS,
+    tri="SELECT a.g, u.name, count(*) AS n, sum(b.i) AS sb FROM t a, u, t b "
+    "WHERE a.i = u.k2 AND b.g = a.g GROUP BY a.g, u.name",
+)
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["maintain", "live"])
+def test_declared_keys_even_wrong_ones_never_change_an_answer(
+    spark: Any, tmp_path: Path, live: bool
+) -> None:
+    """``keys=`` declares keys as Spark's informational PRIMARY KEY does: here false ones,
+    and every view still equals Spark SQL after each refresh."""
+    stream = Stream(
+        spark,
+        SCHEMAS,
+        KEYED_VIEWS,
+        workers=1,
+        checkpoint=str(tmp_path / "ck"),
+        ordered=ORDERED,
+        live=live,
+    )
+    try:
+        for changes in refreshes(seed=41, n=3, load=20):
+            stream.refresh(changes, keys=WRONG_KEYS)  # (a live job takes them once)
+    finally:
+        stream.close()
+
+
+def test_declared_keys_are_checked(spark: Any, tmp_path: Path) -> None:
+    """Keys naming an unknown table or column are refused, and so is a checkpoint made
+    under other keys (its state belongs to other join orders)."""
+    from ddflow.spark import maintain
+
+    df = spark.createDataFrame([(1, "a")], "k bigint, g string")
+    views = {"v": "SELECT g, count(*) AS n FROM t GROUP BY g"}
+    with pytest.raises(SQLError, match="unknown table"):
+        maintain(spark, views, {"t": df}, workers=1, keys={"nope": ["k"]})
+    with pytest.raises(SQLError, match="no column"):
+        maintain(spark, views, {"t": df}, workers=1, keys={"t": ["x"]})
+    ck = str(tmp_path / "ck")
+    maintain(spark, views, {"t": df}, workers=1, checkpoint=ck, keys={"t": ["k"]})
+    with pytest.raises(SQLError, match="declared keys differ"):
+        maintain(spark, views, {"t": df}, workers=1, checkpoint=ck)
+    res = maintain(spark, views, {"t": df}, workers=1, checkpoint=ck, keys={"T": [["K"]]})
+    assert sorted(res["v"].rows()) == [("a", 2)]

@@ -613,11 +613,15 @@ def maintain(
     timeout: float = 600.0,
     progress: float | None = None,
     on_round: Callable[[Any], None] | None = None,
+    keys: Mapping[str, Any] | None = None,
 ) -> Maintained:
     """Refreshes SQL ``views`` from the changes of ``tables`` on ``workers`` Spark barrier
     tasks (see the module docstring); returns ``{view: ViewResult}``. ``on_round``: a hook
     each worker calls after each round (``JobConfig.on_round``; tests inject faults with
-    it). For many refreshes in a row, ``LiveViews`` keeps the state in memory instead of
+    it). ``keys``: per table, the columns of a key (or a list of keys) no two of its rows
+    share, as Spark's informational PRIMARY KEY: the join order puts lookups on keys
+    before joins that can multiply rows (a wrong declaration costs time, never a wrong
+    answer). For many refreshes in a row, ``LiveViews`` keeps the state in memory instead of
     restoring it from the checkpoint each time."""
     import time as _time
 
@@ -630,9 +634,9 @@ def maintain(
     ckdir = os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
     state = _load_state(ckdir)
     inputs, fields, table_schemas = _read_sources(spark, tables, state, ckdir)
-    _check_tables(state, fields)
+    _check_tables(state, fields, keys)
     timings["inputs"] = _time.perf_counter() - started
-    plans, meta = _plan_views(views, fields, dialect)
+    plans, meta = _plan_views(views, fields, dialect, keys)
     shapes = _spark_shapes(spark, views, table_schemas, state)
     known = {int(k): v for k, v in state.get("strings", {}).items()}
     job = SqlJob(fields, plans, dialect, known)
@@ -702,7 +706,9 @@ def _read_sources(
     return inputs, fields, table_schemas
 
 
-def _check_tables(state: dict[str, Any], fields: dict[str, tuple[Field, ...]]) -> None:
+def _check_tables(
+    state: dict[str, Any], fields: dict[str, tuple[Field, ...]], keys: Mapping[str, Any] | None
+) -> None:
     if "tables" in state and state["tables"] != {
         k: [str(f.type) for f in v] for k, v in fields.items()
     }:
@@ -710,12 +716,48 @@ def _check_tables(state: dict[str, Any], fields: dict[str, tuple[Field, ...]]) -
             "the tables' columns differ from the ones this checkpoint was made "
             "with; use a new checkpoint directory"
         )
+    declared = {t: sorted(sorted(k) for k in ks) for t, ks in _declared_keys(keys, fields).items()}
+    if "tables" in state and state.get("keys", {}) != declared:
+        raise SQLError(
+            "the declared keys differ from the ones this checkpoint was made with (they "
+            "decide the views' join order, so its state fits other dataflows); use a new "
+            "checkpoint directory"
+        )
+    state["keys"] = declared
+
+
+def _declared_keys(
+    keys: Mapping[str, Any] | None, fields: dict[str, tuple[Field, ...]]
+) -> dict[str, list[frozenset[int]]]:
+    """``keys`` (per table, a key's column names, or a list of keys) as the planner's
+    column index sets; unknown tables and columns are refused."""
+    out: dict[str, list[frozenset[int]]] = {}
+    for table, given in (keys or {}).items():
+        t = table.lower()
+        if t not in fields:
+            raise SQLError(f"keys: unknown table {table!r}; the tables are {sorted(fields)}")
+        names = [f.name for f in fields[t]]
+        several = [given] if given and isinstance(next(iter(given)), str) else list(given)
+        sets = []
+        for key in several:
+            cols = [str(c).lower() for c in key]
+            missing = [c for c in cols if c not in names]
+            if missing or not cols:
+                raise SQLError(
+                    f"keys: table {table!r} has no column(s) {missing or key!r}; it has {names}"
+                )
+            sets.append(frozenset(names.index(c) for c in cols))
+        out[t] = sets
+    return out
 
 
 def _plan_views(
-    views: Mapping[str, str], fields: dict[str, tuple[Field, ...]], dialect: str
+    views: Mapping[str, str],
+    fields: dict[str, tuple[Field, ...]],
+    dialect: str,
+    keys: Mapping[str, Any] | None = None,
 ) -> tuple[dict[str, Plan], _Meta]:
-    planner = Planner(fields, dialect)
+    planner = Planner(fields, dialect, keys=_declared_keys(keys, fields))
     plans: dict[str, Plan] = {}
     meta: _Meta = {}
     for vname, sql in views.items():
@@ -805,8 +847,8 @@ def _results(
 class LiveViews:
     """SQL views kept up to date by a Spark job that stays up between refreshes.
 
-    ``LiveViews(spark, views, tables, workers=N, checkpoint=dir)`` loads the views like
-    ``maintain`` (``result`` is that first ``{view: ViewResult}``), but its ``N`` barrier
+    ``LiveViews(spark, views, tables, workers=N, checkpoint=dir, keys=...)`` loads the
+    views like ``maintain`` (``result`` is that first ``{view: ViewResult}``), but its ``N`` barrier
     tasks keep the views' state in memory afterwards (``ddflow.runtimes.spark.LiveJob``):
     ``refresh(tables)`` reads only the new changes (the same kinds of table source as
     ``maintain``: change rows, change data feeds, snapshots, Delta paths) on the driver,
@@ -837,6 +879,7 @@ class LiveViews:
         timeout: float = 600.0,
         progress: float | None = None,
         on_round: Callable[[Any], None] | None = None,
+        keys: Mapping[str, Any] | None = None,
     ) -> None:
         import time as _time
 
@@ -854,8 +897,8 @@ class LiveViews:
         if ckdir is None:
             state["frames"] = {}  # the last snapshot of each table given as a Snapshot
         inputs, self.fields, table_schemas = _read_sources(spark, tables, state, ckdir)
-        _check_tables(state, self.fields)
-        self.plans, self.meta = _plan_views(views, self.fields, dialect)
+        _check_tables(state, self.fields, keys)
+        self.plans, self.meta = _plan_views(views, self.fields, dialect, keys)
         self.shapes = _spark_shapes(spark, views, table_schemas, state)
         known = {int(k): v for k, v in state.get("strings", {}).items()}
         self.strings = StringDict(hashed=True)
