@@ -550,11 +550,10 @@ def _arrow_column(a: np.ndarray, what: str) -> Any:
 # -- the barrier task -------------------------------------------------------------------------
 
 
-def _own_host(ctx: Any) -> str:
+def _bindable(host: str) -> str:
+    """``host``'s address if a socket can listen on it here, else the loopback address."""
     import socket
 
-    info = ctx.getTaskInfos()[ctx.partitionId()]
-    host = str(info.address).rsplit(":", 1)[0]
     try:
         addr = socket.gethostbyname(host)
         with socket.socket() as s:
@@ -562,6 +561,11 @@ def _own_host(ctx: Any) -> str:
         return addr
     except OSError:
         return "127.0.0.1"
+
+
+def _own_host(ctx: Any) -> str:
+    info = ctx.getTaskInfos()[ctx.partitionId()]
+    return _bindable(str(info.address).rsplit(":", 1)[0])
 
 
 def _task(
@@ -792,16 +796,8 @@ def spark_job(
 def _driver_host(spark: SparkSession) -> str:
     """An address of the driver the executors can reach (``spark.driver.host``), or the
     loopback address when it cannot be bound here."""
-    import socket
-
     host = spark.sparkContext.getConf().get("spark.driver.host", "127.0.0.1") or "127.0.0.1"
-    try:
-        addr = socket.gethostbyname(host)
-        with socket.socket() as s:
-            s.bind((addr, 0))
-        return addr
-    except OSError:
-        return "127.0.0.1"
+    return _bindable(host)
 
 
 class LiveJob:
