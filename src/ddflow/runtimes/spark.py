@@ -195,27 +195,17 @@ _INT_TYPES = ("ByteType", "ShortType", "IntegerType", "LongType")
 
 
 def _prepare(
-    inputs: Mapping[str, DataFrame],
-    columns: Mapping[str, Sequence[str]] | None,
-    kind: TimeKind,
-    order: Sequence[str] | None = None,
+    inputs: Mapping[str, DataFrame], columns: Mapping[str, Sequence[str]] | None, kind: TimeKind
 ) -> tuple[DataFrame, dict[str, list[str]]]:
-    """Validate every input and union them into one DataFrame of tagged rows (tagged by
-    the input's place in ``order``, default: the sorted names)."""
+    """Validate every input and union them into one DataFrame of tagged rows."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
     if not inputs:
         raise SparkJobError("run_on_spark needs at least one input DataFrame")
-    names = list(order) if order is not None else sorted(inputs)
-    unknown = sorted(set(inputs) - set(names))
-    if unknown:
-        raise SparkJobError(f"input(s) {unknown} are not inputs of this job; it has {names}")
     parts = []
     data_cols: dict[str, list[str]] = {}
-    for i, name in enumerate(names):
-        if name not in inputs:
-            continue
+    for i, name in enumerate(sorted(inputs)):
         df = inputs[name]
         fields = {f.name: f.dataType for f in df.schema.fields}
         wanted = (
@@ -414,6 +404,8 @@ def logs_from_tables(
     """Per input, a ``Changes`` log from its rows (``rows_by_input``'s form: the data
     columns, ``__time`` and ``__diff``); an input without rows gets an empty log of
     ``widths[i]`` columns."""
+    import pyarrow.compute as pc
+
     logs: dict[str, Changes] = {}
     for i, name in enumerate(names):
         t = tables.get(name)
@@ -425,7 +417,14 @@ def logs_from_tables(
             t = t.combine_chunks()
             n = t.num_rows
             cols = tuple(_column_to_numpy(t.column(j).chunk(0)) for j in range(widths[i]))
-            times = np.asarray(t.column("__time").to_numpy(), np.int64).reshape(n, kind.dim)
+            tcol = t.column("__time").chunk(0)
+            if kind.dim == 1:
+                times = np.asarray(tcol.to_numpy(), np.int64).reshape(n, 1)
+            else:
+                flat = pc.list_flatten(tcol).to_numpy()
+                if len(flat) != n * kind.dim:
+                    raise DataError(f"input {name!r}: every time must have {kind.dim} components")
+                times = np.asarray(flat, dtype=np.int64).reshape(n, kind.dim)
             diffs = np.asarray(t.column("__diff").to_numpy(), np.int64)
         logs[name] = Changes(cols[0] if len(cols) == 1 else cols, times, diffs)
     return logs
@@ -436,45 +435,7 @@ def logs_from_arrow(
 ) -> dict[str, Changes]:
     """A task's input rows (the union of ``_prepare``) as one ``Changes`` per input;
     ``widths[i]`` is the number of data columns of input ``i``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    logs: dict[str, Changes] = {}
-    if table is None or table.num_rows == 0:
-        for i, name in enumerate(names):
-            cols = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
-            logs[name] = Changes(
-                cols[0] if len(cols) == 1 else cols,
-                np.zeros((0, kind.dim), np.int64),
-                np.zeros(0, np.int64),
-            )
-        return logs
-    tag = table.column("__input").to_numpy()
-    for i, name in enumerate(names):
-        idx = np.flatnonzero(tag == i)
-        sub = table.take(pa.array(idx)) if len(idx) != table.num_rows else table
-        n = len(idx)
-        if kind.dim == 1:
-            times = (
-                sub.column("__time").to_numpy().astype(np.int64).reshape(n, 1)
-                if n
-                else np.zeros((0, 1), np.int64)
-            )
-        else:
-            col = sub.column("__time").combine_chunks() if n else None
-            flat = pc.list_flatten(col).to_numpy() if n else np.zeros(0, np.int64)
-            if n and len(flat) != n * kind.dim:
-                raise DataError(f"input {name!r}: every time must have {kind.dim} components")
-            times = np.asarray(flat, dtype=np.int64).reshape(n, kind.dim)
-        diffs = sub.column("__diff").to_numpy().astype(np.int64) if n else np.zeros(0, np.int64)
-        struct = sub.column(f"__d{i}").combine_chunks() if n else None
-        if struct is not None:
-            cols = tuple(_column_to_numpy(struct.field(j)) for j in range(struct.type.num_fields))
-        else:
-            cols = tuple(np.zeros(0, np.int64) for _ in range(widths[i]))
-        data = cols[0] if len(cols) == 1 else cols
-        logs[name] = Changes(data, times, diffs)
-    return logs
+    return logs_from_tables(rows_by_input(table, names), names, kind, widths)
 
 
 def _column_names(layout: Layout | None, prefix: str = "") -> list[str]:
@@ -607,7 +568,7 @@ def _task(
                 ctl = Mesh.spoke(index, len(addresses) + 1, len(addresses), hub[0], hub[1])
             table = pa.Table.from_batches(got) if got else None
             del got
-            logs = _task_logs(build, table, names, kind, widths)
+            logs = _task_logs(build, rows_by_input(table, names), names, kind, widths)
             del table
             worker = Worker(comm=mesh)
             if ctl is None:
@@ -654,16 +615,10 @@ def _task(
 
 
 def _task_logs(
-    build: Any, table: pa.Table | None, names: list[str], kind: TimeKind, widths: list[int]
-) -> dict[str, Any]:
-    if hasattr(build, "ingest"):
-        return dict(build.ingest(rows_by_input(table, names), kind))
-    return dict(logs_from_arrow(table, names, kind, widths))
-
-
-def _fed_logs(
     build: Any, rows: Mapping[str, pa.Table], names: list[str], kind: TimeKind, widths: list[int]
 ) -> dict[str, Any]:
+    """A task's logs from its rows per input (``rows_by_input``'s form): the job's own
+    ``ingest`` when it has one."""
     if hasattr(build, "ingest"):
         return dict(build.ingest(rows, kind))
     return dict(logs_from_tables(rows, names, kind, widths))
@@ -713,7 +668,7 @@ def _serve(
         logs: dict[str, Any] | None = None
         problem: str | None = None
         try:
-            logs = _fed_logs(build, msg[1], names, kind, widths)
+            logs = _task_logs(build, msg[1], names, kind, widths)
             for name, log in logs.items():
                 if isinstance(log, Changes):
                     check_changes(name, log, jd.config)
@@ -755,12 +710,7 @@ def spark_job(
     # one id per call: a rerun of the stage (after a failure) is the same job
     job_id = uuid.uuid4().hex
     check_session(spark, cfg.workers)
-    union, data_cols = _prepare(inputs, columns, kind)
-    _check_build(build, cfg)
-    names = sorted(inputs)
-    widths = [len(data_cols[n]) for n in names]
-    if check:
-        _dry_run(build, union, names, kind, cfg.time, widths)
+    union, data_cols, names, widths = _set_up(build, inputs, cfg, kind, columns, check)
     fn = _task(build, names, widths, new_secret(), cfg, job_id)
     workers = cfg.workers
     started = _time.perf_counter()
@@ -791,6 +741,25 @@ def spark_job(
     res = merge_results(results, kind)
     res.worker_stats.append({"job_seconds": elapsed})
     return res
+
+
+def _set_up(
+    build: Build,
+    inputs: Mapping[str, DataFrame],
+    cfg: JobConfig,
+    kind: TimeKind,
+    columns: Mapping[str, Sequence[str]] | None,
+    check: bool,
+) -> tuple[DataFrame, dict[str, list[str]], list[str], list[int]]:
+    """A Spark job's checks before any work and its tagged input rows: the union, each
+    input's data columns, the input names in tag order and their widths."""
+    union, data_cols = _prepare(inputs, columns, kind)
+    _check_build(build, cfg)
+    names = sorted(inputs)
+    widths = [len(data_cols[n]) for n in names]
+    if check:
+        _dry_run(build, union, names, kind, cfg.time, widths)
+    return union, data_cols, names, widths
 
 
 def _driver_host(spark: SparkSession) -> str:
@@ -848,7 +817,6 @@ class LiveJob:
         if kind.dim != 1:
             raise SparkJobError("live Spark jobs need int times")
         self.spark = spark
-        self.columns = columns
         workers = cfg.workers
         check_session(spark, workers)
         slots = task_slots(spark)
@@ -859,12 +827,9 @@ class LiveJob:
                 f"(master {spark.sparkContext.master!r}): use local[{workers + 1}] or more, "
                 "or give the cluster more cores"
             )
-        union, self.data_cols = _prepare(inputs, columns, kind)
-        _check_build(build, cfg)
-        self.names = sorted(inputs)
-        widths = [len(self.data_cols[n]) for n in self.names]
-        if check:
-            _dry_run(build, union, self.names, kind, cfg.time, widths)
+        union, self.data_cols, self.names, widths = _set_up(
+            build, inputs, cfg, kind, columns, check
+        )
         listener = self._listener = Listener(_driver_host(spark))
         hub_secret = new_secret()
         fn = _task(
@@ -1087,10 +1052,7 @@ def _dry_run(
     job starts (one small Spark query; some inputs may get no rows). Only rows with a
     positive diff: a sample of deletions, or a resumed job's deltas, is no valid input."""
     table = union.filter("__diff > 0").limit(rows).toArrow()
-    if hasattr(build, "ingest"):
-        logs = build.ingest(rows_by_input(table, names), kind)
-    else:
-        logs = logs_from_arrow(table, names, kind, widths)
+    logs = _task_logs(build, rows_by_input(table, names), names, kind, widths)
     try:
         run_job(build, logs, time=time)
     except DDError as e:

@@ -628,50 +628,87 @@ def maintain(
     from ddflow.runtimes.spark import spark_job
 
     started = _time.perf_counter()
-    timings: dict[str, float] = {}
-    if not views:
-        raise SQLError("maintain needs at least one view")
-    ckdir = os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
-    state = _load_state(ckdir)
-    inputs, fields, table_schemas = _read_sources(spark, tables, state, ckdir)
-    _check_tables(state, fields, keys)
-    timings["inputs"] = _time.perf_counter() - started
-    plans, meta = _plan_views(views, fields, dialect, keys)
-    shapes = _spark_shapes(spark, views, table_schemas, state)
-    known = {int(k): v for k, v in state.get("strings", {}).items()}
-    job = SqlJob(fields, plans, dialect, known)
-    # a refresh of the views an earlier call ran over these tables needs no trial run
-    seen = state.get("views") == dict(views) and "tables" in state
-    timings["plan"] = _time.perf_counter() - started - timings["inputs"]
+    side = _Views(spark, views, tables, checkpoint, dialect, keys, live=False)
     mark = _time.perf_counter()
     res = spark_job(
         spark,
-        job,
-        inputs,
+        side.build,
+        side.inputs,
         workers=workers,
         timeout=timeout,
         progress=progress,
-        checkpoint=ckdir,
+        checkpoint=side.ckdir,
         checkpoint_every=0,
-        check=not seen,
+        check=not side.seen,
         on_round=on_round,
     )
-    timings["job"] = _time.perf_counter() - mark
+    job_s = _time.perf_counter() - mark
     mark = _time.perf_counter()
-    strings = StringDict(hashed=True)
-    strings.learn(known)
-    contents_state = state.setdefault("contents", {})
-    contents = {v: _load_contents(ckdir, v, contents_state) for v in meta}
-    out = _results(spark, res, meta, shapes, strings, contents, state)
-    for vname in meta:
-        _save_contents(ckdir, vname, contents[vname], contents_state)
-    _remember(state, strings, fields, views)
-    _save_state(ckdir, state)
-    timings["results"] = _time.perf_counter() - mark
+    out = side.conclude(res)
+    out.timings = dict(side.timings, job=job_s, results=_time.perf_counter() - mark)
     out.seconds = _time.perf_counter() - started
     out.job = res
-    out.timings = timings
     return out
+
+
+class _Views:
+    """The driver's side of SQL views over Spark tables, for one call of ``maintain`` or a
+    ``LiveViews``: the state kept beside the workers' (``sql-state.json`` under the
+    checkpoint), the tables' first changes as DataFrames (``inputs``), the views' plans and
+    the job building them (``build``), and each view's contents; ``conclude`` brings them
+    up to date with a job's output changes."""
+
+    def __init__(
+        self,
+        spark: Any,
+        views: Mapping[str, str],
+        tables: Mapping[str, Any],
+        checkpoint: str | os.PathLike[str] | None,
+        dialect: str,
+        keys: Mapping[str, Any] | None,
+        live: bool,
+    ) -> None:
+        import time as _time
+
+        started = _time.perf_counter()
+        if not views:
+            raise SQLError(f"{'LiveViews' if live else 'maintain'} needs at least one view")
+        self.spark = spark
+        self.views = dict(views)
+        ckdir = self.ckdir = (
+            os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
+        )
+        state = self.state = _load_state(ckdir)
+        if ckdir is None and live:
+            state["frames"] = {}  # the last snapshot of each table given as a Snapshot
+        self.inputs, self.fields, table_schemas = _read_sources(spark, tables, state, ckdir)
+        _check_tables(state, self.fields, keys)
+        self.timings = {"inputs": _time.perf_counter() - started}
+        self.plans, self.meta = _plan_views(views, self.fields, dialect, keys)
+        self.shapes = _spark_shapes(spark, views, table_schemas, state)
+        known = {int(k): v for k, v in state.get("strings", {}).items()}
+        self.strings = StringDict(hashed=True)
+        self.strings.learn(known)
+        contents_state = state.setdefault("contents", {})
+        self.contents = {v: _load_contents(ckdir, v, contents_state) for v in self.meta}
+        # a refresh of the views an earlier call ran over these tables needs no trial run
+        self.seen = state.get("views") == self.views and "tables" in state
+        self.build = SqlJob(self.fields, self.plans, dialect, known)
+        self.timings["plan"] = _time.perf_counter() - started - self.timings["inputs"]
+
+    def conclude(self, res: Any) -> Maintained:
+        """The views after the job's output changes ``res``, saved under the checkpoint."""
+        state = self.state
+        out = _results(self.spark, res, self.meta, self.shapes, self.strings, self.contents, state)
+        fed = [st["fed_through"] for st in res.worker_stats if st.get("fed_through") is not None]
+        if fed:
+            state["applied"] = max(int(x) for x in fed)
+        contents_state = state.setdefault("contents", {})
+        for vname in self.meta:
+            _save_contents(self.ckdir, vname, self.contents[vname], contents_state)
+        _remember(state, self.strings, self.fields, self.views)
+        _save_state(self.ckdir, state)
+        return out
 
 
 #: per view: column names, SQL types, visible columns, ORDER BY, plan
@@ -844,7 +881,7 @@ def _results(
     return out
 
 
-class LiveViews:
+class LiveViews(_Views):
     """SQL views kept up to date by a Spark job that stays up between refreshes.
 
     ``LiveViews(spark, views, tables, workers=N, checkpoint=dir, keys=...)`` loads the
@@ -886,39 +923,19 @@ class LiveViews:
         from ddflow.runtimes.spark import LiveJob
 
         started = _time.perf_counter()
-        if not views:
-            raise SQLError("LiveViews needs at least one view")
-        self.spark = spark
-        self.views = dict(views)
-        ckdir = self.ckdir = (
-            os.path.abspath(os.fspath(checkpoint)) if checkpoint is not None else None
-        )
-        state = self.state = _load_state(ckdir)
-        if ckdir is None:
-            state["frames"] = {}  # the last snapshot of each table given as a Snapshot
-        inputs, self.fields, table_schemas = _read_sources(spark, tables, state, ckdir)
-        _check_tables(state, self.fields, keys)
-        self.plans, self.meta = _plan_views(views, self.fields, dialect, keys)
-        self.shapes = _spark_shapes(spark, views, table_schemas, state)
-        known = {int(k): v for k, v in state.get("strings", {}).items()}
-        self.strings = StringDict(hashed=True)
-        self.strings.learn(known)
-        contents_state = state.setdefault("contents", {})
-        self.contents = {v: _load_contents(ckdir, v, contents_state) for v in self.meta}
-        seen = state.get("views") == dict(views) and "tables" in state
-        self.build = SqlJob(self.fields, self.plans, dialect, known)
+        super().__init__(spark, views, tables, checkpoint, dialect, keys, live=True)
         self.settings: dict[str, Any] = dict(
             workers=workers,
             timeout=timeout,
             progress=progress,
-            checkpoint=ckdir,
+            checkpoint=self.ckdir,
             on_round=on_round,
             # a job restoring a checkpoint of the same job returns the output it captured
-            job_id=state.setdefault("live_job", uuid.uuid4().hex),
+            job_id=self.state.setdefault("live_job", uuid.uuid4().hex),
         )
-        self.schemas = {name: df.schema for name, df in inputs.items()}
+        self.schemas = {name: df.schema for name, df in self.inputs.items()}
         self.restarts = 0
-        self.job = LiveJob(spark, self.build, inputs, check=not seen, **self.settings)
+        self.job = LiveJob(spark, self.build, self.inputs, check=not self.seen, **self.settings)
         self.result = self._finish(self.job.initial, started)
 
     def __enter__(self) -> LiveViews:
@@ -1008,18 +1025,7 @@ class LiveViews:
         import time as _time
 
         mark = _time.perf_counter()
-        out = _results(
-            self.spark, res, self.meta, self.shapes, self.strings, self.contents, self.state
-        )
-        fed = [st["fed_through"] for st in res.worker_stats if st.get("fed_through") is not None]
-        if fed:
-            self.state["applied"] = max(int(x) for x in fed)
-        if self.ckdir is not None:
-            contents_state = self.state.setdefault("contents", {})
-            for vname in self.meta:
-                _save_contents(self.ckdir, vname, self.contents[vname], contents_state)
-        _remember(self.state, self.strings, self.fields, self.views)
-        _save_state(self.ckdir, self.state)
+        out = self.conclude(res)
         now = _time.perf_counter()
         job_s = next(
             (st["job_seconds"] for st in res.worker_stats if "job_seconds" in st), mark - started
