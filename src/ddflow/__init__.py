@@ -20,6 +20,7 @@ from ddflow.core.errors import (
     ScopeError,
     SessionClosedError,
     TimeError,
+    TotalOverflowError,
     UnknownInputError,
 )
 from ddflow.core.time import Product
@@ -69,6 +70,7 @@ __all__ = [
     "SessionClosedError",
     "Sum",
     "TimeError",
+    "TotalOverflowError",
     "UnknownInputError",
     "Variable",
     "Worker",

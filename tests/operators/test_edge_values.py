@@ -157,6 +157,33 @@ def test_explode_scales_diffs_exactly() -> None:
 
 
 @pytest.mark.parametrize("op", ["count_total", "count"])
+def test_vectorized_explode_may_give_diffs_beyond_int64(op: str) -> None:
+    """A vectorized explode may give int diff components beyond int64 as ``object`` columns
+    of Python ints (and ``int64`` ones beside them); they add up exactly, and an ``object``
+    column of anything but ints is refused."""
+
+    def big(x: np.ndarray) -> Any:
+        wide = np.empty(len(x), dtype=object)
+        wide[:] = [int(v) * 2**70 for v in x.tolist()]
+        return x, (np.ones(len(x), np.int64), wide)
+
+    f = Flow(lambda c: getattr(c.explode(big, vectorized=True, diff=(0, 0)), op)())
+    assert f.round([(3, 1), (3, 2), (5, 1)]) == {(3, (3, 9 * 2**70)): 1, (5, (1, 5 * 2**70)): 1}
+    got = f.round([(3, -3), (5, 1)])
+    assert got == {(5, (2, 10 * 2**70)): 1}
+    assert repr(next(iter(got))[1][1]) == repr(10 * 2**70)
+
+    def floats(x: np.ndarray) -> Any:
+        bad = np.empty(len(x), dtype=object)
+        bad[:] = [0.5] * len(x)
+        return x, (np.ones(len(x), np.int64), bad)
+
+    g = Flow(lambda c: c.explode(floats, vectorized=True, diff=(0, 0)).count_total())
+    with pytest.raises(dd.DDError):
+        g.round([(1, 1)])
+
+
+@pytest.mark.parametrize("op", ["count_total", "count"])
 def test_tuple_diffs_sum_beyond_int64(op: str) -> None:
     """Tuple diffs (an int, a float and a Sum beside them) add their int parts exactly."""
     f = Flow(lambda c: getattr(c.explode(lambda x: [(x[0], (x[1], 0.5, dd.Sum(x[1], 1)))]), op)())

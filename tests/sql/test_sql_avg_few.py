@@ -26,7 +26,7 @@ def _numpy_path(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
     big_t = np.concatenate([total] * reps)
     big_c = np.concatenate([cnt] * reps)
     assert len(big_c) > aggregate.FEW_GROUPS
-    r, _ = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), big_c, big_t)
+    r, _ = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 38, 2 + k), big_c, big_t)
     return r[: len(cnt)]
 
 
@@ -36,7 +36,7 @@ _ARG = Col(0, SqlType("decimal", 64, 15, 2), True, "x")
 
 def _few_path(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
     assert len(cnt) <= aggregate.FEW_GROUPS
-    r, nl = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 18, 2 + k), cnt, total)
+    r, nl = aggregate.linear_value("avg", _ARG, SqlType("decimal", 128, 38, 2 + k), cnt, total)
     empty = cnt == 0
     assert (nl is None and not empty.any()) or (nl is not None and (nl == empty).all())
     return r

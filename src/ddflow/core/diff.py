@@ -715,16 +715,44 @@ def diff_type_of(spec: Any) -> DiffType:
     )
 
 
+def _wide_ints(arr: np.ndarray, n: int) -> np.ndarray | None:
+    """An ``object`` column of ``n`` Python ints as an int diff column (``int64`` when every
+    value fits); None when it is not such a column."""
+    if arr.dtype != object or arr.shape != (n,):
+        return None
+    vals = arr.tolist()
+    if not all(type(v) is int or isinstance(v, np.integer) for v in vals):
+        return None
+    return int_column(vals)
+
+
+def _from_output(dt: DiffType, view: Any, n: int) -> Any:
+    """``dt.from_columns`` for an operator's output, where int components may also be
+    ``object`` columns of Python ints of any size (sums computed exactly beyond int64)."""
+    if isinstance(dt, IntDiff) and isinstance(view, np.ndarray):
+        got = _wide_ints(view, n)
+        if got is not None:
+            return got
+    if isinstance(dt, TupleDiff) and isinstance(view, tuple) and len(view) == len(dt.parts):
+        return tuple(_from_output(p, c, n) for p, c in zip(dt.parts, view, strict=True))
+    return dt.from_columns(view, n)
+
+
 def diff_column_from_view(dt: DiffType | None, view: Any, n: int) -> tuple[DiffType, Any]:
-    """A diff column from a vectorized function's output: an array or a tuple of arrays."""
+    """A diff column from a vectorized function's output: an array or a tuple of arrays.
+    Int diffs may be given beyond int64 here, as ``object`` columns of Python ints (an
+    input session refuses them: there a diff must fit 64 bits)."""
     if dt is not None:
-        return dt, dt.from_columns(view, n)
+        return dt, _from_output(dt, view, n)
     if isinstance(view, tuple):
         parts = tuple(diff_column_from_view(None, v, n) for v in view)
         return TupleDiff(tuple(p[0] for p in parts)), tuple(p[1] for p in parts)
     arr = np.asarray(view)
     if arr.shape == () or arr.shape[0] != n:
         arr = np.broadcast_to(arr, (n,)).copy()
+    wide = _wide_ints(arr, n)
+    if wide is not None:
+        return INT_DIFF, wide
     if arr.dtype.kind in "iu":
         if arr.dtype.kind == "u" and arr.size and int(arr.max()) > I64_MAX:
             return INT_DIFF, int_column(arr.tolist())

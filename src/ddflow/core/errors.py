@@ -58,6 +58,12 @@ class DataError(DDError, TypeError):
         self.refused = tuple(refused)
 
 
+class TotalOverflowError(DataError):
+    """A total over many records (a sum) that leaves the type it must fit. It says
+    something of the whole collection, not of any one record: a sample of the records may
+    overflow where the whole does not."""
+
+
 class UnknownInputError(DDError, KeyError):
     """A dataflow asked for an input the job was not given."""
 

@@ -16,8 +16,16 @@ differential dataflow: each commit costs work proportional to what changed.
 
 from __future__ import annotations
 
-from ddflow.core.errors import DataError, DDError
+from ddflow.core.errors import DataError, DDError, TotalOverflowError
 from ddflow.sql.database import Database, View
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 
-__all__ = ["DDError", "DataError", "Database", "SQLError", "UnsupportedSQL", "View"]
+__all__ = [
+    "DDError",
+    "DataError",
+    "Database",
+    "SQLError",
+    "TotalOverflowError",
+    "UnsupportedSQL",
+    "View",
+]

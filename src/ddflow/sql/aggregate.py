@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.errors import DataError
+from ddflow.core.errors import DataError, TotalOverflowError
 from ddflow.sql.expr import Ctx, Expr, _mul, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
@@ -29,8 +29,6 @@ from ddflow.sql.optimize import remap, uses
 from ddflow.sql.plan import Agg, Aggregate, Join, grouped_by_join_key
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
-    I64_MAX,
-    I64_MIN,
     SqlType,
     float_from_keys,
     float_keys,
@@ -40,11 +38,9 @@ __all__ = ["lower_aggregate"]
 
 
 def _int_sum_column(v: np.ndarray) -> np.ndarray:
-    if v.dtype == object:
-        v = _narrow(v)
-        if v.dtype == object:
-            raise DataError("a value to sum does not fit 64 bits")
-    return v
+    """Values to sum as a diff component: ``int64``, or Python ints where some value leaves
+    64 bits (a DECIMAL(38) value; the total-order count adds them exactly)."""
+    return _narrow(v) if v.dtype == object else v
 
 
 class _Linear:
@@ -604,7 +600,7 @@ def linear_value(
     at = arg.type
     if nonempty:
         if func == "sum" and t.kind == "decimal":
-            return total, None  # (same scale as the argument)
+            return _digits_checked(total, t), None  # (same scale as the argument)
         empty = None
         nl = None
     else:
@@ -621,10 +617,10 @@ def linear_value(
             if total.dtype == object:
                 total = _narrow(total)
                 if total.dtype == object:
-                    raise DataError(f"integer overflow: a sum does not fit {t}")
+                    raise TotalOverflowError(f"integer overflow: a sum does not fit {t}")
             return (total if empty is None else np.where(empty, 0, total)).astype(np.int64), nl
         # decimal: same scale as the argument
-        return (total if empty is None else np.where(empty, 0, total)), nl
+        return _digits_checked(total if empty is None else np.where(empty, 0, total), t), nl
     # avg
     safe = cnt if empty is None else np.where(empty, 1, cnt)
     if t.kind == "double":
@@ -641,12 +637,12 @@ def linear_value(
 
         k = t.scale - (at.scale if at.kind == "decimal" else 0)
         if len(cnt) <= FEW_GROUPS:
-            return _avg_decimal_few(np.asarray(total), cnt, k), nl
+            return _digits_checked(_avg_decimal_few(np.asarray(total), cnt, k), t, "an average"), nl
         num = _scale_up(np.asarray(total), k) if k >= 0 else np.asarray(total)
         r = _div_half_up(num, safe.astype(np.int64))
         if r.dtype != object and empty is not None:
             r = np.where(empty, 0, r)
-        return r, nl
+        return _digits_checked(r, t, "an average"), nl
     raise DataError(f"avg of {at} as {t}")
 
 
@@ -678,6 +674,16 @@ def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
         return out
 
 
-def _check_range(v: np.ndarray) -> None:
-    if v.dtype == object and any(not I64_MIN <= x <= I64_MAX for x in v.tolist()):
-        raise DataError("an aggregate does not fit 64 bits")
+def _digits_checked(v: np.ndarray, t: SqlType, what: str = "a sum") -> np.ndarray:
+    """``v``, the unscaled sums or averages of a DECIMAL ``t``; ``TotalOverflowError`` when
+    one has more digits than ``t``'s precision (SQL raises a decimal overflow, never wraps;
+    an average of DECIMAL(38,6) values is a DECIMAL(38,10), so it has 28 integer digits)."""
+    if not len(v) or (v.dtype != object and t.precision >= 19):
+        return v  # (an int64 has at most 19 digits)
+    if v.dtype != object:
+        big = max(int(v.max()), -int(v.min()))
+    else:
+        big = max(abs(int(x)) for x in v.tolist())
+    if big >= 10**t.precision:
+        raise TotalOverflowError(f"decimal overflow: {what} does not fit {t}")
+    return v

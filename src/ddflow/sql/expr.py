@@ -35,6 +35,7 @@ from ddflow.sql.types import (
     I64_MAX,
     I64_MIN,
     SqlType,
+    decimal_unscaled,
     encode_values,
     float_from_keys,
     float_keys,
@@ -1036,7 +1037,7 @@ def _parse_one(s: str, dst: SqlType, dialect: str) -> Any:
             v = _decimal.Decimal(txt)
             if not v.is_finite():
                 return None
-            return int(v.scaleb(dst.scale).to_integral_value(rounding=_decimal.ROUND_HALF_UP))
+            return decimal_unscaled(v, dst.scale)
         if d == "double":
             return float(txt)
         if d == "date":

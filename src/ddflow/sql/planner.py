@@ -66,6 +66,7 @@ from ddflow.sql.types import (
     BOOLEAN,
     DATE,
     DOUBLE,
+    EXACT,
     FLOAT,
     INT,
     NULLTYPE,
@@ -1825,7 +1826,9 @@ class Planner:
             return DOUBLE
         if func == "avg":
             if self.dialect == "spark" and t.kind == "decimal":
-                return adjust_decimal(t.precision + 4, t.scale + 4)
+                # four more digits and places, capped at 38 each (no scale is given up
+                # for integer digits, unlike arithmetic's result types)
+                return decimal_type(min(38, t.precision + 4), min(38, t.scale + 4))
             return DOUBLE
         raise UnsupportedSQL(f"aggregate {func}")
 
@@ -2866,17 +2869,11 @@ def _convert_const(v: Any, f: Field) -> Any:
                 return int(v.strip())
         if k == "decimal":
             if isinstance(v, (int, decimal.Decimal)) and not isinstance(v, bool):
-                return decimal.Decimal(v).quantize(
-                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
-                )
+                return decimal.Decimal(v).quantize(_unit(t.scale), context=EXACT)
             if isinstance(v, float):
-                return decimal.Decimal(repr(v)).quantize(
-                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
-                )
+                return decimal.Decimal(repr(v)).quantize(_unit(t.scale), context=EXACT)
             if isinstance(v, str):
-                return decimal.Decimal(v.strip()).quantize(
-                    decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP
-                )
+                return decimal.Decimal(v.strip()).quantize(_unit(t.scale), context=EXACT)
         if k == "double":
             if isinstance(v, bool):
                 return float(v)
@@ -3174,3 +3171,8 @@ def _remap_cols(e: Expr, offsets: list[int], owner: list[int], pos: dict[int, in
         src = owner[i]
         mapping[i] = pos[src] + (i - offsets[src])
     return _remap(e, mapping)
+
+
+def _unit(scale: int) -> decimal.Decimal:
+    """One unit in the last place of a decimal of ``scale`` (``10**-scale``)."""
+    return decimal.Decimal(1).scaleb(-scale, EXACT)

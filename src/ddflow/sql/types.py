@@ -151,6 +151,11 @@ def _bad(value: Any, t: SqlType, column: str) -> DataError:
     )
 
 
+#: decimal arithmetic on values of up to 38 digits and beyond, without the default
+#: context's rounding to 28 significant digits
+EXACT = decimal.Context(prec=100, rounding=decimal.ROUND_HALF_UP, Emax=10**6, Emin=-(10**6))
+
+
 def decimal_unscaled(value: Any, scale: int, t: SqlType | None = None, column: str = "?") -> int:
     """``value * 10**scale`` as an exact int, rounding half away from zero (as SQL casts do).
     Accepts int, Decimal, float (its shortest repr) and numeric strings."""
@@ -169,7 +174,7 @@ def decimal_unscaled(value: Any, scale: int, t: SqlType | None = None, column: s
             raise _bad(value, t or decimal_type(38, scale), column) from e
     if not isinstance(value, decimal.Decimal) or not value.is_finite():
         raise _bad(value, t or decimal_type(38, scale), column)
-    q = value.scaleb(scale).to_integral_value(rounding=decimal.ROUND_HALF_UP)
+    q = value.scaleb(scale, EXACT).to_integral_value(decimal.ROUND_HALF_UP, EXACT)
     return int(q)
 
 
@@ -319,8 +324,7 @@ def decode_nonnull(phys: np.ndarray, t: SqlType, strings: Any) -> list[Any]:
         return [int(v) for v in phys.tolist()]
     if k == "decimal":
         s = t.scale
-        ctx = decimal.Context(prec=80)
-        return [decimal.Decimal(int(v)).scaleb(-s, ctx) for v in phys.tolist()]
+        return [decimal.Decimal(int(v)).scaleb(-s, EXACT) for v in phys.tolist()]
     if k == "double":
         return float_from_keys(phys).tolist()
     if k == "string":
