@@ -729,11 +729,17 @@ def _wide_ints(arr: np.ndarray, n: int) -> np.ndarray | None:
 def _from_output(dt: DiffType, view: Any, n: int) -> Any:
     """``dt.from_columns`` for an operator's output, where int components may also be
     ``object`` columns of Python ints of any size (sums computed exactly beyond int64)."""
-    if isinstance(dt, IntDiff) and isinstance(view, np.ndarray):
-        got = _wide_ints(view, n)
-        if got is not None:
-            return got
-    if isinstance(dt, TupleDiff) and isinstance(view, tuple) and len(view) == len(dt.parts):
+    if isinstance(view, np.ndarray):
+        if view.dtype == object and isinstance(dt, IntDiff):
+            got = _wide_ints(view, n)
+            if got is not None:
+                return got
+    elif (
+        isinstance(dt, TupleDiff)
+        and isinstance(view, tuple)
+        and len(view) == len(dt.parts)
+        and not all(isinstance(c, np.ndarray) and c.dtype != object for c in view)
+    ):
         return tuple(_from_output(p, c, n) for p, c in zip(dt.parts, view, strict=True))
     return dt.from_columns(view, n)
 
