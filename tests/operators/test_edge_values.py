@@ -157,6 +157,19 @@ def test_explode_scales_diffs_exactly() -> None:
 
 
 @pytest.mark.parametrize("op", ["count_total", "count"])
+def test_float_diff_totals_stay_within_their_key(op: str) -> None:
+    """Float diff components of different keys added in one batch do not touch each other:
+    a large value, an infinity or a NaN of one key leaves the others' totals as they are."""
+    f = Flow(lambda c: getattr(c.explode(lambda x: [(x[0], (1, x[1]))]), op)())
+    inf = float("inf")
+    got = f.round([(("a", 1e20), 1), (("b", 5.0), 1), (("c", inf), 1), (("d", 2.5), 1)])
+    assert got == {("a", (1, 1e20)): 1, ("b", (1, 5.0)): 1, ("c", (1, inf)): 1, ("d", (1, 2.5)): 1}
+    got = f.round([(("b", 0.25), 1), (("a", 1e20), 1), (("d", 0.5), 1)])
+    assert got[("b", (2, 5.25))] == 1 and got[("d", (2, 3.0))] == 1
+    assert got[("a", (2, 2e20))] == 1
+
+
+@pytest.mark.parametrize("op", ["count_total", "count"])
 def test_vectorized_explode_may_give_diffs_beyond_int64(op: str) -> None:
     """A vectorized explode may give int diff components beyond int64 as ``object`` columns
     of Python ints (and ``int64`` ones beside them); they add up exactly, and an ``object``

@@ -388,6 +388,27 @@ class FloatDiff(IntDiff):
     def scale(self, d: np.ndarray, k: np.ndarray) -> np.ndarray:
         return d * np.asarray(k, dtype=np.float64)
 
+    def running_sums(
+        self, d: np.ndarray, starts: np.ndarray, base: np.ndarray, *, bounded: bool = False
+    ) -> np.ndarray:
+        """Each segment's own prefix sums: a scan that adds ``d[i - k]`` to ``d[i]`` for
+        ``k = 1, 2, 4, ...`` while both lie in one segment (one running total over all
+        segments, less each segment's start, would let a large value, an infinity or a NaN
+        of one segment leak into the others: 1e20 + 5 - 1e20 is 0)."""
+        n = len(d)
+        out = np.asarray(d, dtype=np.float64)
+        if n == 0:
+            return out.copy()
+        seg = _segment_ids(starts, n)
+        longest = int(np.diff(np.append(starts, n)).max())
+        k = 1
+        while k < longest:
+            out = np.concatenate(
+                (out[:k], np.where(seg[k:] == seg[:-k], out[k:] + out[:-k], out[k:]))
+            )
+            k *= 2
+        return out + base[seg]
+
 
 @dataclass(frozen=True)
 class TupleDiff(DiffType):
