@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.sql.expr import Ctx, Expr, _mul, evaluate, intern_exprs
+from ddflow.sql.expr import Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -43,6 +43,42 @@ def _int_sum_column(v: np.ndarray) -> np.ndarray:
     return _narrow(v) if v.dtype == object else v
 
 
+#: beside a floating-point sum, the counts of its +inf, -inf and NaN values: kept apart from
+#: the finite values' total, they come and go exactly (inf - inf would be NaN for good)
+_SPECIAL = ("pinf", "ninf", "nan")
+
+
+def _component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n: int) -> np.ndarray:
+    """The diff component ``kind`` (``n``, ``s`` or one of ``_SPECIAL``) of argument values
+    ``v`` (NULL where ``nl``)."""
+    if kind == "n":
+        return np.ones(n, np.int64) if nl is None else (~nl).astype(np.int64)
+    if arg.type.kind != "double":
+        x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
+        return x if nl is None else np.where(nl, 0, x)
+    x = float_from_keys(v)
+    if kind == "s":
+        ok = np.isfinite(x)
+        if nl is not None:
+            ok &= ~nl
+        return x if ok.all() else np.where(ok, x, 0.0)
+    hit = np.isnan(x) if kind == "nan" else x == (np.inf if kind == "pinf" else -np.inf)
+    if nl is not None:
+        hit &= ~nl
+    return hit.astype(np.int64)
+
+
+def with_specials(
+    total: np.ndarray, pinf: np.ndarray, ninf: np.ndarray, nan: np.ndarray
+) -> np.ndarray:
+    """A floating-point sum from its finite part and the counts of its +inf, -inf and NaN
+    values: NaN with a NaN or both infinities, else an infinity if any."""
+    if not (pinf.any() or ninf.any() or nan.any()):
+        return total
+    out = np.where(pinf > 0, np.inf, np.where(ninf > 0, -np.inf, total))
+    return np.where((nan > 0) | ((pinf > 0) & (ninf > 0)), np.nan, out)
+
+
 class _Linear:
     """The components of the linear part's diff and where each aggregate reads them."""
 
@@ -61,6 +97,9 @@ class _Linear:
             self._add("n", a.arg)
             if a.func in ("sum", "avg"):
                 self._add("s", a.arg)
+                if a.arg is not None and a.arg.type.kind == "double":
+                    for kind in _SPECIAL:
+                        self._add(kind, a.arg)
         # equal subexpressions of the arguments made one object, so a batch computes each
         # once (evaluation remembers arithmetic results by object)
         shared = iter(intern_exprs([arg for _, arg in self.parts if arg is not None]))
@@ -175,19 +214,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                     got = evaluate(arg, fr, ctx)
                     cache[id(arg)] = got
                 v, nl = got
-                if kind == "n":
-                    diffs.append(np.ones(n, np.int64) if nl is None else (~nl).astype(np.int64))
-                else:
-                    if arg.type.kind == "double":
-                        x = float_from_keys(v)
-                        if nl is not None:
-                            x = np.where(nl, 0.0, x)
-                        diffs.append(x)
-                    else:
-                        x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
-                        if nl is not None:
-                            x = np.where(nl, 0, x)
-                        diffs.append(x)
+                diffs.append(_component(kind, arg, v, nl, n))
         if rows is None:
             return tuple(kcols), tuple(diffs)
         return tuple(kcols), tuple(diffs), rows
@@ -242,7 +269,13 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         else linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
     )
     for p in parts_order:
-        width = 1 if any(a.func in ("min", "max") for a, q in extras if q is p) else 2
+        width = (
+            1
+            if any(a.func in ("min", "max") for a, q in extras if q is p)
+            else 2
+            + len(_SPECIAL)
+            * any(a.arg is not None and a.arg.type.kind == "double" for a, q in extras if q is p)
+        )
         combined = _left_attach(combined, p, width, env)
     return _finish(plan, combined, lin, extras, parts_order, kwidth, ctx)
 
@@ -336,14 +369,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                     got = evaluate(arg, fr, ctx)
                     cache[id(arg)] = got
                 v, nl_ = got
-                if kind == "n":
-                    diffs.append(np.ones(n, np.int64) if nl_ is None else (~nl_).astype(np.int64))
-                elif arg.type.kind == "double":
-                    x = float_from_keys(v)
-                    diffs.append(x if nl_ is None else np.where(nl_, 0.0, x))
-                else:
-                    x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
-                    diffs.append(x if nl_ is None else np.where(nl_, 0, x))
+                diffs.append(_component(kind, arg, v, nl_, n))
             base = np.arange(len(view[0])) if rows is None else rows
             if gone is not None:
                 keep = np.flatnonzero(~gone)
@@ -451,18 +477,20 @@ def _part(
     def explode(r: Any) -> Any:
         k, v = r
         n = len(v)
-        s = (
-            float_from_keys(v)
-            if dbl
-            else (_int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64))
-        )
+        if dbl:
+            comps = [_component(kind, arg, v, None, n) for kind in ("s", *_SPECIAL)]
+            return k, (np.ones(n, np.int64), *comps)
+        s = _int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64)
         return k, (np.ones(n, np.int64), s)
 
-    ex = distinct.explode(
-        explode, vectorized=True, diff=(0, 0.0 if dbl else 0), name="distinct_values"
-    )
+    sample = (0, 0.0, 0, 0, 0) if dbl else (0, 0)
+    ex = distinct.explode(explode, vectorized=True, diff=sample, name="distinct_values")
     counted = ex.count_total() if env.total else ex.count()
-    return counted.map(lambda r: (r[0], (r[1][0], r[1][1])), vectorized=True, name="distinct_agg")
+
+    # (count, total) per group; a floating-point total as its finite part and the counts of
+    # its infinities and NaNs (``with_specials`` makes it one float where it is read: an
+    # arrangement may hold no NaN)
+    return counted.map(lambda r: (r[0], tuple(r[1])), vectorized=True, name="distinct_agg")
 
 
 def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
@@ -514,11 +542,14 @@ def _finish(
                 part_slot = slot_of[id(p)]
                 break
         n_at = s_at = None
+        sp_at: tuple[int, ...] = ()
         if part_slot is None and a.func != "count_star":
             n_at = lin.index[("n", a.arg)]
             if a.func in ("sum", "avg"):
                 s_at = lin.index[("s", a.arg)]
-        agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at))
+                if a.arg is not None and a.arg.type.kind == "double":
+                    sp_at = tuple(lin.index[(kind, a.arg)] for kind in _SPECIAL)
+        agg_specs.append((a, fields[nk + j].type, part_slot, n_at, s_at, sp_at))
 
     flat = not parts_order
     counts_rows = not scalar  # (a scalar aggregate keeps its row on empty input)
@@ -545,7 +576,7 @@ def _finish(
             for i in range(nk):
                 vals.append(sel(k[i]))
                 nulls.append(kf.null(i) if kf is not None else None)
-        for a, t, part_slot, n_at, s_at in agg_specs:
+        for a, t, part_slot, n_at, s_at, sp_at in agg_specs:
             if part_slot is not None:
                 s = slots[part_slot]
                 present = sel(s[0]) != 0
@@ -556,6 +587,8 @@ def _finish(
                     continue
                 cnt = np.where(present, sel(s[1]), 0)
                 total = sel(s[2])
+                if len(s) > 3:  # a floating-point total: its finite part, then its specials
+                    total = with_specials(total, *(sel(x) for x in s[3:]))
                 v, nl = linear_value(a.func, a.arg, t, cnt, total)
                 vals.append(v)
                 nulls.append(nl)
@@ -566,6 +599,9 @@ def _finish(
                 continue
             cnt = sel(comps[n_at])
             tot = sel(comps[s_at]) if s_at is not None else None
+            if sp_at:
+                assert tot is not None
+                tot = with_specials(tot, *(sel(comps[i]) for i in sp_at))
             # a group's row count is never 0 here (those rows were dropped): an argument
             # counted by it has a value in every group
             v, nl = linear_value(
@@ -675,15 +711,6 @@ def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
 
 
 def _digits_checked(v: np.ndarray, t: SqlType, what: str = "a sum") -> np.ndarray:
-    """``v``, the unscaled sums or averages of a DECIMAL ``t``; ``TotalOverflowError`` when
-    one has more digits than ``t``'s precision (SQL raises a decimal overflow, never wraps;
-    an average of DECIMAL(38,6) values is a DECIMAL(38,10), so it has 28 integer digits)."""
-    if not len(v) or (v.dtype != object and t.precision >= 19):
-        return v  # (an int64 has at most 19 digits)
-    if v.dtype != object:
-        big = max(int(v.max()), -int(v.min()))
-    else:
-        big = max(abs(int(x)) for x in v.tolist())
-    if big >= 10**t.precision:
-        raise TotalOverflowError(f"decimal overflow: {what} does not fit {t}")
-    return v
+    """The unscaled sums or averages ``v`` of a DECIMAL ``t``, checked against its digits
+    (an average of DECIMAL(38,6) values is a DECIMAL(38,10): 28 integer digits)."""
+    return decimal_checked(v, t, what, TotalOverflowError)

@@ -255,8 +255,11 @@ class View:
 
         rows = self.rows()
         arrays = []
+        sqlite = self.db.dialect == "sqlite"
         for i, f in enumerate(self.fields[: self.visible]):
-            arrays.append(pa.array([r[i] for r in rows], type=arrow_type(f.type)))
+            # (SQLite has no booleans: its truth values are the integers 0 and 1, as rows())
+            t = pa.int64() if sqlite and f.type.kind == "boolean" else arrow_type(f.type)
+            arrays.append(pa.array([r[i] for r in rows], type=t))
         return pa.Table.from_arrays(arrays, names=_unique_names(self.columns))
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import decimal as _decimal
 import math
 import re
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from ddflow.sql.types import (
     BIGINT,
     BOOLEAN,
     DOUBLE,
+    EXACT,
     I64_MAX,
     I64_MIN,
     SqlType,
@@ -404,6 +406,22 @@ def as_decimal(v: np.ndarray, t: SqlType, scale: int) -> np.ndarray:
     raise DataError(f"cannot use {t} as a number")
 
 
+def decimal_checked(
+    v: np.ndarray, t: SqlType, what: str, error: type[DataError] = DataError
+) -> np.ndarray:
+    """Unscaled values ``v`` of the DECIMAL ``t``; ``error`` when one has more digits than
+    ``t``'s precision (SQL raises a decimal overflow rather than wrap or widen)."""
+    if not len(v) or (v.dtype != object and t.precision >= 19):
+        return v  # (an int64 has at most 19 digits)
+    if v.dtype != object:
+        big = max(int(v.max()), -int(v.min()))
+    else:
+        big = max(abs(int(x)) for x in v.tolist())
+    if big >= 10**t.precision:
+        raise error(f"decimal overflow in {what}: a value does not fit {t}")
+    return v
+
+
 def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
     """Checks an integer result against its type's range (SQL raises on overflow)."""
     lo, hi = t.int_range()
@@ -509,6 +527,16 @@ def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
 
 
 def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """Arithmetic; a DECIMAL result beyond 64 bits is checked against its type's digits
+    (the result types leave room for every result unless capped at 38 digits, and an
+    int64 holds no more than 19)."""
+    v, nl = _arith_values(e, f, ctx)
+    if v.dtype == object and e.type.kind == "decimal":
+        v = decimal_checked(v, e.type, show(e))
+    return v, nl
+
+
+def _arith_values(e: Call, f: Frame, ctx: Ctx) -> Result:
     if e.op in ("add", "sub", "mul") and e.type.kind in ("int", "decimal"):
         got = _with_scalar(e, f, ctx)
         if got is not None:
@@ -596,6 +624,10 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
         if ends is not None and r.dtype != object:
             _note_range(e, f, ends[0], ends[1])
     elif op in ("idiv", "mod"):
+        if op == "idiv" and "decimal" in (ta.kind, tb.kind):
+            # x / 10^s DIV y / 10^s: the unscaled values at one scale, divided
+            hi = max(_scale_of(ta), _scale_of(tb))
+            a, b = as_decimal(a, ta, hi), as_decimal(b, tb, hi)
         zero = b == 0
         if zero.any():
             nulls = _or(nulls, zero)
@@ -958,6 +990,8 @@ def cast_values(
     if d == "decimal":
         if s in ("int", "decimal", "double"):
             r = as_decimal(a, src, dst.scale)
+            if not _widens(src, dst):
+                r = decimal_checked(r, dst, f"CAST to {dst}")
             return r, an
         raise DataError(f"cannot cast {src} to {dst}")
     if d == "double":
@@ -978,7 +1012,21 @@ def cast_values(
     raise DataError(f"cannot cast {src} to {dst}")
 
 
-def format_value(v: Any, t: SqlType) -> str:
+_INT_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
+
+
+def _widens(src: SqlType, dst: SqlType) -> bool:
+    """Whether every value of ``src`` fits the DECIMAL ``dst`` (its integer digits, and a
+    carry when rounding to fewer places)."""
+    room = dst.precision - dst.scale
+    if src.kind == "int":
+        return _INT_DIGITS.get(src.bits, 39) <= room
+    if src.kind == "decimal":
+        return src.precision - src.scale + (dst.scale < src.scale) <= room
+    return False
+
+
+def format_value(v: Any, t: SqlType, dialect: str = "spark") -> str:
     """A value's text as SQL's CAST to a string writes it."""
     from ddflow.sql.types import decode_nonnull
 
@@ -986,12 +1034,13 @@ def format_value(v: Any, t: SqlType) -> str:
         return "true" if v else "false"
     if t.kind == "double":
         x = float(v)
+        if dialect == "sqlite":
+            return _sqlite_real_text(x)
         if math.isnan(x):
             return "NaN"
         if math.isinf(x):
             return "Infinity" if x > 0 else "-Infinity"
-        r = repr(x)
-        return r
+        return _java_double_text(x, t.bits)
     if t.kind in ("date", "timestamp", "decimal"):
         (val,) = decode_nonnull(
             np.array(
@@ -1007,12 +1056,48 @@ def format_value(v: Any, t: SqlType) -> str:
     return str(v)
 
 
+def _java_double_text(x: float, bits: int = 64) -> str:
+    """``x`` as Java's ``Double.toString`` (``Float.toString`` for a FLOAT) writes it, as
+    Spark's CAST to STRING does: the shortest digits that give ``x`` back, in plain
+    notation for 1e-3 <= |x| < 1e7 with at least one digit after the point (``100.0``),
+    else as ``d.dddE<n>`` (``1.0E10``, ``1.0E-4``)."""
+    if x == 0:
+        return "0.0"
+    text = str(np.float32(x)) if bits == 32 else repr(x)
+    sign, digits, exp = _decimal.Decimal(text).as_tuple()
+    ds = "".join(map(str, digits)).rstrip("0") or "0"
+    exp = int(exp) + len(digits) - len(ds)  # the value is int(ds) * 10^exp
+    lead = len(ds) + exp - 1  # the power of ten of the first digit
+    neg = "-" if sign else ""
+    if -3 <= lead < 7:
+        if exp >= 0:
+            return f"{neg}{ds}{'0' * exp}.0"
+        point = len(ds) + exp
+        if point > 0:
+            return f"{neg}{ds[:point]}.{ds[point:]}"
+        return f"{neg}0.{'0' * -point}{ds}"
+    return f"{neg}{ds[0]}.{ds[1:] or '0'}E{lead}"
+
+
+def _sqlite_real_text(x: float) -> str:
+    """``x`` as SQLite writes a REAL as text: 15 significant digits, always with a point."""
+    if math.isnan(x):
+        return ""  # (SQLite has no NaN: it stores NULL)
+    if math.isinf(x):
+        return "Inf" if x > 0 else "-Inf"
+    text = f"{x:.15g}"
+    mant, e, expo = text.partition("e")
+    if "." not in mant:
+        mant += ".0"
+    return mant + (e + expo if e else "")
+
+
 def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx) -> np.ndarray:
     vals = float_from_keys(a) if src.kind == "double" else a
     if len(vals) == 0:
         return np.zeros(0, dtype=np.int64)
     uniq, inv = np.unique(vals, return_inverse=True)
-    texts = [format_value(v, src) for v in uniq.tolist()]
+    texts = [format_value(v, src, ctx.dialect) for v in uniq.tolist()]
     codes = ctx.strings.encode_list(texts)
     return codes[inv.reshape(-1)]
 
@@ -1021,7 +1106,6 @@ _INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
 
 
 def _parse_one(s: str, dst: SqlType, dialect: str) -> Any:
-    import decimal as _decimal
 
     txt = s.strip()
     d = dst.kind
@@ -1081,6 +1165,9 @@ def _parse_strings(a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx)
         from ddflow.sql.types import int_column
 
         phys = int_column([int(v) for v in good])
+        what = f"CAST to {dst}"
+        phys = decimal_checked(phys, dst, what) if dst.kind == "decimal" else phys
+        phys = _int_result(phys, dst, what) if dst.kind == "int" else phys
     inv = inv.reshape(-1)
     out = phys[inv]
     nl = bad[inv]
@@ -1404,10 +1491,13 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
         elif op == "ceil":
             r = np.ceil(x)
         elif op == "sqrt":
-            bad = x < 0
+            bad = x < 0  # NaN in Spark (Java's Math.sqrt), NULL in SQLite
             r = np.sqrt(np.where(bad, 0, x))
             if bad.any():
-                an = _or(an, bad)
+                if ctx.dialect == "spark":
+                    r = np.where(bad, np.nan, r)
+                else:
+                    an = _or(an, bad)
         elif op == "exp":
             r = np.exp(x)
         elif op in ("ln", "log10", "log2"):
@@ -1429,24 +1519,44 @@ def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
     """``round(x, d)``: half away from zero (Spark's ``round``; ``bround`` is not here)."""
     a, an = evaluate(e.args[0], f, ctx)
     d = int(e.extra or 0)
+    if ctx.dialect == "sqlite":
+        d = max(d, 0)  # (SQLite rounds to no fewer than 0 places)
     t_in = e.args[0].type
     if t_in.kind == "int":
         if d >= 0:
             return a, an
-        k = 10 ** (-d)
-        return _div_half_up(a, np.full(len(a), k, np.int64)) * k, an
+        # to a multiple of 10^-d, half away from zero; a result beyond the type raises
+        r = _scale_up(rescale(a, 0, d), -d)
+        return _int_result(r, e.type, show(e)), an
     if t_in.kind == "decimal":
         s = t_in.scale
         if d >= s:
             return rescale(a, s, e.type.scale), an
-        r = rescale(a, s, d)  # rounds half up
-        return rescale(r, d, e.type.scale) if d >= 0 else _scale_up(r, 0), an
+        r = rescale(a, s, d)  # rounds half up, to units of 10^-d
+        out = rescale(r, d, e.type.scale) if d >= 0 else _scale_up(r, -d)
+        return decimal_checked(out, e.type, show(e)), an
     x = float_from_keys(a)
     k = 10.0**d
     with np.errstate(all="ignore"):
-        y = np.sign(x) * np.floor(np.abs(x) * k + 0.5) / k
+        ay = np.abs(x) * k
+        y = np.sign(x) * np.floor(ay + 0.5) / k
+        # a value whose decimal digits end in 5 just past the place rounds up (1.005 to 1.01,
+        # as Spark and SQLite round the shortest decimal form), though its binary value
+        # may lie a hair below: those near a half are rounded from their decimal form
+        near = np.flatnonzero(np.abs(ay - np.floor(ay) - 0.5) <= 1e-6 * np.maximum(ay, 1.0))
+    if len(near):
+        y[near] = [_round_text(v, d) for v in x[near].tolist()]
     y = np.where(np.isfinite(x), y, x)
     return float_keys(y), an
+
+
+def _round_text(v: float, d: int) -> float:
+    """``v`` rounded half away from zero at ``d`` places of its shortest decimal form."""
+    if not math.isfinite(v):
+        return v
+    q = _decimal.Decimal(repr(v)).scaleb(d, EXACT)
+    q = q.to_integral_value(_decimal.ROUND_HALF_UP, EXACT).scaleb(-d, EXACT)
+    return float(q)
 
 
 def _one_row(e: Call, f: Frame, ctx: Ctx) -> Result:

@@ -2028,7 +2028,9 @@ class Planner:
         if op == "pow":
             return Call(op, (self._cast(a, DOUBLE), self._cast(b, DOUBLE)), DOUBLE, nullable)
         if op == "idiv":
-            if ta.kind != "int" or tb.kind != "int":
+            # integers and decimals are divided as they are (the quotient truncated);
+            # anything else as BIGINT
+            if ta.kind not in ("int", "decimal") or tb.kind not in ("int", "decimal"):
                 a, b = self._cast(a, BIGINT), self._cast(b, BIGINT)
             return Call(
                 "idiv",
@@ -2036,6 +2038,11 @@ class Planner:
                 BIGINT if self.dialect == "spark" else (ta if ta.bits >= tb.bits else tb),
                 True,
             )
+        if op == "mod" and self.dialect == "sqlite" and (ta.kind != "int" or tb.kind != "int"):
+            # SQLite's % takes the integer parts of REAL operands; the remainder is a REAL
+            # when either was one
+            ints = (self._cast(a, BIGINT), self._cast(b, BIGINT))
+            return self._cast(Call(op, ints, BIGINT, nullable), DOUBLE)
         if "double" in (ta.kind, tb.kind):
             # FLOAT with FLOAT or an integer stays FLOAT (32-bit); anything else is DOUBLE
             narrow32 = (
@@ -2765,16 +2772,22 @@ class Planner:
         t = a.type
         if op == "round":
             if t.kind == "decimal":
+                # one more integer digit for the carry; to tens or more (d < 0) at least
+                # the digits of 10^-d
                 s = max(min(d, t.scale), 0)
-                t = decimal_type(min(38, t.precision - t.scale + s + 1), s)
+                p = (
+                    t.precision - t.scale + s + 1
+                    if d >= 0
+                    else max(t.precision - t.scale + 1, 1 - d)
+                )
+                t = decimal_type(min(38, p), s)
             elif t.kind == "null":
                 t = DOUBLE
             elif t.kind not in ("int", "double"):
                 raise SQLError(f"ROUND needs a number, got {t}")
             if self.dialect == "sqlite" and t.kind != "double":
-                t = DOUBLE if d > 0 else t
-                if t.kind == "double" and a.type.kind != "double":
-                    a = self._cast(a, DOUBLE)
+                t = DOUBLE  # (SQLite's round is always a REAL)
+                a = self._cast(a, DOUBLE)
             return Call("round", (a,), t, a.nullable, d)
         # floor / ceil
         if d != 0:
