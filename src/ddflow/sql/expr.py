@@ -937,10 +937,44 @@ def _cast(e: Call, f: Frame, ctx: Ctx) -> Result:
     return cast_values(a, an, e.args[0].type, e.type, ctx)
 
 
+def _try_cast(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``try_cast``: ANSI mode's reading of text, and NULL for a value that a cast would
+    raise on (past the type); the rows are cast one at a time only when some row raises."""
+    a, an = evaluate(e.args[0], f, ctx)
+    src, dst = e.args[0].type, e.type
+    try:
+        return cast_values(a, an, src, dst, ctx, strict=True)
+    except DataError:
+        pass
+    vals: list[Any] = []
+    bad = np.zeros(len(a), dtype=bool)
+    for i in range(len(a)):
+        try:
+            v, nl = cast_values(a[i : i + 1], None, src, dst, ctx, strict=True)
+            vals.append(v[0])
+            bad[i] = nl is not None and bool(nl[0])
+        except DataError:
+            vals.append(False if dst.kind == "boolean" else 0)
+            bad[i] = True
+    if dst.kind == "boolean":
+        out = np.array(vals, dtype=bool).reshape(len(vals))
+    else:
+        from ddflow.sql.types import int_column
+
+        out = int_column([int(v) for v in vals])
+    return out, _or(an, bad if bad.any() else None)
+
+
 def cast_values(
-    a: np.ndarray, an: np.ndarray | None, src: SqlType, dst: SqlType, ctx: Ctx
+    a: np.ndarray,
+    an: np.ndarray | None,
+    src: SqlType,
+    dst: SqlType,
+    ctx: Ctx,
+    strict: bool = False,
 ) -> Result:
-    """Physical values of ``src`` as ``dst`` (invalid strings give NULL)."""
+    """Physical values of ``src`` as ``dst`` (text that is not a value gives NULL;
+    ``strict``: text is read by ANSI mode's rules)."""
     s, d = src.kind, dst.kind
     if src == dst or s == "null":
         return (a if s != "null" else np.zeros(len(a), np.int64)), an
@@ -948,7 +982,7 @@ def cast_values(
         if s == "boolean":
             return a, an
         if s == "string":
-            return _parse_strings(a, an, dst, ctx)
+            return _parse_strings(a, an, dst, ctx, strict)
         if s == "double":
             return float_from_keys(a) != 0, an
         return np.asarray(a != 0, dtype=bool), an
@@ -959,7 +993,7 @@ def cast_values(
     if d == "string":
         return _format_strings(a, an, src, ctx), an
     if s == "string":
-        return _parse_strings(a, an, dst, ctx)
+        return _parse_strings(a, an, dst, ctx, strict)
     if d == "int":
         if s == "int":
             r = a
@@ -1051,7 +1085,9 @@ def format_value(v: Any, t: SqlType, dialect: str = "spark") -> str:
             None,
         )
         if t.kind == "timestamp":
-            return val.isoformat(sep=" ")
+            text = val.isoformat(sep=" ")
+            # Spark writes the fraction of a second without its trailing zeros
+            return text.rstrip("0") if "." in text else text
         return str(val)
     return str(v)
 
@@ -1102,34 +1138,63 @@ def _format_strings(a: np.ndarray, an: np.ndarray | None, src: SqlType, ctx: Ctx
     return codes[inv.reshape(-1)]
 
 
-_INT_RE = re.compile(r"^\s*[+-]?\d+\s*$")
+_INT_RE = re.compile(r"[+-]?[0-9]+")
 
 
-def _parse_one(s: str, dst: SqlType, dialect: str) -> Any:
+#: a number as Spark reads text (ASCII digits only; a trailing d or f marks a double)
+_NUM_TEXT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_DOUBLE_SPECIAL = {
+    "inf": math.inf,
+    "+inf": math.inf,
+    "infinity": math.inf,
+    "+infinity": math.inf,
+    "-inf": -math.inf,
+    "-infinity": -math.inf,
+    "nan": math.nan,
+}
+
+
+def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
+    """The value of text ``s`` cast to ``dst``, or None where it is not one. Spark's rules
+    (``strict``: ANSI mode's, as ``try_cast`` reads: an integer must be written as one);
+    SQLite reads the longest numeric prefix, 0 without one."""
+    from ddflow.sql.types import parse_date_text, parse_timestamp_text, timestamp_micros
 
     txt = s.strip()
     d = dst.kind
     try:
-        if d == "int":
-            if _INT_RE.match(txt):
-                return int(txt)
-            if dialect == "sqlite":
-                m = re.match(r"^\s*[+-]?\d+", s)
+        if dialect == "sqlite" and d in ("int", "double", "decimal"):
+            m = re.match(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", txt)
+            if d == "int":
+                m = re.match(r"[+-]?[0-9]+", txt)
                 return int(m.group(0)) if m else 0
-            return int(_decimal.Decimal(txt)) if txt else None
-        if d == "decimal":
-            v = _decimal.Decimal(txt)
-            if not v.is_finite():
+            num = m.group(0) if m else "0"
+            return (
+                float(num) if d == "double" else decimal_unscaled(_decimal.Decimal(num), dst.scale)
+            )
+        if d == "int":
+            if _INT_RE.fullmatch(txt):
+                return int(txt)
+            if strict or not _NUM_TEXT.fullmatch(txt) or "e" in txt.lower():
                 return None
-            return decimal_unscaled(v, dst.scale)
+            return int(_decimal.Decimal(txt))  # (Spark's older mode drops a fraction)
+        if d == "decimal":
+            if not _NUM_TEXT.fullmatch(txt):
+                return None
+            return decimal_unscaled(_decimal.Decimal(txt), dst.scale)
         if d == "double":
-            return float(txt)
+            special = _DOUBLE_SPECIAL.get(txt.lower())
+            if special is not None:
+                return special
+            if txt[-1:] in ("d", "D", "f", "F"):
+                txt = txt[:-1]
+            return float(txt) if _NUM_TEXT.fullmatch(txt) else None
         if d == "date":
-            return (_dt.date.fromisoformat(txt[:10]) - _dt.date(1970, 1, 1)).days
+            day = parse_date_text(txt)
+            return None if day is None else (day - _dt.date(1970, 1, 1)).days
         if d == "timestamp":
-            from ddflow.sql.types import timestamp_micros
-
-            return timestamp_micros(_dt.datetime.fromisoformat(txt))
+            ts = parse_timestamp_text(txt)
+            return None if ts is None else timestamp_micros(ts)
         if d == "boolean":
             low = txt.lower()
             if low in ("true", "t", "yes", "y", "1"):
@@ -1138,14 +1203,14 @@ def _parse_one(s: str, dst: SqlType, dialect: str) -> Any:
                 return False
             return None
     except (ValueError, ArithmeticError):
-        if dialect == "sqlite" and d in ("int", "double", "decimal"):
-            return 0
         return None
     return None
 
 
-def _parse_strings(a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx) -> Result:
-    m = ctx.memo_for(("parse", dst, ctx.dialect))
+def _parse_strings(
+    a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx, strict: bool = False
+) -> Result:
+    m = ctx.memo_for(("parse", dst, ctx.dialect, strict))
     table: dict[int, Any] = m.setdefault("t", {})
     codes = np.asarray(a, dtype=np.int64)
     uniq, inv = np.unique(codes, return_inverse=True)
@@ -1153,7 +1218,7 @@ def _parse_strings(a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx)
     vals = []
     for c, s in zip(uniq.tolist(), strs.tolist(), strict=True):
         if c not in table:
-            table[c] = _parse_one(s, dst, ctx.dialect)
+            table[c] = _parse_one(s, dst, ctx.dialect, strict)
         vals.append(table[c])
     bad = np.array([v is None for v in vals], dtype=bool)
     good = [0 if v is None else v for v in vals]
@@ -1282,6 +1347,8 @@ def _substr(s: str, pos: int, length: int | None, dialect: str = "spark") -> str
     """SQL's 1-based substring; a negative position counts from the end. Position 0 is the
     first character in Spark and the place before it in SQLite."""
     n = len(s)
+    if dialect == "sqlite":
+        return _sqlite_substr(s, pos, length)
     if pos > 0:
         start = pos - 1
     elif pos < 0:
@@ -1294,6 +1361,36 @@ def _substr(s: str, pos: int, length: int | None, dialect: str = "spark") -> str
     return s[start:end] if end > start else ""
 
 
+_ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_ASCII_UPPER = _ASCII_LOWER.upper()
+
+
+def _sqlite_substr(s: str, pos: int, length: int | None) -> str:
+    """SQLite's ``substr``: position 0 is before the first character, a negative position
+    counts from the end, and a negative length takes the characters before the position."""
+    n = len(s)
+    p1, p2 = pos, (1 << 31) if length is None else length
+    back = p2 < 0
+    if back:
+        p2 = -p2
+    if p1 < 0:
+        p1 += n
+        if p1 < 0:
+            p2 = max(p2 + p1, 0)
+            p1 = 0
+    elif p1 > 0:
+        p1 -= 1
+    elif p2 > 0:
+        p2 -= 1
+    if back:
+        p1 -= p2
+        if p1 < 0:
+            p2 += p1
+            p1 = 0
+    p2 = max(min(p2, n - p1), 0)
+    return s[p1 : p1 + p2]
+
+
 def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = False) -> Any:
     strings = ctx.strings
 
@@ -1304,6 +1401,12 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
             return arr
         return _typed(vals, e.type, ctx)
 
+    if op in ("upper", "lower") and ctx.dialect == "sqlite":
+        # SQLite maps the case of ASCII letters only
+        table = str.maketrans(
+            *((_ASCII_LOWER, _ASCII_UPPER) if op == "upper" else (_ASCII_UPPER, _ASCII_LOWER))
+        )
+        return lambda s: out([x.translate(table) for x in s])
     if op == "upper":
         return lambda s: out([x.upper() for x in s])
     if op == "lower":
@@ -1388,10 +1491,12 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
     a, an = evaluate(e.args[0], f, ctx)
     t = e.args[0].type
     part = e.extra
-    if part in ("hour", "minute", "second"):
+    if part in ("hour", "minute", "second", "second_exact"):
         if t.kind != "timestamp":
             return np.zeros(f.n, np.int64), an
         micros = np.mod(a, 86_400_000_000)
+        if part == "second_exact":  # (seconds and their fraction, unscaled at scale 6)
+            return micros % 60_000_000, an
         if part == "hour":
             return micros // 3_600_000_000, an
         if part == "minute":
@@ -1607,6 +1712,7 @@ _OPS: dict[str, Any] = {
     "greatest": _greatest,
     "least": _greatest,
     "cast": _cast,
+    "try_cast": _try_cast,
     "like": _like,
     "concat": _concat,
     "upper": _string_fn,

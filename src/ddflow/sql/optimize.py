@@ -257,6 +257,7 @@ _STRICT = {
     "gt",
     "ge",
     "cast",
+    "try_cast",
     "extract",
     "date_add_days",
     "add_months",

@@ -76,6 +76,8 @@ from ddflow.sql.types import (
     TINYINT,
     SqlType,
     decimal_type,
+    parse_date_text,
+    parse_timestamp_text,
 )
 
 #: a sqlglot syntax node (sqlglot's own annotations are looser than its classes)
@@ -2079,6 +2081,9 @@ class Planner:
     def _date_arith(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
         ta, tb = a.type, b.type
         if op == "sub" and ta.kind in ("date", "timestamp") and tb.kind in ("date", "timestamp"):
+            if "timestamp" in (ta.kind, tb.kind):
+                # an INTERVAL DAY TO SECOND in Spark (its days alone would be wrong)
+                raise UnsupportedSQL("subtracting timestamps (an interval); use datediff")
             return Call("date_diff", (a, b), INT, a.nullable or b.nullable)
         if op in ("add", "sub") and ta.kind in ("date", "timestamp") and tb.kind == "int":
             n = b if op == "add" else Call("neg", (b,), tb, b.nullable)
@@ -2248,6 +2253,8 @@ class Planner:
         return self.bind(case, scope)
 
     def _compare(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
+        if self.dialect == "sqlite":
+            a, b = _text_affinity(a, b), _text_affinity(b, a)
         ta, tb = a.type, b.type
         if ta.kind == "string" and tb.kind not in ("string", "null"):
             a = self._cast(a, tb)
@@ -2406,6 +2413,19 @@ class Planner:
         escape = esc.this if esc is not None else ("\\" if self.dialect == "spark" else None)
         if a.type.kind not in ("string", "null") or p.type.kind not in ("string", "null"):
             a = self._cast(a, STRING)
+        if (
+            ci
+            and self.dialect == "sqlite"
+            and not (isinstance(p, Lit) and isinstance(p.value, str) and p.value.isascii())
+        ):
+            # SQLite folds the case of ASCII letters only: both sides lowered that way
+            # (its lower()), compared as they are ('É' is not LIKE 'é%')
+            def lowered(x: Expr) -> Expr:
+                return Call("lower", (x,), STRING, x.nullable)
+
+            return Call(
+                "like", (lowered(a), lowered(p)), BOOLEAN, a.nullable or p.nullable, (escape, False)
+            )
         return Call("like", (a, p), BOOLEAN, a.nullable or p.nullable, (escape, ci))
 
     def _b_Like(self, node: exp.Like, scope: Scope) -> Expr:
@@ -2498,7 +2518,19 @@ class Planner:
         return Call("cast", (a,), t, nullable)
 
     def _b_TryCast(self, node: Node, scope: Scope) -> Expr:
-        return self._b_Cast(node, scope)
+        """``try_cast``: ANSI mode's cast with NULL where that raises (text that is not a
+        value of the type, a value past the type). sqlglot reads Spark's plain ``CAST`` as
+        a ``TryCast`` too (its older mode's cast gives NULL for bad text): only one marked
+        ``safe`` is a ``try_cast``."""
+        if not node.args.get("safe"):
+            return self._b_Cast(node, scope)
+        a = self.bind(node.this, scope)
+        t = sql_type(node.args["to"], self.dialect)
+        if t.kind == "null":
+            raise UnsupportedSQL(f"TRY_CAST to {node.args['to'].sql()}")
+        if a.type == t:
+            return a
+        return Call("try_cast", (a,), t, True)
 
     def _b_DPipe(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
@@ -2515,7 +2547,11 @@ class Planner:
     def _b_Extract(self, node: Node, scope: Scope) -> Expr:
         part = node.this.name.lower()
         a = self.bind(node.expression, scope)
-        return self._extract(part, a)
+        out = self._extract(part, a)
+        if self.dialect == "spark" and isinstance(out, Call) and out.extra == "second":
+            # Spark's EXTRACT(SECOND ...) keeps the fraction: a DECIMAL(8,6) (second() not)
+            return Call("extract", out.args, decimal_type(8, 6), out.nullable, "second_exact")
+        return out
 
     def _extract(self, part: str, a: Expr) -> Expr:
         aliases = {
@@ -2904,14 +2940,16 @@ def _convert_const(v: Any, f: Field) -> Any:
             if isinstance(v, _dt.date):
                 return v
             if isinstance(v, str):
-                return _dt.date.fromisoformat(v.strip()[:10])
+                day = parse_date_text(v)
+                return _NO if day is None else day
         if k == "timestamp":
             if isinstance(v, _dt.datetime):
                 return v
             if isinstance(v, _dt.date):
                 return _dt.datetime(v.year, v.month, v.day)
             if isinstance(v, str):
-                return _dt.datetime.fromisoformat(v.strip())
+                ts = parse_timestamp_text(v)
+                return _NO if ts is None else ts
         if k == "boolean":
             if isinstance(v, bool):
                 return v
@@ -3189,3 +3227,20 @@ def _remap_cols(e: Expr, offsets: list[int], owner: list[int], pos: dict[int, in
 def _unit(scale: int) -> decimal.Decimal:
     """One unit in the last place of a decimal of ``scale`` (``10**-scale``)."""
     return decimal.Decimal(1).scaleb(-scale, EXACT)
+
+
+def _text_affinity(x: Expr, other: Expr) -> Expr:
+    """SQLite: a number literal compared with a TEXT column is compared as its text (the
+    column's affinity goes to an operand without one): ``s > 5`` compares ``s`` with '5'."""
+    if (
+        isinstance(x, Lit)
+        and x.value is not None
+        and x.type.kind in ("int", "double")
+        and isinstance(other, Col)
+        and other.type.kind == "string"
+    ):
+        from ddflow.sql.expr import _sqlite_real_text
+
+        text = _sqlite_real_text(float(x.value)) if x.type.kind == "double" else str(x.value)
+        return Lit(text, STRING)
+    return x

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -279,6 +280,66 @@ def _encode_nonnull(vals: list[Any], t: SqlType, column: str, strings: Any) -> n
             raise _bad(vals[0], t, column)
         return np.zeros(0, dtype=np.int64)
     raise DataError(f"column '{column}' has type {t}, which cannot hold values")
+
+
+_DATE_TEXT = re.compile(r"([+-]?[0-9]{4,})(?:-([0-9]{1,2})(?:-([0-9]{1,2})(?:[ T](.*))?)?)?", re.S)
+_TIME_TEXT = re.compile(
+    r"([0-9]{1,2}):([0-9]{1,2})(?::([0-9]{1,2})(?:\.([0-9]{0,9}))?)?\s*(Z|[+-][0-9]{1,2}(?::?[0-9]{2})?)?",
+    re.I,
+)
+
+
+def _date_parts(text: str) -> tuple[_dt.date, str | None] | None:
+    m = _DATE_TEXT.fullmatch(text.strip())
+    if m is None:
+        return None
+    try:
+        day = _dt.date(int(m.group(1)), int(m.group(2) or 1), int(m.group(3) or 1))
+    except ValueError:
+        return None
+    return day, m.group(4)
+
+
+def parse_date_text(text: str) -> _dt.date | None:
+    """A date written as Spark reads one: ``yyyy``, ``yyyy-[m]m``, ``yyyy-[m]m-[d]d``,
+    the last followed by anything after a space or a ``T``; None for anything else
+    (``20200101``, ``2020-01-01x``) or a day that does not exist."""
+    got = _date_parts(text)
+    return None if got is None else got[0]
+
+
+def parse_timestamp_text(text: str) -> _dt.datetime | None:
+    """A timestamp written as Spark reads one: a date as ``parse_date_text`` reads it,
+    then after a space or a ``T`` ``[h]h:[m]m[:[s]s[.fraction]]`` and a zone offset
+    (``Z``, ``+hh``, ``+hh:mm``; the result in UTC); None for anything else."""
+    got = _date_parts(text)
+    if got is None:
+        return None
+    day, rest = got
+    if rest is None or not rest.strip():
+        return _dt.datetime(day.year, day.month, day.day)
+    m = _TIME_TEXT.fullmatch(rest.strip())
+    if m is None:
+        return None
+    h, mi, sec, frac, zone = m.groups()
+    try:
+        out = _dt.datetime(
+            day.year,
+            day.month,
+            day.day,
+            int(h),
+            int(mi),
+            int(sec or 0),
+            int(((frac or "") + "000000")[:6]),
+        )
+    except ValueError:
+        return None
+    if zone and zone.upper() != "Z":
+        sign = -1 if zone[0] == "-" else 1
+        digits = zone[1:].replace(":", "")
+        hours, minutes = (digits[:-2], digits[-2:]) if len(digits) > 2 else (digits, "0")
+        out -= sign * _dt.timedelta(hours=int(hours), minutes=int(minutes))
+    return out
 
 
 def timestamp_micros(v: _dt.datetime) -> int:
