@@ -220,3 +220,39 @@ def test_group_whose_float_sum_does_not_return_to_zero_is_gone(sql: str) -> None
             [Del("fl", [(4, "x", 0.7), c])],
         ],
     )
+
+
+# (DuckDB's count_if is NULL where no row is TRUE; Spark's, like count, is 0: DuckDB is
+# asked the count of a CASE instead)
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        (
+            "SELECT g, count_if(a > 0) AS c, bool_and(a > 0) AS x, bool_or(b) AS y "
+            "FROM t GROUP BY g",
+            "SELECT g, count(CASE WHEN a > 0 THEN 1 END) AS c, bool_and(a > 0) AS x, "
+            "bool_or(b) AS y FROM t GROUP BY g",
+        ),
+        (
+            "SELECT count_if(b) AS c, bool_and(b) AS x, bool_or(a > 5) AS y FROM t",
+            "SELECT count(CASE WHEN b THEN 1 END) AS c, bool_and(b) AS x, bool_or(a > 5) AS y "
+            "FROM t",
+        ),
+        (
+            "SELECT g FROM t GROUP BY g HAVING bool_or(b) AND count_if(a IS NULL) = 0",
+            None,
+        ),
+    ],
+)
+def test_count_if_bool_and_bool_or_equal_duckdb(sql: str, duck: str | None) -> None:
+    """count_if counts the rows where its condition is TRUE (0 where none is, as Spark);
+    bool_and / bool_or are the least / greatest BOOLEAN (NULL over no values), as rows
+    come and go."""
+    rows = [(1, 1, True), (1, -1, None), (2, None, None), (3, 5, False), (3, 6, True)]
+    commits = [
+        [Ins("t", rows)],
+        [Del("t", [(1, -1, None), (3, 6, True)]), Ins("t", [(2, 7, True)])],
+        [Del("t", [(2, None, None)])],
+        [Del("t", [(1, 1, True), (3, 5, False), (2, 7, True)])],
+    ]
+    check_stream(["CREATE TABLE t (g INT, a INT, b BOOLEAN)"], [(sql, duck, False)], commits)

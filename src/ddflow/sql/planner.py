@@ -94,7 +94,21 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
         stmts = sqlglot.parse(sql, read=DIALECTS[dialect])
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {e}") from e
-    return [s for s in stmts if s is not None]
+    return [s.transform(_spelled_out) for s in stmts if s is not None]
+
+
+def _spelled_out(node: Node) -> Node:
+    """Aggregates that are other aggregates in other words: ``count_if(x)`` counts the
+    rows where ``x`` is TRUE, ``bool_and(x)`` is ``min(x)`` and ``bool_or(x)`` is
+    ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values)."""
+    if isinstance(node, exp.CountIf):
+        one = exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))])
+        return exp.Count(this=one)
+    if isinstance(node, exp.LogicalAnd):
+        return exp.Min(this=node.this)
+    if isinstance(node, exp.LogicalOr):
+        return exp.Max(this=node.this)
+    return node
 
 
 # -- types ---------------------------------------------------------------------------------
