@@ -269,13 +269,13 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         else linear.map(lambda r: (r[0], (r[1],)), vectorized=True, name="group")
     )
     for p in parts_order:
-        width = (
-            1
-            if any(a.func in ("min", "max") for a, q in extras if q is p)
-            else 2
-            + len(_SPECIAL)
-            * any(a.arg is not None and a.arg.type.kind == "double" for a, q in extras if q is p)
-        )
+        aggs = [a for a, q in extras if q is p]
+        if any(a.func in ("min", "max") for a in aggs):
+            width = 1  # (the value)
+        elif any(a.arg is not None and a.arg.type.kind == "double" for a in aggs):
+            width = 2 + len(_SPECIAL)  # (count, finite total, its specials)
+        else:
+            width = 2  # (count, total)
         combined = _left_attach(combined, p, width, env)
     return _finish(plan, combined, lin, extras, parts_order, kwidth, ctx)
 

@@ -41,6 +41,10 @@ from ddflow.sql.types import (
     encode_values,
     float_from_keys,
     float_keys,
+    int_column,
+    parse_date_text,
+    parse_timestamp_text,
+    timestamp_micros,
 )
 
 __all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "conjuncts", "evaluate", "show"]
@@ -959,8 +963,6 @@ def _try_cast(e: Call, f: Frame, ctx: Ctx) -> Result:
     if dst.kind == "boolean":
         out = np.array(vals, dtype=bool).reshape(len(vals))
     else:
-        from ddflow.sql.types import int_column
-
         out = int_column([int(v) for v in vals])
     return out, _or(an, bad if bad.any() else None)
 
@@ -1158,15 +1160,13 @@ def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
     """The value of text ``s`` cast to ``dst``, or None where it is not one. Spark's rules
     (``strict``: ANSI mode's, as ``try_cast`` reads: an integer must be written as one);
     SQLite reads the longest numeric prefix, 0 without one."""
-    from ddflow.sql.types import parse_date_text, parse_timestamp_text, timestamp_micros
-
     txt = s.strip()
     d = dst.kind
     try:
         if dialect == "sqlite" and d in ("int", "double", "decimal"):
-            m = re.match(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", txt)
+            # (the longest prefix that is a number of the kind)
+            m = (_INT_RE if d == "int" else _NUM_TEXT).match(txt)
             if d == "int":
-                m = re.match(r"[+-]?[0-9]+", txt)
                 return int(m.group(0)) if m else 0
             num = m.group(0) if m else "0"
             return (
@@ -1227,8 +1227,6 @@ def _parse_strings(
     elif dst.kind == "boolean":
         phys = np.array(good, dtype=bool).reshape(len(good))
     else:
-        from ddflow.sql.types import int_column
-
         phys = int_column([int(v) for v in good])
         what = f"CAST to {dst}"
         phys = decimal_checked(phys, dst, what) if dst.kind == "decimal" else phys

@@ -8,7 +8,6 @@ not fit its column raises ``DataError`` naming the column, before anything chang
 
 from __future__ import annotations
 
-import decimal
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ from ddflow.sql.expr import narrow, rescale
 from ddflow.sql.rows import Field
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import (
+    EXACT,
     SqlType,
     decimal_unscaled,
     encode_values,
@@ -439,7 +439,7 @@ def _decimal_unscaled(c: Any) -> np.ndarray:
     if not pa.types.is_decimal128(c.type):
         vals = c.to_pylist()
         s = c.type.scale
-        return int_column([0 if x is None else int(x.scaleb(s, _WIDE)) for x in vals])
+        return int_column([0 if x is None else int(x.scaleb(s, EXACT)) for x in vals])
     n = len(c)
     if n == 0:
         return np.zeros(0, np.int64)
@@ -456,9 +456,8 @@ def _decimal_unscaled(c: Any) -> np.ndarray:
         out = lo.copy()
         out[~valid] = 0
         return out
-    vals = [0 if x is None else int(x.scaleb(c.type.scale, _WIDE)) for x in c.to_pylist()]
+    vals = [0 if x is None else int(x.scaleb(c.type.scale, EXACT)) for x in c.to_pylist()]
     return int_column(vals)
 
 
 #: Room for every digit of a decimal128 (the default context rounds to 28 digits).
-_WIDE = decimal.Context(prec=80)

@@ -40,7 +40,7 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
-from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts, format_value
 from ddflow.sql.plan import (
     Agg,
     Aggregate,
@@ -3253,8 +3253,5 @@ def _text_affinity(x: Expr, other: Expr) -> Expr:
         and isinstance(other, Col)
         and other.type.kind == "string"
     ):
-        from ddflow.sql.expr import _sqlite_real_text
-
-        text = _sqlite_real_text(float(x.value)) if x.type.kind == "double" else str(x.value)
-        return Lit(text, STRING)
+        return Lit(format_value(x.value, x.type, "sqlite"), STRING)
     return x
