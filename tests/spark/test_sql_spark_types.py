@@ -376,6 +376,13 @@ _ROW = {
     "coalesce_int": "coalesce(i, 0)",
     "coalesce_decimal": "coalesce(d, 0)",
     "case_decimal": "CASE WHEN b THEN d ELSE 0 END",
+    # past 38 digits a common decimal type keeps its integer digits: DECIMAL(38,0) here
+    "coalesce_decimal_past_38": "coalesce(d, CAST(k AS DECIMAL(38,0)))",
+    "case_decimal_past_38": "CASE WHEN b THEN CAST(k AS DECIMAL(38,0)) ELSE d END",
+    # NULLIF has its first argument's type; only the comparison is in the common one
+    "nullif_int_decimal": "nullif(i, 1.5)",
+    "nullif_decimal_int": "nullif(d, 1)",
+    "nullif_int_double_div": "nullif(y, 0.5D) / 2",
     "abs_int": "abs(i)",
     "round_decimal": "round(d, 1)",
     "is_null": "i IS NULL",

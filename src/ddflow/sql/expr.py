@@ -895,8 +895,10 @@ def _coalesce(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 def _nullif(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """NULL where the value (the first argument) equals the other; with three arguments the
+    value is followed by both sides of the comparison in their common type."""
     a, an = evaluate(e.args[0], f, ctx)
-    eq, eqn = _compare(Call("eq", e.args, BOOLEAN), f, ctx)
+    eq, eqn = _compare(Call("eq", e.args[-2:], BOOLEAN), f, ctx)
     same = eq & (~eqn if eqn is not None else True)
     return a, _or(an, same if same.any() else None)
 

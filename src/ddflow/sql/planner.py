@@ -186,6 +186,27 @@ def _as_decimal(t: SqlType) -> SqlType:
     return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
 
 
+def _unnest_from_join(sel: Node) -> None:
+    """``FROM (a JOIN b ON ...) JOIN c ...``: a join in parentheses, without an alias, at the
+    start of FROM is the same as its joins written out first (joins are taken left to right),
+    so its tables stay visible by their names."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    while from_ is not None:
+        inner = from_.this
+        if not (
+            isinstance(inner, exp.Subquery)
+            and not inner.alias
+            and isinstance(inner.this, exp.Table)
+            and inner.this.args.get("joins")
+        ):
+            return
+        table = inner.this
+        joins = list(table.args["joins"])
+        table.set("joins", None)
+        from_.set("this", table)
+        sel.set("joins", joins + list(sel.args.get("joins") or []))
+
+
 def common_type(a: SqlType, b: SqlType, what: str) -> SqlType:
     """The type both sides of a comparison / branch / set operation are cast to."""
     if a == b:
@@ -201,7 +222,11 @@ def common_type(a: SqlType, b: SqlType, what: str) -> SqlType:
             da, db = _as_decimal(a), _as_decimal(b)
             s = max(da.scale, db.scale)
             ip = max(da.precision - da.scale, db.precision - db.scale)
-            return adjust_decimal(ip + s, s)
+            if ip + s <= 38:
+                return decimal_type(max(ip + s, 1), s)
+            # past 38 digits the integer digits are kept and the scale gives way, down to 0
+            # (Spark's least common decimal; arithmetic's rule keeps 6 places instead)
+            return decimal_type(38, max(0, 38 - ip))
         return a if a.bits >= b.bits else b
     if {a.kind, b.kind} == {"date", "timestamp"}:
         return TIMESTAMP
@@ -533,6 +558,7 @@ class Planner:
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
         self._check_tables(tree)
         for sel in tree.find_all(exp.Select):
+            _unnest_from_join(sel)
             items = list(sel.expressions)
             for i, item in enumerate(items):
                 if isinstance(item, exp.Subquery) and not item.alias:
@@ -2489,7 +2515,22 @@ class Planner:
         return self._case([c], [a], b)
 
     def _b_Coalesce(self, node: Node, scope: Scope) -> Expr:
-        args = [self.bind(node.this, scope)] + [self.bind(e, scope) for e in node.expressions]
+        args = []
+        nodes = [node.this, *node.expressions]
+        for i, e in enumerate(nodes):
+            args.append(self.bind(e, scope))
+            if (
+                self.dialect == "sqlite"
+                and isinstance(args[-1], Lit)
+                and args[-1].value is not None
+                and not any(rest.find(exp.AggFunc) for rest in nodes[i + 1 :])
+            ):
+                # SQLite's value is the first non-NULL one as it is: the arguments after a
+                # constant are never looked at (nor must they be grouped columns; an
+                # aggregate among them still makes the query an aggregate one)
+                if len(args) == 1:
+                    return args[0]
+                break
         t = args[0].type
         for a in args[1:]:
             t = common_type(t, a.type, "COALESCE")
@@ -2502,7 +2543,11 @@ class Planner:
         a = self.bind(node.this, scope)
         b = self.bind(node.expression, scope)
         t = common_type(a.type, b.type, "NULLIF")
-        return Call("nullif", (self._cast(a, t), self._cast(b, t)), t, True)
+        # the value is the first argument as it is (its type, as in Spark and SQLite); only
+        # the comparison is made in the common type
+        if t == a.type:
+            return Call("nullif", (a, self._cast(b, t)), a.type, True)
+        return Call("nullif", (a, self._cast(a, t), self._cast(b, t)), a.type, True)
 
     def _b_Cast(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
