@@ -256,3 +256,42 @@ def test_count_if_bool_and_bool_or_equal_duckdb(sql: str, duck: str | None) -> N
         [Del("t", [(1, 1, True), (3, 5, False), (2, 7, True)])],
     ]
     check_stream(["CREATE TABLE t (g INT, a INT, b BOOLEAN)"], [(sql, duck, False)], commits)
+
+
+def _distinct_tuples(cols: str, where: str = "TRUE") -> str:
+    """DuckDB's count of the distinct non-NULL tuples of ``cols`` in the group of ``w1``."""
+    present = " AND ".join(f"{c} IS NOT NULL" for c in cols.split(", "))
+    return (
+        f"(SELECT count(*) FROM (SELECT DISTINCT {cols} FROM w w2 WHERE "
+        f"w2.s IS NOT DISTINCT FROM w1.s AND {present} AND {where}))"
+    )
+
+
+# count(DISTINCT a, b) counts the distinct tuples with no NULL among them (DuckDB has no
+# such call: it is asked the count of a DISTINCT subquery per group)
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        (
+            "SELECT s, count(DISTINCT i, vc) AS n, count(DISTINCT de, db, d) AS m, "
+            "count(*) AS k FROM w GROUP BY s",
+            f"SELECT s, {_distinct_tuples('i, vc')} AS n, {_distinct_tuples('de, db, d')} AS m, "
+            "count(*) AS k FROM w w1 GROUP BY s",
+        ),
+        (
+            "SELECT count(DISTINCT bo, ts) AS n, count(DISTINCT s, ch) AS m FROM w",
+            "SELECT (SELECT count(*) FROM (SELECT DISTINCT bo, ts FROM w WHERE bo IS NOT NULL "
+            "AND ts IS NOT NULL)) AS n, (SELECT count(*) FROM (SELECT DISTINCT s, ch FROM w "
+            "WHERE s IS NOT NULL AND ch IS NOT NULL)) AS m",
+        ),
+    ],
+)
+def test_count_distinct_of_several_columns_equals_duckdb(sql: str, duck: str) -> None:
+    check_stream([WIDE_DDL], [(sql, duck, False)], WIDE_STREAM)
+
+
+def test_only_count_takes_distinct_several_columns() -> None:
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT, b INT)")
+    with pytest.raises(dsql.SQLError, match="takes one argument"):
+        db.view("SELECT sum(DISTINCT a, b) FROM t")

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.sql.expr import Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
+from ddflow.sql.expr import Call, Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -435,11 +435,22 @@ def _part(
     arg = a.arg
     assert arg is not None
     is_str = arg.type.kind == "string"
+    several = isinstance(arg, Call) and arg.op == "row"  # count(DISTINCT a, b, ...)
 
     def values(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)
         fr = Frame(cols, win, m)
         kcols = _key_columns(fr, keys, key_fields, ctx)
+        if several:
+            assert isinstance(arg, Call)
+            got = [evaluate(x, fr, ctx) for x in arg.args]
+            vs = tuple(c.astype(np.int64) if c.dtype == bool else c for c, _ in got)
+            nls = [x for _, x in got if x is not None]
+            base = np.arange(len(view[0])) if rows is None else rows
+            if not nls:
+                return base, (tuple(kcols), vs)
+            keep = np.flatnonzero(~np.logical_or.reduce(nls))
+            return base[keep], (tuple(c[keep] for c in kcols), tuple(c[keep] for c in vs))
         v, nl = evaluate(arg, fr, ctx)
         if v.dtype == bool:
             v = v.astype(np.int64)
@@ -476,6 +487,9 @@ def _part(
 
     def explode(r: Any) -> Any:
         k, v = r
+        if several:  # a count only
+            n = len(v[0])
+            return k, (np.ones(n, np.int64), np.zeros(n, np.int64))
         n = len(v)
         if dbl:
             comps = [_component(kind, arg, v, None, n) for kind in ("s", *_SPECIAL)]

@@ -1826,8 +1826,8 @@ class Planner:
             distinct = False
             if isinstance(arg_node, exp.Distinct):
                 distinct = True
-                if len(arg_node.expressions) != 1:
-                    raise UnsupportedSQL(f"{func}(DISTINCT ...) of several columns")
+                if len(arg_node.expressions) > 1:
+                    return self._bind_count_distinct_rows(n, func, arg_node, scope)
                 arg_node = arg_node.expressions[0]
             if isinstance(n, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
                 return ("count_star", None, False), Agg("count_star", None), BIGINT
@@ -1852,6 +1852,23 @@ class Planner:
             return (func, arg, distinct), Agg(func, arg, distinct), t
         finally:
             scope.agg = saved
+
+    def _bind_count_distinct_rows(
+        self, n: Node, func: str, arg_node: Node, scope: Scope
+    ) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``count(DISTINCT a, b, ...)``: how many distinct tuples of values with no NULL
+        among them. The argument is a ``row`` of the columns (read only by the distinct
+        count)."""
+        if func != "count":
+            raise SQLError(f"{func}(DISTINCT ...) takes one argument")
+        for inner in _walk_no_subqueries(arg_node):
+            if isinstance(inner, _AGGS) and inner is not n:
+                raise SQLError("aggregate functions cannot be nested")
+        args = tuple(self.bind(x, scope) for x in arg_node.expressions)
+        if any(_has_outer(a) for a in args):
+            raise UnsupportedSQL("an aggregate over a correlated reference")
+        row = Call("row", args, BIGINT, any(a.nullable for a in args))
+        return ("count", row, True), Agg("count", row, True), BIGINT
 
     def _agg_type(self, func: str, t: SqlType) -> SqlType:
         if func == "count":
