@@ -349,6 +349,12 @@ _AGG = {
     "count_distinct": "count(DISTINCT g)",
     "sum_distinct": "sum(DISTINCT i)",
     "max_bool": "max(b)",
+    "var_samp_int": "var_samp(i)",
+    "var_pop_smallint": "var_pop(s)",
+    "stddev_decimal": "stddev(d)",
+    "stddev_pop_double": "stddev_pop(f)",
+    "variance_float": "variance(r)",
+    "std_bigint": "std(k)",
 }
 _ROW = {
     "int_plus": "i + 1",

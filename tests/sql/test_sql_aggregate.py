@@ -4,6 +4,7 @@ the global aggregate that keeps its one row while its input empties and refills.
 
 from __future__ import annotations
 
+import math
 from decimal import Decimal as D
 
 import pytest
@@ -295,3 +296,85 @@ def test_only_count_takes_distinct_several_columns() -> None:
     db.execute("CREATE TABLE t (a INT, b INT)")
     with pytest.raises(dsql.SQLError, match="takes one argument"):
         db.view("SELECT sum(DISTINCT a, b) FROM t")
+
+
+# DuckDB's spread aggregates have Spark's forms: NULL over no values, and the sample forms
+# NULL over one value too
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        (
+            "SELECT s, var_samp(i) AS a, var_pop(si) AS b, stddev(de) AS c, "
+            "stddev_pop(db) AS d, variance(bi) AS e, std(ti) AS f FROM w GROUP BY s",
+            "SELECT s, var_samp(i) AS a, var_pop(si) AS b, stddev_samp(de) AS c, "
+            "stddev_pop(db) AS d, var_samp(bi) AS e, stddev_samp(ti) AS f FROM w GROUP BY s",
+        ),
+        (
+            "SELECT var_samp(db) AS a, stddev_samp(de) AS b, var_pop(i) AS c, count(*) AS n FROM w",
+            None,
+        ),
+        (
+            "SELECT s FROM w GROUP BY s HAVING coalesce(stddev_pop(i), 0) < 10",
+            None,
+        ),
+    ],
+)
+def test_variance_and_stddev_equal_duckdb(sql: str, duck: str | None) -> None:
+    check_stream([WIDE_DDL], [(sql, duck, False)], WIDE_STREAM)
+
+
+def test_variance_of_doubles_is_exact_where_naive_sums_lose_it() -> None:
+    """The sums of the values and of their squares are exact, so a spread of values near
+    1e9 (and after a far larger value came and went) is the exact one rounded once."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE u (c DOUBLE, e DECIMAL(20,2))")
+    v = db.view("SELECT var_samp(c), stddev_pop(c), var_pop(e) FROM u")
+    vals = [1e9 + i * 0.25 for i in range(10)]
+    db.insert("u", [(x, D(x).quantize(D("0.01"))) for x in vals + [3e15 + 1.0]])
+    db.commit()
+    db.delete("u", [(3e15 + 1.0, D("3000000000000001.00"))])
+    db.commit()
+    # exact: 0.25^2 * var(0..9) = 0.0625 * 55/6 (sample), 0.0625 * 8.25 (population)
+    ((a, b, c),) = v.rows()
+    assert a == 0.0625 * 55 / 6
+    assert b == math.sqrt(0.0625 * 8.25)
+    assert c == 0.0625 * 8.25
+
+
+def test_variance_at_the_edges_of_doubles() -> None:
+    """As Spark: NULL over one value for the sample forms, NaN with an infinity or NaN in
+    the group; a spread beyond a DOUBLE is infinite (the exact value, rounded), where
+    Spark's running update gives NaN."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (g INT, x DOUBLE)")
+    v = db.view(
+        "SELECT g, var_samp(x), var_pop(x), stddev_samp(x), stddev_pop(x) FROM t GROUP BY g"
+    )
+    inf, nan = math.inf, math.nan
+    db.insert(
+        "t",
+        [(1, 2.0), (2, 1.0), (2, inf), (3, inf), (4, nan), (4, 1.0), (5, None), (6, 1e308)]
+        + [(6, -1e308)],
+    )
+    db.commit()
+    got = {r[0]: r[1:] for r in v.rows()}
+    assert got[1] == (None, 0.0, None, 0.0)
+    assert all(math.isnan(x) for x in got[2] + got[4])
+    assert got[3][0] is None and got[3][2] is None
+    assert math.isnan(got[3][1]) and math.isnan(got[3][3])
+    assert got[5] == (None, None, None, None)
+    assert got[6] == (inf, inf, inf, inf)
+    db.delete("t", [(2, inf), (4, nan), (6, -1e308)])  # (exact again once they leave)
+    db.commit()
+    got = {r[0]: r[1:] for r in v.rows()}
+    assert got[2] == (None, 0.0, None, 0.0) and got[4] == got[2] and got[6] == got[2]
+
+
+def test_variance_needs_a_number() -> None:
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (s STRING, b BOOLEAN)")
+    for sql in ("SELECT var_samp(s) FROM t", "SELECT stddev(b) FROM t"):
+        with pytest.raises(dsql.SQLError, match="needs a number"):
+            db.view(sql)
+    with pytest.raises(dsql.UnsupportedSQL, match="DISTINCT"):
+        db.view("SELECT var_pop(DISTINCT 1) FROM t")

@@ -17,6 +17,7 @@ linear part by a left join on ``g`` (a group whose values are all NULL gets NULL
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ from ddflow.sql.expr import Call, Ctx, Expr, _mul, decimal_checked, evaluate, in
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
-from ddflow.sql.plan import Agg, Aggregate, Join, grouped_by_join_key
+from ddflow.sql.plan import SPREAD_FUNCS, Agg, Aggregate, Join, grouped_by_join_key
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
     SqlType,
@@ -48,11 +49,44 @@ def _int_sum_column(v: np.ndarray) -> np.ndarray:
 _SPECIAL = ("pinf", "ninf", "nan")
 
 
+#: the binary scale of the exact sums of DOUBLE values (``xs``) for a spread: every finite
+#: double is a multiple of ``2**-1126`` as ``frexp`` cuts it (its squares of ``2**-2252``)
+_XS_BITS = 1126
+
+
+def _exact_doubles(x: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:
+    """The finite DOUBLE values ``x`` (0 where not ``ok``) as exact Python ints at scale
+    ``2**_XS_BITS`` (``xs``), or their squares at scale ``2**(2 * _XS_BITS)`` (``xq``)."""
+    f, e = np.frexp(np.where(ok, x, 0.0))
+    m = (f * 2.0**53).astype(np.int64).tolist()  # (exact: a double has 53 bits)
+    sh = (e.astype(np.int64) + (_XS_BITS - 53)).tolist()
+    if kind == "xs":
+        vals = [a << b for a, b in zip(m, sh, strict=True)]
+    else:
+        vals = [(a * a) << (2 * b) for a, b in zip(m, sh, strict=True)]
+    out = np.empty(len(vals), dtype=object)
+    out[:] = vals
+    return out
+
+
 def _component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n: int) -> np.ndarray:
-    """The diff component ``kind`` (``n``, ``s`` or one of ``_SPECIAL``) of argument values
+    """The diff component ``kind`` (``n``, ``s`` or one of ``_SPECIAL``; for a spread also
+    ``q``, the exact squares of int / decimal values, and ``xs`` / ``xq`` / ``bad``, exact
+    sums of DOUBLE values and squares and the count of non-finite ones) of argument values
     ``v`` (NULL where ``nl``)."""
     if kind == "n":
         return np.ones(n, np.int64) if nl is None else (~nl).astype(np.int64)
+    if kind == "q":
+        x = v.astype(np.int64) if v.dtype == bool else v
+        x = x if nl is None else np.where(nl, 0, x)
+        return _int_sum_column(_mul(x, x))
+    if kind in ("xs", "xq", "bad"):
+        x = float_from_keys(v)
+        ok = np.isfinite(x)
+        present = ~nl if nl is not None else None
+        if kind == "bad":
+            return (~ok if present is None else ~ok & present).astype(np.int64)
+        return _exact_doubles(x, ok if present is None else ok & present, kind)
     if arg.type.kind != "double":
         x = _int_sum_column(v.astype(np.int64) if v.dtype == bool else v)
         return x if nl is None else np.where(nl, 0, x)
@@ -84,12 +118,20 @@ class _Linear:
 
     def __init__(self, aggs: tuple[Agg, ...], scalar: bool) -> None:
         self.scalar = scalar
-        self.parts: list[tuple[str, Expr | None]] = []  # ("present"|"rows"|"n"|"s", arg)
+        # ("present" | "rows" | a kind of ``_component``, its argument)
+        self.parts: list[tuple[str, Expr | None]] = []
         if scalar:
             self.parts.append(("present", None))
         self.parts.append(("rows", None))
         self.index: dict[tuple[str, Any], int] = {}
         for a in aggs:
+            if a.func in SPREAD_FUNCS:
+                assert a.arg is not None
+                self._add("n", a.arg)
+                kinds = ("xs", "xq", "bad") if a.arg.type.kind == "double" else ("s", "q")
+                for kind in kinds:
+                    self._add(kind, a.arg)
+                continue
             if a.distinct or a.func not in ("count", "count_star", "sum", "avg"):
                 continue
             if a.func == "count_star":
@@ -248,7 +290,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     extras: list[tuple[Agg, Any]] = []
     done: dict[tuple[Any, ...], Any] = {}
     for a in plan.aggs:
-        if a.func in ("count_star",) or (not a.distinct and a.func in ("count", "sum", "avg")):
+        if a.func in ("count_star", *SPREAD_FUNCS) or (
+            not a.distinct and a.func in ("count", "sum", "avg")
+        ):
             continue
         k = (a.func if a.func in ("min", "max") else "distinct", a.arg)
         if k in done:
@@ -557,7 +601,11 @@ def _finish(
                 break
         n_at = s_at = None
         sp_at: tuple[int, ...] = ()
-        if part_slot is None and a.func != "count_star":
+        if a.func in SPREAD_FUNCS:
+            assert a.arg is not None
+            kinds = ("n", "xs", "xq", "bad") if a.arg.type.kind == "double" else ("n", "s", "q")
+            sp_at = tuple(lin.index[(kind, a.arg)] for kind in kinds)
+        elif part_slot is None and a.func != "count_star":
             n_at = lin.index[("n", a.arg)]
             if a.func in ("sum", "avg"):
                 s_at = lin.index[("s", a.arg)]
@@ -610,6 +658,12 @@ def _finish(
             if a.func == "count_star":
                 vals.append(sel(rows))
                 nulls.append(None)
+                continue
+            if a.func in SPREAD_FUNCS:
+                assert a.arg is not None
+                v, nl = spread_value(a.func, a.arg.type, *(sel(comps[i]) for i in sp_at))
+                vals.append(v)
+                nulls.append(nl)
                 continue
             cnt = sel(comps[n_at])
             tot = sel(comps[s_at]) if s_at is not None else None
@@ -694,6 +748,50 @@ def linear_value(
             r = np.where(empty, 0, r)
         return _digits_checked(r, t, "an average"), nl
     raise DataError(f"avg of {at} as {t}")
+
+
+def spread_value(
+    func: str, at: SqlType, cnt: np.ndarray, total: np.ndarray, squares: np.ndarray, *bad: Any
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A variance or standard deviation (``SPREAD_FUNCS``) of each group from its count of
+    values, their exact sum and the exact sum of their squares (scaled ints: a decimal's
+    unscaled values, or a DOUBLE's at ``2**_XS_BITS``, with ``bad`` the count of its
+    infinities and NaNs): ``(values, nulls)``. The quotient of exact ints is rounded once
+    to a double; NULL over no values, and for the sample forms over one value (Spark);
+    NaN where an infinity or NaN is among the values."""
+    if at.kind == "double":
+        scale = 1 << _XS_BITS
+    else:
+        scale = 10 ** (at.scale if at.kind == "decimal" else 0)
+    sample = func in ("var_samp", "stddev_samp")
+    root = func in ("stddev_samp", "stddev_pop")
+    nonfinite = bad[0].tolist() if bad else [0] * len(cnt)
+    out: list[float] = []
+    nulls: list[bool] = []
+    for n, s, q, b in zip(
+        cnt.tolist(),
+        np.asarray(total).tolist(),
+        np.asarray(squares).tolist(),
+        nonfinite,
+        strict=True,
+    ):
+        if n == 0 or (sample and n == 1):
+            out.append(0.0)
+            nulls.append(True)
+            continue
+        nulls.append(False)
+        if b:
+            out.append(math.nan)
+            continue
+        num = n * int(q) - int(s) * int(s)  # n^2 times the variance of the unscaled values
+        den = n * (n - 1 if sample else n) * scale * scale
+        try:
+            var = num / den  # (exact ints divided: rounded once)
+        except OverflowError:
+            var = math.inf
+        out.append(math.sqrt(var) if root else var)
+    nl = np.array(nulls, dtype=bool)
+    return float_keys(np.array(out, dtype=np.float64)), (nl if nl.any() else None)
 
 
 #: at most this many groups in a batch of aggregate results: decimal averages are

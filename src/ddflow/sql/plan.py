@@ -143,10 +143,15 @@ class SemiJoin(Plan):
         return (self.left, self.right)
 
 
+#: the aggregates of a spread (DOUBLE results, computed from exact sums of the values and
+#: of their squares)
+SPREAD_FUNCS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
+
+
 @dataclass(frozen=True)
 class Agg:
-    """An aggregate call: ``func`` in count, count_star, sum, avg, min, max; ``arg`` over
-    the input's fields."""
+    """An aggregate call: ``func`` in count, count_star, sum, avg, min, max or one of
+    ``SPREAD_FUNCS``; ``arg`` over the input's fields."""
 
     func: str
     arg: Expr | None

@@ -42,6 +42,7 @@ from sqlglot.optimizer.qualify import qualify
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts, format_value
 from ddflow.sql.plan import (
+    SPREAD_FUNCS,
     Agg,
     Aggregate,
     Distinct,
@@ -100,7 +101,8 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
 def _spelled_out(node: Node) -> Node:
     """Aggregates that are other aggregates in other words: ``count_if(x)`` counts the
     rows where ``x`` is TRUE, ``bool_and(x)`` is ``min(x)`` and ``bool_or(x)`` is
-    ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values)."""
+    ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values); ``std`` is
+    ``stddev_samp``."""
     if isinstance(node, exp.CountIf):
         one = exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))])
         return exp.Count(this=one)
@@ -108,6 +110,12 @@ def _spelled_out(node: Node) -> Node:
         return exp.Min(this=node.this)
     if isinstance(node, exp.LogicalOr):
         return exp.Max(this=node.this)
+    if (
+        isinstance(node, exp.Anonymous)
+        and node.name.lower() == "std"
+        and len(node.expressions) == 1
+    ):
+        return exp.StddevSamp(this=node.expressions[0])
     return node
 
 
@@ -322,7 +330,28 @@ def _walk_no_subqueries(node: Node) -> Any:
             stack.append(child)
 
 
-_AGGS = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_AGGS = (
+    exp.Count,
+    exp.Sum,
+    exp.Avg,
+    exp.Min,
+    exp.Max,
+    exp.Stddev,
+    exp.StddevSamp,
+    exp.StddevPop,
+    exp.Variance,
+    exp.VariancePop,
+)
+
+#: the spread aggregates by sqlglot's class name: ``stddev`` and ``variance`` are the sample
+#: forms, as in Spark
+_SPREAD = {
+    "stddev": "stddev_samp",
+    "stddevsamp": "stddev_samp",
+    "stddevpop": "stddev_pop",
+    "variance": "var_samp",
+    "variancepop": "var_pop",
+}
 
 
 def _conjuncts(node: Node | None) -> list[Node]:
@@ -1822,6 +1851,7 @@ class Planner:
         scope.agg = None
         try:
             func = type(n).__name__.lower()
+            func = _SPREAD.get(func, func)
             arg_node = n.this
             distinct = False
             if isinstance(arg_node, exp.Distinct):
@@ -1847,6 +1877,15 @@ class Planner:
                 raise SQLError(f"{func} needs a number, got {arg.type}")
             if func in ("sum", "avg") and arg.type.kind == "null":
                 arg = Lit(None, DOUBLE)
+            if func in SPREAD_FUNCS:
+                if distinct:
+                    raise UnsupportedSQL(f"{func}(DISTINCT ...)")
+                if arg.type.kind == "null":
+                    arg = Lit(None, DOUBLE)
+                elif arg.type.kind == "boolean" or not arg.type.numeric:
+                    raise SQLError(f"{func} needs a number, got {arg.type}")
+                if arg.type.kind == "double" and arg.type.bits == 32:
+                    arg = self._cast(arg, DOUBLE)  # (FLOAT values as the doubles they are)
             if func == "avg" and t.kind == "double" and arg.type.kind != "double":
                 pass
             return (func, arg, distinct), Agg(func, arg, distinct), t
@@ -1875,7 +1914,7 @@ class Planner:
             return BIGINT
         if func in ("min", "max"):
             return t if t.kind != "null" else INT
-        if t.kind == "null":
+        if t.kind == "null" or func in SPREAD_FUNCS:
             return DOUBLE
         if func == "sum":
             if t.kind in ("int", "boolean"):

@@ -51,6 +51,7 @@ from ddflow.sql.expr import Call, Col, Expr, conjuncts
 from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
+    SPREAD_FUNCS,
     Agg,
     Aggregate,
     Distinct,
@@ -648,7 +649,7 @@ def equi_filters(plan: Plan) -> Plan:
 # -- scalar aggregates met only on a key ------------------------------------------------------
 
 #: aggregates whose value over no rows is NULL
-_NULL_ON_EMPTY = ("min", "max", "sum", "avg")
+_NULL_ON_EMPTY = ("min", "max", "sum", "avg", *SPREAD_FUNCS)
 
 
 def _unscalar(p: Plan, col: int) -> Plan | None:
