@@ -253,6 +253,17 @@ def test_failing_commit_raises_data_error() -> None:
         db.commit()
 
 
+def test_failing_query_raises_data_error() -> None:
+    """A query run once (``execute`` of a SELECT) that overflows raises the DataError
+    itself, not the operator's wrapper; the database goes on."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a BIGINT)")
+    db.insert("t", [(2**63 - 1,)])
+    with pytest.raises(dsql.DataError, match="overflow"):
+        db.execute("SELECT a + 1 FROM t")
+    assert db.execute("SELECT a - 1 FROM t") == [(2**63 - 2,)]
+
+
 def test_drop_table_used_by_a_view_is_refused() -> None:
     """DROP TABLE of a table a view reads raises SQLError naming the view."""
     db = dsql.Database()

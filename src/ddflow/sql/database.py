@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from sqlglot import exp
 
-from ddflow.core.errors import DataError, DDError
+from ddflow.core.errors import DataError, DDError, OperatorError
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.dataflow.worker import Worker
 from ddflow.engine.operator import Operator, Stream
@@ -593,8 +593,6 @@ class Database:
             self._stale = True
             self._rebuild()
             cause = sys.exc_info()[1]
-            from ddflow.core.errors import OperatorError
-
             if isinstance(cause, OperatorError) and isinstance(cause.__cause__, DDError):
                 raise cause.__cause__ from None  # the data error itself (it says where)
             raise
@@ -797,7 +795,12 @@ class Database:
             if len(counts):
                 _feed(s, t, t.from_records(cols, len(counts)), counts, pick[key], key[1])
             s.close()
-        w.run()
+        try:
+            w.run()
+        except OperatorError as e:
+            if isinstance(e.__cause__, DDError):
+                raise e.__cause__ from None  # the data error itself (it says where)
+            raise
         v._accept(sink.drain(), None)
         return v.rows()
 
