@@ -355,6 +355,9 @@ _AGG = {
     "stddev_pop_double": "stddev_pop(f)",
     "variance_float": "variance(r)",
     "std_bigint": "std(k)",
+    "every": "every(b)",
+    "some": "some(b)",
+    "any": "any(i > 0)",
 }
 _ROW = {
     "int_plus": "i + 1",
@@ -399,6 +402,23 @@ _ROW = {
     "literal_null_int": "CAST(NULL AS INT)",
     "literal_double": "1.5D",
     "cast_string": "CAST(k AS STRING)",
+    "left": "left(g, 2)",
+    "right": "right(g, 3)",
+    "repeat": "repeat(g, 2)",
+    "initcap": "initcap(g)",
+    "concat_ws": "concat_ws('-', g, CAST(i AS STRING), NULL, 'z')",
+    "last_day": "last_day(dt)",
+    "weekofyear": "weekofyear(dt)",
+    "trunc_month": "trunc(dt, 'MM')",
+    "trunc_week": "trunc(dt, 'WEEK')",
+    "trunc_unknown_unit": "trunc(dt, 'DD')",
+    "date_trunc_quarter": "date_trunc('QUARTER', ts)",
+    "date_trunc_hour": "date_trunc('HOUR', ts)",
+    "nvl2": "nvl2(g, i, 0)",
+    "pmod": "pmod(i, -7)",
+    "log10": "log10(f)",
+    "log_base": "log(2, d)",
+    "cbrt": "cbrt(f)",
 }
 
 #: Views whose result columns and values are compared with Spark's; "named_*" ones leave

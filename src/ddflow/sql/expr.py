@@ -1429,6 +1429,20 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([x.replace(old, new) if old else x for x in s])
     if op == "reverse":
         return lambda s: out([x[::-1] for x in s])
+    if op == "left":
+        k = max(int(consts[0]), 0)
+        return lambda s: out([x[:k] for x in s])
+    if op == "right":
+        k = int(consts[0])
+        return lambda s: out([x[len(x) - k :] if 0 < k < len(x) else x if k > 0 else "" for x in s])
+    if op == "repeat":
+        k = max(int(consts[0]), 0)
+        return lambda s: out([x * k for x in s])
+    if op == "initcap":
+        # Spark: lower case, then each letter after a space (or at the start) upper case
+        return lambda s: out(
+            [" ".join(w[:1].upper() + w[1:] for w in x.lower().split(" ")) for x in s]
+        )
     if op == "instr":
         sub = consts[0]
         return lambda s: out([x.find(sub) + 1 for x in s])
@@ -1457,6 +1471,23 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([pad(x) for x in s])
     del strings
     raise DataError(f"unknown string function {op}")
+
+
+def _concat_ws(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``concat_ws(sep, ...)``: the non-NULL arguments joined by ``sep`` (NULL where
+    ``sep`` is)."""
+    (sep, sn), *rest = [evaluate(a, f, ctx) for a in e.args]
+    if f.n == 0:
+        return np.zeros(0, np.int64), None
+    seps = ctx.strings.decode(sep).tolist()
+    parts = [
+        (ctx.strings.decode(v).tolist(), vn.tolist() if vn is not None else None) for v, vn in rest
+    ]
+    out = []
+    for i in range(f.n):
+        got = [p[i] for p, pn in parts if pn is None or not pn[i]]
+        out.append(seps[i].join(got))
+    return ctx.strings.encode_list(out), sn
 
 
 def _concat(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -1526,6 +1557,49 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
         ]
         return np.array(iso, dtype=np.int64).reshape(len(iso)), an
     raise DataError(f"EXTRACT({part}) is not supported")
+
+
+def _last_day(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """The last day of each date's month."""
+    a, an = evaluate(e.args[0], f, ctx)
+    nxt = a.astype("datetime64[D]").astype("datetime64[M]") + 1
+    return nxt.astype("datetime64[D]").astype(np.int64) - 1, an
+
+
+_MICROS = {
+    "day": 86_400_000_000,
+    "hour": 3_600_000_000,
+    "minute": 60_000_000,
+    "second": 1_000_000,
+    "millisecond": 1_000,
+    "microsecond": 1,
+}
+
+
+def _trunc_days(days: np.ndarray, unit: str) -> np.ndarray:
+    """Days since 1970-01-01 moved back to the first day of their year, quarter, month or
+    week (weeks start on Monday; 1970-01-01 was a Thursday)."""
+    if unit == "week":
+        return days - (days + 3) % 7
+    months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    if unit == "year":
+        months = months - months % 12
+    elif unit == "quarter":
+        months = months - months % 3
+    return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+
+
+def _date_trunc(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``trunc(date, unit)`` (a DATE) and ``date_trunc(unit, ts)`` (a TIMESTAMP, in UTC)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    unit = str(e.extra)
+    if e.type.kind == "date":
+        return _trunc_days(a, unit), an
+    step = _MICROS.get(unit)
+    if step is not None:
+        return a - np.mod(a, step), an
+    days = np.floor_divide(a, 86_400_000_000)
+    return _trunc_days(days, unit) * 86_400_000_000, an
 
 
 def add_months_days(days: np.ndarray, months: np.ndarray) -> np.ndarray:
@@ -1605,6 +1679,15 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
                     an = _or(an, bad)
         elif op == "exp":
             r = np.exp(x)
+        elif op == "cbrt":
+            r = np.cbrt(x)
+            # one Newton step: numpy's root can be an ulp off where Java's is exact
+            # (cbrt(-27) is -3.0000000000000004 here, -3 in Spark)
+            ok = np.isfinite(r) & (r != 0)
+            if ok.any():
+                safe = np.where(ok, r, 1.0)
+                better = safe - (safe * safe * safe - np.where(ok, x, 1.0)) / (3 * safe * safe)
+                r = np.where(ok, better, r)
         elif op in ("ln", "log10", "log2"):
             bad = x <= 0
             fn = {"ln": np.log, "log10": np.log10, "log2": np.log2}[op]
@@ -1724,6 +1807,14 @@ _OPS: dict[str, Any] = {
     "substr": _string_fn,
     "replace": _string_fn,
     "reverse": _string_fn,
+    "left": _string_fn,
+    "right": _string_fn,
+    "repeat": _string_fn,
+    "initcap": _string_fn,
+    "concat_ws": _concat_ws,
+    "last_day": _last_day,
+    "date_trunc": _date_trunc,
+    "cbrt": _math1,
     "instr": _string_fn,
     "lpad": _string_fn,
     "rpad": _string_fn,

@@ -101,8 +101,9 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
 def _spelled_out(node: Node) -> Node:
     """Aggregates that are other aggregates in other words: ``count_if(x)`` counts the
     rows where ``x`` is TRUE, ``bool_and(x)`` is ``min(x)`` and ``bool_or(x)`` is
-    ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values); ``std`` is
-    ``stddev_samp``."""
+    ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values), as are ``every``
+    and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
+    ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``."""
     if isinstance(node, exp.CountIf):
         one = exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))])
         return exp.Count(this=one)
@@ -110,12 +111,45 @@ def _spelled_out(node: Node) -> Node:
         return exp.Min(this=node.this)
     if isinstance(node, exp.LogicalOr):
         return exp.Max(this=node.this)
+    if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
+        name = node.name.lower()
+        if name == "std":
+            return exp.StddevSamp(this=node.expressions[0])
+        if name == "every":
+            return exp.Min(this=node.expressions[0])
+        if name in ("some", "any"):
+            return exp.Max(this=node.expressions[0])
+    if isinstance(node, exp.Nvl2):
+        test = exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null()))
+        other = node.args.get("false")
+        return exp.Case(
+            ifs=[exp.If(this=test, true=node.args["true"].copy())],
+            default=other.copy() if other is not None else exp.Null(),
+        )
     if (
         isinstance(node, exp.Anonymous)
-        and node.name.lower() == "std"
-        and len(node.expressions) == 1
+        and node.name.lower() == "pmod"
+        and len(node.expressions) == 2
     ):
-        return exp.StddevSamp(this=node.expressions[0])
+        # the remainder's sign made that of the divisor where it is negative (Spark's pmod)
+        a, b = node.expressions
+        rem = exp.Paren(this=exp.Mod(this=a.copy(), expression=b.copy()))
+        back = exp.Mod(
+            this=exp.Paren(this=exp.Add(this=rem.copy(), expression=b.copy())),
+            expression=b.copy(),
+        )
+        return exp.Case(
+            ifs=[exp.If(this=exp.LT(this=rem.copy(), expression=exp.Literal.number(0)), true=back)],
+            default=rem,
+        )
+    if (
+        isinstance(node, exp.Any)
+        and not isinstance(node.this, (exp.Subquery, exp.Query))
+        and not isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE))
+    ):
+        return exp.Max(this=node.this)  # the aggregate any(b): bool_or
+    if isinstance(node, exp.SafeDivide):  # try_divide: ``/`` already gives NULL for x / 0
+        return exp.Div(this=node.this, expression=node.expression)
     return node
 
 
@@ -2898,6 +2932,118 @@ class Planner:
 
     def _b_Exp(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("exp", [node.this], scope, node)
+
+    def _b_Log(self, node: Node, scope: Scope) -> Expr:
+        """``log10(x)``, ``log2(x)``, ``log(b, x)`` (``ln(x) / ln(b)``), ``log(x)`` (ln)."""
+        if node.args.get("expression") is None:
+            return self._named_function("ln", [node.this], scope, node)
+        base = self.bind(node.this, scope)
+        x = node.expression
+        if isinstance(base, Lit) and base.value in (10, 2):
+            return self._named_function(f"log{base.value}", [x], scope, node)
+        lx = self._named_function("ln", [x], scope, node)
+        lb = self._named_function("ln", [node.this], scope, node)
+        return Call("div", (lx, lb), DOUBLE, True)
+
+    def _b_Cbrt(self, node: Node, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        return Call("cbrt", (self._cast(a, DOUBLE),), DOUBLE, a.nullable)
+
+    def _b_Left(self, node: Node, scope: Scope) -> Expr:
+        return self._string_with_count("left", node.this, node.expression, scope)
+
+    def _b_Right(self, node: Node, scope: Scope) -> Expr:
+        return self._string_with_count("right", node.this, node.expression, scope)
+
+    def _b_Repeat(self, node: Node, scope: Scope) -> Expr:
+        return self._string_with_count("repeat", node.this, node.args["times"], scope)
+
+    def _string_with_count(self, op: str, s_node: Node, n_node: Node, scope: Scope) -> Expr:
+        """``left`` / ``right`` / ``repeat`` of a string and a count (of characters or
+        copies)."""
+        a = self.bind(s_node, scope)
+        n = self.bind(n_node, scope)
+        a = self._cast(a, STRING) if a.type.kind != "string" else a
+        if n.type.kind not in ("int", "null"):
+            raise SQLError(f"{op}() takes a count, got {n.type}")
+        return Call(op, (a, n), STRING, a.nullable or n.nullable)
+
+    def _b_Initcap(self, node: Node, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        a = self._cast(a, STRING) if a.type.kind != "string" else a
+        return Call("initcap", (a,), STRING, a.nullable)
+
+    def _b_ConcatWs(self, node: Node, scope: Scope) -> Expr:
+        """``concat_ws(sep, a, b, ...)``: the non-NULL arguments as text, joined by ``sep``
+        (NULL only when ``sep`` is)."""
+        args = [self.bind(x, scope) for x in node.expressions]
+        if not args:
+            raise SQLError("concat_ws needs a separator")
+        out = tuple(self._cast(a, STRING) if a.type.kind != "string" else a for a in args)
+        return Call("concat_ws", out, STRING, args[0].nullable)
+
+    def _b_LastDay(self, node: Node, scope: Scope) -> Expr:
+        d = self._strip_date(node.this, scope)
+        d = self._cast(d, DATE) if d.type.kind != "date" else d
+        return Call("last_day", (d,), DATE, d.nullable)
+
+    def _b_WeekOfYear(self, node: Node, scope: Scope) -> Expr:
+        return self._extract("week", self._strip_date(node.this, scope))
+
+    _TRUNC_UNITS = {
+        "year": "year",
+        "yyyy": "year",
+        "yy": "year",
+        "quarter": "quarter",
+        "month": "month",
+        "mm": "month",
+        "mon": "month",
+        "week": "week",
+        "day": "day",
+        "dd": "day",
+        "hour": "hour",
+        "minute": "minute",
+        "second": "second",
+        "millisecond": "millisecond",
+        "microsecond": "microsecond",
+    }
+
+    def _trunc_unit(self, unit: Node | None) -> str | None:
+        """The unit of ``date_trunc`` / ``trunc`` (None: one Spark does not know, so the
+        result is NULL); a unit that is not a constant is not supported."""
+        if unit is None:
+            raise SQLError("date_trunc / trunc need a unit")
+        if isinstance(unit, (exp.Var, exp.Identifier)) or (
+            isinstance(unit, exp.Literal) and unit.is_string
+        ):
+            return self._TRUNC_UNITS.get(unit.name.lower())
+        if isinstance(unit, exp.Null):
+            return None
+        raise UnsupportedSQL("date_trunc / trunc with a unit that is not a constant")
+
+    def _b_TimestampTrunc(self, node: Node, scope: Scope) -> Expr:
+        """``date_trunc(unit, ts)``: a TIMESTAMP with the parts below ``unit`` zero."""
+        a = self.bind(node.this, scope)
+        if a.type.kind in ("date", "string"):
+            a = self._cast(a, TIMESTAMP)
+        if a.type.kind not in ("timestamp", "null"):
+            raise SQLError(f"date_trunc needs a timestamp, got {a.type}")
+        unit = self._trunc_unit(node.args.get("unit"))
+        if unit is None or a.type.kind == "null":
+            return Lit(None, TIMESTAMP)
+        return Call("date_trunc", (a,), TIMESTAMP, a.nullable, unit)
+
+    def _b_DateTrunc(self, node: Node, scope: Scope) -> Expr:
+        """``trunc(date, unit)``: the first day of its year, quarter, month or week."""
+        d = self._strip_date(node.this, scope)
+        if d.type.kind in ("timestamp", "string"):
+            d = self._cast(d, DATE)
+        if d.type.kind not in ("date", "null"):
+            raise SQLError(f"trunc needs a date, got {d.type}")
+        unit = self._trunc_unit(node.args.get("unit"))
+        if unit not in ("year", "quarter", "month", "week") or d.type.kind == "null":
+            return Lit(None, DATE)
+        return Call("date_trunc", (d,), DATE, d.nullable, unit)
 
     def _b_Ln(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("ln", [node.this], scope, node)
