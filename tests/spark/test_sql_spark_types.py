@@ -419,6 +419,9 @@ _ROW = {
     "log10": "log10(f)",
     "log_base": "log(2, d)",
     "cbrt": "cbrt(f)",
+    "rlike": "g RLIKE '[aeiou]{2}'",
+    "regexp_replace": "regexp_replace(g, '([a-z])', '<$1>')",
+    "regexp_extract": "regexp_extract(g, '([a-z]+)([0-9]*)', 1)",
 }
 
 #: Views whose result columns and values are compared with Spark's; "named_*" ones leave

@@ -84,6 +84,14 @@ def _ts(*args: int) -> dt.datetime:
         ("cbrt(x)", [2.0, -3.0, None]),
         ("log(2, 8.0D)", [3.0, 3.0, 3.0]),
         ("log10(100.0D)", [2.0, 2.0, 2.0]),
+        # regular expressions as Java reads them (Spark's RLIKE and regexp_*)
+        ("s RLIKE 'o w'", [True, False, None]),
+        ("regexp_like(s, '^[a-z]+ ')", [True, False, None]),
+        ("regexp_replace(s, '([a-z])([A-Z])', '$2$1')", ["hello world", "BaC EdF  gh", None]),
+        ("regexp_replace(s, ' +', '_')", ["hello_world", "aBC_dEF_gh", None]),
+        ("regexp_extract(s, '([a-z]+) ([a-z]+)', 2)", ["world", "", None]),
+        ("regexp_extract(s, '(x)?([A-Z]+)', 1)", ["", "", None]),
+        ("regexp_extract(s, '[A-Z]+', 0)", ["", "BC", None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -94,3 +102,18 @@ def test_function_equals_spark(expr: str, want: list[Any]) -> None:
 def test_every_some_any_are_bool_and_bool_or() -> None:
     got = _rows("SELECT 1, every(a > 0), some(a > 0), any(a < 0), every(a > -10) FROM t")
     assert got == [(1, False, True, True, True)]
+
+
+def test_regular_expressions_refused_or_named() -> None:
+    db = dsql.Database()
+    db.execute(_DDL)
+    with pytest.raises(dsql.SQLError, match="group 3"):
+        db.view("SELECT regexp_extract(s, '(a)(b)', 3) FROM t")
+    with pytest.raises(dsql.SQLError, match="invalid regular expression"):
+        db.view("SELECT s RLIKE '(' FROM t")
+    with pytest.raises(dsql.SQLError, match="no group 2"):
+        db.view("SELECT regexp_replace(s, '(a)', '$2') FROM t")
+    with pytest.raises(dsql.UnsupportedSQL, match="Unicode class"):
+        db.view("SELECT s RLIKE '\\\\p{Alpha}' FROM t")
+    with pytest.raises(dsql.UnsupportedSQL, match="not a constant"):
+        db.view("SELECT s RLIKE s FROM t")

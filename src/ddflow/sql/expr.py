@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import decimal as _decimal
+import functools
 import math
 import re
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
+from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.rows import Frame
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import (
@@ -1337,6 +1339,73 @@ def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     return _typed(res, e.type, ctx), nulls
 
 
+@functools.lru_cache(maxsize=256)
+def java_regex(pattern: str) -> re.Pattern[str]:
+    """A Java regular expression (Spark's ``RLIKE`` and ``regexp_*``) as Python's: named
+    groups ``(?<name>...)`` are spelled ``(?P<name>...)``; Unicode classes (``\\p{...}``),
+    which Python's ``re`` does not read, are refused (``UnsupportedSQL``), as is a pattern
+    neither reads."""
+    if re.search(r"\\[pP]\{", pattern):
+        raise UnsupportedSQL(f"the regular expression {pattern!r} (a Unicode class \\p{{...}})")
+    py = re.sub(r"\(\?<([A-Za-z][A-Za-z0-9]*)>", r"(?P<\1>", pattern)
+    try:
+        # (\d, \w, \s and case folding cover ASCII only in Java: re.ASCII)
+        return re.compile(py, re.ASCII)
+    except re.error as e:
+        raise SQLError(f"invalid regular expression {pattern!r}: {e}") from None
+
+
+def java_replacement(rep: str, rx: re.Pattern[str]) -> Any:
+    """A Java replacement string (``$1``, ``${name}``, a backslash taking the next character
+    as it is) as a function of a match, for ``re.sub``."""
+    parts: list[tuple[bool, Any]] = []  # (is a group, literal text or the group's number / name)
+    lit: list[str] = []
+    i = 0
+
+    def flush() -> None:
+        if lit:
+            parts.append((False, "".join(lit)))
+            lit.clear()
+
+    while i < len(rep):
+        c = rep[i]
+        if c == "\\":
+            if i + 1 >= len(rep):
+                raise SQLError(f"replacement {rep!r} ends in a backslash")
+            lit.append(rep[i + 1])
+            i += 2
+            continue
+        if c != "$":
+            lit.append(c)
+            i += 1
+            continue
+        m = re.match(r"\$(?:\{([A-Za-z][A-Za-z0-9]*)\}|(\d+))", rep[i:])
+        if m is None:
+            raise SQLError(f"replacement {rep!r}: a $ without a group")
+        flush()
+        if m.group(1) is not None:
+            if m.group(1) not in rx.groupindex:
+                raise SQLError(f"replacement {rep!r}: no group named {m.group(1)}")
+            parts.append((True, m.group(1)))
+        else:
+            # Java takes as many digits as still name a group of the pattern
+            digits = m.group(2)
+            k = 1
+            while k < len(digits) and int(digits[: k + 1]) <= rx.groups:
+                k += 1
+            if int(digits[:k]) > rx.groups:
+                raise SQLError(f"replacement {rep!r}: no group {digits[:k]}")
+            parts.append((True, int(digits[:k])))
+            lit.append(digits[k:])
+        i += len(m.group(0))
+    flush()
+
+    def sub(m: re.Match[str]) -> str:
+        return "".join((m.group(v) or "") if grp else v for grp, v in parts)
+
+    return sub
+
+
 def _typed(vals: list[Any], t: SqlType, ctx: Ctx) -> np.ndarray:
     if t.kind == "string":
         return ctx.strings.encode_list(vals)
@@ -1438,6 +1507,22 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
     if op == "repeat":
         k = max(int(consts[0]), 0)
         return lambda s: out([x * k for x in s])
+    if op == "rlike":
+        rx = java_regex(consts[0])
+        return lambda s: np.array([rx.search(x) is not None for x in s], dtype=bool)
+    if op == "regexp_replace":
+        rx = java_regex(consts[0])
+        rep = java_replacement(consts[1], rx)
+        return lambda s: out([rx.sub(rep, x) for x in s])
+    if op == "regexp_extract":
+        rx = java_regex(consts[0])
+        g = int(consts[1])
+
+        def first(x: str) -> str:
+            m = rx.search(x)
+            return "" if m is None else m.group(g) or ""
+
+        return lambda s: out([first(x) for x in s])
     if op == "initcap":
         # Spark: lower case, then each letter after a space (or at the start) upper case
         return lambda s: out(
@@ -1811,6 +1896,9 @@ _OPS: dict[str, Any] = {
     "right": _string_fn,
     "repeat": _string_fn,
     "initcap": _string_fn,
+    "rlike": _string_fn,
+    "regexp_replace": _string_fn,
+    "regexp_extract": _string_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,
     "date_trunc": _date_trunc,

@@ -40,7 +40,16 @@ from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
-from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts, format_value
+from ddflow.sql.expr import (
+    Call,
+    Col,
+    Expr,
+    Lit,
+    conjuncts,
+    format_value,
+    java_regex,
+    java_replacement,
+)
 from ddflow.sql.plan import (
     SPREAD_FUNCS,
     Agg,
@@ -148,6 +157,12 @@ def _spelled_out(node: Node) -> Node:
         and not isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE))
     ):
         return exp.Max(this=node.this)  # the aggregate any(b): bool_or
+    if (
+        isinstance(node, exp.Anonymous)
+        and node.name.lower() == "regexp"
+        and len(node.expressions) == 2
+    ):
+        return exp.RegexpLike(this=node.expressions[0], expression=node.expressions[1])
     if isinstance(node, exp.SafeDivide):  # try_divide: ``/`` already gives NULL for x / 0
         return exp.Div(this=node.this, expression=node.expression)
     return node
@@ -2967,6 +2982,57 @@ class Planner:
         if n.type.kind not in ("int", "null"):
             raise SQLError(f"{op}() takes a count, got {n.type}")
         return Call(op, (a, n), STRING, a.nullable or n.nullable)
+
+    def _b_RegexpLike(self, node: Node, scope: Scope) -> Expr:
+        """``s RLIKE p`` / ``regexp_like``: whether ``p`` (a Java regular expression, a
+        constant) matches somewhere in ``s``."""
+        return self._regexp("rlike", node.this, [node.expression], BOOLEAN, scope)
+
+    def _b_RegexpReplace(self, node: Node, scope: Scope) -> Expr:
+        if node.args.get("position") is not None:
+            raise UnsupportedSQL("regexp_replace from a position")
+        rep = node.args.get("replacement")
+        return self._regexp(
+            "regexp_replace",
+            node.this,
+            [node.expression, rep if rep is not None else exp.Literal.string("")],
+            STRING,
+            scope,
+        )
+
+    def _b_RegexpExtract(self, node: Node, scope: Scope) -> Expr:
+        group = node.args.get("group")
+        return self._regexp(
+            "regexp_extract",
+            node.this,
+            [node.expression, group if group is not None else exp.Literal.number(1)],
+            STRING,
+            scope,
+        )
+
+    def _regexp(self, op: str, s_node: Node, rest: list[Node], t: SqlType, scope: Scope) -> Expr:
+        a = self.bind(s_node, scope)
+        a = self._cast(a, STRING) if a.type.kind != "string" else a
+        args = [self.bind(x, scope) for x in rest]
+        if not all(isinstance(x, Lit) for x in args):
+            raise UnsupportedSQL(f"{op} with a pattern that is not a constant")
+        pat = args[0]
+        assert isinstance(pat, Lit)
+        if pat.value is None or any(x.value is None for x in args if isinstance(x, Lit)):
+            return Lit(None, t)
+        compiled = java_regex(str(pat.value))  # (raises for what Python's re reads otherwise)
+        if op == "regexp_extract":
+            g = args[1]
+            assert isinstance(g, Lit)
+            if not isinstance(g.value, int) or not 0 <= g.value <= compiled.groups:
+                raise SQLError(
+                    f"regexp_extract: group {g.value} of a pattern with {compiled.groups} groups"
+                )
+        if op == "regexp_replace":
+            r = args[1]
+            assert isinstance(r, Lit)
+            java_replacement(str(r.value), compiled)  # (checked here, used per string)
+        return Call(op, (a, *args), t, a.nullable)
 
     def _b_Initcap(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
