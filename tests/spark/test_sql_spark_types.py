@@ -419,6 +419,8 @@ _ROW = {
     "log10": "log10(f)",
     "log_base": "log(2, d)",
     "cbrt": "cbrt(f)",
+    "date_format_ts": "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSSSSS a EEE QQQ D')",
+    "date_format_date": "date_format(dt, 'MMMM d, yy')",
     "rlike": "g RLIKE '[aeiou]{2}'",
     "regexp_replace": "regexp_replace(g, '([a-z])', '<$1>')",
     "regexp_extract": "regexp_extract(g, '([a-z]+)([0-9]*)', 1)",

@@ -84,6 +84,18 @@ def _ts(*args: int) -> dt.datetime:
         ("cbrt(x)", [2.0, -3.0, None]),
         ("log(2, 8.0D)", [3.0, 3.0, 3.0]),
         ("log10(100.0D)", [2.0, 2.0, 2.0]),
+        # dates as text by Java's pattern letters
+        (
+            "date_format(ts, 'yyyy-MM-dd HH:mm:ss.SSS')",
+            ["2024-05-17 13:45:12.345", "1969-12-31 23:59:59.999", None],
+        ),
+        (
+            "date_format(d, 'MMM d, yyyy EEEE')",
+            ["Feb 29, 2024 Thursday", "Dec 31, 1969 Wednesday", None],
+        ),
+        ("date_format(ts, 'yy/M/d h:mm a')", ["24/5/17 1:45 PM", "69/12/31 11:59 PM", None]),
+        ("date_format(d, 'QQQ ''''yy')", ["Q1 '24", "Q4 '69", None]),
+        ("date_format(ts, 'D DDD y')", ["138 138 2024", "365 365 1969", None]),
         # regular expressions as Java reads them (Spark's RLIKE and regexp_*)
         ("s RLIKE 'o w'", [True, False, None]),
         ("regexp_like(s, '^[a-z]+ ')", [True, False, None]),
@@ -117,3 +129,26 @@ def test_regular_expressions_refused_or_named() -> None:
         db.view("SELECT s RLIKE '\\\\p{Alpha}' FROM t")
     with pytest.raises(dsql.UnsupportedSQL, match="not a constant"):
         db.view("SELECT s RLIKE s FROM t")
+
+
+def test_date_patterns_refused_by_name() -> None:
+    db = dsql.Database()
+    db.execute(_DDL)
+    with pytest.raises(dsql.UnsupportedSQL, match="'ww'"):
+        db.view("SELECT date_format(d, 'yyyy ww') FROM t")
+    with pytest.raises(dsql.SQLError, match="not closed"):
+        db.view("SELECT date_format(d, 'yyyy ''x') FROM t")
+
+
+def test_two_quotes_in_a_string_literal_are_one_quote() -> None:
+    """Spark reads 'O''Brien' as O'Brien (literals side by side are joined: 'x' 'y' is
+    'xy'); a view filtering on such a literal finds the row."""
+    db = dsql.Database()
+    assert db.execute("SELECT 'O''Brien', 'it''s', 'x' 'y', '''', 'a\\'b', ''") == [
+        ("O'Brien", "it's", "xy", "'", "a'b", "")
+    ]
+    db.execute("CREATE TABLE p (name STRING)")
+    v = db.view("SELECT count(*) FROM p WHERE name = 'O''Brien'")
+    db.insert("p", [("O'Brien",), ("OBrien",)])
+    db.commit()
+    assert v.rows() == [(1,)]

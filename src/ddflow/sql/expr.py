@@ -1644,6 +1644,124 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
     raise DataError(f"EXTRACT({part}) is not supported")
 
 
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_ORDINAL = ("1st", "2nd", "3rd", "4th")
+
+
+def date_pattern(pattern: str) -> tuple[tuple[str, int], ...]:
+    """A Java date pattern (``DateTimeFormatter``'s letters, as Spark's ``date_format``
+    takes them) cut into ``(letter, count)`` fields and ``("", text)`` literals;
+    ``UnsupportedSQL`` for a letter outside y M L d D H h m s S a E Q."""
+    out: list[tuple[str, Any]] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "'":  # quoted text, in which '' is a quote; '' outside is one too
+            if pattern.startswith("''", i):
+                out.append(("", "'"))
+                i += 2
+                continue
+            text: list[str] = []
+            j = i + 1
+            while True:
+                if j >= n:
+                    raise SQLError(f"date pattern {pattern!r}: a quote is not closed")
+                if pattern[j] == "'":
+                    if pattern.startswith("''", j):
+                        text.append("'")
+                        j += 2
+                        continue
+                    break
+                text.append(pattern[j])
+                j += 1
+            out.append(("", "".join(text)))
+            i = j + 1
+            continue
+        if not c.isascii() or not c.isalpha():
+            out.append(("", c))
+            i += 1
+            continue
+        j = i
+        while j < n and pattern[j] == c:
+            j += 1
+        k = j - i
+        if c not in "yMLdDHhmsSaEQ" or (c in "MLEQ" and k > 4) or (c == "S" and k > 6):
+            raise UnsupportedSQL(f"date_format pattern {pattern!r} (the letters {c * k!r})")
+        out.append((c, k))
+        i = j
+    return tuple(out)
+
+
+def _format_date(t: _dt.datetime, tokens: tuple[tuple[str, Any], ...]) -> str:
+    parts: list[str] = []
+    for c, k in tokens:
+        if c == "":
+            parts.append(k)
+        elif c == "y":  # (y and yyy: the year as it is; yy: its last two digits)
+            parts.append(f"{t.year % 100:02d}" if k == 2 else f"{t.year:0{k if k > 3 else 1}d}")
+        elif c in "ML":
+            m = t.month
+            parts.append(
+                _MONTHS[m - 1] if k == 4 else _MONTHS[m - 1][:3] if k == 3 else f"{m:0{k}d}"
+            )
+        elif c == "d":
+            parts.append(f"{t.day:0{k}d}")
+        elif c == "D":
+            parts.append(f"{t.timetuple().tm_yday:0{k}d}")
+        elif c == "H":
+            parts.append(f"{t.hour:0{k}d}")
+        elif c == "h":
+            parts.append(f"{(t.hour + 11) % 12 + 1:0{k}d}")
+        elif c == "m":
+            parts.append(f"{t.minute:0{k}d}")
+        elif c == "s":
+            parts.append(f"{t.second:0{k}d}")
+        elif c == "S":
+            parts.append(f"{t.microsecond:06d}"[:k])
+        elif c == "a":
+            parts.append("AM" if t.hour < 12 else "PM")
+        elif c == "E":
+            day = _WEEKDAYS[t.weekday()]
+            parts.append(day if k == 4 else day[:3])
+        else:  # Q
+            q = (t.month - 1) // 3 + 1
+            parts.append(
+                f"{_ORDINAL[q - 1]} quarter" if k == 4 else f"Q{q}" if k == 3 else f"{q:0{k}d}"
+            )
+    return "".join(parts)
+
+
+def _date_format(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``date_format``: each distinct date or timestamp (UTC) formatted once."""
+    a, an = evaluate(e.args[0], f, ctx)
+    if not len(a):
+        return np.zeros(0, np.int64), an
+    micros = a * 86_400_000_000 if e.args[0].type.kind == "date" else a
+    uniq, inv = np.unique(micros, return_inverse=True)
+    epoch = _dt.datetime(1970, 1, 1)
+    texts = []
+    for x in uniq.tolist():
+        try:
+            texts.append(_format_date(epoch + _dt.timedelta(microseconds=x), e.extra))
+        except OverflowError:  # (a NULL row's value, or one Python's datetime cannot hold)
+            texts.append("")
+    return ctx.strings.encode_list(texts)[inv.reshape(len(a))], an
+
+
 def _last_day(e: Call, f: Frame, ctx: Ctx) -> Result:
     """The last day of each date's month."""
     a, an = evaluate(e.args[0], f, ctx)
@@ -1901,6 +2019,7 @@ _OPS: dict[str, Any] = {
     "regexp_extract": _string_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,
+    "date_format": _date_format,
     "date_trunc": _date_trunc,
     "cbrt": _math1,
     "instr": _string_fn,

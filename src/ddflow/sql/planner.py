@@ -36,6 +36,7 @@ from typing import Any
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer.qualify import qualify
 
@@ -46,6 +47,7 @@ from ddflow.sql.expr import (
     Expr,
     Lit,
     conjuncts,
+    date_pattern,
     format_value,
     java_regex,
     java_replacement,
@@ -98,10 +100,30 @@ __all__ = ["Planned", "Planner", "parse_statements", "sql_type"]
 DIALECTS = {"spark": "spark", "sqlite": "sqlite"}
 
 
+def _raw_date_format(args: list[Node]) -> Node:
+    return exp.Anonymous(this="date_format", expressions=args)
+
+
+class _SparkRead(Spark):
+    """Spark SQL as sqlglot reads it, but with ``''`` in a string literal a quote, as Spark
+    reads it (sqlglot took ``'O''Brien'`` for two literals side by side, ``'OBrien'``), and
+    ``date_format``'s pattern kept as written (sqlglot turns it into strftime codes, and
+    back, not always into the same pattern)."""
+
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = [*Spark.Tokenizer.STRING_ESCAPES, "'"]
+
+    class Parser(Spark.Parser):  # type: ignore[valid-type,misc]
+        FUNCTIONS = {**Spark.Parser.FUNCTIONS, "DATE_FORMAT": _raw_date_format}
+
+
+_READ: dict[str, Any] = {"spark": _SparkRead, "sqlite": "sqlite"}
+
+
 def parse_statements(sql: str, dialect: str) -> list[Node]:
     """The statements of ``sql`` (``SQLError`` on a syntax error)."""
     try:
-        stmts = sqlglot.parse(sql, read=DIALECTS[dialect])
+        stmts = sqlglot.parse(sql, read=_READ[dialect])
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {e}") from e
     return [s.transform(_spelled_out) for s in stmts if s is not None]
@@ -2926,6 +2948,8 @@ class Planner:
             and all(isinstance(a, Lit) for a in args[1:])
         ):
             return Call(name, tuple(args), STRING, nullable)
+        if name == "date_format":
+            return self._date_format(args)
         if name == "mod" and len(args) == 2:
             return self._arith("mod", args[0], args[1], "MOD")
         raise UnsupportedSQL(f"function {name}()")
@@ -3047,6 +3071,22 @@ class Planner:
             raise SQLError("concat_ws needs a separator")
         out = tuple(self._cast(a, STRING) if a.type.kind != "string" else a for a in args)
         return Call("concat_ws", out, STRING, args[0].nullable)
+
+    def _date_format(self, args: list[Expr]) -> Expr:
+        """``date_format(ts, pattern)``: a date or timestamp as text, by a constant Java
+        pattern (``DateTimeFormatter`` letters y M L d D H h m s S a E Q and quoted text)."""
+        if len(args) != 2:
+            raise SQLError("date_format takes a date or timestamp and a pattern")
+        a, fmt = args
+        if a.type.kind == "string":
+            a = self._cast(a, TIMESTAMP)
+        if a.type.kind not in ("date", "timestamp", "null"):
+            raise SQLError(f"date_format needs a date or timestamp, got {a.type}")
+        if not (isinstance(fmt, Lit) and fmt.type.kind in ("string", "null")):
+            raise UnsupportedSQL("date_format with a pattern that is not a constant")
+        if a.type.kind == "null" or fmt.value is None:
+            return Lit(None, STRING)
+        return Call("date_format", (a,), STRING, a.nullable, date_pattern(str(fmt.value)))
 
     def _b_LastDay(self, node: Node, scope: Scope) -> Expr:
         d = self._strip_date(node.this, scope)
