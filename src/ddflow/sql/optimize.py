@@ -30,6 +30,7 @@ from ddflow.sql.plan import (
     Values,
 )
 from ddflow.sql.rows import Field
+from ddflow.sql.types import SqlType
 
 __all__ = ["prune", "uses"]
 
@@ -208,6 +209,11 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
             Agg(a.func, next(it) if a.arg is not None else None, a.distinct) for a in aggs
         )
         fields = p.fields[:nk] + tuple(p.fields[nk + i] for i in keep_aggs)
+        if not fields:
+            # nothing of a global aggregate is read, but its one row is: a count keeps it
+            # (a row of no columns has nothing to carry it)
+            new_aggs = (Agg("count_star", None),)
+            fields = (Field("_rows", SqlType("int", 64), False),)
         new = Aggregate(inner, tuple(outs[:nk]), new_aggs, p.scalar, fields)
         mapping = {i: i for i in range(nk)}
         mapping.update({nk + old: nk + j for j, old in enumerate(keep_aggs)})

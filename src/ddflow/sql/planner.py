@@ -129,27 +129,46 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
     return [s.transform(_spelled_out) for s in stmts if s is not None]
 
 
+def _as_boolean(node: Node) -> Node:
+    """The argument of a BOOLEAN aggregate, cast as Spark casts it (text 'true' is TRUE)."""
+    return exp.Cast(this=node, to=exp.DataType.build("BOOLEAN"))
+
+
 def _spelled_out(node: Node) -> Node:
     """Aggregates that are other aggregates in other words: ``count_if(x)`` counts the
     rows where ``x`` is TRUE, ``bool_and(x)`` is ``min(x)`` and ``bool_or(x)`` is
     ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values), as are ``every``
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``."""
+    if (
+        isinstance(node, exp.Count)
+        and node.expressions
+        and node.this is not None
+        and not isinstance(node.this, (exp.Distinct, exp.Star))
+    ):
+        # count(a, b, ...): the rows where none of them is NULL
+        args = [node.this, *node.expressions]
+        if any(isinstance(a, exp.Star) or a.find(exp.Star) for a in args):
+            return node
+        present = exp.and_(
+            *[exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())) for a in args]
+        )
+        return exp.Count(this=exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))]))
     if isinstance(node, exp.CountIf):
         one = exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))])
         return exp.Count(this=one)
     if isinstance(node, exp.LogicalAnd):
-        return exp.Min(this=node.this)
+        return exp.Min(this=_as_boolean(node.this))
     if isinstance(node, exp.LogicalOr):
-        return exp.Max(this=node.this)
+        return exp.Max(this=_as_boolean(node.this))
     if isinstance(node, exp.Anonymous) and len(node.expressions) == 1:
         name = node.name.lower()
         if name == "std":
             return exp.StddevSamp(this=node.expressions[0])
         if name == "every":
-            return exp.Min(this=node.expressions[0])
+            return exp.Min(this=_as_boolean(node.expressions[0]))
         if name in ("some", "any"):
-            return exp.Max(this=node.expressions[0])
+            return exp.Max(this=_as_boolean(node.expressions[0]))
     if isinstance(node, exp.Nvl2):
         test = exp.Not(this=exp.Is(this=node.this.copy(), expression=exp.Null()))
         other = node.args.get("false")
@@ -178,7 +197,7 @@ def _spelled_out(node: Node) -> Node:
         and not isinstance(node.this, (exp.Subquery, exp.Query))
         and not isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE))
     ):
-        return exp.Max(this=node.this)  # the aggregate any(b): bool_or
+        return exp.Max(this=_as_boolean(node.this))  # the aggregate any(b): bool_or
     if (
         isinstance(node, exp.Anonymous)
         and node.name.lower() == "regexp"
@@ -263,6 +282,16 @@ def _as_decimal(t: SqlType) -> SqlType:
     if t.kind == "boolean":
         return decimal_type(1, 0)
     return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
+
+
+def _null_columns(p: Plan) -> frozenset[int]:
+    """The columns of ``p`` that are a NULL constant in every row (a projection of NULL, or
+    VALUES with NULL throughout)."""
+    if isinstance(p, Project):
+        return frozenset(i for i, e in enumerate(p.exprs) if isinstance(e, Lit) and e.value is None)
+    if isinstance(p, Values) and p.rows:
+        return frozenset(i for i in range(len(p.fields)) if all(r[i] is None for r in p.rows))
+    return frozenset()
 
 
 def _unnest_from_join(sel: Node) -> None:
@@ -657,6 +686,23 @@ class Planner:
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
         self._check_tables(tree)
+        for vals in list(tree.find_all(exp.Values)):
+            # VALUES in FROM without names: Spark names its columns col1, col2, ...
+            if (
+                isinstance(vals.parent, (exp.From, exp.Join))
+                and not vals.args.get("alias")
+                and vals.expressions
+                and isinstance(vals.expressions[0], exp.Tuple)
+            ):
+                width = len(vals.expressions[0].expressions)
+                stem = "column" if self.dialect == "sqlite" else "col"
+                vals.set(
+                    "alias",
+                    exp.TableAlias(
+                        this=exp.to_identifier("_values"),
+                        columns=[exp.to_identifier(f"{stem}{i + 1}") for i in range(width)],
+                    ),
+                )
         for sel in tree.find_all(exp.Select):
             _unnest_from_join(sel)
             items = list(sel.expressions)
@@ -851,16 +897,22 @@ class Planner:
             raise SQLError(
                 f"{type(q).__name__.upper()} of {len(left.fields)} and {len(right.fields)} columns"
             )
+        # a column that is a bare NULL has no type of its own: the other side's is taken
+        ln, rn = _null_columns(left), _null_columns(right)
         types = [
-            common_type(a.type, b.type, type(q).__name__.upper())
-            for a, b in zip(left.fields, right.fields, strict=True)
+            common_type(
+                NULLTYPE if i in ln else a.type,
+                NULLTYPE if i in rn else b.type,
+                type(q).__name__.upper(),
+            )
+            for i, (a, b) in enumerate(zip(left.fields, right.fields, strict=True))
         ]
         fields = tuple(
-            Field(a.name, t, a.nullable or b.nullable)
+            Field(a.name, t if t.kind != "null" else INT, a.nullable or b.nullable)
             for a, b, t in zip(left.fields, right.fields, types, strict=True)
         )
-        left = self._coerce(left, fields)
-        right = self._coerce(right, fields)
+        left = self._coerce(left, fields, ln)
+        right = self._coerce(right, fields, rn)
         distinct = bool(q.args.get("distinct", True))
         plan: Plan
         if isinstance(q, exp.Union):
@@ -872,16 +924,18 @@ class Planner:
             plan = SetOp(kind, not distinct, left, right, fields)
         return self._order_limit(q, plan, len(fields), None, outer)
 
-    def _coerce(self, p: Plan, fields: tuple[Field, ...]) -> Plan:
+    def _coerce(
+        self, p: Plan, fields: tuple[Field, ...], nulls: frozenset[int] = frozenset()
+    ) -> Plan:
         """``p`` with the types and nullability of ``fields`` (so the parts of a set
-        operation hold records of one shape)."""
+        operation hold records of one shape); its columns ``nulls`` are bare NULLs."""
         if all(
             a.type == b.type and a.nullable == b.nullable
             for a, b in zip(p.fields, fields, strict=True)
         ):
             return p
         exprs = tuple(
-            self._cast(_col(i, f), g.type)
+            Lit(None, g.type) if i in nulls else self._cast(_col(i, f), g.type)
             for i, (f, g) in enumerate(zip(p.fields, fields, strict=True))
         )
         return Project(
@@ -1080,7 +1134,14 @@ class Planner:
             how = side if side in ("left", "right", "full") else "inner"
             if kind == "outer" and not side:
                 how = "full"
-            items.append((a, p, how, j.args.get("on")))
+            on = j.args.get("on")
+            if (
+                on is None
+                and how != "inner"
+                and str(j.args.get("method") or "").upper() == "NATURAL"
+            ):
+                on = exp.true()  # a natural join of tables with no column in common
+            items.append((a, p, how, on))
         seen = set()
         for a, _, _, _ in items:
             if a in seen:
@@ -1784,12 +1845,21 @@ class Planner:
                 aggs += [n for n in _walk_no_subqueries(having) if isinstance(n, _AGGS)]
             key_exprs: list[Expr] = [_col(i, rel.fields[i]) for i in range(k)]
             self._build_aggregate(inner_scope, key_exprs, [], aggs, scalar=(k == 0))
+            keep: Expr | None = None
             if having is not None:
-                self._apply_predicate(having, inner_scope)
+                if any(isinstance(n, exp.Query) for n in having.walk()):
+                    self._apply_predicate(having, inner_scope)
+                    keep = Lit(False, BOOLEAN)  # (no row over no rows decided here)
+                else:
+                    # a group HAVING drops gives NULL, as a missing group does
+                    keep = self._cast_bool(self.bind(having.this, inner_scope), "HAVING")
             value = self.bind(node, inner_scope)
             assert inner_scope.plan is not None
-            # the value of this subquery over no rows: count -> 0, everything else NULL
-            empty = self._empty_value(node, inner_scope, value)
+            # the value of this subquery over no rows: count -> 0, everything else NULL,
+            # and NULL where HAVING drops the empty group
+            empty = self._empty_value(node, inner_scope, value, keep)
+            if keep is not None and not isinstance(keep, Lit):
+                value = Call("case", (keep, value, Lit(None, value.type)), value.type, True)
             grouped = Project(
                 inner_scope.plan,
                 (*[_col(i, inner_scope.plan.fields[i]) for i in range(k)], value, TRUE),
@@ -1853,14 +1923,21 @@ class Planner:
         )
         return nl
 
-    def _empty_value(self, node: Node, agg_scope: Scope, value: Expr) -> Lit:
-        """The scalar subquery's value over an empty group (aggregates of nothing)."""
+    def _empty_value(
+        self, node: Node, agg_scope: Scope, value: Expr, keep: Expr | None = None
+    ) -> Lit:
+        """The scalar subquery's value over an empty group (aggregates of nothing): NULL
+        unless ``keep`` (its HAVING) is TRUE there."""
         assert agg_scope.agg is not None and agg_scope.plan is not None
         consts: dict[int, Lit] = {}
         for key, idx in agg_scope.agg.aggs.items():
             func = key[0]
             t = agg_scope.plan.fields[idx].type
             consts[idx] = Lit(0, t) if func in ("count", "count_star") else Lit(None, t)
+        if keep is not None:
+            kept = _fold(keep, self, consts) if not isinstance(keep, Lit) else keep
+            if kept is None or kept.value is not True:
+                return Lit(None, value.type)
         folded = _fold(value, self, consts)
         if folded is None:
             return Lit(None, value.type)
