@@ -11,6 +11,7 @@ import datetime as dt
 from typing import Any
 
 import pytest
+from oracle import Del, Ins, check_stream
 
 import ddflow.sql as dsql
 
@@ -85,3 +86,43 @@ def _rows(sql: str) -> list[tuple[Any, ...]]:
 )
 def test_spark_corpus_query(sql: str, want: list[tuple[Any, ...]]) -> None:
     assert _rows(sql) == want
+
+
+_T012 = [
+    "CREATE TABLE t0 (t0a INT, t0b INT)",
+    "CREATE TABLE t1 (t1a INT, t1b INT, t1c INT)",
+    "CREATE TABLE t2 (t2a INT, t2b INT, t2c INT)",
+]
+_T012_COMMITS = [
+    [
+        Ins("t0", [(1, 1), (2, 0), (None, 3)]),
+        Ins("t1", [(1, 1, 3), (2, 2, 4), (None, 0, 7)]),
+        Ins("t2", [(1, 0, 5), (2, 3, 6), (1, 1, 8)]),
+    ],
+    [Del("t1", [(2, 2, 4)]), Ins("t2", [(2, 0, 9)])],
+    [Del("t0", [(1, 1)]), Ins("t0", [(1, 0)]), Del("t2", [(1, 0, 5)])],
+]
+
+
+# a subquery whose derived table reads the query around it (its WHERE conditions are
+# moved up into the subquery's); DuckDB answers these directly
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a)) FROM t0",
+        "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a "
+        "UNION ALL SELECT t2c AS c FROM t2 WHERE t2b = t0b)) FROM t0",
+        "SELECT * FROM t0 WHERE t0a < (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 "
+        "WHERE t1a = t0a UNION ALL SELECT t2c AS c FROM t2 WHERE t2b = t0b))",
+        "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a > t0a "
+        "UNION ALL SELECT t2c AS c FROM t2 WHERE t2b <= t0b)) FROM t0",
+        "SELECT t0a, (SELECT count(t1c) FROM (SELECT t1c FROM t1 WHERE t1a = t0a "
+        "UNION ALL SELECT t2c FROM t2 WHERE t2b = t0b)) FROM t0",
+        "SELECT t0a FROM t0 WHERE EXISTS (SELECT 1 FROM (SELECT t1c FROM t1 "
+        "WHERE t1a = t0a AND t1b > 0) q WHERE q.t1c > 3)",
+        "SELECT t0a FROM t0 WHERE t0b IN (SELECT c FROM (SELECT t1b AS c FROM t1 "
+        "WHERE t1a = t0a UNION ALL SELECT t2a FROM t2 WHERE t2c > t0b) q)",
+    ],
+)
+def test_correlated_derived_table_equals_duckdb(sql: str) -> None:
+    check_stream(_T012, [(sql, None, False)], _T012_COMMITS)

@@ -284,6 +284,118 @@ def _as_decimal(t: SqlType) -> SqlType:
     return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
 
 
+def _is_subquery_expression(sel: Node) -> bool:
+    """Whether ``sel`` is the query of a subquery used as a value (scalar, IN, EXISTS)."""
+    up = sel.parent
+    return (
+        isinstance(up, exp.Subquery)
+        and not isinstance(up.parent, (exp.From, exp.Join))
+        or (isinstance(up, (exp.Exists, exp.In)))
+    )
+
+
+def _derived_tables(sel: Node) -> list[Node]:
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    items += [j.this for j in sel.args.get("joins") or []]
+    return [x for x in items if isinstance(x, exp.Subquery) and x.alias]
+
+
+def _sources(sel: Node) -> set[str]:
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    items += [j.this for j in sel.args.get("joins") or []]
+    return {x.alias_or_name for x in items}
+
+
+def _plain_branches(q: Node) -> list[Node] | None:
+    """The SELECTs of ``q`` if it is one plain SELECT (no aggregates, DISTINCT, LIMIT,
+    ORDER BY) or a UNION ALL of them; None otherwise."""
+    if isinstance(q, exp.Union) and q.args.get("distinct") is False:
+        a, b = _plain_branches(q.left), _plain_branches(q.right)
+        return None if a is None or b is None else a + b
+    if not isinstance(q, exp.Select):
+        return None
+    if any(
+        q.args.get(k) for k in ("group", "having", "distinct", "limit", "offset", "order", "with_")
+    ) or any(
+        isinstance(n, (*_AGGS, exp.AggFunc, exp.Window)) for x in q.expressions for n in x.walk()
+    ):
+        return None
+    return [q]
+
+
+def _lift_correlation(sub: Node, derived: Node) -> None:
+    """A derived table of subquery ``sub`` whose WHERE reads the query around ``sub``
+    (``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a))``): those conditions
+    are moved up into ``sub``'s WHERE, over columns the derived table now also returns, so
+    the subquery's correlation is decorrelated as any other. A UNION ALL has each SELECT
+    tag its rows, and the conditions moved up are taken per tag. Left alone when a
+    reference to the outer query is anywhere else in the derived table, or when it is not
+    plain SELECTs (aggregates, DISTINCT, LIMIT, other set operations)."""
+    branches = _plain_branches(derived.this)
+    if branches is None:
+        return
+    lifted: list[tuple[list[Node], list[Node]]] = []  # per branch: conditions, inner columns
+    for b in branches:
+        own = _sources(b)
+        outside = [c for c in b.find_all(exp.Column) if c.table and c.table not in own]
+        where = b.args.get("where")
+        conds = _conjuncts(where)
+        moved = [
+            c
+            for c in conds
+            if any(x.table and x.table not in own for x in c.find_all(exp.Column))
+            and not any(isinstance(n, exp.Query) for n in c.walk())
+        ]
+        moved_refs = {id(x) for c in moved for x in c.find_all(exp.Column)}
+        if any(id(c) not in moved_refs for c in outside):
+            return  # an outer reference the conditions do not hold
+        inner_cols: list[Node] = []
+        for c in moved:
+            for x in c.find_all(exp.Column):
+                if x.table in own and not any(x == y for y in inner_cols):
+                    inner_cols.append(x)
+        lifted.append((moved, inner_cols))
+    if not any(m for m, _ in lifted):
+        return
+    alias = derived.alias
+    tagged = len(branches) > 1
+    slots = [len(cols) for _, cols in lifted]
+    preds: list[Node] = []
+    for bi, (b, (moved, cols)) in enumerate(zip(branches, lifted, strict=True)):
+        start = sum(slots[:bi])
+        extra: list[Node] = []
+        for si in range(sum(slots)):
+            if start <= si < start + len(cols):
+                value: Node = cols[si - start].copy()
+            else:
+                value = exp.Null()
+            extra.append(exp.alias_(value, f"_lift{si}"))
+        if tagged:
+            extra.append(exp.alias_(exp.Literal.number(bi), "_branch"))
+        b.set("expressions", [*b.expressions, *extra])
+        keep = [c for c in _conjuncts(b.args.get("where")) if not any(c is m for m in moved)]
+        b.set("where", exp.Where(this=exp.and_(*keep)) if keep else None)
+        outer_preds = []
+        for c in moved:
+            c = c.copy()
+            for x in list(c.find_all(exp.Column)):
+                for si, col in enumerate(cols):
+                    if x == col:
+                        x.replace(exp.column(f"_lift{start + si}", table=alias))
+                        break
+            outer_preds.append(c)
+        p = exp.and_(*outer_preds) if outer_preds else exp.true()
+        if tagged:
+            tag = exp.EQ(this=exp.column("_branch", table=alias), expression=exp.Literal.number(bi))
+            p = exp.and_(tag, p)
+        preds.append(exp.Paren(this=p))
+    cond = preds[0] if len(preds) == 1 else exp.or_(*preds)
+    where = sub.args.get("where")
+    sub.set("where", exp.Where(this=exp.and_(where.this, cond) if where is not None else cond))
+
+
 def _null_columns(p: Plan) -> frozenset[int]:
     """The columns of ``p`` that are a NULL constant in every row (a projection of NULL, or
     VALUES with NULL throughout)."""
@@ -734,6 +846,10 @@ class Planner:
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
+        for sub in list(tree.find_all(exp.Select)):
+            if _is_subquery_expression(sub):
+                for d in _derived_tables(sub):
+                    _lift_correlation(sub, d)
         planned = self.plan_query(tree, None, top=True)
         if names is not None and len(names) == planned.visible:
             p = planned.plan
