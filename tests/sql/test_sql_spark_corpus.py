@@ -126,3 +126,52 @@ _T012_COMMITS = [
 )
 def test_correlated_derived_table_equals_duckdb(sql: str) -> None:
     check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
+
+
+_XYZ = [
+    "CREATE TABLE x (x1 INT, x2 INT)",
+    "CREATE TABLE y (y1 INT, y2 INT)",
+    "CREATE TABLE z (z1 INT, z2 INT)",
+]
+_XYZ_COMMITS = [
+    [
+        Ins("x", [(2, 1), (1, 1), (3, 4), (None, 2)]),
+        Ins("y", [(0, 2), (1, 4), (4, 11), (1, None)]),
+        Ins("z", [(4, 2), (3, 3), (8, 1)]),
+    ],
+    [Del("y", [(1, 4)]), Ins("y", [(3, 1), (2, 0)])],
+    [Del("x", [(3, 4)]), Ins("x", [(3, 5)])],
+]
+
+
+# Spark's LEFT SEMI / LEFT ANTI JOIN and a tuple IN a subquery, against DuckDB's SEMI /
+# ANTI JOIN and EXISTS
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        ("SELECT * FROM x LEFT SEMI JOIN y ON x1 = y1", "SELECT * FROM x SEMI JOIN y ON x1 = y1"),
+        ("SELECT * FROM x LEFT ANTI JOIN y ON x1 = y1", "SELECT * FROM x ANTI JOIN y ON x1 = y1"),
+        (
+            "SELECT x2 FROM x LEFT SEMI JOIN y AS yy ON x1 = yy.y1 AND yy.y2 >= x2 WHERE x2 > 0",
+            "SELECT x2 FROM x WHERE EXISTS (SELECT 1 FROM y yy WHERE x1 = yy.y1 "
+            "AND yy.y2 >= x2) AND x2 > 0",
+        ),
+        (
+            "SELECT * FROM x LEFT SEMI JOIN y ON x1 = y1 AND EXISTS "
+            "(SELECT * FROM z WHERE z2 = y2)",
+            "SELECT * FROM x SEMI JOIN y ON x1 = y1 AND EXISTS (SELECT * FROM z WHERE z2 = y2)",
+        ),
+        (
+            "SELECT x1, z1 FROM x LEFT ANTI JOIN y ON x1 = y1 JOIN z ON z2 = x2",
+            "SELECT x1, z1 FROM x ANTI JOIN y ON x1 = y1 JOIN z ON z2 = x2",
+        ),
+        ("SELECT * FROM x WHERE (x2, x1) IN (SELECT y1 + 1, y2 - 1 FROM y)", None),
+        (
+            "SELECT * FROM x WHERE (x1, x2 + 1) IN (SELECT z2, z1 FROM z WHERE z1 > x1) AND x2 > 0",
+            "SELECT * FROM x WHERE EXISTS (SELECT 1 FROM z WHERE z1 > x1 AND z2 = x1 "
+            "AND z1 = x2 + 1) AND x2 > 0",
+        ),
+    ],
+)
+def test_semi_anti_join_and_tuple_in_equal_duckdb(sql: str, duck: str | None) -> None:
+    check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)

@@ -284,6 +284,75 @@ def _as_decimal(t: SqlType) -> SqlType:
     return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
 
 
+def _semi_joins_as_exists(sel: Node) -> None:
+    """``a LEFT SEMI JOIN b ON c`` keeps the rows of ``a`` for which ``EXISTS (SELECT 1 FROM
+    b WHERE c)``; ``LEFT ANTI JOIN`` those for which ``NOT EXISTS``. Written so when the
+    joins after it keep the left side's rows (inner, left, cross)."""
+    joins = list(sel.args.get("joins") or [])
+    kinds = [str(j.args.get("kind") or "").upper() for j in joins]
+    if not any(k in ("SEMI", "ANTI") for k in kinds):
+        return
+    last = max(i for i, k in enumerate(kinds) if k in ("SEMI", "ANTI"))
+    for j in joins[last + 1 :]:
+        side = str(j.args.get("side") or "").upper()
+        if side in ("RIGHT", "FULL") or str(j.args.get("kind") or "").upper() == "OUTER":
+            return
+    conds: list[Node] = []
+    keep = []
+    for j, k in zip(joins, kinds, strict=True):
+        if k not in ("SEMI", "ANTI"):
+            keep.append(j)
+            continue
+        if j.args.get("using"):
+            return
+        on = j.args.get("on")
+        sub = exp.select("1").from_(j.this.copy())
+        if on is not None:
+            sub = sub.where(on.copy())
+        test: Node = exp.Exists(this=sub)
+        conds.append(exp.Not(this=test) if k == "ANTI" else test)
+    sel.set("joins", keep or None)
+    where = sel.args.get("where")
+    parts = ([where.this] if where is not None else []) + conds
+    sel.set("where", exp.Where(this=exp.and_(*parts)))
+
+
+def _tuple_in_as_exists(sel: Node) -> None:
+    """``(a, b) IN (SELECT c, d ...)`` as a condition of WHERE (so FALSE and NULL alike drop
+    the row) is ``EXISTS`` of the subquery's rows equal to ``(a, b)``."""
+    where = sel.args.get("where")
+    if where is None:
+        return
+    parts = _conjuncts(where)
+    changed = False
+    out = []
+    for c in parts:
+        node = c
+        while isinstance(node, exp.Paren):
+            node = node.this
+        q = node.args.get("query") if isinstance(node, exp.In) else None
+        if isinstance(node.this, exp.Tuple) and q is not None and not node.args.get("negate"):
+            items = node.this.expressions
+            names = [f"_in{i}" for i in range(len(items))]
+            body = q.this if isinstance(q, exp.Subquery) else q
+            derived = exp.Subquery(
+                this=body.copy(),
+                alias=exp.TableAlias(
+                    this=exp.to_identifier("_in"), columns=[exp.to_identifier(n) for n in names]
+                ),
+            )
+            eqs = [
+                exp.EQ(this=exp.column(n, table="_in"), expression=x.copy())
+                for n, x in zip(names, items, strict=True)
+            ]
+            out.append(exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*eqs))))
+            changed = True
+        else:
+            out.append(c)
+    if changed:
+        sel.set("where", exp.Where(this=exp.and_(*out)))
+
+
 def _is_subquery_expression(sel: Node) -> bool:
     """Whether ``sel`` is the query of a subquery used as a value (scalar, IN, EXISTS)."""
     up = sel.parent
@@ -815,6 +884,9 @@ class Planner:
                         columns=[exp.to_identifier(f"{stem}{i + 1}") for i in range(width)],
                     ),
                 )
+        for sel in list(tree.find_all(exp.Select)):
+            _semi_joins_as_exists(sel)
+            _tuple_in_as_exists(sel)
         for sel in tree.find_all(exp.Select):
             _unnest_from_join(sel)
             items = list(sel.expressions)
