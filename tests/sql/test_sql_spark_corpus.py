@@ -175,3 +175,39 @@ _XYZ_COMMITS = [
 )
 def test_semi_anti_join_and_tuple_in_equal_duckdb(sql: str, duck: str | None) -> None:
     check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)
+
+
+_XY = ["CREATE TABLE x (x1 INT, x2 INT)", "CREATE TABLE y (y1 INT, y2 INT)"]
+_XY_COMMITS = [
+    [Ins("x", [(1, 1), (2, 2), (3, 3), (None, 4)]), Ins("y", [(1, 1), (1, 2), (2, 1), (2, 3)])],
+    [Ins("y", [(None, 1), (3, 4)]), Del("y", [(1, 2)])],
+    [Del("y", [(3, 4), (2, 1)])],
+]
+
+
+# a scalar subquery whose GROUP BY the correlation pins to one value: one group or none
+# (NULL, even for a count, where no row matches)
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM x WHERE (SELECT count(*) FROM y WHERE y1 = x1 GROUP BY y1) = 1",
+        "SELECT * FROM x WHERE (SELECT count(*) FROM y WHERE y1 = x1 GROUP BY x1) = 2",
+        "SELECT *, (SELECT count(*) FROM y WHERE x1 = y1 AND y2 = 1 GROUP BY y2) FROM x",
+        "SELECT *, (SELECT count(*) FROM y WHERE x1 = y1 AND y2 = x1 + 1 GROUP BY y2) FROM x",
+        "SELECT *, (SELECT sum(y2) FROM y WHERE y1 = x1 GROUP BY y1) FROM x",
+    ],
+)
+def test_scalar_subquery_grouped_by_its_correlation_equals_duckdb(sql: str) -> None:
+    check_stream(_XY, [(sql, None, False)], _XY_COMMITS)
+
+
+def test_scalar_subquery_with_other_groups_is_refused() -> None:
+    db = dsql.Database()
+    for ddl in _XY:
+        db.execute(ddl)
+    for sql in (
+        "SELECT (SELECT count(*) FROM y WHERE y1 > x1 GROUP BY y1) FROM x",
+        "SELECT (SELECT count(*) FROM y GROUP BY y2) FROM x",
+    ):
+        with pytest.raises(dsql.UnsupportedSQL, match="GROUP BY"):
+            db.view(sql)

@@ -353,6 +353,35 @@ def _tuple_in_as_exists(sel: Node) -> None:
         sel.set("where", exp.Where(this=exp.and_(*out)))
 
 
+def _one_group_per_outer_row(sel: Node) -> bool:
+    """Whether every GROUP BY key of subquery ``sel`` is fixed for each row of the query
+    around it: a constant, a column of that query, or a column of the subquery that WHERE
+    equates to such a value (so the subquery has at most one group)."""
+    group = sel.args.get("group")
+    if group is None or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
+        return False
+    own = _sources(sel)
+
+    def fixed(e: Node) -> bool:
+        cols = list(e.find_all(exp.Column))
+        return not any(isinstance(n, exp.Query) for n in e.walk()) and all(
+            c.table and c.table not in own for c in cols
+        )
+
+    pinned: list[Node] = []
+    for c in _conjuncts(sel.args.get("where")):
+        while isinstance(c, exp.Paren):
+            c = c.this
+        if isinstance(c, exp.EQ):
+            for a, b in ((c.this, c.expression), (c.expression, c.this)):
+                if isinstance(a, exp.Column) and a.table in own and fixed(b):
+                    pinned.append(a)
+    return all(
+        fixed(k) or (isinstance(k, exp.Column) and any(k == p for p in pinned))
+        for k in group.expressions
+    )
+
+
 def _is_subquery_expression(sel: Node) -> bool:
     """Whether ``sel`` is the query of a subquery used as a value (scalar, IN, EXISTS)."""
     up = sel.parent
@@ -2013,8 +2042,15 @@ class Planner:
         sel = self._sub_select(q)
         if len(sel.expressions) != 1:
             raise SQLError("a scalar subquery must return one column")
+        one_group = False
         if sel.args.get("group"):
-            raise UnsupportedSQL("a scalar subquery with GROUP BY")
+            if not _one_group_per_outer_row(sel):
+                raise UnsupportedSQL("a scalar subquery with GROUP BY")
+            # a GROUP BY that the correlation pins to one value is one group (or none: so
+            # NULL where no row matches, not a count of 0)
+            sel = sel.copy()
+            sel.set("group", None)
+            one_group = True
         if sel.args.get("limit") or sel.args.get("offset") or sel.args.get("order"):
             raise UnsupportedSQL("ORDER BY / LIMIT in a scalar subquery")
         if sel.args.get("distinct"):
@@ -2045,7 +2081,11 @@ class Planner:
             assert inner_scope.plan is not None
             # the value of this subquery over no rows: count -> 0, everything else NULL,
             # and NULL where HAVING drops the empty group
-            empty = self._empty_value(node, inner_scope, value, keep)
+            empty = (
+                Lit(None, value.type)
+                if one_group
+                else self._empty_value(node, inner_scope, value, keep)
+            )
             if keep is not None and not isinstance(keep, Lit):
                 value = Call("case", (keep, value, Lit(None, value.type)), value.type, True)
             grouped = Project(
