@@ -393,6 +393,15 @@ def _is_subquery_expression(sel: Node) -> bool:
 
 
 def _derived_tables(sel: Node) -> list[Node]:
+    """The derived tables of ``sel``'s FROM when it has no outer join (a condition moved
+    from one of them up into ``sel``'s WHERE then filters the same rows)."""
+    joins = sel.args.get("joins") or []
+    if any(
+        str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
+        or str(j.args.get("kind") or "").upper() in ("OUTER", "SEMI", "ANTI")
+        for j in joins
+    ):
+        return []
     from_ = sel.args.get("from_") or sel.args.get("from")
     items = [from_.this] if from_ is not None else []
     items += [j.this for j in sel.args.get("joins") or []]
