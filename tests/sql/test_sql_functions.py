@@ -116,28 +116,25 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
     assert got == [(1, False, True, True, True)]
 
 
-def test_regular_expressions_refused_or_named() -> None:
+@pytest.mark.parametrize(
+    ("sql", "error", "words"),
+    [
+        ("SELECT regexp_extract(s, '(a)(b)', 3) FROM t", dsql.SQLError, "group 3"),
+        ("SELECT s RLIKE '(' FROM t", dsql.SQLError, "invalid regular expression"),
+        ("SELECT regexp_replace(s, '(a)', '$2') FROM t", dsql.SQLError, "no group 2"),
+        ("SELECT s RLIKE '\\\\p{Alpha}' FROM t", dsql.UnsupportedSQL, "Unicode class"),
+        ("SELECT s RLIKE s FROM t", dsql.UnsupportedSQL, "not a constant"),
+        ("SELECT date_format(d, 'yyyy ww') FROM t", dsql.UnsupportedSQL, "'ww'"),
+        ("SELECT date_format(d, 'yyyy ''x') FROM t", dsql.SQLError, "not closed"),
+    ],
+)
+def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:
+    """A regular expression or date pattern ddflow cannot read is refused when the view is
+    made, naming what is wrong."""
     db = dsql.Database()
     db.execute(_DDL)
-    with pytest.raises(dsql.SQLError, match="group 3"):
-        db.view("SELECT regexp_extract(s, '(a)(b)', 3) FROM t")
-    with pytest.raises(dsql.SQLError, match="invalid regular expression"):
-        db.view("SELECT s RLIKE '(' FROM t")
-    with pytest.raises(dsql.SQLError, match="no group 2"):
-        db.view("SELECT regexp_replace(s, '(a)', '$2') FROM t")
-    with pytest.raises(dsql.UnsupportedSQL, match="Unicode class"):
-        db.view("SELECT s RLIKE '\\\\p{Alpha}' FROM t")
-    with pytest.raises(dsql.UnsupportedSQL, match="not a constant"):
-        db.view("SELECT s RLIKE s FROM t")
-
-
-def test_date_patterns_refused_by_name() -> None:
-    db = dsql.Database()
-    db.execute(_DDL)
-    with pytest.raises(dsql.UnsupportedSQL, match="'ww'"):
-        db.view("SELECT date_format(d, 'yyyy ww') FROM t")
-    with pytest.raises(dsql.SQLError, match="not closed"):
-        db.view("SELECT date_format(d, 'yyyy ''x') FROM t")
+    with pytest.raises(error, match=words):
+        db.view(sql)
 
 
 def test_two_quotes_in_a_string_literal_are_one_quote() -> None:

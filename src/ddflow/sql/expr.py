@@ -1706,6 +1706,17 @@ def date_pattern(pattern: str) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+#: the pattern letters that are a number, padded to the letters' count
+_DATE_NUMBERS: dict[str, Any] = {
+    "d": lambda t: t.day,
+    "D": lambda t: t.timetuple().tm_yday,
+    "H": lambda t: t.hour,
+    "h": lambda t: (t.hour + 11) % 12 + 1,
+    "m": lambda t: t.minute,
+    "s": lambda t: t.second,
+}
+
+
 def _format_date(t: _dt.datetime, tokens: tuple[tuple[str, Any], ...]) -> str:
     parts: list[str] = []
     for c, k in tokens:
@@ -1718,18 +1729,8 @@ def _format_date(t: _dt.datetime, tokens: tuple[tuple[str, Any], ...]) -> str:
             parts.append(
                 _MONTHS[m - 1] if k == 4 else _MONTHS[m - 1][:3] if k == 3 else f"{m:0{k}d}"
             )
-        elif c == "d":
-            parts.append(f"{t.day:0{k}d}")
-        elif c == "D":
-            parts.append(f"{t.timetuple().tm_yday:0{k}d}")
-        elif c == "H":
-            parts.append(f"{t.hour:0{k}d}")
-        elif c == "h":
-            parts.append(f"{(t.hour + 11) % 12 + 1:0{k}d}")
-        elif c == "m":
-            parts.append(f"{t.minute:0{k}d}")
-        elif c == "s":
-            parts.append(f"{t.second:0{k}d}")
+        elif c in _DATE_NUMBERS:
+            parts.append(f"{_DATE_NUMBERS[c](t):0{k}d}")
         elif c == "S":
             parts.append(f"{t.microsecond:06d}"[:k])
         elif c == "a":
