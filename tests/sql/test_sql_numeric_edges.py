@@ -254,6 +254,8 @@ _ROWS = {
         "SELECT COALESCE(NULL, 5, col0) FROM tab0 GROUP BY col1",
         # ... but an aggregate among them still makes one row of the whole table
         "SELECT COALESCE(18, -COUNT(*)) * 2 FROM tab0",
+        "SELECT 36 / COALESCE(CAST(76 AS INTEGER), COUNT(*) * COALESCE(61, -AVG(41) / -34)) "
+        "FROM tab0",
         # a join in parentheses at the start of FROM
         "SELECT -COUNT(*) FROM (tab1 AS cor0 CROSS JOIN tab0 AS cor1)",
         "SELECT cor0.col0, cor1.col2, t.col1 FROM (tab1 AS cor0 JOIN tab0 AS cor1 "

@@ -2957,18 +2957,17 @@ class Planner:
 
     def _b_Coalesce(self, node: Node, scope: Scope) -> Expr:
         args = []
-        nodes = [node.this, *node.expressions]
-        for i, e in enumerate(nodes):
+        for e in [node.this, *node.expressions]:
             args.append(self.bind(e, scope))
             if (
                 self.dialect == "sqlite"
                 and isinstance(args[-1], Lit)
                 and args[-1].value is not None
-                and not any(rest.find(exp.AggFunc) for rest in nodes[i + 1 :])
             ):
                 # SQLite's value is the first non-NULL one as it is: the arguments after a
                 # constant are never looked at (nor must they be grouped columns; an
-                # aggregate among them still makes the query an aggregate one)
+                # aggregate among them still makes the query an aggregate one: it is
+                # planned, and its unread value pruned)
                 if len(args) == 1:
                     return args[0]
                 break
