@@ -1503,7 +1503,7 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([x[:k] for x in s])
     if op == "right":
         k = int(consts[0])
-        return lambda s: out([x[len(x) - k :] if 0 < k < len(x) else x if k > 0 else "" for x in s])
+        return lambda s: out([x[max(len(x) - k, 0) :] if k > 0 else "" for x in s])
     if op == "repeat":
         k = max(int(consts[0]), 0)
         return lambda s: out([x * k for x in s])
@@ -1628,8 +1628,7 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
     if part == "quarter":
         return (months % 12) // 3 + 1, an
     if part == "day":
-        start = months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-        return days - start + 1, an
+        return days - _month_start(months) + 1, an
     if part == "dayofweek":  # Spark: 1 = Sunday
         return (days + 4) % 7 + 1, an
     if part == "dayofyear":
@@ -1763,11 +1762,20 @@ def _date_format(e: Call, f: Frame, ctx: Ctx) -> Result:
     return ctx.strings.encode_list(texts)[inv.reshape(len(a))], an
 
 
+def _months(days: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 as months since January 1970."""
+    return days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+
+
+def _month_start(months: np.ndarray) -> np.ndarray:
+    """Months since January 1970 as the day (since 1970-01-01) each begins on."""
+    return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+
+
 def _last_day(e: Call, f: Frame, ctx: Ctx) -> Result:
     """The last day of each date's month."""
     a, an = evaluate(e.args[0], f, ctx)
-    nxt = a.astype("datetime64[D]").astype("datetime64[M]") + 1
-    return nxt.astype("datetime64[D]").astype(np.int64) - 1, an
+    return _month_start(_months(a) + 1) - 1, an
 
 
 _MICROS = {
@@ -1785,12 +1793,12 @@ def _trunc_days(days: np.ndarray, unit: str) -> np.ndarray:
     week (weeks start on Monday; 1970-01-01 was a Thursday)."""
     if unit == "week":
         return days - (days + 3) % 7
-    months = days.astype("datetime64[D]").astype("datetime64[M]").astype(np.int64)
+    months = _months(days)
     if unit == "year":
         months = months - months % 12
     elif unit == "quarter":
         months = months - months % 3
-    return months.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
+    return _month_start(months)
 
 
 def _date_trunc(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -1812,9 +1820,8 @@ def add_months_days(days: np.ndarray, months: np.ndarray) -> np.ndarray:
     m = d64.astype("datetime64[M]")
     dom = days - m.astype("datetime64[D]").astype(np.int64)
     nm = m.astype(np.int64) + months
-    start = nm.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-    nxt = (nm + 1).astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
-    return start + np.minimum(dom, nxt - start - 1)
+    start = _month_start(nm)
+    return start + np.minimum(dom, _month_start(nm + 1) - start - 1)
 
 
 def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:

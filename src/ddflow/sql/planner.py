@@ -402,17 +402,18 @@ def _derived_tables(sel: Node) -> list[Node]:
         for j in joins
     ):
         return []
+    return [x for x in _from_items(sel) if isinstance(x, exp.Subquery) and x.alias]
+
+
+def _from_items(sel: Node) -> list[Node]:
+    """The tables and derived tables ``sel`` reads: its FROM item, then each join's."""
     from_ = sel.args.get("from_") or sel.args.get("from")
     items = [from_.this] if from_ is not None else []
-    items += [j.this for j in sel.args.get("joins") or []]
-    return [x for x in items if isinstance(x, exp.Subquery) and x.alias]
+    return items + [j.this for j in sel.args.get("joins") or []]
 
 
 def _sources(sel: Node) -> set[str]:
-    from_ = sel.args.get("from_") or sel.args.get("from")
-    items = [from_.this] if from_ is not None else []
-    items += [j.this for j in sel.args.get("joins") or []]
-    return {x.alias_or_name for x in items}
+    return {x.alias_or_name for x in _from_items(sel)}
 
 
 def _plain_branches(q: Node) -> list[Node] | None:
@@ -425,9 +426,7 @@ def _plain_branches(q: Node) -> list[Node] | None:
         return None
     if any(
         q.args.get(k) for k in ("group", "having", "distinct", "limit", "offset", "order", "with_")
-    ) or any(
-        isinstance(n, (*_AGGS, exp.AggFunc, exp.Window)) for x in q.expressions for n in x.walk()
-    ):
+    ) or any(isinstance(n, (exp.AggFunc, exp.Window)) for x in q.expressions for n in x.walk()):
         return None
     return [q]
 
