@@ -23,6 +23,9 @@ _TABLES: dict[str, tuple[str, list[tuple[Any, ...]]]] = {
     "ab": ("a INT, b INT", [(1, 1), (1, None)]),
     "x": ("k INT, x INT", [(1, 2)]),
     "z": ("z INT", [(5,)]),
+    "n1": ("k STRING, v1 INT", [("one", 1), ("two", 2), (None, 3)]),
+    "n2": ("k STRING, v2 INT", [("one", 4), (None, 5)]),
+    "n3": ("k STRING, v3 INT", [("one", 6), ("two", 7)]),
 }
 
 
@@ -82,6 +85,28 @@ def _rows(sql: str) -> list[tuple[Any, ...]]:
         ("SELECT * FROM x NATURAL LEFT JOIN z", [(1, 2, 5)]),
         # VALUES in FROM names its columns col1, col2, ...
         ("SELECT col1, count(*) FROM VALUES (1), (2) GROUP BY col1", [(1, 1), (2, 1)]),
+        # '*' after a USING / NATURAL join keeps a later table's column of the same name
+        (
+            "SELECT * FROM n1 NATURAL JOIN n2 JOIN n3 ON n1.k = n3.k",
+            [("one", 1, 4, "one", 6)],
+        ),
+        (
+            "SELECT * FROM n1 JOIN n2 USING (k) CROSS JOIN n3",
+            [("one", 1, 4, "one", 6), ("one", 1, 4, "two", 7)],
+        ),
+        (
+            "SELECT * FROM n1 FULL JOIN n2 USING (k) JOIN n3 ON n3.v3 = n2.v2 + 2",
+            [("one", 1, 4, "one", 6), (None, None, 5, "two", 7)],
+        ),
+        # '*' over a derived table with two columns of one name
+        (
+            "SELECT * FROM (SELECT * FROM n1 JOIN n3 ON n1.k = n3.k) s WHERE v3 > 6",
+            [("two", 2, "two", 7)],
+        ),
+        # LEFT SEMI / ANTI JOIN ... USING
+        ("SELECT * FROM n1 LEFT SEMI JOIN n2 USING (k)", [("one", 1)]),
+        ("SELECT k, n1.k FROM n1 LEFT SEMI JOIN n2 USING (k)", [("one", "one")]),
+        ("SELECT n1.* FROM n1 LEFT ANTI JOIN n2 AS m USING (k)", [("two", 2), (None, 3)]),
     ],
 )
 def test_spark_corpus_query(sql: str, want: list[tuple[Any, ...]]) -> None:
@@ -199,6 +224,13 @@ _XY_COMMITS = [
 )
 def test_scalar_subquery_grouped_by_its_correlation_equals_duckdb(sql: str) -> None:
     check_stream(_XY, [(sql, None, False)], _XY_COMMITS)
+
+
+def test_column_named_twice_in_a_derived_table_is_ambiguous() -> None:
+    with pytest.raises(dsql.SQLError, match="ambiguous"):
+        _rows("SELECT k FROM (SELECT * FROM n1 JOIN n3 ON n1.k = n3.k) s")
+    with pytest.raises(dsql.SQLError, match="ambiguous"):
+        _rows("SELECT s.k FROM (SELECT * FROM n1 JOIN n3 ON n1.k = n3.k) s")
 
 
 def test_scalar_subquery_with_other_groups_is_refused() -> None:

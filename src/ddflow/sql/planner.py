@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +39,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
+from sqlglot.optimizer import qualify_columns as _qualify_columns
 from sqlglot.optimizer.qualify import qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
@@ -118,6 +120,77 @@ class _SparkRead(Spark):
 
 
 _READ: dict[str, Any] = {"spark": _SparkRead, "sqlite": "sqlite"}
+
+
+def _later_same_named(scope: Any, resolver: Any, using: dict[str, Any]) -> dict[str, list[str]]:
+    """The visible columns of each source of ``scope`` when one of them that is not in a
+    USING / NATURAL pair shares a name with a USING column (else empty)."""
+    cols = {
+        t: list(resolver.get_source_columns(t, only_visible=True)) for t in scope.selected_sources
+    }
+    clash = any(n in using and t not in using[n] for t, names in cols.items() for n in names)
+    return cols if clash else {}
+
+
+def _star_over_using(
+    cols: dict[str, list[str]], using: dict[str, Any], first: list[str]
+) -> list[Node]:
+    """``*`` over joins with USING columns: each USING column once (the COALESCE of its
+    tables), the ones in ``first`` ahead in that order, every other column of every table
+    in place, including a later table's column that shares a USING column's name."""
+    ahead: dict[str, Node | None] = dict.fromkeys(first)
+    rest: list[Node] = []
+    done: set[str] = set()
+    for table, names in cols.items():
+        for n in names:
+            group = using.get(n, {})
+            if table not in group:
+                rest.append(exp.column(n, table=table))
+                continue
+            if n in done:
+                continue
+            done.add(n)
+            item = exp.alias_(exp.func("coalesce", *(exp.column(n, table=g) for g in group)), n)
+            if n in ahead and ahead[n] is None:
+                ahead[n] = item
+            else:
+                rest.append(item)
+    return [s for s in ahead.values() if s is not None] + rest
+
+
+def _expand_stars_beside_using(
+    scope: Any, resolver: Any, using: dict[str, Any], first: list[str], *rest: Any, **kw: Any
+) -> None:
+    """sqlglot's ``*`` expansion drops a column of a table joined by ON or CROSS JOIN after
+    a USING / NATURAL join when it shares a USING column's name (``SELECT * FROM a JOIN b
+    USING (k) JOIN c ON ...`` lost ``c.k``). A plain ``*`` in that case is expanded here,
+    as Spark and SQLite expand it; everything else goes on to sqlglot."""
+    sel = scope.expression
+    if using and isinstance(sel, exp.Select):
+        plain = [
+            s
+            for s in sel.selects
+            if isinstance(s, exp.Star)
+            and not any(s.args.get(a) for a in ("except", "except_", "replace", "rename", "ilike"))
+        ]
+        cols = _later_same_named(scope, resolver, using) if plain else {}
+        if cols and all(names and "*" not in names for names in cols.values()):
+            items: list[Node] = []
+            for s in sel.selects:
+                items.extend(_star_over_using(cols, using, first) if s in plain else [s])
+            sel.set("expressions", items)
+            scope.clear_cache()
+    _sqlglot_expand_stars(scope, resolver, using, first, *rest, **kw)
+
+
+_sqlglot_expand_stars = _qualify_columns._expand_stars
+if list(inspect.signature(_sqlglot_expand_stars).parameters)[:4] == [
+    "scope",
+    "resolver",
+    "using_column_tables",
+    "using_columns",
+]:
+    _qualify_columns._expand_stars = _expand_stars_beside_using  # type: ignore[assignment]
 
 
 def parse_statements(sql: str, dialect: str) -> list[Node]:
@@ -303,10 +376,21 @@ def _semi_joins_as_exists(sel: Node) -> None:
         if k not in ("SEMI", "ANTI"):
             keep.append(j)
             continue
-        if j.args.get("using"):
-            return
         on = j.args.get("on")
-        sub = exp.select("1").from_(j.this.copy())
+        using = [_name(u) for u in j.args.get("using") or []]
+        if using:
+            # the right side's USING columns renamed, so that each unqualified name in
+            # the condition is the left side's (the query around the subquery)
+            tag = f"_semi{len(conds)}"
+            inner = exp.select(*(exp.alias_(exp.column(u), f"_u{i}") for i, u in enumerate(using)))
+            right = exp.Subquery(
+                this=inner.from_(j.this.copy()), alias=exp.TableAlias(this=exp.to_identifier(tag))
+            )
+            sub = exp.select("1").from_(right)
+            eqs = [exp.column(u).eq(exp.column(f"_u{i}", table=tag)) for i, u in enumerate(using)]
+            on = exp.and_(*eqs) if on is None else exp.and_(on.copy(), *eqs)
+        else:
+            sub = exp.select("1").from_(j.this.copy())
         if on is not None:
             sub = sub.where(on.copy())
         test: Node = exp.Exists(this=sub)
@@ -620,7 +704,7 @@ class Scope:
             for i, f in enumerate(fields):
                 if f.name.lower() == name:
                     hits.append((offset + i, f))
-        if len(hits) > 1 and not table:
+        if len(hits) > 1:
             raise SQLError(f"column '{name}' is ambiguous")
         return hits[0] if hits else None
 
@@ -1213,7 +1297,12 @@ class Planner:
             if isinstance(s, exp.Star) or (
                 isinstance(s, exp.Column) and isinstance(s.this, exp.Star)
             ):
-                raise SQLError("'*' could not be expanded")
+                # left to us only over a source with two columns of one name (a derived
+                # table ``SELECT * FROM a JOIN b ON ...``); its columns, in order
+                for e, f in self._star_columns(s, scope):
+                    exprs.append(e)
+                    fields.append(f)
+                continue
             name = s.alias_or_name if isinstance(s, exp.Alias) else s.alias_or_name
             node = s.this if isinstance(s, exp.Alias) else s
             e = self.bind(node, scope)
@@ -1236,6 +1325,21 @@ class Planner:
         return self._order_limit(
             q, plan, visible, scope if distinct is None else None, outer, pre_project=(scope, exprs)
         )
+
+    def _star_columns(self, star: Node, scope: Scope) -> list[tuple[Expr, Field]]:
+        table = _name(star.args.get("table")) if isinstance(star, exp.Column) else ""
+        plain = not any(
+            star.args.get(a) for a in ("except", "except_", "replace", "rename", "ilike")
+        )
+        if scope.agg is not None or not plain or not scope.sources:
+            raise SQLError("'*' could not be expanded")
+        out: list[tuple[Expr, Field]] = []
+        for alias, offset, fs in scope.sources:
+            if not table or alias == table:
+                out.extend((_col(offset + i, f), f) for i, f in enumerate(fs))
+        if not out:
+            raise SQLError(f"unknown table '{table}' in '{table}.*'")
+        return out
 
     def _order_limit(
         self,
