@@ -434,6 +434,8 @@ def _push_parts(e: Call, nl: int, kind: str, lpush: list[Expr], rpush: list[Expr
     ``rpush``. (A part of one field saves no column and would be computed for every row of
     its side, not only the rows the join keeps: ``CAST(l_quantity AS DECIMAL(21,7))`` for
     all line items instead of those of a few parts.)"""
+    if e.op == "and":
+        e = _conjuncts_by_side(e, nl)
     args: list[Expr] = []
     for a in e.args:
         u = uses(a)
@@ -451,6 +453,32 @@ def _push_parts(e: Call, nl: int, kind: str, lpush: list[Expr], rpush: list[Expr
         else:
             args.append(a)
     return Call(e.op, tuple(args), e.type, e.nullable, e.extra)
+
+
+def _conjuncts_by_side(e: Call, nl: int) -> Call:
+    """An AND with the conjuncts over one join side gathered into one conjunct per side,
+    so that ``p_brand = 'X' AND l_quantity >= 1 AND p_size <= 5`` can become one boolean
+    computed on the part side (AND is associative and commutative, NULLs included)."""
+    terms: list[Expr] = []
+    todo: list[Expr] = list(e.args)
+    while todo:
+        a = todo.pop(0)
+        if isinstance(a, Call) and a.op == "and":
+            todo[:0] = a.args
+        else:
+            terms.append(a)
+    left = [a for a in terms if uses(a) and max(uses(a)) < nl]
+    right = [a for a in terms if uses(a) and min(uses(a)) >= nl]
+    if (len(left) < 2 and len(right) < 2) or len(left) == len(terms) or len(right) == len(terms):
+        return e  # nothing to gather, or all of it over one side already
+    rest = [a for a in terms if not any(a is x for x in left + right)]
+
+    def one(group: list[Expr]) -> list[Expr]:
+        if len(group) < 2:
+            return group
+        return [Call("and", tuple(group), e.type, any(a.nullable for a in group))]
+
+    return Call("and", (*one(left), *one(right), *rest), e.type, e.nullable, e.extra)
 
 
 def _fill_pushed(e: Expr, join: Join, lext: list[int], nl2: int, rext: list[int]) -> Expr:
