@@ -286,6 +286,13 @@ def test_drop_table_used_by_a_view_is_refused() -> None:
         ("SELECT a FROM t WHERE d > current_date()", "current_date"),
         ("SELECT a, rand() FROM t", "rand"),
         ("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample"),
+        ("SELECT 1 FROM range(10)", "table-valued function range"),
+        # the outer column read inside a set operation in the subquery
+        (
+            "SELECT a FROM t WHERE a < (SELECT sum(x) FROM (SELECT u.a AS x FROM t u "
+            "WHERE u.b = t.b UNION SELECT 1))",
+            "correlated reference to 't.b'",
+        ),
     ],
 )
 def test_unsupported_sql_names_the_construct(sql: str, construct: str) -> None:

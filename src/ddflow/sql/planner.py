@@ -1059,6 +1059,8 @@ class Planner:
     def _check_tables(self, tree: Node) -> None:
         ctes = {_name(c.args.get("alias")) for c in tree.find_all(exp.CTE)}
         for t in tree.find_all(exp.Table):
+            if isinstance(t.this, exp.Func):
+                raise UnsupportedSQL(f"table-valued function {t.this.sql(self.dialect)}")
             name = _name(t.this)
             if t.args.get("db") is not None:
                 name = _name(t.this)
@@ -2543,6 +2545,13 @@ class Planner:
                 return Outer(idx, f.type, f.nullable, f.name)
             s = s.outer
             depth += 1
+        if table:
+            # qualification found its table around this query, so the reference crosses
+            # a derived table or set operation whose plan is made on its own
+            raise UnsupportedSQL(
+                f"a correlated reference to '{node.sql()}' inside a derived table, "
+                "set operation or join of a subquery"
+            )
         raise SQLError(f"unknown column '{node.sql()}'")
 
     def _b_Paren(self, node: Node, scope: Scope) -> Expr:
