@@ -385,7 +385,7 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
         return lambda bb, s: _numeric_mask(e, bb, s)
     if isinstance(e, Call) and e.op == "and" and not _has_numeric(e, b):
         # string conditions only: one after another, each on the rows the ones before kept
-        first, *more = conjuncts(e)
+        first, *more = _cheap_first(conjuncts(e))
         narrow = [(c, sorted(uses(c))) for c in more]
         return lambda bb, s: _strings_where(narrow, bb, _arrow_true(first, bb))
     if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
@@ -398,12 +398,22 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
             return lambda bb, s: _combine(parts, bb, s, np.logical_or)
         conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
-        strs = [(p, sorted(uses(p))) for p in conj if not any(p is q for q in num)]
+        strs = [
+            (p, sorted(uses(p)))
+            for p in _cheap_first([p for p in conj if not any(p is q for q in num)])
+        ]
         parts = [_compile(p, b) for p in num]
         if strs:
             return lambda bb, s: _strings_where(strs, bb, _combine(parts, bb, s, np.logical_and))
         return lambda bb, s: _combine(parts, bb, s, np.logical_and)
     return lambda bb, s: _arrow_true(e, bb)
+
+
+def _cheap_first(conds: list[Expr]) -> list[Expr]:
+    """String conditions in the order of their cost (passes over the column; LIKE and
+    other many-byte tests last), so the costlier ones run on the fewer rows the cheaper
+    ones keep: ``l_shipinstruct = 'X'`` before ``l_shipmode IN ('A', 'B')``."""
+    return sorted(conds, key=lambda c: (_passes(c) is None, _passes(c) or 0))
 
 
 def _strings_where(
