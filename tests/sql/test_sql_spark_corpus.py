@@ -243,3 +243,50 @@ def test_scalar_subquery_with_other_groups_is_refused() -> None:
     ):
         with pytest.raises(dsql.UnsupportedSQL, match="GROUP BY"):
             db.view(sql)
+
+
+# EXISTS / IN over a subquery that is grouped, ordered, limited, DISTINCT or a UNION and
+# correlated by equalities: the grouped ones grouped by the correlated columns too and
+# tested as a derived table, a UNION's branches tested one by one, an aggregate without
+# GROUP BY compared as a scalar subquery (its count over no rows is 0)
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM t1 WHERE EXISTS (SELECT max(t2c) a FROM t2 WHERE t2a = t1a GROUP BY t2a)",
+        "SELECT * FROM t1 WHERE NOT EXISTS (SELECT max(t2c) FROM t2 WHERE t2a = t1a "
+        "GROUP BY t2b HAVING max(t2c) > 5)",
+        "SELECT * FROM t1 WHERE t1c IN (SELECT max(t2c) FROM t2 WHERE t2a = t1a GROUP BY t2b)",
+        "SELECT * FROM t1 WHERE t1c NOT IN (SELECT max(t2c) FROM t2 WHERE t2a = t1a GROUP BY t2b)",
+        "SELECT t1a, t1c IN (SELECT min(t2c) FROM t2 WHERE t2a = t1a AND t2b + 1 = t1b + 1 "
+        "GROUP BY t2c HAVING count(*) > 0) FROM t1",
+        "SELECT t1a, count(*) FROM t1 WHERE t1c IN (SELECT t2c FROM t2 WHERE t1a = t2a "
+        "GROUP BY t2c HAVING t2c > 4) GROUP BY t1a",
+        "SELECT * FROM t1 WHERE t1c IN (SELECT count(*) + 3 FROM t2 WHERE t2a = t1a)",
+        "SELECT *, t1b NOT IN (SELECT count(*) FROM t2 WHERE t2a = t1a) FROM t1",
+        "SELECT * FROM t1 WHERE t1b IN (SELECT min(t2b) FROM t2 WHERE t1a = t2a ORDER BY min(t2b))",
+        "SELECT * FROM t1 WHERE EXISTS (SELECT t2a FROM t2 WHERE t2a = t1a ORDER BY t2b LIMIT 1)",
+        "SELECT * FROM t1 WHERE NOT EXISTS (SELECT t2a FROM t2 WHERE t2a = t1a LIMIT 0)",
+        "SELECT * FROM t1 WHERE EXISTS (SELECT DISTINCT t2a FROM t2 WHERE t2a > t1a)",
+        "SELECT * FROM t1 WHERE t1a IN (SELECT t2a FROM t2 WHERE t2b = t1b "
+        "UNION ALL SELECT t0a FROM t0)",
+        "SELECT * FROM t1 WHERE t1a NOT IN (SELECT t2a FROM t2 WHERE t2b = t1b "
+        "UNION SELECT t0a FROM t0)",
+        "SELECT t1a, t1a NOT IN (SELECT t2a FROM t2 WHERE t2b = t1b UNION "
+        "SELECT t0a FROM t0 WHERE t0b = t1c) FROM t1",
+        "SELECT * FROM t1 WHERE EXISTS (SELECT t2a FROM t2 WHERE t2b = t1b "
+        "UNION SELECT t0a FROM t0 WHERE t0b > t1c)",
+    ],
+)
+def test_grouped_limited_and_union_tests_equal_duckdb(sql: str) -> None:
+    check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
+
+
+def test_grouped_test_correlated_elsewhere_is_refused() -> None:
+    db = dsql.Database()
+    for ddl in _T012:
+        db.execute(ddl)
+    with pytest.raises(dsql.UnsupportedSQL):
+        db.view(
+            "SELECT * FROM t1 WHERE EXISTS (SELECT max(t2c) FROM t2 WHERE t2a = t1a "
+            "GROUP BY t2b HAVING max(t2c) > t1c)"
+        )

@@ -515,6 +515,188 @@ def _plain_branches(q: Node) -> list[Node] | None:
     return [q]
 
 
+def _query_of(node: Node) -> Node:
+    while isinstance(node, exp.Subquery):
+        node = node.this
+    return node
+
+
+def _outside(node: Node, own: set[str]) -> bool:
+    """Whether ``node`` (not looking into its subqueries) reads a column of a table that
+    is not among ``own``: the query around."""
+    return any(
+        isinstance(c, exp.Column) and c.table and c.table not in own
+        for c in _walk_no_subqueries(node)
+    )
+
+
+def _union_tests_split(tree: Node) -> None:
+    """``x IN (a UNION b)`` is ``x IN (a) OR x IN (b)`` and ``EXISTS (a UNION b)`` is
+    ``EXISTS (a) OR EXISTS (b)`` (with SQL's NULLs too: the IN over the union is TRUE when
+    one side's is, else NULL when one side's is), so a correlated branch is decorrelated
+    on its own. ``ALL`` or not makes no difference to either test."""
+    for node in list(tree.find_all(exp.In, exp.Exists)):
+        q = _query_of(node.args.get("query") if isinstance(node, exp.In) else node.this)
+        if not isinstance(q, exp.Union) or q.args.get("order") or q.args.get("limit"):
+            continue
+        branches: list[Node] = []
+        todo: list[Node] = [q]
+        while todo:
+            u = todo.pop(0)
+            u = _query_of(u)
+            if isinstance(u, exp.Union) and not u.args.get("order") and not u.args.get("limit"):
+                todo[:0] = [u.left, u.right]
+            else:
+                branches.append(u)
+        tests: list[Node]
+        if isinstance(node, exp.In):
+            tests = [
+                exp.In(this=node.this.copy(), query=exp.Subquery(this=b.copy())) for b in branches
+            ]
+        else:
+            tests = [exp.Exists(this=b.copy()) for b in branches]
+        node.replace(exp.Paren(this=exp.or_(*tests)))
+
+
+def _limit_value(node: Node) -> int | None:
+    e = node.expression if isinstance(node, exp.Limit) else None
+    return int(e.this) if isinstance(e, exp.Literal) and e.is_int else None
+
+
+def _tested_subquery(q: Node, exists: bool, tag: str) -> Node:
+    """Subquery ``q`` of EXISTS (``exists``) or IN, simplified as far as the test allows:
+    its ORDER BY and DISTINCT dropped (they change neither test), for EXISTS a LIMIT of at
+    least one row dropped and a LIMIT 0 made a FALSE condition; and when it is grouped
+    and correlated only by equalities ``inner = outer`` in WHERE, those columns added to
+    its groups and the test made over it as a derived table (``_lift_group_keys``)."""
+    if not isinstance(q, exp.Select):
+        return q
+    limit, offset = q.args.get("limit"), q.args.get("offset")
+    if exists and limit is not None and offset is None and _limit_value(limit) is not None:
+        n = _limit_value(limit)
+        q = q.copy()
+        q.set("limit", None)
+        q.set("order", None)
+        if n == 0:
+            q = q.where(exp.false())
+    if q.args.get("order") and q.args.get("limit") is None and q.args.get("offset") is None:
+        q = q.copy()
+        q.set("order", None)
+    d = q.args.get("distinct")
+    if d is not None and not d.args.get("on"):
+        q = q.copy()
+        q.set("distinct", None)
+    if q.args.get("group") is not None and not q.args.get("limit") and not q.args.get("offset"):
+        lifted = _lift_group_keys(q, exists, tag)
+        if lifted is not None:
+            return lifted
+    return q
+
+
+def _lift_group_keys(q: Node, exists: bool, tag: str) -> Node | None:
+    """A grouped subquery correlated by equalities ``inner = outer`` in its WHERE, as an
+    uncorrelated derived table that also groups by (and returns) each ``inner``, and the
+    test over it with ``inner = outer`` on its rows: for one row of the query around,
+    the subquery's rows all have ``inner = outer``, so grouping by ``inner`` too splits no
+    group. None when the outer query is read anywhere else (the SELECT list, GROUP BY,
+    HAVING, another kind of condition)."""
+    own = _sources(q)
+    if not own or q.args.get("with_") or q.args.get("with"):
+        return None
+    where = q.args.get("where")
+    keep: list[Node] = []
+    keys: list[tuple[Node, Node]] = []
+    for c in _conjuncts(where.this if where is not None else None):
+        if not _outside(c, own):
+            keep.append(c)
+            continue
+        node = c
+        while isinstance(node, exp.Paren):
+            node = node.this
+        if not isinstance(node, exp.EQ) or any(isinstance(n, exp.Query) for n in node.walk()):
+            return None
+        a, b = node.this, node.expression
+        a_out, b_out = _outside(a, own), _outside(b, own)
+        a_in = any(isinstance(n, exp.Column) for n in a.walk()) and not a_out
+        b_in = any(isinstance(n, exp.Column) for n in b.walk()) and not b_out
+        if a_in and b_out and not _inner_cols(b, own):
+            keys.append((a, b))
+        elif b_in and a_out and not _inner_cols(a, own):
+            keys.append((b, a))
+        else:
+            return None
+    if not keys:
+        return None
+    group = q.args["group"]
+    rest = [*q.expressions, *group.expressions]
+    for k in ("having", "order", "qualify"):
+        if q.args.get(k) is not None:
+            rest.append(q.args[k])
+    names = {x.alias_or_name for x in q.expressions}
+    if any(_outside(n, own) for n in rest) or any(
+        isinstance(c, exp.Column) and not c.table and c.name not in names
+        for n in rest
+        for c in _walk_no_subqueries(n)
+    ):
+        return None  # (a column left unqualified may be the outer query's)
+    d = q.copy()
+    d.set("where", exp.Where(this=exp.and_(*(c.copy() for c in keep))) if keep else None)
+    items = list(d.expressions)
+    if not exists:
+        items.append(exp.alias_(_unalias(q.expressions[0]).copy(), "_lv"))
+    items += [exp.alias_(inner.copy(), f"_lk{i}") for i, (inner, _) in enumerate(keys)]
+    d.set("expressions", items)
+    d.set(
+        "group",
+        exp.Group(
+            expressions=[
+                *(g.copy() for g in group.expressions),
+                *(inner.copy() for inner, _ in keys),
+            ]
+        ),
+    )
+    derived = exp.Subquery(this=d, alias=exp.TableAlias(this=exp.to_identifier(tag)))
+    conds = [exp.column(f"_lk{i}", table=tag).eq(outer.copy()) for i, (_, outer) in enumerate(keys)]
+    value: Node = exp.Literal.number(1) if exists else exp.column("_lv", table=tag)
+    return exp.select(value).from_(derived).where(exp.and_(*conds))
+
+
+def _inner_cols(node: Node, own: set[str]) -> bool:
+    return any(isinstance(c, exp.Column) and c.table in own for c in _walk_no_subqueries(node))
+
+
+def _simplify_tests(tree: Node) -> None:
+    """Every EXISTS / IN subquery of ``tree`` as ``_tested_subquery`` makes it; and ``x IN
+    (q)`` where ``q`` is an aggregate without GROUP BY or HAVING (exactly one row) as
+    ``x = (q)``, a scalar subquery (its count over no rows is 0, not no row)."""
+    _union_tests_split(tree)
+    for n, node in enumerate(list(tree.find_all(exp.In, exp.Exists))):
+        if isinstance(node, exp.In):
+            sub = node.args.get("query")
+            if sub is None:
+                continue
+            q = _query_of(sub)
+            if (
+                isinstance(q, exp.Select)
+                and len(q.expressions) == 1
+                and _is_scalar_agg(q)
+                and not q.args.get("limit")
+                and not q.args.get("offset")
+            ):
+                one = q.copy()
+                one.set("order", None)  # (of its one row)
+                node.replace(exp.EQ(this=node.this.copy(), expression=exp.Subquery(this=one)))
+                continue
+            new = _tested_subquery(q, False, f"_tested{n}")
+            if new is not q:
+                node.set("query", exp.Subquery(this=new))
+        else:
+            q = _query_of(node.this)
+            new = _tested_subquery(q, True, f"_tested{n}")
+            if new is not q:
+                node.set("this", new)
+
+
 def _lift_correlation(sub: Node, derived: Node) -> None:
     """A derived table of subquery ``sub`` whose WHERE reads the query around ``sub``
     (``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a))``): those conditions
@@ -1039,6 +1221,7 @@ class Planner:
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
+        _simplify_tests(tree)
         for sub in list(tree.find_all(exp.Select)):
             if _is_subquery_expression(sub):
                 for d in _derived_tables(sub):
@@ -2549,8 +2732,9 @@ class Planner:
             # qualification found its table around this query, so the reference crosses
             # a derived table or set operation whose plan is made on its own
             raise UnsupportedSQL(
-                f"a correlated reference to '{node.sql()}' inside a derived table, "
-                "set operation or join of a subquery"
+                f"a correlated reference to '{node.sql()}' where it cannot be "
+                "decorrelated (in a subquery planned on its own: with aggregates, LIMIT or "
+                "set operations, a derived table or a join)"
             )
         raise SQLError(f"unknown column '{node.sql()}'")
 
