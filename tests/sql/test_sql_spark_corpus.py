@@ -290,3 +290,24 @@ def test_grouped_test_correlated_elsewhere_is_refused() -> None:
             "SELECT * FROM t1 WHERE EXISTS (SELECT max(t2c) FROM t2 WHERE t2a = t1a "
             "GROUP BY t2b HAVING max(t2c) > t1c)"
         )
+
+
+# a subquery in an outer join's ON that reads one side: computed as a column of that side
+_ON_TESTS = [
+    f"SELECT * FROM x {kind} JOIN y ON x1 = y1 AND {neg}EXISTS (SELECT * FROM z WHERE z2 = {c})"
+    for kind in ("LEFT", "RIGHT", "FULL OUTER")
+    for neg in ("", "NOT ")
+    for c in ("x2", "y2")
+] + [
+    "SELECT * FROM x LEFT JOIN y ON x1 = y1 OR NOT EXISTS (SELECT * FROM z WHERE z1 = x1)",
+    "SELECT * FROM x LEFT JOIN y ON x1 = y1 OR EXISTS (SELECT * FROM z WHERE z1 = y1)",
+    "SELECT * FROM x LEFT JOIN y ON (x.x1 NOT IN (SELECT z1 FROM z)) IS NULL",
+    "SELECT * FROM x LEFT JOIN y ON x1 = y1 AND y2 > (SELECT min(z2) FROM z WHERE z1 = y.y1)",
+    "SELECT x1, y1, z1 FROM x LEFT JOIN y ON x1 = y1 LEFT JOIN z ON z1 = x2 "
+    "AND EXISTS (SELECT 1 FROM y yy WHERE yy.y1 = z.z2)",
+]
+
+
+@pytest.mark.parametrize("sql", _ON_TESTS)
+def test_subquery_in_outer_join_on_equals_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

@@ -665,6 +665,74 @@ def _inner_cols(node: Node, own: set[str]) -> bool:
     return any(isinstance(c, exp.Column) and c.table in own for c in _walk_no_subqueries(node))
 
 
+def _tests_of(node: Node) -> list[Node]:
+    """The outermost subquery expressions of ``node`` (EXISTS, IN over a subquery, scalar
+    subqueries)."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (exp.Exists, exp.Subquery)) or (
+            isinstance(n, exp.In) and n.args.get("query") is not None
+        ):
+            out.append(n)
+            continue
+        stack.extend(n.iter_expressions())
+    return out
+
+
+def _outer_join_tests_as_marks(sel: Node) -> None:
+    """A subquery in the ON condition of an outer join that reads one side only (or
+    nothing of either) is computed as a column of that side before the join: the table
+    becomes ``(SELECT t.*, <subquery> AS _m0 FROM t) AS t`` and the condition reads
+    ``t._m0``. Exact for the joined table (its rows meet ON as they are) and for the
+    first table of FROM while no earlier join pads it (RIGHT / FULL)."""
+    joins = list(sel.args.get("joins") or [])
+    first = sel.args.get("from_") or sel.args.get("from")
+    if not joins or first is None:
+        return
+    head = first.this
+    head_ok = True
+    visible = _sources(sel)
+    n = 0
+    for j in joins:
+        side = str(j.args.get("side") or "").upper()
+        on = j.args.get("on")
+        if side in ("LEFT", "RIGHT", "FULL") and on is not None and _tests_of(on):
+            wraps: dict[int, tuple[Node, list[tuple[Node, str]]]] = {}
+            for t in _tests_of(on):
+                refs = {c.table for c in t.find_all(exp.Column) if c.table in visible}
+                right = j.this.alias_or_name
+                target = None
+                if refs <= {right} and refs:
+                    target = j.this
+                elif head_ok and refs <= {head.alias_or_name}:
+                    target = head
+                if target is None or not isinstance(target, (exp.Table, exp.Subquery)):
+                    continue
+                if not target.alias_or_name:
+                    continue
+                name = f"_m{n}"
+                n += 1
+                wraps.setdefault(id(target), (target, []))[1].append((t, name))
+            for target, tests in wraps.values():
+                alias = target.alias_or_name
+                inner = target.copy()
+                items: list[Node] = [exp.Column(this=exp.Star(), table=exp.to_identifier(alias))]
+                items += [exp.alias_(t.copy(), name) for t, name in tests]
+                body = exp.select(*items).from_(inner)
+                for t, name in tests:
+                    t.replace(exp.column(name, table=alias))
+                wrapped = exp.Subquery(
+                    this=body, alias=exp.TableAlias(this=exp.to_identifier(alias))
+                )
+                target.replace(wrapped)
+                if target is head:
+                    head = wrapped
+        if side in ("RIGHT", "FULL"):
+            head_ok = False
+
+
 def _simplify_tests(tree: Node) -> None:
     """Every EXISTS / IN subquery of ``tree`` as ``_tested_subquery`` makes it; and ``x IN
     (q)`` where ``q`` is an aggregate without GROUP BY or HAVING (exactly one row) as
@@ -1221,6 +1289,8 @@ class Planner:
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
+        for sel in list(tree.find_all(exp.Select)):
+            _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
         for sub in list(tree.find_all(exp.Select)):
             if _is_subquery_expression(sub):
