@@ -311,3 +311,46 @@ _ON_TESTS = [
 @pytest.mark.parametrize("sql", _ON_TESTS)
 def test_subquery_in_outer_join_on_equals_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# ROLLUP, CUBE and GROUPING SETS: one grouped SELECT per grouping set (a NULL key of the
+# data and the NULL of a rolled-up column are told apart by grouping())
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT t1a, t1b, sum(t1c), count(*), grouping(t1a), grouping_id() FROM t1 "
+        "GROUP BY ROLLUP (t1a, t1b)",
+        "SELECT t1a + 1 AS x, sum(t1c) FROM t1 GROUP BY CUBE (t1a, t1b) HAVING count(*) > 0",
+        "SELECT t1a, t1b, max(t1c) FROM t1 GROUP BY GROUPING SETS ((t1a), (t1a, t1b), ())",
+        "SELECT t1a, t1b, min(t1c), grouping_id(t1a, t1b) FROM t1 GROUP BY t1a, ROLLUP (t1b)",
+        "SELECT t1a, sum(t1c) AS s FROM t1 GROUP BY ROLLUP (t1a) ORDER BY s DESC",
+        "SELECT t1a, t1b, count(*) AS k FROM t1 GROUP BY CUBE (t1a, t1b) "
+        "ORDER BY k DESC, t1a NULLS FIRST, t1b NULLS FIRST LIMIT 3",
+    ],
+)
+def test_grouping_sets_equal_duckdb(sql: str) -> None:
+    check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
+
+
+def test_with_rollup_equals_duckdb_rollup() -> None:
+    sql = "SELECT t1a, count(*) FROM t1 GROUP BY t1a WITH ROLLUP"
+    duck = "SELECT t1a, count(*) FROM t1 GROUP BY ROLLUP (t1a)"
+    check_stream(_T012, [(sql, duck, False)], _T012_COMMITS)
+
+
+def test_grouping_sets_on_no_rows_follow_spark() -> None:
+    """Spark gives the row of an empty grouping set only when there are rows, unless it is
+    the only set (then it is an aggregate without GROUP BY)."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE e (a INT, c INT)")
+    rolled = db.view("SELECT a, sum(c) FROM e GROUP BY ROLLUP (a)")
+    cube = db.view("SELECT count(*) FROM e GROUP BY CUBE (a)")
+    only = db.view("SELECT sum(c) FROM e GROUP BY GROUPING SETS (())")
+    db.commit()
+    assert (rolled.rows(), cube.rows(), only.rows()) == ([], [], [(None,)])
+    db.insert("e", [(1, 5)])
+    db.commit()
+    assert sorted(rolled.rows(), key=repr) == [(1, 5), (None, 5)]
+    db.delete("e", [(1, 5)])
+    db.commit()
+    assert (rolled.rows(), cube.rows(), only.rows()) == ([], [], [(None,)])

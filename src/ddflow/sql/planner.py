@@ -733,6 +733,116 @@ def _outer_join_tests_as_marks(sel: Node) -> None:
             head_ok = False
 
 
+def _grouping_sets(group: Node) -> list[list[Node]] | None:
+    """The grouping sets a GROUP BY with ROLLUP, CUBE or GROUPING SETS stands for (each a
+    list of expressions), or None for a plain GROUP BY."""
+    items = list(group.expressions)
+    if group.args.get("rollup"):
+        items = [exp.Rollup(expressions=items)]
+    elif group.args.get("cube"):
+        items = [exp.Cube(expressions=items)]
+    if group.args.get("grouping_sets") or group.args.get("totals"):
+        raise UnsupportedSQL(f"GROUP BY {group.sql()}")
+    if not any(isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in items):
+        return None
+    sets: list[list[Node]] = [[]]
+    for g in items:
+        if isinstance(g, exp.Rollup):
+            xs = list(g.expressions)
+            choices = [xs[:i] for i in range(len(xs), -1, -1)]
+        elif isinstance(g, exp.Cube):
+            xs = list(g.expressions)
+            n = len(xs)
+            choices = [
+                [x for j, x in enumerate(xs) if m >> (n - 1 - j) & 1]
+                for m in range(2**n - 1, -1, -1)
+            ]
+        elif isinstance(g, exp.GroupingSets):
+            choices = []
+            for el in g.expressions:
+                if isinstance(el, exp.Tuple):
+                    choices.append(list(el.expressions))
+                elif isinstance(el, exp.Paren):
+                    choices.append([el.this])
+                else:
+                    choices.append([el])
+        else:
+            choices = [[g]]
+        sets = [a + b for a in sets for b in choices]
+    return sets
+
+
+def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
+    """A SELECT grouped by ROLLUP, CUBE or GROUPING SETS as the UNION ALL of one grouped
+    SELECT per grouping set: a grouping column outside the set is NULL there (outside
+    aggregates), ``grouping(x)`` is 1 where ``x`` is outside the set, ``grouping_id(...)``
+    the bits of those (the first column the highest). As in Spark, a set without columns
+    gives its row only when the table has rows, unless it is the only set."""
+    for sel in list(tree.find_all(exp.Select)):
+        group = sel.args.get("group")
+        if group is None:
+            continue
+        sets = _grouping_sets(group)
+        if sets is None:
+            continue
+        if sel.args.get("distinct"):
+            raise UnsupportedSQL("SELECT DISTINCT with ROLLUP, CUBE or GROUPING SETS")
+        universe: dict[str, Node] = {}
+        for st in sets:
+            for x in st:
+                universe.setdefault(x.sql(), x)
+        branches = []
+        for st in sets:
+            inside = {x.sql() for x in st}
+
+            def strip(node: Node, inside: set[str] = inside) -> Node:
+                if isinstance(node, exp.Grouping):
+                    bit = 0 if node.expressions[0].sql() in inside else 1
+                    return exp.Cast(this=exp.Literal.number(bit), to=exp.DataType.build("TINYINT"))
+                if isinstance(node, exp.GroupingId):
+                    cols = list(node.expressions) or list(universe.values())
+                    v = 0
+                    for c in cols:
+                        v = 2 * v + (0 if c.sql() in inside else 1)
+                    return exp.Cast(this=exp.Literal.number(v), to=exp.DataType.build("BIGINT"))
+                if isinstance(node, (exp.AggFunc, exp.Query, exp.Subquery)):
+                    return node
+                key = node.sql()
+                if key in universe and key not in inside:
+                    return exp.Null()
+                for k, v in list(node.args.items()):
+                    if isinstance(v, exp.Expression):
+                        node.set(k, strip(v))
+                    elif isinstance(v, list):
+                        node.set(k, [strip(x) if isinstance(x, exp.Expression) else x for x in v])
+                return node
+
+            b = sel.copy()
+            for k in ("order", "limit", "offset"):
+                b.set(k, None)
+            b.set("expressions", [strip(x.copy()) for x in sel.expressions])
+            having = sel.args.get("having")
+            conds = [strip(having.this.copy())] if having is not None else []
+            if not st and spark and len(sets) > 1:
+                conds.append(
+                    exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+                )
+            b.set("having", exp.Having(this=exp.and_(*conds)) if conds else None)
+            b.set("group", exp.Group(expressions=[x.copy() for x in st]) if st else None)
+            branches.append(b)
+        union: Node = branches[0]
+        for b in branches[1:]:
+            union = exp.Union(this=union, expression=b, distinct=False)
+        for k in ("order", "limit", "offset"):
+            if sel.args.get(k) is not None:
+                union.set(k, sel.args[k].copy())
+        if sel is tree:
+            tree = union
+        else:
+            sel.replace(union)
+    return tree
+
+
 def _simplify_tests(tree: Node) -> None:
     """Every EXISTS / IN subquery of ``tree`` as ``_tested_subquery`` makes it; and ``x IN
     (q)`` where ``q`` is an aggregate without GROUP BY or HAVING (exactly one row) as
@@ -1289,6 +1399,7 @@ class Planner:
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
+        tree = _expand_grouping_sets(tree, self.dialect == "spark")
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
