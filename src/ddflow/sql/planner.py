@@ -403,7 +403,8 @@ def _semi_joins_as_exists(sel: Node) -> None:
 
 def _tuple_in_as_exists(sel: Node) -> None:
     """``(a, b) IN (SELECT c, d ...)`` as a condition of WHERE (so FALSE and NULL alike drop
-    the row) is ``EXISTS`` of the subquery's rows equal to ``(a, b)``."""
+    the row) is ``EXISTS`` of the subquery's rows equal to ``(a, b)``; ``(a, b) NOT IN``
+    is ``NOT EXISTS`` of its rows where ``a = c AND b = d`` is TRUE or NULL."""
     where = sel.args.get("where")
     if where is None:
         return
@@ -414,6 +415,11 @@ def _tuple_in_as_exists(sel: Node) -> None:
         node = c
         while isinstance(node, exp.Paren):
             node = node.this
+        negated = isinstance(node, exp.Not)
+        if negated:
+            node = node.this
+            while isinstance(node, exp.Paren):
+                node = node.this
         q = node.args.get("query") if isinstance(node, exp.In) else None
         if isinstance(node.this, exp.Tuple) and q is not None and not node.args.get("negate"):
             items = node.this.expressions
@@ -429,7 +435,13 @@ def _tuple_in_as_exists(sel: Node) -> None:
                 exp.EQ(this=exp.column(n, table="_in"), expression=x.copy())
                 for n, x in zip(names, items, strict=True)
             ]
-            out.append(exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*eqs))))
+            if negated:
+                # NOT IN keeps a row when no subquery row's equality is TRUE or NULL
+                test = exp.Coalesce(this=exp.and_(*eqs), expressions=[exp.true()])
+                sub = exp.select("1").from_(derived).where(test)
+                out.append(exp.Not(this=exp.Exists(this=sub)))
+            else:
+                out.append(exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*eqs))))
             changed = True
         else:
             out.append(c)
