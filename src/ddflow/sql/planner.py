@@ -410,7 +410,7 @@ def _tuple_in_as_exists(sel: Node) -> None:
         return
     parts = _conjuncts(where)
     changed = False
-    out = []
+    out: list[Node] = []
     for c in parts:
         node = c
         while isinstance(node, exp.Paren):
