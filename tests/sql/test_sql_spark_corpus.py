@@ -85,6 +85,12 @@ def _rows(sql: str) -> list[tuple[Any, ...]]:
         ("SELECT * FROM x NATURAL LEFT JOIN z", [(1, 2, 5)]),
         # VALUES in FROM names its columns col1, col2, ...
         ("SELECT col1, count(*) FROM VALUES (1), (2) GROUP BY col1", [(1, 1), (2, 1)]),
+        # Spark's range() in FROM: a BIGINT column id
+        ("SELECT 1 FROM range(10) HAVING MAX(id) > 0", [(1,)]),
+        ("SELECT r.id * 2 FROM range(2, 10, 3) AS r", [(10,), (16,), (4,)]),
+        ("SELECT x FROM range(5, 0, -2) t(x) WHERE x > 1", [(3,), (5,)]),
+        ("SELECT count(*), sum(id) FROM range(0)", [(0, None)]),
+        ("SELECT a, id FROM l JOIN range(2) ON a = id + 1", [(1, 0), (2, 1)]),
         # '*' after a USING / NATURAL join keeps a later table's column of the same name
         (
             "SELECT * FROM n1 NATURAL JOIN n2 JOIN n3 ON n1.k = n3.k",

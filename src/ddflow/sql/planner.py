@@ -527,6 +527,63 @@ def _plain_branches(q: Node) -> list[Node] | None:
     return [q]
 
 
+#: the most rows ``range(...)`` in FROM is written out as
+_RANGE_ROWS = 100_000
+
+
+def _ranges_as_values(tree: Node) -> None:
+    """Spark's ``range(end)`` / ``range(start, end[, step])`` in FROM, a table of one BIGINT
+    column ``id``, written out as VALUES (constant rows; at most ``_RANGE_ROWS`` of them)."""
+    for t in list(tree.find_all(exp.Table)):
+        f = t.this
+        if not (isinstance(f, exp.Anonymous) and str(f.this).lower() == "range"):
+            continue
+        args = f.expressions
+        nums: list[int] = []
+        for a in args:
+            neg = isinstance(a, exp.Neg)
+            lit = a.this if neg else a
+            if not (isinstance(lit, exp.Literal) and lit.is_int):
+                raise UnsupportedSQL(f"range() of other than integer constants: {f.sql()}")
+            nums.append(-int(lit.this) if neg else int(lit.this))
+        if len(nums) == 1:
+            nums = [0, nums[0], 1]
+        elif len(nums) == 2:
+            nums.append(1)
+        if len(nums) != 3 or nums[2] == 0:
+            raise UnsupportedSQL(f"range() with these arguments: {f.sql()}")
+        ids = range(*nums)
+        if len(ids) > _RANGE_ROWS:
+            raise UnsupportedSQL(f"range() of more than {_RANGE_ROWS} rows")
+        alias = t.args.get("alias")
+        name = alias.name if alias is not None and alias.name else "range"
+        cols = alias.columns if alias is not None and alias.columns else [exp.to_identifier("id")]
+        rows = [
+            exp.Tuple(
+                expressions=[exp.Cast(this=exp.Literal.number(i), to=exp.DataType.build("BIGINT"))]
+            )
+            for i in ids
+        ]
+        if not rows:
+            # no rows: a VALUES row filtered out, to keep the column and its type
+            body = exp.select(
+                exp.alias_(
+                    exp.Cast(this=exp.Literal.number(0), to=exp.DataType.build("BIGINT")),
+                    cols[0].name,
+                )
+            ).where(exp.false())
+            t.replace(exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(name))))
+            continue
+        t.replace(
+            exp.Values(
+                expressions=rows,
+                alias=exp.TableAlias(
+                    this=exp.to_identifier(name), columns=[c.copy() for c in cols]
+                ),
+            )
+        )
+
+
 def _query_of(node: Node) -> Node:
     while isinstance(node, exp.Subquery):
         node = node.this
@@ -1359,6 +1416,8 @@ class Planner:
         tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
+        if self.dialect == "spark":
+            _ranges_as_values(tree)
         self._check_tables(tree)
         for vals in list(tree.find_all(exp.Values)):
             # VALUES in FROM without names: Spark names its columns col1, col2, ...
