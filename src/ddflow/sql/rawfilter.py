@@ -625,6 +625,93 @@ def _scalar(v: Any, string: bool = True) -> Any:
     return pa.scalar(v, type=pa.string() if string else pa.bool_())
 
 
+def _inner_parts(pattern: str, escape: Any) -> list[bytes] | None:
+    """The texts of a LIKE pattern ``%a%`` or ``%a%b%`` (each a plain text: no ``_``, no
+    escape), as UTF-8 bytes; None for any other pattern."""
+    if len(pattern) < 3 or pattern[0] != "%" or pattern[-1] != "%" or "_" in pattern:
+        return None
+    if (escape or "\\") in pattern:
+        return None
+    parts = [p.encode() for p in pattern[1:-1].split("%") if p]
+    return parts if 1 <= len(parts) <= 2 else None
+
+
+#: lower-case letters from the most to the least common in English text: the byte of a
+#: searched text least likely to occur is looked for first
+_COMMON = b" etaoinshrdlcumwfgypbvkjxqz"
+
+
+def _rarity(byte: int) -> int:
+    k = _COMMON.find(bytes([byte]))
+    return len(_COMMON) if k < 0 else k
+
+
+def _occurrences(data: np.ndarray, text: bytes) -> np.ndarray:
+    """Where ``text`` starts in ``data`` (bytes), ascending: the positions of its rarest
+    byte (so that few candidates are left), narrowed by each other byte."""
+    n = len(text)
+    if len(data) < n:
+        return np.zeros(0, dtype=np.intp)
+    r = max(range(n), key=lambda k: (_rarity(text[k]), -k))
+    at = np.flatnonzero(data[r : len(data) - n + 1 + r] == text[r])
+    for k in range(n):
+        if k == r:
+            continue
+        if not len(at):
+            break
+        at = at[data[at + k] == text[k]]
+    return at
+
+
+def _contains_in_order(col: Any, parts: list[bytes]) -> Any:
+    """``col LIKE '%a%'`` / ``'%a%b%'`` (``b`` after ``a``, not overlapping) over an Arrow
+    string column, searched in its bytes with numpy (a UTF-8 text found at a byte is found
+    at a character): Arrow's LIKE scans each string through a regular expression, several
+    times slower on long texts. NULL where the column is."""
+    import pyarrow as pa
+
+    n = len(col)
+    wide = isinstance(col, pa.LargeStringArray)
+    obuf, dbuf = col.buffers()[1], col.buffers()[2]
+    offs = np.frombuffer(obuf, dtype=np.int64 if wide else np.int32, count=col.offset + n + 1)
+    offs = offs[col.offset :].astype(np.int64)
+    lo, hi = int(offs[0]), int(offs[-1])
+    data = (
+        np.frombuffer(dbuf, dtype=np.uint8, count=hi)[lo:]
+        if dbuf is not None and hi > lo
+        else np.zeros(0, dtype=np.uint8)
+    )
+    ends = offs[1:] - lo
+
+    if n == 0:
+        return pa.array([], type=pa.bool_())
+
+    def found(text: bytes) -> tuple[np.ndarray, np.ndarray]:
+        at = _occurrences(data, text)
+        rows = np.searchsorted(ends, at, side="right")  # (every start is before the end)
+        ok = at + len(text) <= ends[rows]
+        return rows[ok], at[ok]
+
+    out = np.zeros(n, dtype=bool)
+    if len(parts) == 1:
+        rows, _ = found(parts[0])
+        out[rows] = True
+    else:
+        ra, pa_ = found(parts[0])
+        rb, pb = found(parts[1])
+        # the first start of the first text and the last start of the second, per row
+        ua, ia = np.unique(ra, return_index=True)
+        ub, ib = np.unique(rb[::-1], return_index=True)
+        last_b = pb[::-1][ib]
+        both, xa, xb = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
+        hit = pa_[ia][xa] + len(parts[0]) <= last_b[xb]
+        out[both[hit]] = True
+    mask = None
+    if col.null_count:
+        mask = ~np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return pa.array(out, type=pa.bool_(), mask=mask)
+
+
 def _eval(e: Expr, b: RowBatch) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -654,7 +741,11 @@ def _eval(e: Expr, b: RowBatch) -> Any:
     if op == "like":
         pat = e.args[1]
         assert isinstance(pat, Lit)
-        return pc.match_like(_eval(e.args[0], b), pat.value, ignore_case=bool(e.extra[1]))
+        col = _eval(e.args[0], b)
+        parts = None if e.extra[1] else _inner_parts(pat.value, e.extra[0])
+        if parts is not None and isinstance(col, (pa.StringArray, pa.LargeStringArray)):
+            return _contains_in_order(col, parts)
+        return pc.match_like(col, pat.value, ignore_case=bool(e.extra[1]))
     if op in _CMP:
         x, y = e.args
         return getattr(pc, _CMP[op])(_eval(x, b), _eval(y, b))
