@@ -62,7 +62,8 @@ def arrow_true(arr: Any) -> np.ndarray:
     return out
 
 
-def _arrow_nulls(arr: Any) -> np.ndarray | None:
+def arrow_nulls(arr: Any) -> np.ndarray | None:
+    """Where an Arrow array is NULL (``None`` when nowhere), from its validity bitmap."""
     if not arr.null_count:
         return None
     bufs = arr.buffers() if hasattr(arr, "buffers") else None
@@ -205,7 +206,7 @@ class ArrowCol:
 
     def nulls(self) -> np.ndarray | None:
         if self._nl is False:
-            self._nl = _arrow_nulls(self.arr)
+            self._nl = arrow_nulls(self.arr)
         return self._nl
 
     def in_place(self) -> np.ndarray | None:
@@ -280,7 +281,7 @@ class LazyStrings:
                 nl = np.fromiter((v is None for v in raw), dtype=bool, count=len(raw))
                 self._nl = nl if nl.any() else None
             else:
-                self._nl = _arrow_nulls(raw)
+                self._nl = arrow_nulls(raw)
         return self._nl
 
     def strings(self, idx: np.ndarray | None = None) -> list[Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextvars
 
-from ddflow.sql.expr import Call, Col, Expr
+from ddflow.sql.expr import Call, Col, Expr, conjuncts
 from ddflow.sql.plan import (
     Aggregate,
     Distinct,
@@ -459,14 +459,7 @@ def _conjuncts_by_side(e: Call, nl: int) -> Call:
     """An AND with the conjuncts over one join side gathered into one conjunct per side,
     so that ``p_brand = 'X' AND l_quantity >= 1 AND p_size <= 5`` can become one boolean
     computed on the part side (AND is associative and commutative, NULLs included)."""
-    terms: list[Expr] = []
-    todo: list[Expr] = list(e.args)
-    while todo:
-        a = todo.pop(0)
-        if isinstance(a, Call) and a.op == "and":
-            todo[:0] = a.args
-        else:
-            terms.append(a)
+    terms = conjuncts(e)
     left = [a for a in terms if uses(a) and max(uses(a)) < nl]
     right = [a for a in terms if uses(a) and min(uses(a)) >= nl]
     if (len(left) < 2 and len(right) < 2) or len(left) == len(terms) or len(right) == len(terms):

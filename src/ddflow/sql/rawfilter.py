@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_true
+from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
 from ddflow.sql.optimize import uses
 from ddflow.sql.plan import Filter, Plan, Scan
@@ -706,10 +706,7 @@ def _contains_in_order(col: Any, parts: list[bytes]) -> Any:
         both, xa, xb = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
         hit = pa_[ia][xa] + len(parts[0]) <= last_b[xb]
         out[both[hit]] = True
-    mask = None
-    if col.null_count:
-        mask = ~np.asarray(col.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    return pa.array(out, type=pa.bool_(), mask=mask)
+    return pa.array(out, type=pa.bool_(), mask=arrow_nulls(col))
 
 
 def _eval(e: Expr, b: RowBatch) -> Any:
