@@ -385,3 +385,20 @@ def test_grouping_sets_on_no_rows_follow_spark() -> None:
     db.delete("e", [(1, 5)])
     db.commit()
     assert (rolled.rows(), cube.rows(), only.rows()) == ([], [], [(None,)])
+
+
+# an aggregate over a whole window partition (no ORDER BY): the partition's aggregate
+# joined back to its rows, NULL partition keys forming one partition
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT x1, x2, sum(x2) OVER (PARTITION BY x1) FROM x",
+        "SELECT x1, count(*) OVER (), max(x2) OVER (PARTITION BY x1) AS m FROM x WHERE x2 > 1",
+        "SELECT x1, x2, avg(x2) OVER (PARTITION BY x1, x2 > 2) FROM x",
+        "SELECT x1, y2, min(y2) OVER (PARTITION BY x1) FROM x JOIN y ON x1 = y1",
+        "SELECT DISTINCT x1, count(x2) OVER (PARTITION BY x1) FROM x",
+        "SELECT x1, x2 * 100 / sum(x2) OVER (PARTITION BY x1) AS share FROM x",
+    ],
+)
+def test_partition_aggregates_equal_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

@@ -912,6 +912,74 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
     return tree
 
 
+def _partition_aggregates_as_joins(tree: Node) -> None:
+    """An aggregate over a whole partition, ``sum(x) OVER (PARTITION BY k)`` (no ORDER BY,
+    no frame), is the aggregate of the rows of ``k``'s partition: the SELECT's FROM and
+    WHERE again, grouped by ``k``, joined back on ``k`` (NULL keys being one partition,
+    as in a window). Only in a SELECT without GROUP BY or aggregates of its own; other
+    window functions stay refused."""
+    n = 0
+    for sel in list(tree.find_all(exp.Select)):
+        wins = [
+            w
+            for item in sel.expressions
+            for w in _walk_no_subqueries(item)
+            if isinstance(w, exp.Window)
+        ]
+        if not wins or sel.args.get("group") or sel.args.get("having"):
+            continue
+        if any(
+            isinstance(x, exp.AggFunc) and not isinstance(x.parent, exp.Window)
+            for item in sel.expressions
+            for x in _walk_no_subqueries(item)
+        ):
+            continue
+        if any(
+            w.args.get("order")
+            or w.args.get("spec")
+            or not isinstance(w.this, _AGGS)
+            or w.this.find(exp.Window)
+            for w in wins
+        ):
+            continue
+        first = sel.args.get("from_") or sel.args.get("from")
+        if first is None:
+            continue
+        for w in wins:
+            tag = f"_win{n}"
+            n += 1
+            keys = list(w.args.get("partition_by") or [])
+            body = exp.select(
+                *(exp.alias_(k.copy(), f"_k{i}") for i, k in enumerate(keys)),
+                exp.alias_(w.this.copy(), "_v"),
+            )
+            body.set("from_", first.copy())
+            if sel.args.get("joins"):
+                body.set("joins", [j.copy() for j in sel.args["joins"]])
+            if sel.args.get("where") is not None:
+                body.set("where", sel.args["where"].copy())
+            if keys:
+                body.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+            derived = exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(tag)))
+            on = (
+                exp.and_(
+                    *(
+                        exp.NullSafeEQ(this=k.copy(), expression=exp.column(f"_k{i}", table=tag))
+                        for i, k in enumerate(keys)
+                    )
+                )
+                if keys
+                else None
+            )
+            join = (
+                exp.Join(this=derived, on=on)
+                if on is not None
+                else exp.Join(this=derived, kind="CROSS")
+            )
+            sel.set("joins", [*(sel.args.get("joins") or []), join])
+            w.replace(exp.column("_v", table=tag))
+
+
 def _simplify_tests(tree: Node) -> None:
     """Every EXISTS / IN subquery of ``tree`` as ``_tested_subquery`` makes it; and ``x IN
     (q)`` where ``q`` is an aggregate without GROUP BY or HAVING (exactly one row) as
@@ -1471,6 +1539,7 @@ class Planner:
         names = _display_names(tree, self.dialect)
         tree = self.qualify(tree)
         tree = _expand_grouping_sets(tree, self.dialect == "spark")
+        _partition_aggregates_as_joins(tree)
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
