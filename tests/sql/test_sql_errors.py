@@ -280,8 +280,8 @@ def test_drop_table_used_by_a_view_is_refused() -> None:
 @pytest.mark.parametrize(
     ("sql", "construct"),
     [
-        ("SELECT a, row_number() OVER (ORDER BY a) FROM t", "window"),
-        ("SELECT a, sum(c) OVER (PARTITION BY b ORDER BY a) FROM t", "window"),
+        ("SELECT a, count(DISTINCT c) OVER (ORDER BY a) FROM t", "distinct"),
+        ("SELECT a FROM t WHERE row_number() OVER (ORDER BY a) = 1", "window"),
         ("SELECT DISTINCT b, sum(a) FROM t GROUP BY ROLLUP (b)", "rollup"),
         ("SELECT a FROM t WHERE d > current_date()", "current_date"),
         ("SELECT a, rand() FROM t", "rand"),

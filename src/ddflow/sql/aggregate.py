@@ -69,7 +69,7 @@ def _exact_doubles(x: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:
     return out
 
 
-def _component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n: int) -> np.ndarray:
+def sum_component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n: int) -> np.ndarray:
     """The diff component ``kind`` (``n``, ``s`` or one of ``_SPECIAL``; for a spread also
     ``q``, the exact squares of int / decimal values, and ``xs`` / ``xq`` / ``bad``, exact
     sums of DOUBLE values and squares and the count of non-finite ones) of argument values
@@ -256,7 +256,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                     got = evaluate(arg, fr, ctx)
                     cache[id(arg)] = got
                 v, nl = got
-                diffs.append(_component(kind, arg, v, nl, n))
+                diffs.append(sum_component(kind, arg, v, nl, n))
         if rows is None:
             return tuple(kcols), tuple(diffs)
         return tuple(kcols), tuple(diffs), rows
@@ -413,7 +413,7 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                     got = evaluate(arg, fr, ctx)
                     cache[id(arg)] = got
                 v, nl_ = got
-                diffs.append(_component(kind, arg, v, nl_, n))
+                diffs.append(sum_component(kind, arg, v, nl_, n))
             base = np.arange(len(view[0])) if rows is None else rows
             if gone is not None:
                 keep = np.flatnonzero(~gone)
@@ -536,7 +536,7 @@ def _part(
             return k, (np.ones(n, np.int64), np.zeros(n, np.int64))
         n = len(v)
         if dbl:
-            comps = [_component(kind, arg, v, None, n) for kind in ("s", *_SPECIAL)]
+            comps = [sum_component(kind, arg, v, None, n) for kind in ("s", *_SPECIAL)]
             return k, (np.ones(n, np.int64), *comps)
         s = _int_sum_column(v) if arg.type.numeric else np.zeros(n, np.int64)
         return k, (np.ones(n, np.int64), s)

@@ -53,6 +53,7 @@ from ddflow.sql.plan import (
     TopK,
     UnionAll,
     Values,
+    Window,
 )
 from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.types import BOOLEAN, encode_values, float_from_keys
@@ -928,6 +929,13 @@ def _(plan: Aggregate, lw: Lowering, env: Env) -> Any:
     from ddflow.sql.aggregate import lower_aggregate
 
     return lower_aggregate(plan, lw, env)
+
+
+@_lower.register
+def _(plan: Window, lw: Lowering, env: Env) -> Any:
+    from ddflow.sql.window import lower_window
+
+    return lower_window(plan, lw, env)
 
 
 def _float_sum(v: np.ndarray) -> np.ndarray:

@@ -28,6 +28,7 @@ from ddflow.sql.plan import (
     TopK,
     UnionAll,
     Values,
+    Window,
 )
 from ddflow.sql.rows import Field
 from ddflow.sql.types import SqlType
@@ -238,6 +239,30 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
 
         keys = tuple(SortKey(m[k.index], k.desc, k.nulls_first) for k in p.keys)
         return TopK(inner, keys, p.limit, p.offset), m
+    if isinstance(p, Window):
+        # the input carries only what is read above and what the windows read
+        nin = len(p.input.fields)
+        want = {i for i in need if i < nin} | set(p.partition)
+        want |= {k.index for k in p.order} | {a for f in p.funcs for a in f.args}
+        inner, m = _prune(p.input, want)
+        from ddflow.sql.plan import SortKey, WinFunc
+
+        funcs = tuple(
+            WinFunc(f.func, tuple(m[a] for a in f.args), f.param, f.frame, f.ignore_nulls)
+            for f in p.funcs
+        )
+        keys = tuple(SortKey(m[k.index], k.desc, k.nulls_first) for k in p.order)
+        nw = len(inner.fields)
+        new_w = Window(
+            inner,
+            tuple(m[i] for i in p.partition),
+            keys,
+            funcs,
+            inner.fields + p.fields[nin:],
+        )
+        mapping = {i: m[i] for i in want}
+        mapping.update({nin + j: nw + j for j in range(len(p.funcs))})
+        return new_w, mapping
     if isinstance(p, Recursive):
         return Recursive(p.name, _all(p.base), _all(p.step), p.distinct, p.fields, p.limit), _ident(
             p

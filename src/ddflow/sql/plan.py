@@ -35,6 +35,8 @@ __all__ = [
     "TopK",
     "UnionAll",
     "Values",
+    "WinFunc",
+    "Window",
     "explain",
     "grouped_by_join_key",
 ]
@@ -240,6 +242,42 @@ class TopK(Plan):
 
 
 @dataclass(frozen=True)
+class WinFunc:
+    """A window function: ``func`` (``row_number``, ``rank``, ``dense_rank``,
+    ``percent_rank``, ``cume_dist``, ``ntile``, ``lag``, ``lead``, ``first_value``,
+    ``last_value``, ``nth_value``, or an aggregate: ``count_star``, ``count``, ``sum``,
+    ``avg``, ``min``, ``max``) of the input fields ``args`` (the value, then a default for
+    ``lag`` / ``lead``); ``param``: the offset of ``lag`` / ``lead``, the ``n`` of ``ntile``
+    and ``nth_value``; ``ignore_nulls``: those five skip NULL values. ``frame`` is
+    ``(kind, start, end)``: ``kind`` ``rows`` or ``range``, ``start`` / ``end`` None
+    (unbounded) or an offset from the current row, negative for preceding: a number of
+    rows, or for ``range`` a difference of the one ORDER BY value in its physical units
+    (0: the current row's peers)."""
+
+    func: str
+    args: tuple[int, ...] = ()
+    param: int = 0
+    frame: tuple[str, Any, Any] = ("range", None, None)
+    ignore_nulls: bool = False
+
+
+@dataclass(frozen=True)
+class Window(Plan):
+    """``input``'s rows, each with the window functions ``funcs`` appended: computed over
+    the rows of its partition (equal ``partition`` fields, NULLs together) in the order
+    of ``order`` (ties broken by the whole row, so results are determined)."""
+
+    input: Plan
+    partition: tuple[int, ...]
+    order: tuple[SortKey, ...]
+    funcs: tuple[WinFunc, ...]
+    fields: tuple[Field, ...]
+
+    def inputs(self) -> tuple[Plan, ...]:
+        return (self.input,)
+
+
+@dataclass(frozen=True)
 class RecRef(Plan):
     """The recursive relation ``name`` inside its own definition."""
 
@@ -317,6 +355,25 @@ def _reads(e: Expr) -> set[int]:
     return out
 
 
+#: the window functions that read a frame (the others read the partition's order)
+FRAMED_FUNCS = frozenset(
+    ("count_star", "count", "sum", "avg", "min", "max", "first_value", "last_value", "nth_value")
+)
+
+
+def _frame_text(frame: tuple[str, Any, Any]) -> str:
+    kind, lo, hi = frame
+
+    def end(x: Any, unbounded: str) -> str:
+        if x is None:
+            return f"UNBOUNDED {unbounded}"
+        if x == 0:
+            return "CURRENT ROW"
+        return f"{abs(x)} {'PRECEDING' if x < 0 else 'FOLLOWING'}"
+
+    return f"{kind.upper()} BETWEEN {end(lo, 'PRECEDING')} AND {end(hi, 'FOLLOWING')}"
+
+
 def _describe(p: Plan) -> str:
     names = [f.name for f in p.inputs()[0].fields] if p.inputs() else []
     if isinstance(p, Scan):
@@ -375,6 +432,21 @@ def _describe(p: Plan) -> str:
             for k in p.keys
         )
         return f"TopK limit {p.limit} offset {p.offset} by [{keys}]"
+    if isinstance(p, Window):
+        part = ", ".join(names[i] for i in p.partition)
+        order = ", ".join(
+            f"{names[k.index]}{' DESC' if k.desc else ''}"
+            f"{' NULLS FIRST' if k.nulls_first else ' NULLS LAST'}"
+            for k in p.order
+        )
+        funcs = ", ".join(
+            f"{f.func}({', '.join(names[i] for i in f.args)}"
+            f"{', ' + str(f.param) if f.param else ''})"
+            f"{' IGNORE NULLS' if f.ignore_nulls else ''} AS {p.fields[len(names) + j].name}"
+            + (f" {_frame_text(f.frame)}" if f.func in FRAMED_FUNCS else "")
+            for j, f in enumerate(p.funcs)
+        )
+        return f"Window partition [{part}] order [{order}] [{funcs}]"
     if isinstance(p, RecRef):
         return f"RecRef {p.name}"
     if isinstance(p, Recursive):

@@ -72,6 +72,8 @@ from ddflow.sql.plan import (
     TopK,
     UnionAll,
     Values,
+    Window,
+    WinFunc,
 )
 from ddflow.sql.rewrite import unique_sets
 from ddflow.sql.rows import Field
@@ -912,6 +914,74 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
     return tree
 
 
+def _inline_named_windows(tree: Node) -> None:
+    """``OVER w`` / ``OVER (w)`` with ``WINDOW w AS (...)`` as the window written out (a
+    window may name another and add an ORDER BY or frame, as SQL allows); the WINDOW
+    clause is then dropped."""
+    for sel in list(tree.find_all(exp.Select)):
+        defs = sel.args.get("windows")
+        if not defs:
+            continue
+        named: dict[str, Node] = {}
+        for d in defs:
+            name = _name(d.this)
+            if name in named:
+                raise SQLError(f"window '{name}' is defined twice")
+            named[name] = _with_base_window(d, named)
+        users = [*sel.expressions]
+        order = sel.args.get("order")
+        if order is not None:
+            users.extend(order.expressions)
+        for item in users:
+            for w in _walk_no_subqueries(item):
+                if isinstance(w, exp.Window) and w.args.get("alias") is not None:
+                    _with_base_window(w, named, alias_key="alias")
+        sel.set("windows", None)
+
+
+def _with_base_window(w: Node, named: dict[str, Node], alias_key: str = "this") -> Node:
+    """``w`` with the parts of the window it names (in ``named``) it does not give
+    itself."""
+    ref = w.args.get(alias_key) if alias_key == "alias" else None
+    if alias_key == "this":
+        # a definition ``w2 AS (w1 ORDER BY ...)`` names its base in ``alias``
+        ref = w.args.get("alias")
+    if ref is None:
+        return w
+    base = named.get(_name(ref))
+    if base is None:
+        raise SQLError(f"unknown window '{_name(ref)}'")
+    for part in ("partition_by", "order", "spec"):
+        if not w.args.get(part) and base.args.get(part):
+            got = base.args[part]
+            w.set(part, [x.copy() for x in got] if isinstance(got, list) else got.copy())
+    w.set("alias", None)
+    return w
+
+
+def _filters_as_cases(tree: Node) -> None:
+    """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (the aggregates skip
+    NULLs), ``count(*) FILTER (WHERE c)`` as ``count(CASE WHEN c THEN 1 END)``."""
+    for f in list(tree.find_all(exp.Filter)):
+        agg, where = f.this, f.expression
+        if not isinstance(agg, exp.AggFunc) or not isinstance(where, exp.Where):
+            continue
+        arg = agg.this
+        distinct = isinstance(arg, exp.Distinct)
+        if distinct:
+            if len(arg.expressions) != 1:
+                continue
+            arg = arg.expressions[0]
+        if arg is None or isinstance(arg, exp.Star):
+            if not isinstance(agg, exp.Count):
+                continue
+            arg = exp.Literal.number(1)
+        case = exp.Case(ifs=[exp.If(this=where.this.copy(), true=arg.copy())])
+        new = agg.copy()
+        new.set("this", exp.Distinct(expressions=[case]) if distinct else case)
+        f.replace(new)
+
+
 def _partition_aggregates_as_joins(tree: Node) -> None:
     """An aggregate over a whole partition, ``sum(x) OVER (PARTITION BY k)`` (no ORDER BY,
     no frame), is the aggregate of the rows of ``k``'s partition: the SELECT's FROM and
@@ -1188,6 +1258,8 @@ class Scope:
     in_loop: bool = False
     #: the group key expressions over the relation before aggregation
     pre_keys: list[Expr] = field(default_factory=list)
+    #: window function (its SQL) -> the field holding its value
+    windows: dict[str, int] = field(default_factory=dict)
 
     @property
     def fields(self) -> tuple[Field, ...]:
@@ -1212,6 +1284,14 @@ def _name(node: Node | str | None) -> str:
     if isinstance(node, str):
         return node.lower()
     return node.name.lower()
+
+
+def _window_head(n: Node) -> bool:
+    """Whether ``n`` is the function a window computes (``sum`` in ``sum(x) OVER (...)``)."""
+    p = n.parent
+    if isinstance(p, (exp.IgnoreNulls, exp.RespectNulls)):
+        n, p = p, p.parent
+    return isinstance(p, exp.Window) and p.this is n
 
 
 def _walk_no_subqueries(node: Node) -> Any:
@@ -1537,6 +1617,8 @@ class Planner:
                     in_node.set("field", None)
                     in_node.set("query", exp.Subquery(this=exp.select("*").from_(f.name)))
         names = _display_names(tree, self.dialect)
+        _inline_named_windows(tree)
+        _filters_as_cases(tree)
         tree = self.qualify(tree)
         tree = _expand_grouping_sets(tree, self.dialect == "spark")
         _partition_aggregates_as_joins(tree)
@@ -1769,8 +1851,6 @@ class Planner:
         ):
             if bad:
                 raise UnsupportedSQL(f"{what} is not supported")
-        if any(isinstance(n, exp.Window) for n in q.find_all(exp.Window)):
-            raise UnsupportedSQL("window functions (OVER) are not supported")
         scope = Scope(outer, in_loop=in_loop)
         conds = _conjuncts(q.args.get("where"))
         self._plan_from(q, scope, conds)
@@ -1788,6 +1868,8 @@ class Planner:
             *(order.expressions if order is not None else []),
         ]:
             for n in _walk_no_subqueries(node):
+                if _window_head(n):
+                    continue  # (the function of a window, not a group's aggregate)
                 if isinstance(n, _AGGS):
                     agg_nodes.append(n)
                 elif isinstance(n, exp.AggFunc):
@@ -1796,6 +1878,14 @@ class Planner:
             self._plan_aggregate(q, scope, agg_nodes)
             if having is not None:
                 self._apply_predicate(having, scope)
+        windows = [
+            n
+            for node in [*selects, *(order.expressions if order is not None else [])]
+            for n in _walk_no_subqueries(node)
+            if isinstance(n, exp.Window)
+        ]
+        if windows:
+            self._plan_windows(windows, scope)
         # SELECT list
         exprs: list[Expr] = []
         fields: list[Field] = []
@@ -2903,6 +2993,265 @@ class Planner:
         row = Call("row", args, BIGINT, any(a.nullable for a in args))
         return ("count", row, True), Agg("count", row, True), BIGINT
 
+    # -- window functions --------------------------------------------------------------------
+    def _plan_windows(self, windows: list[Node], scope: Scope) -> None:
+        """Window nodes for the window functions of a SELECT, over its relation after
+        WHERE, GROUP BY and HAVING: the expressions they read appended as columns, then one
+        ``Window`` per partitioning and order, each appending its functions' values."""
+        assert scope.plan is not None
+        base = scope.plan
+        nb = len(base.fields)
+        extra: list[Expr] = []
+
+        def column(e: Expr) -> int:
+            if isinstance(e, Col) and e.index < nb:
+                return e.index
+            for i, x in enumerate(extra):
+                if x == e:
+                    return nb + i
+            extra.append(e)
+            return nb + len(extra) - 1
+
+        specs: dict[tuple[Any, ...], list[tuple[str, WinFunc, Field]]] = {}
+        for w in windows:
+            text = w.sql()
+            if any(text in (k for k, _, _ in v) for v in specs.values()):
+                continue
+            if any(x is not w for x in w.find_all(exp.Window)):
+                raise UnsupportedSQL("a window function inside a window function")
+            if w.args.get("alias") is not None and not w.args.get("order"):
+                raise UnsupportedSQL("named windows (OVER w) are not supported")
+            part = tuple(
+                column(self._window_operand(p, scope)) for p in w.args.get("partition_by") or []
+            )
+            keys: list[SortKey] = []
+            order = w.args.get("order")
+            for o in order.expressions if order is not None else []:
+                desc = bool(o.args.get("desc"))
+                nf = o.args.get("nulls_first")
+                nulls_first = bool(nf) if nf is not None else (not desc)
+                keys.append(SortKey(column(self._window_operand(o.this, scope)), desc, nulls_first))
+            order_types = [
+                self._window_operand(o.this, scope).type
+                for o in (order.expressions if order is not None else [])
+            ]
+            func, fld = self._window_func(w, scope, column, order_types)
+            specs.setdefault((part, tuple(keys)), []).append((text, func, fld))
+        plan: Plan = base
+        if extra:
+            plan = Project(
+                base,
+                tuple(_col(i, f) for i, f in enumerate(base.fields)) + tuple(extra),
+                base.fields
+                + tuple(
+                    Field(f"_wx{i}", e.type if e.type.kind != "null" else INT, e.nullable)
+                    for i, e in enumerate(extra)
+                ),
+            )
+        for (part, okeys), items in specs.items():
+            at = len(plan.fields)
+            for j, (text, _, _) in enumerate(items):
+                scope.windows[text] = at + j
+            plan = Window(
+                plan,
+                part,
+                okeys,
+                tuple(f for _, f, _ in items),
+                plan.fields
+                + tuple(
+                    Field(f"_w{at + j}", fld.type, fld.nullable)
+                    for j, (_, _, fld) in enumerate(items)
+                ),
+            )
+        scope.plan = plan
+
+    def _window_operand(self, node: Node, scope: Scope) -> Expr:
+        e = self.bind(node, scope)
+        if _has_outer(e):
+            raise UnsupportedSQL("a window over a correlated reference")
+        return e
+
+    def _window_func(
+        self, w: Node, scope: Scope, column: Any, order_types: list[SqlType]
+    ) -> tuple[WinFunc, Field]:
+        """The function of window ``w`` and the field of its value."""
+        node = w.this
+        ignore = False
+        if isinstance(node, exp.RespectNulls):
+            node = node.this
+        if isinstance(node, exp.IgnoreNulls):
+            node = node.this
+            ignore = True
+            if not isinstance(
+                node, (exp.Lag, exp.Lead, exp.FirstValue, exp.LastValue, exp.NthValue)
+            ):
+                raise UnsupportedSQL(f"IGNORE NULLS in {node.sql(self.dialect)[:40]}")
+        frame = self._window_frame(w.args.get("spec"), order_types)
+        name = type(node).__name__
+        ranks = {
+            "RowNumber": ("row_number", INT),
+            "Rank": ("rank", INT),
+            "DenseRank": ("dense_rank", INT),
+            "PercentRank": ("percent_rank", DOUBLE),
+            "CumeDist": ("cume_dist", DOUBLE),
+        }
+        if name in ranks:
+            if node.expressions or node.this is not None:
+                raise SQLError(f"{ranks[name][0]}() takes no arguments")
+            func, t = ranks[name]
+            return WinFunc(func), Field("", t, False)
+        if isinstance(node, exp.Ntile):
+            k = self._window_int(node.this, "ntile", 1)
+            if k is None:
+                raise SQLError("ntile needs a number of buckets")
+            return WinFunc("ntile", (), k), Field("", INT, False)
+        if isinstance(node, (exp.Lag, exp.Lead)):
+            func = "lag" if isinstance(node, exp.Lag) else "lead"
+            x = self._window_operand(node.this, scope)
+            off = node.args.get("offset")
+            k = 1 if off is None else self._window_int(off, func, 0)
+            default = node.args.get("default")
+            t = x.type if x.type.kind != "null" else INT
+            args = [x]
+            if default is not None:
+                d = self._window_operand(default, scope)
+                t = common_type(t, d.type, func)
+                args = [self._cast(x, t), self._cast(d, t)]
+            else:
+                args = [self._cast(x, t)]
+            return (
+                WinFunc(func, tuple(column(a) for a in args), int(k or 0), ignore_nulls=ignore),
+                Field("", t, True),
+            )
+        if isinstance(node, (exp.FirstValue, exp.LastValue, exp.NthValue)):
+            func = {"FirstValue": "first_value", "LastValue": "last_value"}.get(name, "nth_value")
+            x = self._window_operand(node.this, scope)
+            k = 0
+            if func == "nth_value":
+                k = self._window_int(node.args.get("offset"), func, 1) or 0
+            t = x.type if x.type.kind != "null" else INT
+            return (
+                WinFunc(func, (column(self._cast(x, t)),), k, frame, ignore),
+                Field("", t, True),
+            )
+        if isinstance(node, _AGGS):
+            fname = type(node).__name__.lower()
+            fname = _SPREAD.get(fname, fname)
+            arg_node = node.this
+            if isinstance(arg_node, exp.Distinct):
+                raise UnsupportedSQL(f"{fname}(DISTINCT ...) over a window")
+            if isinstance(node, exp.Count) and (arg_node is None or isinstance(arg_node, exp.Star)):
+                return WinFunc("count_star", (), 0, frame), Field("", BIGINT, False)
+            if arg_node is None:
+                raise SQLError(f"{fname}() needs an argument")
+            saved = scope.windows
+            arg = self._window_operand(arg_node, scope)
+            scope.windows = saved
+            if fname in ("sum", "avg") and arg.type.kind == "string" and self.dialect == "sqlite":
+                arg = self._cast(arg, DOUBLE)
+            if fname in ("sum", "avg") and arg.type.kind == "null":
+                arg = Lit(None, DOUBLE)
+            if fname in ("sum", "avg") and not arg.type.numeric:
+                raise SQLError(f"{fname} needs a number, got {arg.type}")
+            if (
+                fname in SPREAD_FUNCS
+                and arg.type.kind != "null"
+                and (arg.type.kind == "boolean" or not arg.type.numeric)
+            ):
+                raise SQLError(f"{fname} needs a number, got {arg.type}")
+            if arg.type.kind == "null" and fname in SPREAD_FUNCS:
+                arg = Lit(None, DOUBLE)
+            if arg.type.kind == "double" and arg.type.bits == 32 and fname != "count":
+                arg = self._cast(arg, DOUBLE)
+            t = self._agg_type(fname, arg.type)
+            return (
+                WinFunc(fname, (column(arg),), 0, frame),
+                Field("", t, fname != "count"),
+            )
+        raise UnsupportedSQL(f"window function {node.sql(self.dialect)[:60]}")
+
+    def _window_int(self, node: Node | None, what: str, least: int) -> int | None:
+        if node is None:
+            return None
+        if isinstance(node, exp.Neg):
+            raise SQLError(f"{what} needs an integer of at least {least}")
+        if not (isinstance(node, exp.Literal) and not node.is_string):
+            raise UnsupportedSQL(f"{what} with a non-constant argument")
+        try:
+            k = int(node.this)
+        except ValueError:
+            raise SQLError(f"{what} needs an integer, got {node.this}") from None
+        if k < least:
+            raise SQLError(f"{what} needs an integer of at least {least}, got {k}")
+        return k
+
+    def _window_frame(self, spec: Node | None, order_types: list[SqlType]) -> tuple[str, Any, Any]:
+        """``(kind, start, end)`` of a frame clause (see ``WinFunc``); without one, the
+        rows up to the current row's last peer when ordered, else the whole partition."""
+        ordered = bool(order_types)
+        if spec is None:
+            return ("range", None, 0) if ordered else ("range", None, None)
+        kind = str(spec.args.get("kind") or "ROWS").lower()
+        if kind not in ("rows", "range"):
+            raise UnsupportedSQL(f"{kind.upper()} frames")
+
+        def bound(value: Any, side: Any, is_start: bool) -> Any:
+            side = str(side or "").upper()
+            text = value.upper() if isinstance(value, str) else None
+            if text == "UNBOUNDED":
+                if (side == "FOLLOWING") == is_start:
+                    edge = "start" if is_start else "end"
+                    raise SQLError(f"a frame cannot {edge} at UNBOUNDED {side}")
+                return None
+            if text == "CURRENT ROW":
+                return 0
+            if isinstance(value, exp.Literal) and not value.is_string:
+                k = self._range_offset(value.this, order_types) if kind == "range" else None
+                if kind == "rows":
+                    try:
+                        k = int(value.this)
+                    except ValueError:
+                        raise SQLError(
+                            f"a ROWS frame offset must be an integer, got {value.this}"
+                        ) from None
+                assert k is not None
+                if k < 0:
+                    raise SQLError("a frame offset must not be negative")
+                return -k if side == "PRECEDING" else k
+            raise UnsupportedSQL(f"frame bound {value}")
+
+        start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
+        end_node = spec.args.get("end")
+        end = 0 if end_node is None else bound(end_node, spec.args.get("end_side"), False)
+        if start is not None and end is not None and start > end:
+            raise SQLError("a window frame must not start after it ends")
+        return (kind, start, end)
+
+    def _range_offset(self, text: str, order_types: list[SqlType]) -> Any:
+        """A RANGE frame's offset in the physical units of its one ORDER BY value (days
+        for a DATE, unscaled for a DECIMAL)."""
+        if len(order_types) != 1:
+            raise SQLError("a RANGE frame with an offset needs exactly one ORDER BY value")
+        t = order_types[0]
+        try:
+            d = decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            raise SQLError(f"a frame offset must be a number, got {text}") from None
+        if t.kind == "double":
+            return float(d)
+        if t.kind in ("int", "date"):
+            if d != d.to_integral_value():
+                raise UnsupportedSQL(f"a fractional RANGE offset over {t}")
+            return int(d)
+        if t.kind == "decimal":
+            scaled = d.scaleb(t.scale)
+            if scaled != scaled.to_integral_value():
+                raise UnsupportedSQL(f"a RANGE offset with more places than {t}")
+            return int(scaled)
+        raise SQLError(
+            f"a RANGE frame with an offset needs a number or a date to order by, not {t}"
+        )
+
     def _agg_type(self, func: str, t: SqlType) -> SqlType:
         if func == "count":
             return BIGINT
@@ -2938,6 +3287,12 @@ class Planner:
 
     def bind(self, node: Node, scope: Scope) -> Expr:
         """Our expression for a sqlglot expression in ``scope``."""
+        if isinstance(node, exp.Window):
+            at = scope.windows.get(node.sql())
+            if at is None:
+                raise UnsupportedSQL(f"a window function here ({node.sql(self.dialect)[:60]})")
+            assert scope.plan is not None
+            return _col(at, scope.plan.fields[at])
         if scope.agg is not None:
             hit = self._agg_lookup(node, scope)
             if hit is not None:

@@ -1,0 +1,290 @@
+"""Window functions (``OVER (PARTITION BY ... ORDER BY ... [frame])``) against DuckDB after
+every commit of a change stream with NULLs in every column, duplicate rows, updates that
+move rows between partitions, an emptied table and a refill.
+
+Orders are written with explicit NULLS FIRST / LAST (DuckDB's default differs from Spark's)
+and, for the functions that depend on the order of tied rows (``row_number``, ``lag``,
+``ROWS`` frames), continue over every column, so the answer is determined up to identical
+rows.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from decimal import Decimal as _M
+
+import pytest
+from oracle import Del, Ins, check_stream, churn
+
+import ddflow.sql as dsql
+from ddflow.sql import DataError, SQLError, UnsupportedSQL
+
+_DDL = ["CREATE TABLE w (g STRING, a INT, c DECIMAL(10,2), d DOUBLE, e DATE)"]
+
+_D = dt.date
+_FIRST = [
+    ("x", 1, _M("1.50"), 0.5, _D(2024, 1, 1)),
+    ("x", 2, _M("2.00"), None, _D(2024, 1, 3)),
+    ("x", 2, _M("2.00"), None, _D(2024, 1, 3)),  # a duplicate row
+    ("y", 3, None, 2.5, None),
+    (None, 4, _M("7.25"), -1.0, _D(2023, 5, 1)),
+    ("y", None, _M("3.00"), 4.0, _D(2024, 2, 1)),
+    ("x", 5, _M("-2.50"), 8.0, _D(2024, 1, 2)),
+    (None, None, None, None, None),
+]
+_SECOND = [
+    ("y", 1, _M("9.99"), 1.5, _D(2022, 1, 1)),  # replaces the first row: moves it to y
+    ("z", 7, _M("0.01"), 3.0, _D(2024, 3, 1)),
+    ("x", 2, _M("4.00"), 2.0, _D(2024, 1, 5)),
+    ("z", 7, _M("0.01"), 3.0, _D(2024, 3, 1)),
+]
+_COMMITS = churn("w", _FIRST, _SECOND)
+
+_ALL = "a NULLS FIRST, c NULLS FIRST, d NULLS FIRST, e NULLS FIRST"
+
+_VIEWS = [
+    # ranks
+    f"SELECT g, a, row_number() OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
+    "SELECT g, a, rank() OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
+    "SELECT g, a, dense_rank() OVER (PARTITION BY g ORDER BY a DESC NULLS LAST) FROM w",
+    "SELECT a, c, rank() OVER (ORDER BY a NULLS LAST, c DESC NULLS FIRST) FROM w",
+    "SELECT g, a, percent_rank() OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
+    "SELECT g, a, cume_dist() OVER (PARTITION BY g ORDER BY a NULLS LAST) FROM w",
+    "SELECT g, a, ntile(3) OVER (PARTITION BY g ORDER BY " + _ALL + ") FROM w",
+    "SELECT a, ntile(2) OVER (ORDER BY " + _ALL + ") FROM w",
+    # strings and dates as the order
+    "SELECT g, e, rank() OVER (ORDER BY g DESC NULLS FIRST, e NULLS LAST) FROM w",
+    # neighbours
+    f"SELECT g, a, lag(a) OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
+    f"SELECT g, c, lead(c, 2) OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
+    f"SELECT g, a, lag(a, 1, -1) OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
+    f"SELECT g, lead(g, 1, 'none') OVER (ORDER BY g NULLS FIRST, {_ALL}) FROM w",
+    # running and framed aggregates
+    "SELECT g, a, sum(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
+    "SELECT g, a, count(*) OVER (PARTITION BY g ORDER BY a NULLS LAST), "
+    "count(c) OVER (PARTITION BY g ORDER BY a NULLS LAST) FROM w",
+    "SELECT g, a, min(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST), "
+    "max(e) OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
+    f"SELECT g, a, sum(a) OVER (PARTITION BY g ORDER BY {_ALL} "
+    "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM w",
+    f"SELECT a, max(c) OVER (ORDER BY {_ALL} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
+    f"min(g) OVER (ORDER BY {_ALL} ROWS BETWEEN CURRENT ROW AND 3 FOLLOWING) FROM w",
+    f"SELECT a, sum(d) OVER (ORDER BY {_ALL} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    " FROM w",
+    f"SELECT a, count(*) OVER (ORDER BY {_ALL} ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING), "
+    f"sum(c) OVER (ORDER BY {_ALL} ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) FROM w",
+    "SELECT g, a, sum(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
+    "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM w",
+    "SELECT g, sum(a) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
+    "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM w",
+    # spreads over frames, from exact sums of values and squares
+    "SELECT g, a, stddev_samp(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST), "
+    f"var_pop(d) OVER (ORDER BY {_ALL} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM w",
+    # first / last / nth over frames
+    f"SELECT g, a, first_value(c) OVER (PARTITION BY g ORDER BY {_ALL}), "
+    f"last_value(c) OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
+    f"SELECT g, nth_value(a, 2) OVER (PARTITION BY g ORDER BY {_ALL} "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM w",
+    # windows over groups, in expressions, filtered afterwards, several specs at once
+    "SELECT g, sum(a), rank() OVER (ORDER BY sum(a) DESC NULLS LAST) FROM w GROUP BY g",
+    "SELECT g, count(*) AS n, sum(count(*)) OVER (ORDER BY g NULLS FIRST) FROM w GROUP BY g",
+    "SELECT * FROM (SELECT g, a, row_number() OVER (PARTITION BY g ORDER BY "
+    + _ALL
+    + ") AS rn FROM w) q WHERE rn <= 2",
+    "SELECT g, a, a - lag(a) OVER (PARTITION BY g ORDER BY " + _ALL + ") AS step, "
+    "rank() OVER (ORDER BY a NULLS FIRST) + dense_rank() OVER (PARTITION BY g ORDER BY a "
+    "NULLS FIRST) FROM w WHERE e IS NOT NULL OR a > 3",
+]
+
+
+@pytest.mark.parametrize("sql", _VIEWS)
+def test_window_functions_equal_duckdb(sql: str) -> None:
+    check_stream(_DDL, [(sql, None, False)], _COMMITS)
+
+
+# RANGE frames with offsets from the one ORDER BY value (ascending and descending, over
+# INT, DOUBLE, DECIMAL and DATE values, NULLs forming their own peers)
+_RANGES = [
+    "SELECT g, a, sum(a) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
+    "RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING) FROM w",
+    "SELECT g, a, count(*) OVER (PARTITION BY g ORDER BY a DESC NULLS LAST "
+    "RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM w",
+    "SELECT d, sum(d) OVER (ORDER BY d NULLS LAST RANGE BETWEEN 1.5 PRECEDING AND 0.5 FOLLOWING)"
+    " FROM w",
+    "SELECT c, max(c) OVER (ORDER BY c DESC NULLS FIRST "
+    "RANGE BETWEEN CURRENT ROW AND 2.25 FOLLOWING) FROM w",
+    "SELECT e, count(e) OVER (ORDER BY e NULLS FIRST RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING)"
+    " FROM w",
+    "SELECT a, min(g) OVER (ORDER BY a NULLS LAST "
+    "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) FROM w",
+    "SELECT a, sum(a) OVER (ORDER BY a NULLS LAST "
+    "RANGE BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) FROM w",
+]
+
+
+@pytest.mark.parametrize("sql", _RANGES)
+def test_range_frames_with_offsets_equal_duckdb(sql: str) -> None:
+    check_stream(_DDL, [(sql, None, False)], _COMMITS)
+
+
+# IGNORE NULLS: Spark writes it after the call, DuckDB inside it
+_OVER = f"OVER (PARTITION BY a ORDER BY g NULLS FIRST, {_ALL})"
+_IGNORING = [
+    (
+        f"SELECT a, g, lag(g, 1) IGNORE NULLS {_OVER}, lead(g, 2) IGNORE NULLS {_OVER} FROM w",
+        f"SELECT a, g, lag(g, 1 IGNORE NULLS) {_OVER}, lead(g, 2 IGNORE NULLS) {_OVER} FROM w",
+    ),
+    (
+        f"SELECT g, lag(c, 2, -1) IGNORE NULLS OVER (ORDER BY g NULLS FIRST, {_ALL}) FROM w",
+        f"SELECT g, lag(c, 2, -1 IGNORE NULLS) OVER (ORDER BY g NULLS FIRST, {_ALL}) FROM w",
+    ),
+    (
+        f"SELECT g, first_value(c) IGNORE NULLS OVER (ORDER BY {_ALL}), "
+        f"last_value(g) IGNORE NULLS OVER (ORDER BY {_ALL} ROWS BETWEEN 1 PRECEDING "
+        "AND 1 FOLLOWING) FROM w",
+        f"SELECT g, first_value(c IGNORE NULLS) OVER (ORDER BY {_ALL}), "
+        f"last_value(g IGNORE NULLS) OVER (ORDER BY {_ALL} ROWS BETWEEN 1 PRECEDING "
+        "AND 1 FOLLOWING) FROM w",
+    ),
+    (
+        f"SELECT a, nth_value(d, 2) IGNORE NULLS OVER (ORDER BY {_ALL} "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM w",
+        f"SELECT a, nth_value(d, 2 IGNORE NULLS) OVER (ORDER BY {_ALL} "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM w",
+    ),
+]
+
+
+@pytest.mark.parametrize(("sql", "duck"), _IGNORING)
+def test_ignore_nulls_equal_duckdb(sql: str, duck: str) -> None:
+    check_stream(_DDL, [(sql, duck, False)], _COMMITS)
+
+
+def test_named_windows_and_filters() -> None:
+    spec = f"PARTITION BY g ORDER BY {_ALL}"
+    sql = (
+        "SELECT g, a, sum(a) OVER w, rank() OVER (w), count(c) FILTER (WHERE a > 1) OVER w "
+        f"FROM w WINDOW w AS ({spec})"
+    )
+    duck = (
+        f"SELECT g, a, sum(a) OVER ({spec}), rank() OVER ({spec}), "
+        f"count(c) FILTER (WHERE a > 1) OVER ({spec}) FROM w"
+    )
+    grouped = (
+        "SELECT g, count(*) FILTER (WHERE a > 1), sum(c) FILTER (WHERE d > 0) FROM w GROUP BY g"
+    )
+    check_stream(_DDL, [(sql, duck, False), (grouped, None, False)], _COMMITS)
+
+
+def test_window_average_of_decimals_has_six_places() -> None:
+    # Spark's avg of a DECIMAL(10, 2) is a DECIMAL(14, 6); DuckDB's is a DOUBLE
+    over = "OVER (PARTITION BY g ORDER BY a NULLS FIRST)"
+    sql = f"SELECT g, a, avg(c) {over} FROM w"
+    duck = f"SELECT g, a, CAST(avg(c) {over} AS DECIMAL(14, 6)) FROM w"
+    check_stream(_DDL, [(sql, duck, False)], _COMMITS)
+
+
+def test_top_rows_per_group_follow_updates() -> None:
+    # the rows ranked first per group, ORDER BY + LIMIT over the ranked rows
+    sql = (
+        "SELECT g, a FROM (SELECT g, a, rank() OVER (PARTITION BY g ORDER BY a DESC NULLS "
+        "LAST) AS r FROM w) q WHERE r = 1 ORDER BY g NULLS FIRST, a LIMIT 2"
+    )
+    check_stream(_DDL, [(sql, None, True)], _COMMITS)
+
+
+def test_window_rows_change_only_in_changed_partitions() -> None:
+    db = dsql.Database()
+    db.execute(_DDL[0])
+    v = db.view("SELECT g, a, row_number() OVER (PARTITION BY g ORDER BY a) FROM w")
+    db.insert("w", [("x", 1, None, None, None), ("x", 2, None, None, None)])
+    db.insert("w", [("y", 5, None, None, None)])
+    db.commit()
+    v.changes()
+    db.insert("w", [("x", 0, None, None, None)])
+    db.commit()
+    changed = {(r[0], r[1], r[2], r[-1]) for r in v.changes()}
+    # x's rows are renumbered; y's row is untouched
+    assert changed == {
+        ("x", 0, 1, 1),
+        ("x", 1, 1, -1),
+        ("x", 1, 2, 1),
+        ("x", 2, 2, -1),
+        ("x", 2, 3, 1),
+    }
+
+
+@pytest.mark.parametrize(
+    ("sql", "error", "words"),
+    [
+        ("SELECT ntile(0) OVER (ORDER BY a) FROM w", SQLError, "ntile"),
+        ("SELECT lag(a, -1) OVER (ORDER BY a) FROM w", SQLError, "lag"),
+        ("SELECT lag(a, a) OVER (ORDER BY a) FROM w", UnsupportedSQL, "non-constant"),
+        (
+            "SELECT sum(a) OVER (ORDER BY a, c RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM w",
+            SQLError,
+            "exactly one ORDER BY",
+        ),
+        (
+            "SELECT sum(a) OVER (ORDER BY g RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM w",
+            SQLError,
+            "number or a date",
+        ),
+        (
+            "SELECT sum(a) OVER (ORDER BY a ROWS BETWEEN 1 FOLLOWING AND 1 PRECEDING) FROM w",
+            SQLError,
+            "start after it ends",
+        ),
+        ("SELECT sum(a) IGNORE NULLS OVER (ORDER BY a) FROM w", UnsupportedSQL, "IGNORE"),
+        ("SELECT sum(a) OVER v FROM w WINDOW w AS (ORDER BY a)", SQLError, "unknown window"),
+        ("SELECT count(DISTINCT a) OVER (ORDER BY a) FROM w", UnsupportedSQL, "DISTINCT"),
+        ("SELECT stddev(g) OVER (ORDER BY a) FROM w", SQLError, "number"),
+        ("SELECT a FROM w WHERE rank() OVER (ORDER BY a) = 1", UnsupportedSQL, "window"),
+        (
+            "SELECT sum(a) OVER (ORDER BY a ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) "
+            "FROM w",
+            SQLError,
+            "UNBOUNDED FOLLOWING",
+        ),
+    ],
+)
+def test_window_errors_name_the_problem(sql: str, error: type[Exception], words: str) -> None:
+    db = dsql.Database()
+    db.execute(_DDL[0])
+    with pytest.raises(error, match=words):
+        db.view(sql)
+
+
+def test_window_sums_beyond_int64_are_exact() -> None:
+    db = dsql.Database()
+    db.execute("CREATE TABLE b (k INT, v BIGINT)")
+    v = db.view("SELECT k, sum(v) OVER (ORDER BY k ROWS 1 PRECEDING) FROM b")
+    big = 2**62
+    # every frame's sum fits a BIGINT though the prefix sums need not
+    db.insert("b", [(1, big), (2, -big), (3, big), (4, 5), (5, big - 6)])
+    db.commit()
+    assert sorted(v.rows()) == [(1, big), (2, 0), (3, 0), (4, big + 5), (5, big - 1)]
+    # a frame's sum beyond BIGINT is an error, as for a grouped sum
+    db.insert("b", [(6, big + 10)])
+    with pytest.raises(DataError, match="BIGINT"):
+        db.commit()
+
+
+def test_window_delete_missing_row_leaves_views_usable() -> None:
+    db = dsql.Database()
+    db.execute(_DDL[0])
+    v = db.view("SELECT a, rank() OVER (ORDER BY a) FROM w")
+    db.insert("w", [("x", 1, None, None, None)])
+    db.commit()
+    with pytest.raises(DataError):
+        db.delete("w", [("x", 2, None, None, None)])
+    db.insert("w", [("x", 0, None, None, None)])
+    db.commit()
+    assert sorted(v.rows()) == [(0, 1), (1, 2)]
+
+
+def test_window_in_a_stream_with_one_commit_per_change() -> None:
+    # the same answers whether changes come one commit at a time or all at once
+    sql = f"SELECT g, a, sum(c) OVER (PARTITION BY g ORDER BY {_ALL} ROWS 1 PRECEDING) FROM w"
+    singles = [[Ins("w", [r])] for r in _FIRST] + [[Del("w", [r])] for r in _FIRST[:3]]
+    check_stream(_DDL, [(sql, None, False)], singles)
