@@ -402,3 +402,67 @@ def test_grouping_sets_on_no_rows_follow_spark() -> None:
 )
 def test_partition_aggregates_equal_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# rows of values compared as Spark compares structs (fields NULL-safely), as DuckDB does
+_M = ["CREATE TABLE m (a INT, b DOUBLE)"]
+_M_COMMITS = [
+    [Ins("m", [(None, None), (None, 1.0), (2, 3.0), (4, 5.0)])],
+    [Ins("m", [(2, None), (4, 3.0)]), Del("m", [(4, 5.0)])],
+    [Del("m", [(None, None)]), Ins("m", [(4, 5.0)])],
+]
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM m WHERE b = 1.0 AND (a, b) NOT IN ((2, 3.0))",
+        "SELECT * FROM m WHERE (a, b) NOT IN ((2, 3.0))",
+        "SELECT * FROM m WHERE (a, b) IN ((2, 3.0), (4, 5))",
+        "SELECT a, b, (a, b) = (2, 3.0), (a, b) <> (4, 5.0), (a, b) = (NULL, 1.0) FROM m",
+        "SELECT * FROM m WHERE NOT ((a, b) IN ((2, 3.0), (NULL, NULL)))",
+    ],
+)
+def test_row_comparisons_equal_duckdb(sql: str) -> None:
+    check_stream(_M, [(sql, None, False)], _M_COMMITS)
+
+
+def test_row_comparisons_in_sqlite_are_three_valued() -> None:
+    import sqlite3
+
+    sql = "SELECT a, (a, b) = (2, 3), (a, b) <> (2, 3) FROM m"
+    rows = [(2, None), (2, 3), (1, None), (None, 3)]
+    con = sqlite3.connect(":memory:")
+    con.execute("CREATE TABLE m (a INT, b INT)")
+    con.executemany("INSERT INTO m VALUES (?, ?)", rows)
+    want = sorted(con.execute(sql).fetchall(), key=repr)
+    db = dsql.Database(dialect="sqlite")
+    db.execute("CREATE TABLE m (a INT, b INT)")
+    v = db.view(sql)
+    db.insert("m", rows)
+    db.commit()
+    got = sorted(
+        ((a, None if x is None else int(x), None if y is None else int(y)) for a, x, y in v.rows()),
+        key=repr,
+    )
+    assert got == want
+    assert (2, None, None) in got  # (2, NULL) = (2, 3) is NULL, not FALSE
+
+
+# a WITH inside a subquery or derived table: its names are the subquery's own (hiding an
+# outer WITH's); and scalar subqueries nested in scalar subqueries
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT x1, (WITH t AS (SELECT y2 FROM y WHERE y1 = x1) SELECT max(y2) FROM t) FROM x",
+        "SELECT * FROM x WHERE x2 IN (WITH u(v) AS (SELECT z1 FROM z) SELECT v - 1 FROM u)",
+        "WITH t AS (SELECT 1 AS c) SELECT x1, (WITH t AS (SELECT 2 AS c) SELECT c FROM t) FROM x",
+        "SELECT * FROM (WITH u AS (SELECT y1 FROM y), w AS (SELECT count(*) AS n FROM u) "
+        "SELECT * FROM w) q",
+        "SELECT x1, (SELECT (SELECT max(z2) FROM z WHERE z1 = y1) FROM y WHERE y1 = x1 "
+        "AND y2 IS NOT NULL) FROM x",
+        "SELECT (SELECT (SELECT 2)), (SELECT (SELECT count(*) FROM z)) FROM x",
+    ],
+)
+def test_inner_with_and_nested_scalars_equal_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

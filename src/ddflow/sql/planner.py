@@ -959,6 +959,71 @@ def _with_base_window(w: Node, named: dict[str, Node], alias_key: str = "this") 
     return w
 
 
+def _inline_inner_ctes(tree: Node) -> None:
+    """A WITH inside a subquery or derived table (not the statement's own) written into
+    its query: each reference to one of its (non-recursive) common table expressions
+    becomes that query as a derived table. Innermost first, so an inner WITH's name hides
+    an outer one of the same name."""
+    for q in reversed(list(tree.find_all(exp.Query))):
+        if q is tree:
+            continue
+        key = "with_" if "with_" in q.args else "with"
+        w = q.args.get(key)
+        if w is None or w.args.get("recursive"):
+            continue
+        ctes = list(w.expressions)
+        q.set(key, None)
+        for i, cte in enumerate(ctes):
+            name = cte.alias
+            for target in [q, *(c.this for c in ctes[i + 1 :])]:
+                for table in list(target.find_all(exp.Table)):
+                    if table.name != name or table.args.get("db") or table.args.get("catalog"):
+                        continue
+                    alias = cte.args["alias"].copy()
+                    alias.set("this", exp.to_identifier(table.alias_or_name))
+                    table.replace(exp.Subquery(this=cte.this.copy(), alias=alias))
+
+
+def _row_comparisons(tree: Node, structs: bool) -> None:
+    """Comparisons of rows of values written out on their fields: ``(a, b) = (x, y)`` is
+    ``a = x AND b = y`` (and ``<>``, ``<=>`` alike), ``(a, b) IN ((x, y), ...)`` the OR of
+    such equalities. SQL's rows compare in three-valued logic (``(2, NULL) = (2, 3)`` is
+    NULL), as SQLite's do; Spark's are structs, whose fields compare NULL-safely
+    (``structs``: FALSE there)."""
+
+    def fields(t: Node, width: int, what: str) -> list[Node]:
+        if not isinstance(t, exp.Tuple) or len(t.expressions) != width:
+            raise SQLError(f"{what}: every row must have {width} values")
+        return list(t.expressions)
+
+    def equal(left: list[Node], right: list[Node], cls: Any = exp.EQ) -> Node:
+        eqs = [cls(this=a.copy(), expression=b.copy()) for a, b in zip(left, right, strict=True)]
+        return exp.Paren(this=exp.and_(*eqs)) if len(eqs) > 1 else eqs[0]
+
+    for node in list(tree.find_all(exp.In, exp.EQ, exp.NEQ, exp.NullSafeEQ)):
+        this = node.this
+        if not isinstance(this, exp.Tuple):
+            continue
+        width = len(this.expressions)
+        if isinstance(node, exp.In):
+            if node.args.get("query") is not None or not node.expressions:
+                continue
+            if not all(isinstance(e, exp.Tuple) for e in node.expressions):
+                continue
+            rows = [fields(e, width, "IN") for e in node.expressions]
+            eq = exp.NullSafeEQ if structs else exp.EQ
+            new: Node = exp.or_(*(equal(this.expressions, r, eq) for r in rows))
+            node.replace(exp.Paren(this=new) if len(rows) > 1 else new)
+            continue
+        other = node.expression
+        if not isinstance(other, exp.Tuple):
+            continue
+        right = fields(other, width, "row comparison")
+        safe = structs or isinstance(node, exp.NullSafeEQ)
+        same = equal(this.expressions, right, exp.NullSafeEQ if safe else exp.EQ)
+        node.replace(exp.Not(this=same) if isinstance(node, exp.NEQ) else same)
+
+
 def _filters_as_cases(tree: Node) -> None:
     """``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (the aggregates skip
     NULLs), ``count(*) FILTER (WHERE c)`` as ``count(CASE WHEN c THEN 1 END)``."""
@@ -1619,6 +1684,8 @@ class Planner:
         names = _display_names(tree, self.dialect)
         _inline_named_windows(tree)
         _filters_as_cases(tree)
+        _row_comparisons(tree, self.dialect == "spark")
+        _inline_inner_ctes(tree)
         tree = self.qualify(tree)
         tree = _expand_grouping_sets(tree, self.dialect == "spark")
         _partition_aggregates_as_joins(tree)
@@ -2823,9 +2890,12 @@ class Planner:
         value = self.bind(node, inner_scope)
         if _has_outer(value):
             raise UnsupportedSQL("a correlated reference in the SELECT list of a subquery")
-        key_exprs = [_col(i, rel.fields[i]) for i in range(k)]
+        # (binding the value may have joined a subquery of its own onto the relation)
+        base = inner_scope.plan
+        assert base is not None
+        key_exprs = [_col(i, base.fields[i]) for i in range(k)]
         pre = Project(
-            rel, (*key_exprs, value), (*rel.fields[:k], Field("_v", value.type, value.nullable))
+            base, (*key_exprs, value), (*base.fields[:k], Field("_v", value.type, value.nullable))
         )
         vcol = _col(k, pre.fields[k])
         stats = Aggregate(
