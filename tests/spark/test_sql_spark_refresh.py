@@ -215,3 +215,32 @@ def test_worker_killed_mid_refresh_gives_the_same_answer(
     assert marker.exists(), "the fault hook did not fire"
     stream.on_round = None
     stream.refresh(log[2])
+
+
+def test_window_view_on_spark_equals_spark_sql(spark: Any) -> None:
+    """A window view maintained by Spark workers (rows keyed by partition across two
+    workers) equals Spark SQL on the rows live after the changes."""
+    schema = pa.schema([("g", pa.string()), ("d", pa.decimal128(10, 2))])
+    rows = [("a", Decimal("1.00")), ("a", Decimal("3.00")), ("b", Decimal("2.00")), (None, None)]
+    rows += [("b", Decimal("5.50")), ("a", Decimal("2.00")), ("c", None)]
+    gone = [rows[1], rows[4]]
+    sql = (
+        "SELECT g, d, rank() OVER (PARTITION BY g ORDER BY d) AS r, "
+        "sum(d) OVER (PARTITION BY g ORDER BY d ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s, "
+        "lag(d) OVER (ORDER BY g, d) AS p FROM t"
+    )
+    feed = spark.createDataFrame(
+        arrow_rows(
+            schema,
+            rows + gone,
+            {
+                "time": pa.array([0] * len(rows) + [1] * len(gone), pa.int64()),
+                "diff": pa.array([1] * len(rows) + [-1] * len(gone), pa.int64()),
+            },
+        )
+    )
+    res = maintain(spark, {"w": sql}, {"t": feed}, workers=2)
+    live = [r for r in rows if r not in gone]
+    want, _ = spark_answer(spark, sql, {"t": arrow_rows(schema, live)})
+    extra, missing = same_rows(_rows(res, "w"), want)
+    assert (extra, missing) == ([], []), (extra, missing)
