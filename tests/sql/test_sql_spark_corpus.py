@@ -466,3 +466,39 @@ def test_row_comparisons_in_sqlite_are_three_valued() -> None:
 )
 def test_inner_with_and_nested_scalars_equal_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# a scalar subquery without FROM is its expression (an aggregate of outer columns in it
+# aggregates the outer rows; count(*) counts its own one row)
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT x1, (SELECT x1), (SELECT x2 WHERE x2 > 1) FROM x",
+        "SELECT x1 FROM x WHERE (SELECT x1 + x2) > 3",
+        "SELECT max(x1), (SELECT max(x2) + 1), (SELECT count(*)) FROM x",
+        "SELECT x2, (SELECT sum(x1)) FROM x GROUP BY x2 HAVING (SELECT min(x1)) > 0",
+    ],
+)
+def test_scalar_subquery_without_from_equals_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# (a, b) [NOT] IN (subquery) under OR in WHERE (DuckDB, comparing rows as structs, is given
+# SQL's null-aware meaning spelled out)
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        (
+            "SELECT * FROM x WHERE x1 = 1 OR (x1, x2) NOT IN (SELECT y1, y2 FROM y)",
+            "SELECT * FROM x WHERE x1 = 1 OR NOT EXISTS (SELECT 1 FROM y "
+            "WHERE COALESCE(y1 = x1 AND y2 = x2, TRUE))",
+        ),
+        (
+            "SELECT * FROM x WHERE x2 > 3 OR ((x1, x2) IN (SELECT y1, y2 + 1 FROM y) AND x1 > 0)",
+            "SELECT * FROM x WHERE x2 > 3 OR (EXISTS (SELECT 1 FROM y "
+            "WHERE y1 = x1 AND y2 + 1 = x2) AND x1 > 0)",
+        ),
+    ],
+)
+def test_tuple_in_under_or_equals_duckdb(sql: str, duck: str) -> None:
+    check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)

@@ -404,51 +404,58 @@ def _semi_joins_as_exists(sel: Node) -> None:
 
 
 def _tuple_in_as_exists(sel: Node) -> None:
-    """``(a, b) IN (SELECT c, d ...)`` as a condition of WHERE (so FALSE and NULL alike drop
-    the row) is ``EXISTS`` of the subquery's rows equal to ``(a, b)``; ``(a, b) NOT IN``
-    is ``NOT EXISTS`` of its rows where ``a = c AND b = d`` is TRUE or NULL."""
+    """``(a, b) IN (SELECT c, d ...)`` in WHERE, reached through AND / OR only (where FALSE
+    and NULL alike leave the row out in the end, so either may stand for the other), is
+    ``EXISTS`` of the subquery's rows equal to ``(a, b)``; ``(a, b) NOT IN`` is ``NOT
+    EXISTS`` of its rows where ``a = c AND b = d`` is TRUE or NULL."""
     where = sel.args.get("where")
     if where is None:
         return
-    parts = _conjuncts(where)
-    changed = False
-    out: list[Node] = []
-    for c in parts:
-        node = c
-        while isinstance(node, exp.Paren):
-            node = node.this
-        negated = isinstance(node, exp.Not)
-        if negated:
-            node = node.this
-            while isinstance(node, exp.Paren):
-                node = node.this
+
+    def test(node: Node, negated: bool) -> Node | None:
         q = node.args.get("query") if isinstance(node, exp.In) else None
-        if isinstance(node.this, exp.Tuple) and q is not None and not node.args.get("negate"):
-            items = node.this.expressions
-            names = [f"_in{i}" for i in range(len(items))]
-            body = q.this if isinstance(q, exp.Subquery) else q
-            derived = exp.Subquery(
-                this=body.copy(),
-                alias=exp.TableAlias(
-                    this=exp.to_identifier("_in"), columns=[exp.to_identifier(n) for n in names]
-                ),
-            )
-            eqs = [
-                exp.EQ(this=exp.column(n, table="_in"), expression=x.copy())
-                for n, x in zip(names, items, strict=True)
-            ]
-            if negated:
-                # NOT IN keeps a row when no subquery row's equality is TRUE or NULL
-                test = exp.Coalesce(this=exp.and_(*eqs), expressions=[exp.true()])
-                sub = exp.select("1").from_(derived).where(test)
-                out.append(exp.Not(this=exp.Exists(this=sub)))
-            else:
-                out.append(exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*eqs))))
-            changed = True
-        else:
-            out.append(c)
-    if changed:
-        sel.set("where", exp.Where(this=exp.and_(*out)))
+        if not isinstance(node.this, exp.Tuple) or q is None or node.args.get("negate"):
+            return None
+        items = node.this.expressions
+        names = [f"_in{i}" for i in range(len(items))]
+        body = q.this if isinstance(q, exp.Subquery) else q
+        derived = exp.Subquery(
+            this=body.copy(),
+            alias=exp.TableAlias(
+                this=exp.to_identifier("_in"), columns=[exp.to_identifier(n) for n in names]
+            ),
+        )
+        eqs = [
+            exp.EQ(this=exp.column(n, table="_in"), expression=x.copy())
+            for n, x in zip(names, items, strict=True)
+        ]
+        if negated:
+            # NOT IN keeps a row when no subquery row's equality is TRUE or NULL
+            cond = exp.Coalesce(this=exp.and_(*eqs), expressions=[exp.true()])
+            return exp.Not(this=exp.Exists(this=exp.select("1").from_(derived).where(cond)))
+        return exp.Exists(this=exp.select("1").from_(derived).where(exp.and_(*eqs)))
+
+    def walk(node: Node) -> Node:
+        inner = node
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if isinstance(inner, (exp.And, exp.Or)):
+            cls = type(inner)
+            return exp.Paren(this=cls(this=walk(inner.this), expression=walk(inner.expression)))
+        negated = isinstance(inner, exp.Not)
+        if negated:
+            inner = inner.this
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+        got = test(inner, negated)
+        return node if got is None else got
+
+    if not any(
+        isinstance(n, exp.In) and isinstance(n.this, exp.Tuple) and n.args.get("query")
+        for n in where.this.walk()
+    ):
+        return
+    sel.set("where", exp.Where(this=walk(where.this)))
 
 
 def _one_group_per_outer_row(sel: Node) -> bool:
@@ -957,6 +964,43 @@ def _with_base_window(w: Node, named: dict[str, Node], alias_key: str = "this") 
             w.set(part, [x.copy() for x in got] if isinstance(got, list) else got.copy())
     w.set("alias", None)
     return w
+
+
+def _inline_fromless_scalars(tree: Node) -> None:
+    """A scalar subquery without FROM, ``(SELECT e [WHERE c])``, is ``e`` (``CASE WHEN c
+    THEN e END``): one row, or none and so NULL. Its expression may read the outer row,
+    and an aggregate of outer columns in it aggregates the outer query's rows."""
+    for sub in list(tree.find_all(exp.Subquery)):
+        sel = sub.this
+        if not isinstance(sel, exp.Select) or sub.alias or sub.parent is None:
+            continue
+        if isinstance(sub.parent, (exp.From, exp.Join, exp.In, exp.Exists)) or any(
+            sel.args.get(k)
+            for k in ("from_", "from", "joins", "group", "having", "order", "limit", "offset")
+        ):
+            continue
+        if sel.args.get("distinct") or len(sel.expressions) != 1:
+            continue
+        item = sel.expressions[0]
+        value = item.this if isinstance(item, exp.Alias) else item
+        if isinstance(value, exp.Star) or any(
+            isinstance(n, (exp.Window, exp.Query, exp.Star)) for n in value.walk()
+        ):
+            continue
+        if any(
+            isinstance(n, exp.AggFunc) and (n.find(exp.Column) is None or sel.args.get("where"))
+            for n in value.walk()
+        ):
+            # (an aggregate of outer columns is the outer query's; ``count(*)`` counts the
+            # subquery's own one row)
+            continue
+        where = sel.args.get("where")
+        if where is not None and any(isinstance(n, exp.Query) for n in where.walk()):
+            continue
+        new = value.copy()
+        if where is not None:
+            new = exp.Case(ifs=[exp.If(this=where.this.copy(), true=new)])
+        sub.replace(exp.Paren(this=new))
 
 
 def _inline_inner_ctes(tree: Node) -> None:
@@ -1689,6 +1733,7 @@ class Planner:
         tree = self.qualify(tree)
         tree = _expand_grouping_sets(tree, self.dialect == "spark")
         _partition_aggregates_as_joins(tree)
+        _inline_fromless_scalars(tree)
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
