@@ -502,3 +502,18 @@ def test_scalar_subquery_without_from_equals_duckdb(sql: str) -> None:
 )
 def test_tuple_in_under_or_equals_duckdb(sql: str, duck: str) -> None:
     check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)
+
+
+# a subquery inside an aggregate's argument, evaluated per input row before grouping
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT x1, sum(CASE WHEN EXISTS (SELECT 1 FROM y WHERE y1 = x1) THEN 1 ELSE 0 END) "
+        "FROM x GROUP BY x1",
+        "SELECT count(*), sum(CASE WHEN x2 IN (SELECT z2 FROM z) THEN x1 END) AS s FROM x "
+        "HAVING sum(CASE WHEN x2 IN (SELECT z2 FROM z) THEN x1 END) > 0",
+        "SELECT x2, max((SELECT count(*) FROM y WHERE y1 = x1) + x1) FROM x GROUP BY x2",
+    ],
+)
+def test_subquery_in_aggregate_argument_equals_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

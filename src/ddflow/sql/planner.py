@@ -1353,6 +1353,9 @@ class Outer(Expr):
 class AggContext:
     keys: dict[str, int]  # group expression SQL -> output field
     aggs: dict[tuple[Any, ...], int]
+    #: aggregate SQL -> output field, for aggregates with a subquery in their argument
+    #: (bound once: binding a subquery again would join it to the input again)
+    by_sql: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -3017,13 +3020,18 @@ class Planner:
         aggs: list[Agg] = []
         agg_index: dict[tuple[Any, ...], int] = {}
         agg_types: list[SqlType] = []
+        by_sql: dict[str, int] = {}
         for n in agg_nodes:
-            key, agg, t = self._bind_agg(n, scope)
-            if key in agg_index:
+            nested = any(isinstance(x, exp.Query) for x in n.walk())
+            if nested and n.sql() in by_sql:
                 continue
-            agg_index[key] = len(aggs)
-            aggs.append(agg)
-            agg_types.append(t)
+            key, agg, t = self._bind_agg(n, scope)
+            if key not in agg_index:
+                agg_index[key] = len(aggs)
+                aggs.append(agg)
+                agg_types.append(t)
+            if nested:
+                by_sql[n.sql()] = len(keys) + agg_index[key]
         key_fields = tuple(
             Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
             for i, k in enumerate(keys)
@@ -3040,7 +3048,7 @@ class Planner:
             scope.plan, tuple(keys), tuple(aggs), scalar, key_fields + tuple(agg_fields)
         )
         key_sql = {kn.sql(): i for i, kn in enumerate(key_nodes)}
-        scope.agg = AggContext(key_sql, {k: len(keys) + v for k, v in agg_index.items()})
+        scope.agg = AggContext(key_sql, {k: len(keys) + v for k, v in agg_index.items()}, by_sql)
         scope.plan = plan
         # after aggregation the sources' columns are only reachable as group keys
         scope.pre_keys = keys
@@ -3432,6 +3440,9 @@ class Planner:
         assert ctx is not None and scope.plan is not None
         fields = scope.plan.fields
         if isinstance(node, _AGGS):
+            at = ctx.by_sql.get(node.sql())
+            if at is not None:
+                return _col(at, fields[at])
             pre = Scope(scope.outer, in_loop=scope.in_loop)
             pre.plan = scope.plan.input if isinstance(scope.plan, Aggregate) else None
             pre.sources = scope.sources
