@@ -517,3 +517,26 @@ def test_tuple_in_under_or_equals_duckdb(sql: str, duck: str) -> None:
 )
 def test_subquery_in_aggregate_argument_equals_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# count over several arguments or t.*: the rows where every argument is non-NULL
+_ALL_SET = "CASE WHEN x1 IS NOT NULL AND x2 IS NOT NULL THEN 1 END"
+
+
+@pytest.mark.parametrize(
+    ("sql", "duck"),
+    [
+        (
+            "SELECT count(x1, x2), count(x.*), count(x.*, x2), count(*) FROM x",
+            f"SELECT count({_ALL_SET}), count({_ALL_SET}), count({_ALL_SET}), count(*) FROM x",
+        ),
+        (
+            "SELECT count(DISTINCT *), count(DISTINCT x.*), count(DISTINCT x2, x1) FROM x",
+            "SELECT count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL), "
+            "count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL), "
+            "count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL) FROM x",
+        ),
+    ],
+)
+def test_count_of_several_arguments_equals_duckdb(sql: str, duck: str) -> None:
+    check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)

@@ -3061,6 +3061,8 @@ class Planner:
             func = _SPREAD.get(func, func)
             arg_node = n.this
             distinct = False
+            if isinstance(n, exp.Count):
+                arg_node = self._count_argument(n, scope)
             if isinstance(arg_node, exp.Distinct):
                 distinct = True
                 if len(arg_node.expressions) > 1:
@@ -3098,6 +3100,49 @@ class Planner:
             return (func, arg, distinct), Agg(func, arg, distinct), t
         finally:
             scope.agg = saved
+
+    def _count_argument(self, n: Node, scope: Scope) -> Node | None:
+        """The argument of ``count(...)`` as one expression: ``count(a, b)`` counts the rows
+        where every argument is non-NULL (Spark's rule), so it is ``count(CASE WHEN a IS
+        NOT NULL AND b IS NOT NULL THEN 1 END)``; ``t.*`` (and ``*`` among several or after
+        DISTINCT) stands for the columns of ``t`` (of every source)."""
+        arg = n.this
+        distinct = isinstance(arg, exp.Distinct)
+        items = list(arg.expressions) if distinct else ([arg] if arg is not None else [])
+        items += list(n.expressions)
+        if not items:
+            return arg
+        starred = [
+            isinstance(x, exp.Star) or (isinstance(x, exp.Column) and isinstance(x.this, exp.Star))
+            for x in items
+        ]
+        if not any(starred) and (distinct or len(items) == 1):
+            return arg
+        if len(items) == 1 and isinstance(items[0], exp.Star) and not distinct:
+            return arg  # count(*)
+        cols: list[Node] = []
+        for x, star in zip(items, starred, strict=True):
+            if not star:
+                cols.append(x)
+                continue
+            table = _name(x.args.get("table")) if isinstance(x, exp.Column) else ""
+            hits = [
+                exp.column(f.name, table=alias)
+                for alias, _, fs in scope.sources
+                if not table or alias == table
+                for f in fs
+            ]
+            if not hits:
+                raise SQLError(f"'{x.sql()}' names no columns here")
+            cols.extend(hits)
+        if distinct:
+            return exp.Distinct(expressions=cols)
+        if len(cols) == 1:
+            return cols[0]
+        present = exp.and_(
+            *(exp.Not(this=exp.Is(this=c.copy(), expression=exp.Null())) for c in cols)
+        )
+        return exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))])
 
     def _bind_count_distinct_rows(
         self, n: Node, func: str, arg_node: Node, scope: Scope
