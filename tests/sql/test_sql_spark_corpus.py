@@ -540,3 +540,19 @@ _ALL_SET = "CASE WHEN x1 IS NOT NULL AND x2 IS NOT NULL THEN 1 END"
 )
 def test_count_of_several_arguments_equals_duckdb(sql: str, duck: str) -> None:
     check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)
+
+
+# an aggregate of the outer query's columns written inside a subquery of its HAVING or
+# SELECT aggregates the outer query's groups
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT x1, count(*) FROM x GROUP BY x1 HAVING EXISTS (SELECT 1 FROM y "
+        "WHERE y2 < min(x.x2))",
+        "SELECT * FROM z WHERE EXISTS (SELECT x1, count(x2) FROM x WHERE z1 = x1 + 2 "
+        "GROUP BY x1 HAVING EXISTS (SELECT 1 FROM y WHERE y2 > max(x.x2)))",
+        "SELECT x2, (SELECT count(*) FROM y WHERE y2 < max(x.x1)) FROM x GROUP BY x2",
+    ],
+)
+def test_outer_aggregate_in_subquery_equals_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

@@ -1398,6 +1398,28 @@ def _name(node: Node | str | None) -> str:
     return node.name.lower()
 
 
+def _outer_aggregates(q: Node, nodes: list[Node]) -> list[Node]:
+    """The aggregates inside subqueries of ``nodes`` (parts of SELECT ``q``) that aggregate
+    ``q``'s rows: every column they read is one of ``q``'s sources' (none of the
+    subquery's own), and the subquery is directly inside ``q``."""
+    own = _sources(q)
+    out: list[Node] = []
+    for node in nodes:
+        for a in node.walk():
+            if not isinstance(a, _AGGS) or _window_head(a):
+                continue
+            sub = a.find_ancestor(exp.Select)
+            if sub is None or sub is q or sub.parent is None:
+                continue
+            if sub.parent.find_ancestor(exp.Select) is not q:
+                continue
+            cols = list(a.find_all(exp.Column))
+            inner = _sources(sub)
+            if cols and all(c.table in own and c.table not in inner for c in cols):
+                out.append(a)
+    return out
+
+
 def _window_head(n: Node) -> bool:
     """Whether ``n`` is the function a window computes (``sum`` in ``sum(x) OVER (...)``)."""
     p = n.parent
@@ -1989,8 +2011,12 @@ class Planner:
                     agg_nodes.append(n)
                 elif isinstance(n, exp.AggFunc):
                     raise UnsupportedSQL(f"aggregate function {n.sql(self.dialect)}")
+        outer_aggs = _outer_aggregates(
+            q, [*selects, *([having.this] if having is not None else [])]
+        )
+        agg_nodes += outer_aggs
         if group is not None or agg_nodes or having is not None:
-            self._plan_aggregate(q, scope, agg_nodes)
+            self._plan_aggregate(q, scope, agg_nodes, {id(n) for n in outer_aggs})
             if having is not None:
                 self._apply_predicate(having, scope)
         windows = [
@@ -2998,7 +3024,9 @@ class Planner:
         return folded
 
     # -- aggregation -----------------------------------------------------------------------
-    def _plan_aggregate(self, q: Node, scope: Scope, agg_nodes: list[Node]) -> None:
+    def _plan_aggregate(
+        self, q: Node, scope: Scope, agg_nodes: list[Node], outer_ids: set[int] | None = None
+    ) -> None:
         group = q.args.get("group")
         key_nodes = list(group.expressions) if group is not None else []
         if group is not None and (
@@ -3006,7 +3034,9 @@ class Planner:
         ):
             raise UnsupportedSQL("ROLLUP / CUBE / GROUPING SETS are not supported")
         keys = [self.bind(k, scope) for k in key_nodes]
-        self._build_aggregate(scope, keys, key_nodes, agg_nodes, scalar=group is None)
+        self._build_aggregate(
+            scope, keys, key_nodes, agg_nodes, scalar=group is None, outer_ids=outer_ids
+        )
 
     def _build_aggregate(
         self,
@@ -3015,7 +3045,10 @@ class Planner:
         key_nodes: list[Node],
         agg_nodes: list[Node],
         scalar: bool,
+        outer_ids: set[int] | None = None,
     ) -> None:
+        """``outer_ids``: aggregates written inside this query's subqueries that aggregate
+        this query's rows (found again there by their text)."""
         assert scope.plan is not None
         aggs: list[Agg] = []
         agg_index: dict[tuple[Any, ...], int] = {}
@@ -3030,7 +3063,7 @@ class Planner:
                 agg_index[key] = len(aggs)
                 aggs.append(agg)
                 agg_types.append(t)
-            if nested:
+            if nested or (outer_ids and id(n) in outer_ids):
                 by_sql[n.sql()] = len(keys) + agg_index[key]
         key_fields = tuple(
             Field(f"_g{i}", k.type if k.type.kind != "null" else INT, k.nullable)
@@ -3455,6 +3488,17 @@ class Planner:
 
     def bind(self, node: Node, scope: Scope) -> Expr:
         """Our expression for a sqlglot expression in ``scope``."""
+        if (
+            isinstance(node, _AGGS)
+            and scope.outer is not None
+            and scope.outer.agg is not None
+            and scope.outer.plan is not None
+        ):
+            # an aggregate of the enclosing query's rows, written in this subquery
+            got = scope.outer.agg.by_sql.get(node.sql())
+            if got is not None and any(isinstance(n, exp.Column) for n in node.walk()):
+                f = scope.outer.plan.fields[got]
+                return Outer(got, f.type, f.nullable, f.name)
         if isinstance(node, exp.Window):
             at = scope.windows.get(node.sql())
             if at is None:
