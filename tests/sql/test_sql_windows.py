@@ -41,6 +41,8 @@ _SECOND = [
 _COMMITS = churn("w", _FIRST, _SECOND)
 
 _ALL = "a NULLS FIRST, c NULLS FIRST, d NULLS FIRST, e NULLS FIRST"
+#: every column: rows tied in it are identical
+_EVERY = f"g NULLS LAST, {_ALL}"
 
 _VIEWS = [
     # ranks
@@ -51,7 +53,7 @@ _VIEWS = [
     "SELECT g, a, percent_rank() OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
     "SELECT g, a, cume_dist() OVER (PARTITION BY g ORDER BY a NULLS LAST) FROM w",
     "SELECT g, a, ntile(3) OVER (PARTITION BY g ORDER BY " + _ALL + ") FROM w",
-    "SELECT a, ntile(2) OVER (ORDER BY " + _ALL + ") FROM w",
+    "SELECT a, ntile(2) OVER (ORDER BY " + _EVERY + ") FROM w",
     # strings and dates as the order
     "SELECT g, e, rank() OVER (ORDER BY g DESC NULLS FIRST, e NULLS LAST) FROM w",
     # neighbours
@@ -67,19 +69,19 @@ _VIEWS = [
     "max(e) OVER (PARTITION BY g ORDER BY a NULLS FIRST) FROM w",
     f"SELECT g, a, sum(a) OVER (PARTITION BY g ORDER BY {_ALL} "
     "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) FROM w",
-    f"SELECT a, max(c) OVER (ORDER BY {_ALL} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
-    f"min(g) OVER (ORDER BY {_ALL} ROWS BETWEEN CURRENT ROW AND 3 FOLLOWING) FROM w",
-    f"SELECT a, sum(d) OVER (ORDER BY {_ALL} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
+    f"SELECT a, max(c) OVER (ORDER BY {_EVERY} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW), "
+    f"min(g) OVER (ORDER BY {_EVERY} ROWS BETWEEN CURRENT ROW AND 3 FOLLOWING) FROM w",
+    f"SELECT a, sum(d) OVER (ORDER BY {_EVERY} ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)"
     " FROM w",
-    f"SELECT a, count(*) OVER (ORDER BY {_ALL} ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING), "
-    f"sum(c) OVER (ORDER BY {_ALL} ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) FROM w",
+    f"SELECT a, count(*) OVER (ORDER BY {_EVERY} ROWS BETWEEN 3 PRECEDING AND 1 PRECEDING), "
+    f"sum(c) OVER (ORDER BY {_EVERY} ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING) FROM w",
     "SELECT g, a, sum(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
     "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING) FROM w",
     "SELECT g, sum(a) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
     "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) FROM w",
     # spreads over frames, from exact sums of values and squares
     "SELECT g, a, stddev_samp(c) OVER (PARTITION BY g ORDER BY a NULLS FIRST), "
-    f"var_pop(d) OVER (ORDER BY {_ALL} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM w",
+    f"var_pop(d) OVER (ORDER BY {_EVERY} ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM w",
     # first / last / nth over frames
     f"SELECT g, a, first_value(c) OVER (PARTITION BY g ORDER BY {_ALL}), "
     f"last_value(c) OVER (PARTITION BY g ORDER BY {_ALL}) FROM w",
@@ -140,10 +142,10 @@ _IGNORING = [
     ),
     (
         f"SELECT g, first_value(c) IGNORE NULLS OVER (ORDER BY {_ALL}), "
-        f"last_value(g) IGNORE NULLS OVER (ORDER BY {_ALL} ROWS BETWEEN 1 PRECEDING "
+        f"last_value(g) IGNORE NULLS OVER (ORDER BY {_EVERY} ROWS BETWEEN 1 PRECEDING "
         "AND 1 FOLLOWING) FROM w",
         f"SELECT g, first_value(c IGNORE NULLS) OVER (ORDER BY {_ALL}), "
-        f"last_value(g IGNORE NULLS) OVER (ORDER BY {_ALL} ROWS BETWEEN 1 PRECEDING "
+        f"last_value(g IGNORE NULLS) OVER (ORDER BY {_EVERY} ROWS BETWEEN 1 PRECEDING "
         "AND 1 FOLLOWING) FROM w",
     ),
     (
@@ -301,3 +303,53 @@ def test_window_benchmark_answer_equals_duckdb() -> None:
     out = main(["--rows", "3000", "--partitions", "7", "--commits", "6", "--changes", "40"])
     assert out["equal_to_duckdb"] is True
     assert out["rows"] == 3000
+
+
+def _random_commits(seed: int, steps: int) -> list[list[object]]:
+    import random
+
+    rng = random.Random(seed)
+    live: list[tuple[object, ...]] = []
+    commits: list[list[object]] = []
+    for _ in range(steps):
+        new = [
+            (
+                rng.choice(["x", "y", None]),
+                rng.choice([None, 0, 1, 2, 3, 5, 8]),
+                rng.choice([None, _M("1.50"), _M("2.00"), _M("-3.75")]),
+                rng.choice([None, 0.5, 1.0, 2.25, -1.0]),
+                rng.choice([None, _D(2024, 1, 1), _D(2024, 1, 3), _D(2024, 1, 7)]),
+            )
+            for _ in range(rng.randint(1, 6))
+        ]
+        gone = rng.sample(live, min(len(live), rng.randint(0, 4)))
+        for r in gone:
+            live.remove(r)
+        live.extend(new)
+        step: list[object] = [Ins("w", new)]
+        if gone:
+            step.append(Del("w", gone))
+        commits.append(step)
+    return commits
+
+
+def test_windows_under_random_changes_equal_duckdb() -> None:
+    # random inserts and deletes (duplicates and NULLs included), every view checked
+    # against DuckDB after each commit
+    views = [
+        "SELECT g, a, sum(a) OVER (PARTITION BY g ORDER BY a NULLS FIRST "
+        "RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING) FROM w",
+        "SELECT d, sum(d) OVER (ORDER BY d DESC NULLS LAST "
+        "RANGE BETWEEN 1.5 PRECEDING AND 0.5 FOLLOWING) FROM w",
+        "SELECT e, count(e) OVER (ORDER BY e NULLS FIRST RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING)"
+        " FROM w",
+        f"SELECT g, a, rank() OVER (PARTITION BY g ORDER BY a NULLS LAST), "
+        f"row_number() OVER (PARTITION BY g ORDER BY {_ALL}), "
+        f"ntile(3) OVER (ORDER BY g NULLS FIRST, {_ALL}) FROM w",
+        f"SELECT a, c, max(c) OVER (ORDER BY {_EVERY} ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING), "
+        f"min(g) OVER (PARTITION BY a ORDER BY {_EVERY} ROWS BETWEEN UNBOUNDED PRECEDING "
+        "AND 1 PRECEDING) FROM w",
+        f"SELECT g, lag(c, 2) OVER (PARTITION BY g ORDER BY {_ALL}), "
+        f"first_value(e) OVER (ORDER BY {_EVERY} ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING) FROM w",
+    ]
+    check_stream(_DDL, [(v, None, False) for v in views], _random_commits(7, 25))
