@@ -157,6 +157,16 @@ _IGNORING = [
 ]
 
 
+_IGNORING.append(
+    (
+        f"SELECT g, first_value(c, true) OVER (ORDER BY {_EVERY}), "
+        f"last_value(d, false) OVER (ORDER BY {_EVERY}) FROM w",
+        f"SELECT g, first_value(c IGNORE NULLS) OVER (ORDER BY {_EVERY}), "
+        f"last_value(d) OVER (ORDER BY {_EVERY}) FROM w",
+    )
+)
+
+
 @pytest.mark.parametrize(("sql", "duck"), _IGNORING)
 def test_ignore_nulls_equal_duckdb(sql: str, duck: str) -> None:
     check_stream(_DDL, [(sql, duck, False)], _COMMITS)

@@ -108,6 +108,23 @@ def _raw_date_format(args: list[Node]) -> Node:
     return exp.Anonymous(this="date_format", expressions=args)
 
 
+def _value_function(cls: Any) -> Any:
+    """Spark's ``first_value(x, ignoreNulls)`` / ``last_value(x, ignoreNulls)``: a TRUE
+    second argument is ``IGNORE NULLS``, FALSE the default."""
+
+    def build(args: list[Node]) -> Node:
+        if len(args) == 2 and isinstance(args[1], exp.Boolean):
+            ignore = bool(args[1].this)
+            node = cls(this=args[0])
+            del args[1:]  # (sqlglot then checks the arguments left against the node)
+            return exp.IgnoreNulls(this=node) if ignore else node
+        if len(args) != 1:
+            raise SQLError(f"{cls.__name__} takes a value and an optional ignoreNulls flag")
+        return cls(this=args[0])
+
+    return build
+
+
 class _SparkRead(Spark):
     """Spark SQL as sqlglot reads it, but with ``''`` in a string literal a quote, as Spark
     reads it (sqlglot took ``'O''Brien'`` for two literals side by side, ``'OBrien'``), and
@@ -118,7 +135,12 @@ class _SparkRead(Spark):
         STRING_ESCAPES = [*Spark.Tokenizer.STRING_ESCAPES, "'"]
 
     class Parser(Spark.Parser):  # type: ignore[valid-type,misc]
-        FUNCTIONS = {**Spark.Parser.FUNCTIONS, "DATE_FORMAT": _raw_date_format}
+        FUNCTIONS = {
+            **Spark.Parser.FUNCTIONS,
+            "DATE_FORMAT": _raw_date_format,
+            "FIRST_VALUE": _value_function(exp.FirstValue),
+            "LAST_VALUE": _value_function(exp.LastValue),
+        }
 
 
 _READ: dict[str, Any] = {"spark": _SparkRead, "sqlite": "sqlite"}
