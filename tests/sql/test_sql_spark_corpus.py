@@ -556,3 +556,16 @@ def test_count_of_several_arguments_equals_duckdb(sql: str, duck: str) -> None:
 )
 def test_outer_aggregate_in_subquery_equals_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+# a scalar subquery grouped by an expression that its WHERE pins to the outer row
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT *, (SELECT count(*) FROM y WHERE x1 = y1 AND CAST(y2 AS DOUBLE) = x1 + 1 "
+        "GROUP BY CAST(y2 AS DOUBLE)) FROM x",
+        "SELECT *, (SELECT sum(y1) FROM y WHERE y2 * 2 = x2 * 2 GROUP BY y2 * 2) FROM x",
+    ],
+)
+def test_scalar_subquery_grouped_by_pinned_expression_equals_duckdb(sql: str) -> None:
+    check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)

@@ -482,8 +482,8 @@ def _tuple_in_as_exists(sel: Node) -> None:
 
 def _one_group_per_outer_row(sel: Node) -> bool:
     """Whether every GROUP BY key of subquery ``sel`` is fixed for each row of the query
-    around it: a constant, a column of that query, or a column of the subquery that WHERE
-    equates to such a value (so the subquery has at most one group)."""
+    around it: a constant, a column of that query, or an expression of the subquery's
+    columns that WHERE equates to such a value (so the subquery has at most one group)."""
     group = sel.args.get("group")
     if group is None or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")):
         return False
@@ -501,12 +501,13 @@ def _one_group_per_outer_row(sel: Node) -> bool:
             c = c.this
         if isinstance(c, exp.EQ):
             for a, b in ((c.this, c.expression), (c.expression, c.this)):
-                if isinstance(a, exp.Column) and a.table in own and fixed(b):
-                    pinned.append(a)
-    return all(
-        fixed(k) or (isinstance(k, exp.Column) and any(k == p for p in pinned))
-        for k in group.expressions
-    )
+                if (
+                    fixed(b)
+                    and not fixed(a)
+                    and not any(isinstance(n, exp.Query) for n in a.walk())
+                ):
+                    pinned.append(a)  # (a column or an expression of the subquery's rows)
+    return all(fixed(k) or any(k == p for p in pinned) for k in group.expressions)
 
 
 def _is_subquery_expression(sel: Node) -> bool:
