@@ -363,3 +363,34 @@ def test_windows_under_random_changes_equal_duckdb() -> None:
         f"first_value(e) OVER (ORDER BY {_EVERY} ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING) FROM w",
     ]
     check_stream(_DDL, [(v, None, False) for v in views], _random_commits(7, 25))
+
+
+def test_range_offsets_at_the_ends_of_bigint() -> None:
+    # value + offset leaves BIGINT: the frame is still the values within the offset
+    top = 2**63 - 1
+    db = dsql.Database()
+    db.execute("CREATE TABLE b (v BIGINT)")
+    asc = db.view(
+        "SELECT v, count(*) OVER (ORDER BY v RANGE BETWEEN 3 PRECEDING AND 3 FOLLOWING) FROM b"
+    )
+    desc = db.view(
+        "SELECT v, sum(1) OVER (ORDER BY v DESC RANGE BETWEEN 2 PRECEDING AND CURRENT ROW) FROM b"
+    )
+    db.insert("b", [(top,), (top - 1,), (top - 5,), (0,), (-top - 1,), (-top,)])
+    db.commit()
+    assert sorted(asc.rows()) == [
+        (-top - 1, 2),
+        (-top, 2),
+        (0, 1),
+        (top - 5, 1),
+        (top - 1, 2),
+        (top, 2),
+    ]
+    assert sorted(desc.rows()) == [
+        (-top - 1, 2),
+        (-top, 1),
+        (0, 1),
+        (top - 5, 1),
+        (top - 1, 2),
+        (top, 1),
+    ]

@@ -352,13 +352,15 @@ def _range_bounds(
     lo = np.empty(g.n, dtype=np.int64)
     hi = np.empty(g.n, dtype=np.int64)
     w = v
-    if desc:
-        w = -w if w.dtype != object else np.array([-x for x in w.tolist()], dtype=object)
     if w.dtype.kind == "i":
         span = max(abs(int(w.max())), abs(int(w.min()))) if len(w) else 0
         if span + max(abs(start or 0), abs(end or 0)) >= 2**63:
-            w = w.astype(object)  # (exact: the shifted values leave int64)
+            w = w.astype(object)  # (exact: the shifted or negated values leave int64)
+    if desc:
+        w = -w  # (elementwise on Python ints too)
     live = np.ones(g.n, dtype=bool) if nl is None else ~nl
+    if w.dtype != object:
+        return _range_bounds_sorted(start, end, w, live, g)
     starts = np.flatnonzero(g.idx == g.p_start)
     ends = np.append(starts[1:], g.n)
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
@@ -378,6 +380,46 @@ def _range_bounds(
             hi[s:e] = g.peer_end[s:e] - 1
             if len(vals):
                 hi[vals] = vals[0] + np.searchsorted(keys, keys + end, side="right") - 1
+    return lo, hi
+
+
+def _range_bounds_sorted(
+    start: Any, end: Any, w: np.ndarray, live: np.ndarray, g: _Group
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_range_bounds`` for all partitions at once (numbers that stay in int64 or
+    floats): each bound is where ``value + offset`` falls among its partition's non-NULL
+    values, found by sorting the values and the targets together, by partition then
+    value (a target before equal values for a start, after them for an end)."""
+    lo = (g.p_start if start is None else g.peer_start).copy()
+    hi = (g.p_end - 1 if end is None else g.peer_end - 1).copy()
+    vals = np.flatnonzero(live)  # each partition's non-NULL rows: one run, in order
+    nk = len(vals)
+    if not nk:
+        return lo, hi
+    pid = g.p_start[vals]
+    kw = w[vals]
+    first = np.searchsorted(pid, pid, side="left")  # the partition's first value's rank
+
+    def ranks(target: np.ndarray, flag: int) -> np.ndarray:
+        # the number of values before each target: all earlier partitions' and those of
+        # its own partition below it (flag -1) or not above it (flag 1)
+        order = np.lexsort(
+            (
+                np.concatenate([np.zeros(nk, np.int8), np.full(nk, flag, np.int8)]),
+                np.concatenate([kw, target]),
+                np.concatenate([pid, pid]),
+            )
+        )
+        is_key = order < nk
+        before: np.ndarray = np.cumsum(is_key) - is_key
+        out = np.empty(nk, dtype=np.int64)
+        out[order[~is_key] - nk] = before[~is_key]
+        return out
+
+    if start is not None:
+        lo[vals] = vals[first] + ranks(kw + start, -1) - first
+    if end is not None:
+        hi[vals] = vals[first] + ranks(kw + end, 1) - first - 1
     return lo, hi
 
 
@@ -402,6 +444,10 @@ def _frame_sums(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, empty: np.ndarray
     return out
 
 
+#: partitions of at most this many rows have their DOUBLE prefix sums made together
+_ROW_SPAN = 64
+
+
 def _float_frame_sums(
     x: np.ndarray, nl: np.ndarray | None, lo: Any, hi: Any, empty: np.ndarray, g: _Group
 ) -> np.ndarray:
@@ -418,13 +464,29 @@ def _float_frame_sums(
     out = np.zeros(n, dtype=np.float64)
     starts = np.flatnonzero(g.idx == g.p_start)
     ends = np.append(starts[1:], n)
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        c = np.zeros(e - s + 1)
-        np.cumsum(finite[s:e], out=c[1:])
-        a, b = lo[s:e] - s, hi[s:e] - s + 1
-        b = np.maximum(b, a)
+    # each partition's prefix sums, added up in order within the partition (so a running
+    # frame's sum is its values added one by one, whatever came before the partition):
+    # the partitions of at most _ROW_SPAN rows all at once as the rows of a matrix, the
+    # longer ones one by one
+    a_all, b_all = lo - g.p_start, np.maximum(hi - g.p_start + 1, lo - g.p_start)
+    sizes = ends - starts
+    short = sizes <= _ROW_SPAN
+    if short.any():
+        part_of = np.searchsorted(starts, g.idx, side="right") - 1
+        rows = np.flatnonzero(short[part_of])
+        r = (np.cumsum(short) - 1)[part_of[rows]]  # (the matrix row of each partition)
+        width = int(sizes[short].max())
+        m = np.zeros((int(short.sum()), width + 1))
+        m[r, rows - g.p_start[rows] + 1] = finite[rows]
+        c = np.cumsum(m, axis=1)
+        a, b = a_all[rows], b_all[rows]
+        out[rows] = np.where(a == 0, c[r, b], c[r, b] - c[r, a])
+    for s, e in zip(starts[~short].tolist(), ends[~short].tolist(), strict=True):
+        c1 = np.zeros(e - s + 1)
+        np.cumsum(finite[s:e], out=c1[1:])
+        a, b = a_all[s:e], b_all[s:e]
         # (c[b] - c[0] is c[b] itself: a running frame's sum as added up)
-        out[s:e] = np.where(a == 0, c[b], c[b] - c[a])
+        out[s:e] = np.where(a == 0, c1[b], c1[b] - c1[a])
     cnt = [_frame_sums(m.astype(np.int64), lo, hi, empty) for m in (pinf, ninf, nan)]
     res = np.where(cnt[0] > 0, np.inf, np.where(cnt[1] > 0, -np.inf, out))
     return np.where((cnt[2] > 0) | ((cnt[0] > 0) & (cnt[1] > 0)), np.nan, res)
