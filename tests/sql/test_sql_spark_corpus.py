@@ -569,3 +569,13 @@ def test_outer_aggregate_in_subquery_equals_duckdb(sql: str) -> None:
 )
 def test_scalar_subquery_grouped_by_pinned_expression_equals_duckdb(sql: str) -> None:
     check_stream(_XYZ, [(sql, None, False)], _XYZ_COMMITS)
+
+
+def test_tuple_not_in_ordered_subquery_equals_duckdb() -> None:
+    # an ORDER BY in the tested subquery (correlated) is no part of the test
+    sql = "SELECT * FROM x WHERE (x1, x2) NOT IN (SELECT y1, y2 FROM y WHERE y1 = x1 ORDER BY y1)"
+    duck = (
+        "SELECT * FROM x WHERE NOT EXISTS (SELECT 1 FROM y WHERE y1 = x1 "
+        "AND COALESCE(y1 = x1 AND y2 = x2, TRUE))"
+    )
+    check_stream(_XYZ, [(sql, duck, False)], _XYZ_COMMITS)

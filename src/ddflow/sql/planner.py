@@ -440,9 +440,11 @@ def _tuple_in_as_exists(sel: Node) -> None:
             return None
         items = node.this.expressions
         names = [f"_in{i}" for i in range(len(items))]
-        body = q.this if isinstance(q, exp.Subquery) else q
+        body = (q.this if isinstance(q, exp.Subquery) else q).copy()
+        if body.args.get("order") and not (body.args.get("limit") or body.args.get("offset")):
+            body.set("order", None)  # (the order of the rows tested does not matter)
         derived = exp.Subquery(
-            this=body.copy(),
+            this=body,
             alias=exp.TableAlias(
                 this=exp.to_identifier("_in"), columns=[exp.to_identifier(n) for n in names]
             ),
