@@ -531,7 +531,7 @@ _ALL_SET = "CASE WHEN x1 IS NOT NULL AND x2 IS NOT NULL THEN 1 END"
             f"SELECT count({_ALL_SET}), count({_ALL_SET}), count({_ALL_SET}), count(*) FROM x",
         ),
         (
-            "SELECT count(DISTINCT *), count(DISTINCT x.*), count(DISTINCT x2, x1) FROM x",
+            "SELECT count(DISTINCT *), count(DISTINCT (x.*)), count(DISTINCT x2, x1) FROM x",
             "SELECT count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL), "
             "count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL), "
             "count(DISTINCT (x1, x2)) FILTER (WHERE x1 IS NOT NULL AND x2 IS NOT NULL) FROM x",

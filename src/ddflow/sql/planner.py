@@ -3168,6 +3168,7 @@ class Planner:
         distinct = isinstance(arg, exp.Distinct)
         items = list(arg.expressions) if distinct else ([arg] if arg is not None else [])
         items += list(n.expressions)
+        items = [x.unnest() if isinstance(x, exp.Paren) else x for x in items]  # count((*))
         if not items:
             return arg
         starred = [
