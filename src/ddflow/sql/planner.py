@@ -3252,16 +3252,15 @@ class Planner:
                 column(self._window_operand(p, scope)) for p in w.args.get("partition_by") or []
             )
             keys: list[SortKey] = []
+            order_types: list[SqlType] = []
             order = w.args.get("order")
             for o in order.expressions if order is not None else []:
                 desc = bool(o.args.get("desc"))
                 nf = o.args.get("nulls_first")
                 nulls_first = bool(nf) if nf is not None else (not desc)
-                keys.append(SortKey(column(self._window_operand(o.this, scope)), desc, nulls_first))
-            order_types = [
-                self._window_operand(o.this, scope).type
-                for o in (order.expressions if order is not None else [])
-            ]
+                e = self._window_operand(o.this, scope)  # (bound once: a subquery joins once)
+                keys.append(SortKey(column(e), desc, nulls_first))
+                order_types.append(e.type)
             func, fld = self._window_func(w, scope, column, order_types)
             specs.setdefault((part, tuple(keys)), []).append((text, func, fld))
         plan: Plan = base
