@@ -8,6 +8,7 @@ has that duplicate deleted, so the answer checked is the one after a retraction 
 from __future__ import annotations
 
 import datetime as dt
+import random
 from typing import Any
 
 import pytest
@@ -157,6 +158,81 @@ _T012_COMMITS = [
 )
 def test_correlated_derived_table_equals_duckdb(sql: str) -> None:
     check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
+
+
+# a subquery that reads the query around it anywhere in a set operation, a SELECT list
+# or under GROUP BY / DISTINCT: evaluated once per distinct outer value (a domain) and
+# matched with the outer row NULL-safely
+_DOMAIN_QUERIES = [
+    "SELECT t0a, (SELECT sum(t1a + 3 * t1b + 5 * t1c) FROM (SELECT t1c AS t1a, t1a AS t1b, "
+    "t0a AS t1c FROM t1 WHERE t1a = t0a UNION ALL SELECT t0a AS t2b, t2c AS t1a, t0b AS t2c "
+    "FROM t2 WHERE t2b = t0b)) FROM t0",
+    "SELECT t0a, (SELECT sum(d) FROM (SELECT t1a - t0a AS d FROM t1 "
+    "UNION ALL SELECT t2a - t0a AS d FROM t2)) FROM t0",
+    "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a "
+    "UNION DISTINCT SELECT t2c AS c FROM t2 WHERE t2b = t0b)) FROM t0",
+    "SELECT * FROM t0 WHERE t0a < (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 "
+    "WHERE t1a = t0a UNION DISTINCT SELECT t2c AS c FROM t2 WHERE t2b = t0b))",
+    "SELECT t0a, (SELECT count(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a > t0a "
+    "INTERSECT ALL SELECT t2c AS c FROM t2 WHERE t2b <= t0b)) FROM t0",
+    "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a > t0a "
+    "EXCEPT SELECT t2c AS c FROM t2 WHERE t2b <= t0b)) FROM t0",
+    "SELECT t0a, (SELECT count(*) FROM (SELECT t1c, count(*) AS n FROM t1 "
+    "WHERE t1a >= t0a GROUP BY t1c) g) FROM t0",
+    "SELECT t0a, (SELECT max(m) FROM (SELECT t1b, max(t1c) + t0b AS m FROM t1 "
+    "WHERE t1a <> t0a GROUP BY t1b) x) FROM t0",
+    "SELECT t0a, (SELECT count(*) FROM (SELECT DISTINCT t1b FROM t1 WHERE t1a = t0a) x) FROM t0",
+    "SELECT * FROM t0 WHERE t0a IN (SELECT t1a FROM t1 WHERE t1b = t0b "
+    "UNION SELECT t2a FROM t2 WHERE t2c = t0b)",
+    "SELECT * FROM t0 WHERE t0a NOT IN (SELECT t1a FROM t1 WHERE t1b = t0b "
+    "UNION ALL SELECT t2a FROM t2 WHERE t2c > t0b)",
+    "SELECT * FROM t0 WHERE EXISTS (SELECT t1a FROM t1 WHERE t1b = t0b "
+    "INTERSECT SELECT t2a FROM t2 WHERE t2c = t0a)",
+    "SELECT * FROM t0 WHERE NOT EXISTS (SELECT t1a, t0a FROM t1 WHERE t1b = t0b "
+    "EXCEPT SELECT t2a, t2b FROM t2)",
+    "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 JOIN t2 ON t2a = t1a "
+    "AND t2b = t0b) j) FROM t0",
+    # a branch that does not read the outer row, an aggregate among them
+    "SELECT t0a, (SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a "
+    "UNION ALL SELECT max(t2c) FROM t2)) FROM t0",
+    "SELECT t0a, (SELECT count(*) FROM (SELECT t1c AS c FROM t1 WHERE t1b = t0b "
+    "EXCEPT ALL SELECT t2c FROM t2 WHERE t2a IS NOT NULL)) FROM t0",
+    # a derived table inside the derived table reads it; an outer join's ON reads it
+    "SELECT t0a, (SELECT sum(c) FROM (SELECT c FROM (SELECT t1c AS c, t1a FROM t1 "
+    "WHERE t1b = t0b) i WHERE i.t1a > 0 GROUP BY c) o) FROM t0",
+    "SELECT t0a, (SELECT count(t2c) FROM (SELECT t2c FROM t1 LEFT JOIN t2 ON t2a = t1a "
+    "AND t2b = t0b) j) FROM t0",
+]
+
+
+@pytest.mark.parametrize("sql", _DOMAIN_QUERIES)
+def test_subquery_reading_outer_rows_in_set_operations_equals_duckdb(sql: str) -> None:
+    check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_subquery_reading_outer_rows_random_streams_equal_duckdb(seed: int) -> None:
+    # small values (so NULLs, duplicates and matches are common), deletes of rows present
+    rng = random.Random(seed)
+    live: dict[str, list[tuple[Any, ...]]] = {"t0": [], "t1": [], "t2": []}
+    commits: list[list[Any]] = []
+    for _ in range(5):
+        c: list[Any] = []
+        for t, width in (("t0", 2), ("t1", 3), ("t2", 3)):
+            gone = rng.sample(live[t], min(len(live[t]), rng.randint(0, 2)))
+            for r in gone:
+                live[t].remove(r)
+            new = [
+                tuple(None if rng.random() < 0.15 else rng.randint(0, 3) for _ in range(width))
+                for _ in range(rng.randint(0, 4))
+            ]
+            live[t] += new
+            if gone:
+                c.append(Del(t, gone))
+            if new:
+                c.append(Ins(t, new))
+        commits.append(c)
+    check_stream(_T012, [(q, None, False) for q in _DOMAIN_QUERIES], commits)
 
 
 _XYZ = [

@@ -1287,6 +1287,270 @@ def _lift_correlation(sub: Node, derived: Node) -> None:
     sub.set("where", exp.Where(this=exp.and_(where.this, cond) if where is not None else cond))
 
 
+def _defined_names(q: Node) -> set[str]:
+    """Every table alias and CTE name defined anywhere inside ``q``."""
+    names: set[str] = set()
+    for n in q.walk():
+        if isinstance(n, exp.Select):
+            names |= _sources(n)
+        elif isinstance(n, exp.CTE):
+            names.add(n.alias)
+    return names
+
+
+def _enclosing_select(node: Node) -> Node | None:
+    up = node.parent
+    while up is not None and not isinstance(up, exp.Select):
+        up = up.parent
+    return up
+
+
+def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
+    """A derived table of subquery ``sub`` that reads columns of the query around ``sub``
+    anywhere (a SELECT list, a set operation's branches, under GROUP BY or DISTINCT):
+    ``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a UNION SELECT t0b ...))``.
+
+    The outer columns it reads are given as a domain, the distinct values of those columns
+    in their table (``SELECT DISTINCT t0a, t0b FROM t0``, a superset of the values the
+    outer rows hold). Each SELECT of the derived table that reads them joins the domain and
+    reads its columns instead, and every SELECT on the way up (each branch of a set
+    operation, each GROUP BY) carries the domain's columns as extra output. The derived
+    table then holds, for every domain row, the rows it would hold with those values
+    substituted, tagged with them; ``sub``'s WHERE matches the tags with the outer row's
+    values NULL-safely (a NULL outer value substituted as NULL), and the subquery is
+    decorrelated as any other. Left alone (the planner then refuses the reference) when
+    the columns come from more than one table of the outer query, from further out, or
+    when some SELECT on the way cannot carry the tags: LIMIT / OFFSET, window functions,
+    an aggregate without GROUP BY (its one row over no rows), VALUES, an outer join with
+    a derived table that carries them."""
+    owner = _enclosing_select(sub)
+    if owner is None:
+        return
+    body = derived.this
+    inside = _defined_names(body)
+    refs = [c for c in body.find_all(exp.Column) if c.table and c.table not in inside]
+    if not refs:
+        return
+    aliases = {c.table for c in refs}
+    if len(aliases) != 1:
+        return
+    (alias,) = aliases
+    if alias in _sources(sub):
+        return  # (a lateral reference)
+    source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
+    if source is None or not isinstance(source, (exp.Table, exp.Subquery)):
+        return
+    names: list[str] = []
+    for c in refs:
+        if c.name not in names:
+            names.append(c.name)
+    dom_names = [f"{tag}_{i}" for i in range(len(names))]
+    domain = exp.select(
+        *(
+            exp.alias_(exp.column(n, table=alias, quoted=True), d, quoted=True)
+            for n, d in zip(names, dom_names, strict=True)
+        )
+    ).from_(source.copy())
+    domain.set("distinct", exp.Distinct())
+    new_body = body.copy()
+    ref_ids = set()
+    inside_new = _defined_names(new_body)
+    for c in new_body.find_all(exp.Column):
+        if c.table == alias and c.table not in inside_new:
+            ref_ids.add(id(c))
+    counter = iter(range(1_000_000))
+
+    def dom_cols(src: str) -> list[Node]:
+        return [exp.column(d, table=src, quoted=True) for d in dom_names]
+
+    def reads(q: Node) -> bool:
+        return any(id(c) in ref_ids for c in q.find_all(exp.Column))
+
+    def beside(q: Node) -> bool | None:
+        """``q``, which does not read the outer row, as its rows beside each domain row
+        (a SELECT of its columns from it, cross joined with the domain)."""
+        left = q
+        while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+            left = left.this if isinstance(left, exp.Subquery) else left.left
+        if not isinstance(left, exp.Select) or q.parent is None:
+            return None
+        out = [e.alias_or_name for e in left.expressions]
+        if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+            return None
+        b, src = f"{tag}_b{next(counter)}", f"{tag}_src{next(counter)}"
+        new = (
+            exp.select(
+                *(exp.alias_(exp.column(o, table=b, quoted=True), o, quoted=True) for o in out),
+                *(
+                    exp.alias_(c, d, quoted=True)
+                    for c, d in zip(dom_cols(src), dom_names, strict=True)
+                ),
+            )
+            .from_(exp.Subquery(this=q.copy(), alias=exp.TableAlias(this=_quoted(b))))
+            .join(
+                exp.Subquery(this=domain.copy(), alias=exp.TableAlias(this=_quoted(src))),
+                join_type="cross",
+            )
+        )
+        q.replace(new)
+        return True
+
+    def inject(q: Node, force: bool) -> bool | None:
+        """Whether ``q`` now carries the domain's columns last (None: it cannot)."""
+        if isinstance(q, exp.Subquery):
+            return inject(q.this, force)
+        if not reads(q):
+            return beside(q) if force else False
+        if isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
+            if any(q.args.get(k) for k in ("limit", "offset")):
+                return None
+            ok_l, ok_r = inject(q.left, True), inject(q.right, True)
+            return True if ok_l and ok_r else None
+        if not isinstance(q, exp.Select):
+            return None
+        if any(q.args.get(k) for k in ("limit", "offset", "with_", "with")):
+            return None
+        if any(isinstance(n, exp.Window) for x in q.expressions for n in x.walk()):
+            return None
+        aggregated = q.args.get("having") is not None or any(
+            isinstance(n, _AGGS) for x in q.expressions for n in _walk_no_subqueries(x)
+        )
+        if aggregated and not q.args.get("group"):
+            return None
+        joins = q.args.get("joins") or []
+        outer_join = any(
+            str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
+            or str(j.args.get("kind") or "").upper() in ("OUTER", "SEMI", "ANTI")
+            for j in joins
+        )
+        carriers: list[Node] = []
+        for item in _from_items(q):
+            if isinstance(item, exp.Subquery) and item.alias:
+                got = inject(item.this, False)
+                if got is None:
+                    return None
+                if got:
+                    carriers.append(item)
+                    cols = item.args["alias"].columns if item.args.get("alias") else None
+                    if cols:
+                        item.args["alias"].set(
+                            "columns", [*cols, *(exp.to_identifier(d) for d in dom_names)]
+                        )
+            elif any(id(c) in ref_ids for c in item.find_all(exp.Column)):
+                return None  # (a table-valued construct reading the outer query)
+        own = [
+            c
+            for c in q.find_all(exp.Column)
+            if id(c) in ref_ids and not any(c is x or _under(c, x) for x in carriers)
+        ]
+        if carriers and outer_join:
+            return None
+        if len(carriers) == 1 and not own:
+            src = carriers[0].alias
+        else:
+            src = f"{tag}_src{next(counter)}"
+            dom = exp.Subquery(this=domain.copy(), alias=exp.TableAlias(this=_quoted(src)))
+            from_ = q.args.get("from_") or q.args.get("from")
+            if from_ is None:
+                q.set("from_", exp.From(this=dom))
+            else:
+                # the domain first: ON conditions of the joins after it may read it
+                q.set("from_", exp.From(this=dom))
+                q.set("joins", [exp.Join(this=from_.this), *joins])
+            conds = [
+                exp.NullSafeEQ(this=a, expression=b)
+                for c in carriers
+                for a, b in zip(dom_cols(c.alias), dom_cols(src), strict=True)
+            ]
+            if conds:
+                where = q.args.get("where")
+                cond = exp.and_(*([where.this] if where is not None else []), *conds)
+                q.set("where", exp.Where(this=cond))
+        for c in own:
+            c.replace(exp.column(dom_names[names.index(c.name)], table=src, quoted=True))
+        q.set(
+            "expressions",
+            [
+                *q.expressions,
+                *(
+                    exp.alias_(c, d, quoted=True)
+                    for c, d in zip(dom_cols(src), dom_names, strict=True)
+                ),
+            ],
+        )
+        group = q.args.get("group")
+        if group is not None:
+            group.set("expressions", [*group.expressions, *dom_cols(src)])
+        return True
+
+    if not inject(new_body, True):
+        return
+    cols = derived.args["alias"].columns if derived.args.get("alias") else None
+    if cols:
+        derived.args["alias"].set("columns", [*cols, *(exp.to_identifier(d) for d in dom_names)])
+    derived.set("this", new_body)
+    preds = [
+        exp.NullSafeEQ(
+            this=exp.column(d, table=derived.alias, quoted=True),
+            expression=exp.column(n, table=alias, quoted=True),
+        )
+        for n, d in zip(names, dom_names, strict=True)
+    ]
+    where = sub.args.get("where")
+    sub.set("where", exp.Where(this=exp.and_(*([where.this] if where is not None else []), *preds)))
+
+
+def _quoted(name: str) -> Node:
+    return exp.to_identifier(name, quoted=True)
+
+
+def _under(node: Node, top: Node) -> bool:
+    up = node.parent
+    while up is not None:
+        if up is top:
+            return True
+        up = up.parent
+    return False
+
+
+def _wrap_correlated_setops(tree: Node) -> None:
+    """A set operation used as a subquery expression (``x IN (SELECT ... UNION SELECT
+    ...)``, ``EXISTS (...)``, a scalar subquery) that reads the query around it, written
+    as a SELECT of its columns from it as a derived table, which ``_domain_correlation``
+    then decorrelates."""
+    for n, q in enumerate(list(tree.find_all(exp.Union, exp.Intersect, exp.Except))):
+        up = q.parent
+        if not (
+            isinstance(up, exp.Subquery)
+            and not isinstance(up.parent, (exp.From, exp.Join))
+            or isinstance(up, (exp.Exists, exp.In))
+        ):
+            continue
+        if isinstance(up, exp.Subquery) and up.alias:
+            continue
+        inside = _defined_names(q)
+        scalar = isinstance(up, exp.Subquery)
+        if not scalar and not any(
+            c.table and c.table not in inside for c in q.find_all(exp.Column)
+        ):
+            continue
+        left = q
+        while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+            left = left.this if isinstance(left, exp.Subquery) else left.left
+        if not isinstance(left, exp.Select):
+            continue
+        out = [e.alias_or_name for e in left.expressions]
+        if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+            continue
+        tag = f"_setq{n}"
+        wrapped = exp.select(*(exp.column(o, table=tag, quoted=True) for o in out)).from_(
+            exp.Subquery(
+                this=q.copy(), alias=exp.TableAlias(this=exp.to_identifier(tag, quoted=True))
+            )
+        )
+        q.replace(wrapped)
+
+
 def _null_columns(p: Plan) -> frozenset[int]:
     """The columns of ``p`` that are a NULL constant in every row (a projection of NULL, or
     VALUES with NULL throughout)."""
@@ -1397,6 +1661,9 @@ class Scope:
     pre_keys: list[Expr] = field(default_factory=list)
     #: window function (its SQL) -> the field holding its value
     windows: dict[str, int] = field(default_factory=dict)
+    #: of a subquery's correlations ``(inner, outer)``: the positions of those that match
+    #: NULL with NULL (``inner <=> outer``)
+    safe_pairs: set[int] = field(default_factory=set)
 
     @property
     def fields(self) -> tuple[Field, ...]:
@@ -1585,8 +1852,9 @@ def _shift(e: Expr, by: int) -> Expr:
 
 
 def _split_outer(e: Expr) -> tuple[Expr, Expr] | None:
-    """``inner = outer`` (either way round) as ``(inner, outer)``, else None."""
-    if isinstance(e, Call) and e.op == "eq":
+    """``inner = outer`` or ``inner <=> outer`` (either way round) as ``(inner, outer)``,
+    else None."""
+    if isinstance(e, Call) and e.op in ("eq", "nseq"):
         a, b = e.args
         ao, bo = _has_outer(a), _has_outer(b)
         au, bu = bool(_uses(a)), bool(_uses(b))
@@ -1787,10 +2055,14 @@ class Planner:
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
-        for sub in list(tree.find_all(exp.Select)):
-            if _is_subquery_expression(sub):
-                for d in _derived_tables(sub):
-                    _lift_correlation(sub, d)
+        _wrap_correlated_setops(tree)
+        tags = iter(range(1_000_000))
+        for _ in range(2):  # (a second pass reaches subqueries inside rewritten ones)
+            for sub in list(tree.find_all(exp.Select)):
+                if _is_subquery_expression(sub) and sub.root() is tree:
+                    for d in _derived_tables(sub):
+                        _lift_correlation(sub, d)
+                        _domain_correlation(sub, d, f"_dm{next(tags)}")
         planned = self.plan_query(tree, None, top=True)
         if names is not None and len(names) == planned.visible:
             p = planned.plan
@@ -2547,6 +2819,9 @@ class Planner:
                 if split is not None:
                     inner, outer_e = split
                     t = common_type(inner.type, outer_e.type, "correlation")
+                    assert isinstance(e, Call)
+                    if e.op == "nseq":
+                        sub.safe_pairs.add(len(pairs))
                     pairs.append((self._cast(inner, t), self._cast(outer_e, t)))
                 else:
                     residual.append(self._cast_bool(e, "WHERE"))
@@ -2562,17 +2837,28 @@ class Planner:
         the match is null-safe (NULL matches NULL)."""
         assert sub.plan is not None and scope.plan is not None
         inner = sub.plan
+        safe = sub.safe_pairs
         if not residual:
             keys = [i for i, _ in pairs]
             exprs = [*keys, *_project_all(inner)]
             fields = (
-                tuple(Field(f"_k{i}", k.type, False) for i, k in enumerate(keys)) + inner.fields
+                tuple(Field(f"_k{i}", k.type, i in safe and k.nullable) for i, k in enumerate(keys))
+                + inner.fields
             )
-            nn = _not_null(keys)
+            # (a key matched with ``=`` is never NULL where it matches: such rows go, and
+            # the match can then be NULL-safe for all keys when some must be)
+            nn = _not_null([k for i, k in enumerate(keys) if i not in safe])
             if nn is not None:
                 inner = Filter(inner, nn)
             rel = Project(inner, tuple(exprs), fields)
-            return rel, [self._outer_to_col(o) for _, o in pairs], len(keys), False
+            return rel, [self._outer_to_col(o) for _, o in pairs], len(keys), bool(safe)
+        if safe:
+            # NULL-safe correlations join the domain as conditions (the join's keys match
+            # NULL with nothing)
+            residual = residual + [
+                Call("nseq", (i, o), BOOLEAN, False) for j, (i, o) in enumerate(pairs) if j in safe
+            ]
+            pairs = [p for j, p in enumerate(pairs) if j not in safe]
         # general correlation: evaluate against the distinct outer values used
         outer_refs: list[Outer] = []
         for e in [o for _, o in pairs] + residual:
@@ -2693,7 +2979,7 @@ class Planner:
         outer row with non-NULL ``k`` and ``x`` has its ``x`` in ``G``: EXISTS is
         ``|G| >= 2`` and NOT EXISTS ``|G| < 2``, decided on ``k`` alone (one semi or anti
         join with the keys of two or more values; no lookup of ``(k, x)``)."""
-        if not (isinstance(cond, Call) and cond.op == "ne"):
+        if not (isinstance(cond, Call) and cond.op == "ne") or sub.safe_pairs:
             return False
         a, b = cond.args
         if _has_outer(a) and not _uses(a) and _uses(b) and not _has_outer(b):
