@@ -288,10 +288,11 @@ def test_drop_table_used_by_a_view_is_refused() -> None:
         ("SELECT a FROM t TABLESAMPLE (50 PERCENT)", "tablesample"),
         ("SELECT 1 FROM range(1000000000)", "range() of more than"),
         ("SELECT * FROM explode(array(1, 2))", "table-valued function explode"),
-        # the outer column read inside a set operation in the subquery
+        # columns of two tables of the outer query read inside a set operation in the
+        # subquery
         (
-            "SELECT a FROM t WHERE a < (SELECT sum(x) FROM (SELECT u.a AS x FROM t u "
-            "WHERE u.b = t.b ORDER BY u.a LIMIT 2))",
+            "SELECT t.a FROM t, t AS w WHERE t.a < (SELECT sum(x) FROM (SELECT u.a AS x "
+            "FROM t u WHERE u.b = t.b AND u.a = w.a UNION SELECT 1))",
             "correlated reference to 't.b'",
         ),
     ],

@@ -1399,7 +1399,16 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         """Whether ``q`` now carries the domain's columns last (None: it cannot)."""
         if isinstance(q, exp.Subquery):
             return inject(q.this, force)
-        if not reads(q):
+        fromless = (
+            isinstance(q, exp.Select)
+            and q.args.get("from_") is None
+            and q.args.get("from") is None
+            and not any(q.args.get(k) for k in ("group", "having", "limit", "offset"))
+            and not any(isinstance(n, exp.AggFunc) for x in q.expressions for n in x.walk())
+        )
+        if not reads(q) and not (force and fromless):
+            # (a SELECT without FROM takes the domain as its FROM: its bare NULLs then
+            # stay bare, typed by the other branches of a set operation)
             return beside(q) if force else False
         if isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
             if any(q.args.get(k) for k in ("limit", "offset")):
@@ -1408,14 +1417,22 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
             return True if ok_l and ok_r else None
         if not isinstance(q, exp.Select):
             return None
-        if any(q.args.get(k) for k in ("limit", "offset", "with_", "with")):
+        if any(q.args.get(k) for k in ("with_", "with")):
             return None
         if any(isinstance(n, exp.Window) for x in q.expressions for n in x.walk()):
             return None
+        limit = _literal_count(q.args.get("limit"))
+        offset = _literal_count(q.args.get("offset"))
+        if (q.args.get("limit") and limit is None) or (q.args.get("offset") and offset is None):
+            return None
+        if (limit is not None or offset is not None) and q.args.get("distinct"):
+            return None  # (a row number would be taken before DISTINCT)
         aggregated = q.args.get("having") is not None or any(
             isinstance(n, _AGGS) for x in q.expressions for n in _walk_no_subqueries(x)
         )
-        if aggregated and not q.args.get("group"):
+        # one row over no rows: each domain row gets a group of its own to have it
+        seeded = aggregated and not q.args.get("group")
+        if seeded and not _seed_groups(q, f"{tag}_x{next(counter)}"):
             return None
         joins = q.args.get("joins") or []
         outer_join = any(
@@ -1445,7 +1462,9 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         ]
         if carriers and outer_join:
             return None
-        if len(carriers) == 1 and not own:
+        if len(carriers) == 1 and not any(_under(c, j) for c in own for j in joins):
+            # (the carrier's rows hold the domain row they were made for: the outer
+            # values are read there, unless a join's ON, maybe before it, reads them)
             src = carriers[0].alias
         else:
             src = f"{tag}_src{next(counter)}"
@@ -1481,6 +1500,12 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         group = q.args.get("group")
         if group is not None:
             group.set("expressions", [*group.expressions, *dom_cols(src)])
+        elif seeded:
+            q.set("group", exp.Group(expressions=dom_cols(src)))
+        if limit is not None or offset is not None:
+            lim = f"{tag}_lim{next(counter)}"
+            if not _limit_per_domain(q, dom_cols(src), limit, offset, lim):
+                return None
         return True
 
     if not inject(new_body, True):
@@ -1500,6 +1525,134 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     sub.set("where", exp.Where(this=exp.and_(*([where.this] if where is not None else []), *preds)))
 
 
+def _seed_groups(q: Node, tag: str) -> bool:
+    """Rewrites aggregate SELECT ``q`` without GROUP BY (one row, even over no rows) so
+    that grouping it by the domain keeps that row for every domain row: its FROM and
+    WHERE become a derived table ``tag`` of the columns its aggregates read and a marker
+    column ``_m`` (TRUE), with one more row of NULLs beside it (the seed, which the domain
+    multiplies to one per domain row); each aggregate then reads only rows with the marker
+    (``count(*)`` counts markers). False, ``q`` unchanged, when an aggregate might count
+    the seed's NULLs (one that does not skip NULLs) or a subquery reads its columns."""
+    own = _sources(q)
+    parts = [*q.expressions, *([q.args["having"]] if q.args.get("having") else [])]
+    if q.args.get("from_") is None and q.args.get("from") is None:
+        return False
+    for x in parts:
+        for n in x.walk():
+            if isinstance(n, exp.Query) or (
+                isinstance(n, exp.AggFunc) and not isinstance(n, _AGGS)
+            ):
+                return False
+            if isinstance(n, exp.Column) and not n.table:
+                return False
+    cols: list[Node] = []
+    for x in parts:
+        for c in x.find_all(exp.Column):
+            if c.table in own and not any(c == y for y in cols):
+                cols.append(c.copy())
+    names = [f"_c{i}" for i in range(len(cols))]
+    inner = exp.Select()
+    inner.set(
+        "expressions",
+        [
+            *(exp.alias_(c, n, quoted=True) for c, n in zip(cols, names, strict=True)),
+            exp.alias_(exp.true(), "_m", quoted=True),
+        ],
+    )
+    for k in ("from_", "from", "joins", "where"):
+        if q.args.get(k) is not None:
+            inner.set(k, q.args[k])
+    seed = exp.select(
+        *(exp.alias_(exp.Null(), n, quoted=True) for n in names),
+        exp.alias_(exp.Null(), "_m", quoted=True),
+    )
+    both = exp.Union(this=inner, expression=seed, distinct=False)
+    mark = exp.column("_m", table=tag, quoted=True)
+    for x in parts:
+        for c in list(x.find_all(exp.Column)):
+            if c.table in own:
+                c.replace(
+                    exp.column(
+                        names[next(i for i, y in enumerate(cols) if c == y)], table=tag, quoted=True
+                    )
+                )
+    for x in parts:
+        for a in list(x.find_all(*_AGGS)):
+            arg = a.this
+            if isinstance(arg, exp.Star) or arg is None:
+                a.set("this", mark.copy())
+                continue
+            guarded = arg.expressions if isinstance(arg, exp.Distinct) else [arg]
+            for g in list(guarded):
+                g.replace(exp.Case(ifs=[exp.If(this=mark.copy(), true=g.copy())]))
+    for k in ("from", "joins", "where"):
+        q.set(k, None)
+    q.set("from_", exp.From(this=exp.Subquery(this=both, alias=exp.TableAlias(this=_quoted(tag)))))
+    return True
+
+
+def _literal_count(node: Node | None) -> int | None:
+    """The row count of a LIMIT / OFFSET clause written as a non-negative integer."""
+    if node is None:
+        return None
+    v = node.args.get("expression") or node.this
+    if isinstance(v, exp.Literal) and not v.is_string and v.this.isdigit():
+        return int(v.this)
+    return None
+
+
+def _limit_per_domain(
+    q: Node, parts: list[Node], limit: int | None, offset: int | None, tag: str
+) -> bool:
+    """SELECT ``q``'s LIMIT / OFFSET taken within each partition of ``parts`` (the domain
+    columns it carries) instead of over all its rows: its rows numbered by its ORDER BY
+    within their partition, and the numbers kept filtered (``q`` is rewritten in place).
+    False (``q`` left as it was) when its columns or ORDER BY cannot be named so."""
+    out = [e.alias_or_name for e in q.expressions]
+    if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+        return False
+    by_alias = {e.alias: e.this for e in q.expressions if isinstance(e, exp.Alias)}
+    order = q.args.get("order")
+    keys: list[Node] = []
+    for o in order.expressions if order is not None else []:
+        o = o.copy()
+        x = o.this
+        if isinstance(x, exp.Column) and not x.table and x.name in by_alias:
+            o.set("this", by_alias[x.name].copy())
+        elif isinstance(x, exp.Literal) and not x.is_string:
+            if not x.this.isdigit() or not 1 <= int(x.this) <= len(q.expressions):
+                return False
+            e = q.expressions[int(x.this) - 1]
+            o.set("this", (e.this if isinstance(e, exp.Alias) else e).copy())
+        keys.append(o)
+    rn = exp.Window(
+        this=exp.RowNumber(),
+        partition_by=[p.copy() for p in parts],
+        order=exp.Order(expressions=keys) if keys else None,
+    )
+    inner = q.copy()
+    for k in ("limit", "offset", "order"):
+        inner.set(k, None)
+    inner.set("expressions", [*inner.expressions, exp.alias_(rn, "_rn", quoted=True)])
+    lo = offset or 0
+    rn_col = exp.column("_rn", table=tag, quoted=True)
+    cond: Node = exp.GT(this=rn_col, expression=exp.Literal.number(lo))
+    if limit is not None:
+        cond = exp.and_(
+            cond, exp.LTE(this=rn_col.copy(), expression=exp.Literal.number(lo + limit))
+        )
+    for k in list(q.args):
+        if k not in ("expressions",):
+            q.set(k, None)
+    q.set(
+        "expressions",
+        [exp.alias_(exp.column(o, table=tag, quoted=True), o, quoted=True) for o in out],
+    )
+    q.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=_quoted(tag)))))
+    q.set("where", exp.Where(this=cond))
+    return True
+
+
 def _quoted(name: str) -> Node:
     return exp.to_identifier(name, quoted=True)
 
@@ -1513,40 +1666,75 @@ def _under(node: Node, top: Node) -> bool:
     return False
 
 
-def _wrap_correlated_setops(tree: Node) -> None:
-    """A set operation used as a subquery expression (``x IN (SELECT ... UNION SELECT
-    ...)``, ``EXISTS (...)``, a scalar subquery) that reads the query around it, written
-    as a SELECT of its columns from it as a derived table, which ``_domain_correlation``
-    then decorrelates."""
-    for n, q in enumerate(list(tree.find_all(exp.Union, exp.Intersect, exp.Except))):
+def _wrap_for_domain(tree: Node) -> None:
+    """Subquery expressions that ``_domain_correlation`` decorrelates as derived tables,
+    written as a SELECT of their columns from them: a set operation that reads the query
+    around it (``x IN (SELECT ... UNION SELECT ...)``, ``EXISTS (...)``; as a scalar
+    subquery whether it reads it or not), a SELECT with LIMIT / OFFSET that reads it, a
+    scalar subquery whose GROUP BY may leave several groups for an outer row (its value
+    is then the one group's, NULL with none, an error with several), and a scalar
+    subquery with its own ORDER BY, LIMIT or DISTINCT."""
+    found = list(tree.find_all(exp.Union, exp.Intersect, exp.Except, exp.Select))
+    # innermost first: a wrapped query's copy holds the wrapped queries inside it
+    for n, q in reversed(list(enumerate(found))):
         up = q.parent
         if not (
             isinstance(up, exp.Subquery)
             and not isinstance(up.parent, (exp.From, exp.Join))
+            and not up.alias
             or isinstance(up, (exp.Exists, exp.In))
         ):
             continue
-        if isinstance(up, exp.Subquery) and up.alias:
-            continue
+        scalar = isinstance(up, exp.Subquery) and not isinstance(
+            up.parent, (exp.In, exp.Exists, exp.Any, exp.All)
+        )
         inside = _defined_names(q)
-        scalar = isinstance(up, exp.Subquery)
-        if not scalar and not any(
-            c.table and c.table not in inside for c in q.find_all(exp.Column)
-        ):
-            continue
-        left = q
-        while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
-            left = left.this if isinstance(left, exp.Subquery) else left.left
-        if not isinstance(left, exp.Select):
-            continue
+        reads = any(c.table and c.table not in inside for c in q.find_all(exp.Column))
+        if isinstance(q, exp.Select):
+            limited = bool(q.args.get("limit") or q.args.get("offset"))
+            if isinstance(up, exp.Exists) and not q.args.get("offset") and not q.args.get("group"):
+                limited = False  # (EXISTS with a LIMIT is planned as EXISTS without it)
+            grouped = (
+                scalar
+                and q.args.get("group") is not None
+                and not _one_group_per_outer_row(q)
+                and not any(
+                    q.args["group"].args.get(k) for k in ("rollup", "cube", "grouping_sets")
+                )
+            )
+            # (an IN / EXISTS subquery aggregated without GROUP BY: one row, whose
+            # count-bug handling is the domain's)
+            single = (
+                isinstance(up, exp.Exists)
+                and not (_is_scalar_agg(q) and not q.args.get("limit") and not q.args.get("offset"))
+                or isinstance(up, exp.Subquery)
+                and isinstance(up.parent, exp.In)
+            ) and (
+                q.args.get("group") is None
+                and (
+                    q.args.get("having") is not None
+                    or any(isinstance(n, _AGGS) for x in q.expressions for n in x.walk())
+                )
+            )
+            # (a scalar subquery's own ORDER BY, LIMIT or DISTINCT: as a derived table)
+            shaped = scalar and any(q.args.get(k) for k in ("order", "limit", "offset", "distinct"))
+            if not (reads and (limited or single) or grouped or shaped):
+                continue
+            left: Node = q
+        else:
+            if not (scalar or reads):
+                continue
+            left = q
+            while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+                left = left.this if isinstance(left, exp.Subquery) else left.left
+            if not isinstance(left, exp.Select):
+                continue
         out = [e.alias_or_name for e in left.expressions]
         if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
             continue
-        tag = f"_setq{n}"
+        tag = f"_wrapq{n}"
         wrapped = exp.select(*(exp.column(o, table=tag, quoted=True) for o in out)).from_(
-            exp.Subquery(
-                this=q.copy(), alias=exp.TableAlias(this=exp.to_identifier(tag, quoted=True))
-            )
+            exp.Subquery(this=q.copy(), alias=exp.TableAlias(this=_quoted(tag)))
         )
         q.replace(wrapped)
 
@@ -2055,7 +2243,7 @@ class Planner:
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
-        _wrap_correlated_setops(tree)
+        _wrap_for_domain(tree)
         tags = iter(range(1_000_000))
         for _ in range(2):  # (a second pass reaches subqueries inside rewritten ones)
             for sub in list(tree.find_all(exp.Select)):
