@@ -216,6 +216,11 @@ _DOMAIN_QUERIES = [
     "SELECT * FROM t0 WHERE t0a IN (SELECT 1 FROM t2 WHERE t2.t2c = t0.t0a HAVING count(*) = 0)",
     "SELECT * FROM t0 WHERE t0a NOT IN (SELECT 1 FROM t2 WHERE t2.t2c = t0.t0a "
     "HAVING count(*) = 0)",
+    # columns of two tables of the outer query (its joined rows give their values)
+    "SELECT t0a, t2a FROM t0 JOIN t2 ON t2b = t0a WHERE t0b < (SELECT sum(x) FROM "
+    "(SELECT t1c AS x FROM t1 WHERE t1a = t0.t0a AND t1b <= t2.t2c UNION ALL SELECT t2.t2a))",
+    "SELECT t0a, t2a, (SELECT count(*) FROM (SELECT DISTINCT t1b FROM t1 WHERE t1a = t0a "
+    "OR t1a = t2a) d) FROM t0 LEFT JOIN t2 ON t2b = t0a",
     # LIMIT / OFFSET taken per outer value (ties give equal answers)
     "SELECT t0a, (SELECT t1c FROM t1 WHERE t1a = t0a ORDER BY t1c DESC NULLS LAST, t1b "
     "LIMIT 1) FROM t0",

@@ -1312,17 +1312,19 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
 
     The outer columns it reads are given as a domain, the distinct values of those columns
     in their table (``SELECT DISTINCT t0a, t0b FROM t0``, a superset of the values the
-    outer rows hold). Each SELECT of the derived table that reads them joins the domain and
-    reads its columns instead, and every SELECT on the way up (each branch of a set
-    operation, each GROUP BY) carries the domain's columns as extra output. The derived
-    table then holds, for every domain row, the rows it would hold with those values
-    substituted, tagged with them; ``sub``'s WHERE matches the tags with the outer row's
-    values NULL-safely (a NULL outer value substituted as NULL), and the subquery is
-    decorrelated as any other. Left alone (the planner then refuses the reference) when
-    the columns come from more than one table of the outer query, from further out, or
-    when some SELECT on the way cannot carry the tags: LIMIT / OFFSET, window functions,
-    an aggregate without GROUP BY (its one row over no rows), VALUES, an outer join with
-    a derived table that carries them."""
+    outer rows hold; for columns of several tables, in the outer query's FROM under its
+    conditions without subqueries). Each SELECT of the derived table that reads them joins
+    the domain and reads its columns instead, and every SELECT on the way up (each branch
+    of a set operation, each GROUP BY) carries the domain's columns as extra output. The
+    derived table then holds, for every domain row, the rows it would hold with those
+    values substituted, tagged with them; ``sub``'s WHERE matches the tags with the outer
+    row's values NULL-safely (a NULL outer value substituted as NULL), and the subquery is
+    decorrelated as any other. On the way, a LIMIT / OFFSET is taken per domain row
+    (``_limit_per_domain``) and an aggregate without GROUP BY keeps its row for every
+    domain row (``_seed_groups``). Left alone (the planner then refuses the reference)
+    when the columns come from further out than the query around ``sub``, or when some
+    SELECT on the way cannot carry the tags: a window function, DISTINCT with LIMIT,
+    VALUES, an outer join with a derived table that carries them."""
     owner = _enclosing_select(sub)
     if owner is None:
         return
@@ -1332,31 +1334,46 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     if not refs:
         return
     aliases = {c.table for c in refs}
-    if len(aliases) != 1:
-        return
-    (alias,) = aliases
-    if alias in _sources(sub):
-        return  # (a lateral reference)
-    source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
-    if source is None or not isinstance(source, (exp.Table, exp.Subquery)):
-        return
-    names: list[str] = []
+    owned = _sources(owner)
+    if aliases & _sources(sub) or not aliases <= owned:
+        return  # (a lateral reference, or one from further out)
+    names: list[tuple[str, str]] = []  # (table, column)
     for c in refs:
-        if c.name not in names:
-            names.append(c.name)
+        if (c.table, c.name) not in names:
+            names.append((c.table, c.name))
     dom_names = [f"{tag}_{i}" for i in range(len(names))]
-    domain = exp.select(
-        *(
-            exp.alias_(exp.column(n, table=alias, quoted=True), d, quoted=True)
-            for n, d in zip(names, dom_names, strict=True)
-        )
-    ).from_(source.copy())
+    picks = [
+        exp.alias_(exp.column(n, table=t, quoted=True), d, quoted=True)
+        for (t, n), d in zip(names, dom_names, strict=True)
+    ]
+    if len(aliases) == 1:
+        # the column's values in its table
+        (alias,) = aliases
+        source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
+        if source is None or not isinstance(source, (exp.Table, exp.Subquery)):
+            return
+        domain = exp.select(*picks).from_(source.copy())
+    else:
+        # columns of several tables: their values in the outer query's joined rows (its
+        # conditions without subqueries)
+        from_ = owner.args.get("from_") or owner.args.get("from")
+        if from_ is None:
+            return
+        domain = exp.select(*picks).from_(from_.this.copy())
+        domain.set("joins", [j.copy() for j in owner.args.get("joins") or []])
+        keep = [
+            c.copy()
+            for c in _conjuncts(owner.args.get("where"))
+            if not any(isinstance(n, exp.Query) for n in c.walk())
+        ]
+        if keep:
+            domain.set("where", exp.Where(this=exp.and_(*keep)))
     domain.set("distinct", exp.Distinct())
     new_body = body.copy()
     ref_ids = set()
     inside_new = _defined_names(new_body)
     for c in new_body.find_all(exp.Column):
-        if c.table == alias and c.table not in inside_new:
+        if c.table in aliases and c.table not in inside_new:
             ref_ids.add(id(c))
     counter = iter(range(1_000_000))
 
@@ -1486,7 +1503,8 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
                 cond = exp.and_(*([where.this] if where is not None else []), *conds)
                 q.set("where", exp.Where(this=cond))
         for c in own:
-            c.replace(exp.column(dom_names[names.index(c.name)], table=src, quoted=True))
+            d = dom_names[names.index((c.table, c.name))]
+            c.replace(exp.column(d, table=src, quoted=True))
         q.set(
             "expressions",
             [
@@ -1517,9 +1535,9 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     preds = [
         exp.NullSafeEQ(
             this=exp.column(d, table=derived.alias, quoted=True),
-            expression=exp.column(n, table=alias, quoted=True),
+            expression=exp.column(n, table=t, quoted=True),
         )
-        for n, d in zip(names, dom_names, strict=True)
+        for (t, n), d in zip(names, dom_names, strict=True)
     ]
     where = sub.args.get("where")
     sub.set("where", exp.Where(this=exp.and_(*([where.this] if where is not None else []), *preds)))
