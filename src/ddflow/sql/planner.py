@@ -1684,6 +1684,48 @@ def _under(node: Node, top: Node) -> bool:
     return False
 
 
+def _hoist_outer_tests(tree: Node) -> None:
+    """``EXISTS (SELECT ... WHERE c AND p)`` where condition ``p`` holds a subquery and
+    reads no table of that SELECT (only the query around it), as ``p AND EXISTS (SELECT
+    ... WHERE c)``: ``p`` is then a subquery of the query whose columns it reads, not one
+    two levels down (``x LEFT SEMI JOIN y ON x1 = y1 AND EXISTS (SELECT * FROM z WHERE z2
+    = x2)``). A ``p`` that may be NULL is taken as FALSE there (so is it in the WHERE)."""
+    for e in list(tree.find_all(exp.Exists)):
+        sel = e.this
+        while isinstance(sel, exp.Subquery):
+            sel = sel.this
+        if not isinstance(sel, exp.Select) or any(
+            sel.args.get(k) for k in ("group", "having", "limit", "offset", "with_", "with")
+        ):
+            continue
+        if any(isinstance(n, (exp.AggFunc, exp.Window)) for x in sel.expressions for n in x.walk()):
+            continue
+        own = _sources(sel)
+        moved, kept = [], []
+        for c in _conjuncts(sel.args.get("where")):
+            inside = _defined_names(c)
+            outside = [x for x in c.find_all(exp.Column) if x.table not in inside]
+            if any(isinstance(n, exp.Query) for n in c.walk()) and all(
+                x.table and x.table not in own for x in outside
+            ):
+                moved.append(c)
+            else:
+                kept.append(c)
+        if not moved:
+            continue
+        sel.set("where", exp.Where(this=exp.and_(*kept)) if kept else None)
+        tests: list[Node] = []
+        for c in moved:
+            bare = c
+            while isinstance(bare, exp.Paren):
+                bare = bare.this
+            two_valued = isinstance(bare, exp.Exists) or (
+                isinstance(bare, exp.Not) and isinstance(bare.this, exp.Exists)
+            )
+            tests.append(c if two_valued else exp.Coalesce(this=c, expressions=[exp.false()]))
+        e.replace(exp.Paren(this=exp.and_(*tests, e.copy())))
+
+
 def _wrap_for_domain(tree: Node) -> None:
     """Subquery expressions that ``_domain_correlation`` decorrelates as derived tables,
     written as a SELECT of their columns from them: a set operation that reads the query
@@ -2261,6 +2303,7 @@ class Planner:
         for sel in list(tree.find_all(exp.Select)):
             _outer_join_tests_as_marks(sel)
         _simplify_tests(tree)
+        _hoist_outer_tests(tree)
         _wrap_for_domain(tree)
         tags = iter(range(1_000_000))
         for _ in range(2):  # (a second pass reaches subqueries inside rewritten ones)
@@ -3016,8 +3059,16 @@ class Planner:
         self._plan_from(q, sub, conds)
         pairs: list[tuple[Expr, Expr]] = []
         residual: list[Expr] = []
+        own = _sources(q)
         for c in conds:
             e = self._bind_local(c, sub)
+            if e is None and any(
+                isinstance(x, exp.Column) and x.table and x.table not in own
+                for x in _walk_no_subqueries(c)
+            ):
+                # a condition with a subquery that also reads the outer row itself: its
+                # subqueries become columns here, and it is a correlated condition
+                e = self.bind(c, sub)
             if e is not None:
                 e = self._cast_bool(e, "WHERE")
             if e is not None and _has_outer(e):
