@@ -117,19 +117,13 @@ class WindowReducer(Reducer):
         # partitions: runs of equal queries
         new_part = np.ones(n, dtype=bool)
         new_part[1:] = iq[1:] != iq[:-1]
-        p_start = np.maximum.accumulate(np.where(new_part, idx, 0))
-        last_of = np.ones(n, dtype=bool)
-        last_of[:-1] = new_part[1:]
-        p_end = np.minimum.accumulate(np.where(last_of, idx, n - 1)[::-1])[::-1] + 1
+        p_start, p_end = _runs(new_part, idx)
         # peers: runs of equal sort columns within a partition
         new_peer = new_part.copy()
         for c in sort:
             if n > 1:
                 new_peer[1:] |= c[1:] != c[:-1]
-        peer_start = np.maximum.accumulate(np.where(new_peer, idx, 0))
-        last_peer = np.ones(n, dtype=bool)
-        last_peer[:-1] = new_peer[1:]
-        peer_end = np.minimum.accumulate(np.where(last_peer, idx, n - 1)[::-1])[::-1] + 1
+        peer_start, peer_end = _runs(new_peer, idx)
         g = _Group(n, idx, p_start, p_end, new_peer, peer_start, peer_end)
         vals = [fr.val(i) for i in range(len(in_fields))]
         nulls = [fr.null(i) for i in range(len(in_fields))]
@@ -190,9 +184,7 @@ class WindowReducer(Reducer):
         if func in ("first_value", "last_value", "nth_value"):
             if f.ignore_nulls and nl is not None:
                 # the first / last / n-th of the frame's non-NULL rows
-                where = np.flatnonzero(~nl)
-                before = np.zeros(g.n + 1, dtype=np.int64)
-                np.cumsum(~nl, out=before[1:])
+                where, before = _non_nulls(nl)
                 a, b = before[np.minimum(lo, g.n)], before[np.where(empty, lo, hi + 1)]
                 k = (
                     a
@@ -302,14 +294,31 @@ class _Group:
         self.new_peer, self.peer_start, self.peer_end = new_peer, peer_start, peer_end
 
 
+def _runs(new_run: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For rows in runs (``new_run`` marks each run's first row): each row's run start and
+    run end (one past its last row)."""
+    n = len(idx)
+    start = np.maximum.accumulate(np.where(new_run, idx, 0))
+    last = np.ones(n, dtype=bool)
+    last[:-1] = new_run[1:]
+    end = np.minimum.accumulate(np.where(last, idx, n - 1)[::-1])[::-1] + 1
+    return start, end
+
+
+def _non_nulls(nl: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The rows that are not NULL, and how many non-NULL rows precede each row position
+    (``before[i]``, for ``i`` in ``0..n``)."""
+    before = np.zeros(len(nl) + 1, dtype=np.int64)
+    np.cumsum(~nl, out=before[1:])
+    return np.flatnonzero(~nl), before
+
+
 def _nth_value_around(
     func: str, k: int, nl: np.ndarray, g: _Group
 ) -> tuple[np.ndarray, np.ndarray]:
     """``lag`` / ``lead`` skipping NULLs: the row of the ``k``-th non-NULL value before
     (``lag``) or after each row in its partition, and whether there is one."""
-    where = np.flatnonzero(~nl)
-    before = np.zeros(g.n + 1, dtype=np.int64)
-    np.cumsum(~nl, out=before[1:])
+    where, before = _non_nulls(nl)
     if func == "lag":
         pos = before[g.idx] - k  # (the non-NULL rows strictly before the row)
         inside = pos >= before[g.p_start]
