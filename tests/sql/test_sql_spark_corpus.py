@@ -221,6 +221,9 @@ _DOMAIN_QUERIES = [
     "(SELECT t1c AS x FROM t1 WHERE t1a = t0.t0a AND t1b <= t2.t2c UNION ALL SELECT t2.t2a))",
     "SELECT t0a, t2a, (SELECT count(*) FROM (SELECT DISTINCT t1b FROM t1 WHERE t1a = t0a "
     "OR t1a = t2a) d) FROM t0 LEFT JOIN t2 ON t2b = t0a",
+    # an IN subquery's value read from the outer row
+    "SELECT * FROM t0 WHERE t0a IN (SELECT t1c - t0b FROM t1 WHERE t1b <= 2)",
+    "SELECT * FROM t0 WHERE t0a NOT IN (SELECT t1c - t0b FROM t1)",
     # LIMIT / OFFSET taken per outer value (ties give equal answers)
     "SELECT t0a, (SELECT t1c FROM t1 WHERE t1a = t0a ORDER BY t1c DESC NULLS LAST, t1b "
     "LIMIT 1) FROM t0",
@@ -286,6 +289,11 @@ def test_subquery_reading_outer_rows_random_streams_equal_duckdb(seed: int) -> N
         "SELECT t0a, (SELECT t1c FROM t1 WHERE t1a = t0a ORDER BY t1c) FROM t0",
         "SELECT t0a FROM t0 WHERE t0b < (SELECT t1b FROM t1 WHERE t1a = t0a "
         "ORDER BY t1c NULLS LAST LIMIT 1 OFFSET 0)",
+        # a scalar subquery's value read from the outer row
+        "SELECT t0a, (SELECT t1c + t0b FROM t1 WHERE t1a = t0a AND t1b = 1) FROM t0",
+        "SELECT t0a, (WITH w AS (SELECT 1 AS a) SELECT a + t0a FROM w) FROM t0",
+        "SELECT t0a, (SELECT CASE WHEN t1c > t0b THEN t1c END FROM t1 WHERE t1a = t0a "
+        "AND t1b = 1) FROM t0",
     ],
 )
 def test_subquery_limits_and_groups_per_outer_row_equal_duckdb(sql: str) -> None:

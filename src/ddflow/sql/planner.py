@@ -1778,7 +1778,19 @@ def _wrap_for_domain(tree: Node) -> None:
             )
             # (a scalar subquery's own ORDER BY, LIMIT or DISTINCT: as a derived table)
             shaped = scalar and any(q.args.get(k) for k in ("order", "limit", "offset", "distinct"))
-            if not (reads and (limited or single) or grouped or shaped):
+            # (a value of a scalar or IN subquery without aggregates that reads the outer
+            # row: the derived table computes it per outer value)
+            valued = (
+                (scalar or isinstance(up, exp.Subquery) and isinstance(up.parent, exp.In))
+                and q.args.get("group") is None
+                and not any(isinstance(n, exp.AggFunc) for x in q.expressions for n in x.walk())
+                and any(
+                    isinstance(c, exp.Column) and c.table and c.table not in inside
+                    for x in q.expressions
+                    for c in _walk_no_subqueries(x)
+                )
+            )
+            if not (reads and (limited or single or valued) or grouped or shaped):
                 continue
             left: Node = q
         else:
