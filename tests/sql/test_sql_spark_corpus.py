@@ -300,6 +300,65 @@ def test_subquery_limits_and_groups_per_outer_row_equal_duckdb(sql: str) -> None
     check_stream(_T012, [(sql, None, False)], _T012_COMMITS)
 
 
+# found by review: an outer row that an outer join padded with NULLs (its subquery saw no
+# domain row for it), and a condition holding an IN subquery beside the outer row (an
+# AssertionError at commit)
+@pytest.mark.parametrize(
+    ("commits", "sql"),
+    [
+        (
+            "padded",
+            "SELECT t0a, (SELECT count(*) FROM (SELECT t2.t2a AS v UNION ALL SELECT 5) x) "
+            "FROM t0 LEFT JOIN t2 ON t2b = t0a",
+        ),
+        (
+            "padded",
+            "SELECT t0a, (SELECT count(*) FROM (SELECT count(*) c FROM t1 WHERE t1a = t2.t2a) x) "
+            "FROM t0 LEFT JOIN t2 ON t2b = t0a",
+        ),
+        (
+            "padded",
+            "SELECT t2a, (SELECT count(*) FROM (SELECT t0.t0a AS v UNION ALL SELECT 5) x) "
+            "FROM t0 RIGHT JOIN t2 ON t2b = t0a",
+        ),
+        (
+            "in",
+            "SELECT t0a, (SELECT count(*) FROM t1 WHERE t1a = t0a AND t0b IN "
+            "(SELECT t2a FROM t2)) FROM t0",
+        ),
+        (
+            "in",
+            "SELECT * FROM t0 WHERE t0a IN (SELECT t1a FROM t1 WHERE t1b = t0b AND t0a IN "
+            "(SELECT t2a FROM t2))",
+        ),
+        (
+            "in",
+            "SELECT * FROM t0 WHERE EXISTS (SELECT 1 FROM t1 WHERE t1a = t0a AND t0b IN "
+            "(SELECT t2a FROM t2 WHERE t2b = t1.t1b))",
+        ),
+        (
+            "in",
+            "SELECT t0a, (SELECT count(*) FROM t1 WHERE t1a = t0a AND t0b + t1b > "
+            "(SELECT min(t2a) FROM t2)) FROM t0",
+        ),
+    ],
+)
+def test_reviewed_domain_cases_equal_duckdb(commits: str, sql: str) -> None:
+    streams = {
+        "padded": [
+            [Ins("t0", [(1, 1)])],
+            [Ins("t2", [(3, 1, 2)])],
+            [Del("t2", [(3, 1, 2)]), Ins("t0", [(None, 2)])],
+        ],
+        "in": [
+            [Ins("t0", [(1, 1)]), Ins("t1", [(1, 1, 1)]), Ins("t2", [(1, 1, 1)])],
+            [Ins("t0", [(2, None), (1, 2)]), Ins("t1", [(2, 0, 1)])],
+            [Del("t2", [(1, 1, 1)]), Ins("t2", [(2, 0, 0)])],
+        ],
+    }
+    check_stream(_T012, [(sql, None, False)], streams[commits])
+
+
 def test_scalar_subquery_with_several_groups_is_an_error() -> None:
     db = dsql.Database()
     for ddl in _T012:

@@ -1346,7 +1346,11 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         exp.alias_(exp.column(n, table=t, quoted=True), d, quoted=True)
         for (t, n), d in zip(names, dom_names, strict=True)
     ]
-    if len(aliases) == 1:
+    outer_joined = any(
+        str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
+        for j in owner.args.get("joins") or []
+    )
+    if len(aliases) == 1 and not outer_joined:
         # the column's values in its table
         (alias,) = aliases
         source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
@@ -1354,8 +1358,8 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
             return
         domain = exp.select(*picks).from_(source.copy())
     else:
-        # columns of several tables: their values in the outer query's joined rows (its
-        # conditions without subqueries)
+        # columns of several tables, or of a table an outer join may pad with NULLs: their
+        # values in the outer query's joined rows (its conditions without subqueries)
         from_ = owner.args.get("from_") or owner.args.get("from")
         if from_ is None:
             return
@@ -1370,11 +1374,13 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
             domain.set("where", exp.Where(this=exp.and_(*keep)))
     domain.set("distinct", exp.Distinct())
     new_body = body.copy()
-    ref_ids = set()
     inside_new = _defined_names(new_body)
-    for c in new_body.find_all(exp.Column):
-        if c.table in aliases and c.table not in inside_new:
-            ref_ids.add(id(c))
+    # (the nodes are held while their ids are used: a node made later, after one of them
+    # was replaced and dropped, could otherwise get its id)
+    ref_nodes = [
+        c for c in new_body.find_all(exp.Column) if c.table in aliases and c.table not in inside_new
+    ]
+    ref_ids = {id(c) for c in ref_nodes}
     counter = iter(range(1_000_000))
 
     def dom_cols(src: str) -> list[Node]:
@@ -1790,7 +1796,17 @@ def _wrap_for_domain(tree: Node) -> None:
                     for c in _walk_no_subqueries(x)
                 )
             )
-            if not (reads and (limited or single or valued) or grouped or shaped):
+            # (a condition with a subquery of its own that reads the outer row beside it:
+            # in a derived table the outer values are its own columns)
+            mixed = any(
+                any(isinstance(n, exp.Query) for n in c.walk())
+                and any(
+                    isinstance(x, exp.Column) and x.table and x.table not in inside
+                    for x in _walk_no_subqueries(c)
+                )
+                for c in _conjuncts(q.args.get("where"))
+            )
+            if not (reads and (limited or single or valued or mixed) or grouped or shaped):
                 continue
             left: Node = q
         else:
@@ -3078,9 +3094,10 @@ class Planner:
                 isinstance(x, exp.Column) and x.table and x.table not in own
                 for x in _walk_no_subqueries(c)
             ):
-                # a condition with a subquery that also reads the outer row itself: its
-                # subqueries become columns here, and it is a correlated condition
-                e = self.bind(c, sub)
+                # (one that ``_wrap_for_domain`` did not make a derived table's)
+                raise UnsupportedSQL(
+                    f"a condition with a subquery that also reads the outer row ({c.sql()})"
+                )
             if e is not None:
                 e = self._cast_bool(e, "WHERE")
             if e is not None and _has_outer(e):
