@@ -289,6 +289,10 @@ def test_subquery_reading_outer_rows_random_streams_equal_duckdb(seed: int) -> N
         "SELECT t0a, (SELECT t1c FROM t1 WHERE t1a = t0a ORDER BY t1c) FROM t0",
         "SELECT t0a FROM t0 WHERE t0b < (SELECT t1b FROM t1 WHERE t1a = t0a "
         "ORDER BY t1c NULLS LAST LIMIT 1 OFFSET 0)",
+        # a HAVING that reads the outer row (its groups made per outer value)
+        "SELECT * FROM t0 WHERE t0b IN (SELECT min(t1c) FROM t1 WHERE t1b = t0b GROUP BY t1a "
+        "HAVING t1a > t0.t0a)",
+        "SELECT * FROM t0 WHERE EXISTS (SELECT t1a FROM t1 GROUP BY t1a HAVING count(*) > t0.t0a)",
         # a scalar subquery's value read from the outer row
         "SELECT t0a, (SELECT t1c + t0b FROM t1 WHERE t1a = t0a AND t1b = 1) FROM t0",
         "SELECT t0a, (WITH w AS (SELECT 1 AS a) SELECT a + t0a FROM w) FROM t0",

@@ -1806,7 +1806,15 @@ def _wrap_for_domain(tree: Node) -> None:
                 )
                 for c in _conjuncts(q.args.get("where"))
             )
-            if not (reads and (limited or single or valued or mixed) or grouped or shaped):
+            # (a HAVING that reads the outer row: its groups are made per outer value)
+            having = q.args.get("having")
+            judged = having is not None and any(
+                isinstance(x, exp.Column) and x.table and x.table not in inside
+                for x in _walk_no_subqueries(having)
+            )
+            if not (
+                reads and (limited or single or valued or mixed or judged) or grouped or shaped
+            ):
                 continue
             left: Node = q
         else:
