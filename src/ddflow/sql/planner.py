@@ -1690,6 +1690,37 @@ def _under(node: Node, top: Node) -> bool:
     return False
 
 
+def _qualify_outer_in_having(tree: Node, rels: dict[str, tuple[Field, ...]]) -> None:
+    """An unqualified column in the HAVING of a subquery expression that none of its
+    tables has but one table of the query around it has (``HAVING count(*) > t0a``),
+    qualified with that table: qualification leaves it unqualified, and it would then be
+    an unknown column. Only where the tables on both sides are known tables."""
+
+    def columns(sel: Node) -> dict[str, set[str]] | None:
+        out: dict[str, set[str]] = {}
+        for item in _from_items(sel):
+            fields = rels.get(item.name) if isinstance(item, exp.Table) else None
+            if fields is None:
+                return None
+            out[item.alias_or_name] = {f.name.lower() for f in fields}
+        return out
+
+    for sel in list(tree.find_all(exp.Select)):
+        having = sel.args.get("having")
+        owner = _enclosing_select(sel)
+        if having is None or owner is None or not _is_subquery_expression(sel):
+            continue
+        local, around = columns(sel), columns(owner)
+        if local is None or around is None:
+            continue
+        names = set().union(*local.values()) | {e.alias_or_name.lower() for e in sel.expressions}
+        for c in list(_walk_no_subqueries(having)):
+            if isinstance(c, exp.Column) and not c.table and c.name.lower() not in names:
+                hits = [a for a, cs in around.items() if c.name.lower() in cs]
+                if len(hits) == 1:
+                    c.set("table", exp.to_identifier(hits[0]))
+
+
 def _hoist_outer_tests(tree: Node) -> None:
     """``EXISTS (SELECT ... WHERE c AND p)`` where condition ``p`` holds a subquery and
     reads no table of that SELECT (only the query around it), as ``p AND EXISTS (SELECT
@@ -2333,6 +2364,9 @@ class Planner:
         _row_comparisons(tree, self.dialect == "spark")
         _inline_inner_ctes(tree)
         tree = self.qualify(tree)
+        _qualify_outer_in_having(
+            tree, {**{n: p.fields for n, p in self.views.items()}, **self.catalog}
+        )
         tree = _expand_grouping_sets(tree, self.dialect == "spark")
         _partition_aggregates_as_joins(tree)
         _inline_fromless_scalars(tree)
