@@ -522,17 +522,35 @@ def _is_subquery_expression(sel: Node) -> bool:
     )
 
 
+def _has_outer_join(sel: Node) -> bool:
+    """Whether a join of ``sel`` is an outer, semi or anti join."""
+    return any(
+        str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
+        or str(j.args.get("kind") or "").upper() in ("OUTER", "SEMI", "ANTI")
+        for j in sel.args.get("joins") or []
+    )
+
+
 def _derived_tables(sel: Node) -> list[Node]:
     """The derived tables of ``sel``'s FROM when it has no outer join (a condition moved
     from one of them up into ``sel``'s WHERE then filters the same rows)."""
-    joins = sel.args.get("joins") or []
-    if any(
-        str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
-        or str(j.args.get("kind") or "").upper() in ("OUTER", "SEMI", "ANTI")
-        for j in joins
-    ):
+    if _has_outer_join(sel):
         return []
     return [x for x in _from_items(sel) if isinstance(x, exp.Subquery) and x.alias]
+
+
+def _output_names(q: Node) -> list[str] | None:
+    """The column names of query ``q`` (a set operation's are its first SELECT's), or None
+    when one has no name or two share one."""
+    left = q
+    while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
+        left = left.this if isinstance(left, exp.Subquery) else left.left
+    if not isinstance(left, exp.Select):
+        return None
+    out = [e.alias_or_name for e in left.expressions]
+    if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+        return None
+    return out
 
 
 def _from_items(sel: Node) -> list[Node]:
@@ -1392,13 +1410,8 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     def beside(q: Node) -> bool | None:
         """``q``, which does not read the outer row, as its rows beside each domain row
         (a SELECT of its columns from it, cross joined with the domain)."""
-        left = q
-        while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
-            left = left.this if isinstance(left, exp.Subquery) else left.left
-        if not isinstance(left, exp.Select) or q.parent is None:
-            return None
-        out = [e.alias_or_name for e in left.expressions]
-        if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+        out = _output_names(q)
+        if out is None or q.parent is None:
             return None
         b, src = f"{tag}_b{next(counter)}", f"{tag}_src{next(counter)}"
         new = (
@@ -1458,11 +1471,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         if seeded and not _seed_groups(q, f"{tag}_x{next(counter)}"):
             return None
         joins = q.args.get("joins") or []
-        outer_join = any(
-            str(j.args.get("side") or "").upper() in ("LEFT", "RIGHT", "FULL")
-            or str(j.args.get("kind") or "").upper() in ("OUTER", "SEMI", "ANTI")
-            for j in joins
-        )
+        outer_join = _has_outer_join(q)
         carriers: list[Node] = []
         for item in _from_items(q):
             if isinstance(item, exp.Subquery) and item.alias:
@@ -1478,11 +1487,8 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
                         )
             elif any(id(c) in ref_ids for c in item.find_all(exp.Column)):
                 return None  # (a table-valued construct reading the outer query)
-        own = [
-            c
-            for c in q.find_all(exp.Column)
-            if id(c) in ref_ids and not any(c is x or _under(c, x) for x in carriers)
-        ]
+        # (those inside the carriers were replaced there)
+        own = [c for c in q.find_all(exp.Column) if id(c) in ref_ids]
         if carriers and outer_join:
             return None
         if len(carriers) == 1 and not any(_under(c, j) for c in own for j in joins):
@@ -1632,8 +1638,8 @@ def _limit_per_domain(
     columns it carries) instead of over all its rows: its rows numbered by its ORDER BY
     within their partition, and the numbers kept filtered (``q`` is rewritten in place).
     False (``q`` left as it was) when its columns or ORDER BY cannot be named so."""
-    out = [e.alias_or_name for e in q.expressions]
-    if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+    out = _output_names(q)
+    if out is None:
         return False
     by_alias = {e.alias: e.this for e in q.expressions if isinstance(e, exp.Alias)}
     order = q.args.get("order")
@@ -1787,6 +1793,14 @@ def _wrap_for_domain(tree: Node) -> None:
         )
         inside = _defined_names(q)
         reads = any(c.table and c.table not in inside for c in q.find_all(exp.Column))
+
+        def reads_here(node: Node, inside: set[str] = inside) -> bool:
+            """Whether ``node`` reads the outer row itself (not in a subquery of it)."""
+            return any(
+                isinstance(x, exp.Column) and x.table and x.table not in inside
+                for x in _walk_no_subqueries(node)
+            )
+
         if isinstance(q, exp.Select):
             limited = bool(q.args.get("limit") or q.args.get("offset"))
             if isinstance(up, exp.Exists) and not q.args.get("offset") and not q.args.get("group"):
@@ -1821,43 +1835,25 @@ def _wrap_for_domain(tree: Node) -> None:
                 (scalar or isinstance(up, exp.Subquery) and isinstance(up.parent, exp.In))
                 and q.args.get("group") is None
                 and not any(isinstance(n, exp.AggFunc) for x in q.expressions for n in x.walk())
-                and any(
-                    isinstance(c, exp.Column) and c.table and c.table not in inside
-                    for x in q.expressions
-                    for c in _walk_no_subqueries(x)
-                )
+                and any(reads_here(x) for x in q.expressions)
             )
             # (a condition with a subquery of its own that reads the outer row beside it:
             # in a derived table the outer values are its own columns)
             mixed = any(
-                any(isinstance(n, exp.Query) for n in c.walk())
-                and any(
-                    isinstance(x, exp.Column) and x.table and x.table not in inside
-                    for x in _walk_no_subqueries(c)
-                )
+                any(isinstance(n, exp.Query) for n in c.walk()) and reads_here(c)
                 for c in _conjuncts(q.args.get("where"))
             )
             # (a HAVING that reads the outer row: its groups are made per outer value)
             having = q.args.get("having")
-            judged = having is not None and any(
-                isinstance(x, exp.Column) and x.table and x.table not in inside
-                for x in _walk_no_subqueries(having)
-            )
+            judged = having is not None and reads_here(having)
             if not (
                 reads and (limited or single or valued or mixed or judged) or grouped or shaped
             ):
                 continue
-            left: Node = q
-        else:
-            if not (scalar or reads):
-                continue
-            left = q
-            while isinstance(left, (exp.Union, exp.Intersect, exp.Except, exp.Subquery)):
-                left = left.this if isinstance(left, exp.Subquery) else left.left
-            if not isinstance(left, exp.Select):
-                continue
-        out = [e.alias_or_name for e in left.expressions]
-        if any(not o or o == "*" for o in out) or len(set(out)) != len(out):
+        elif not (scalar or reads):
+            continue
+        out = _output_names(q)
+        if out is None:
             continue
         tag = f"_wrapq{n}"
         wrapped = exp.select(*(exp.column(o, table=tag, quoted=True) for o in out)).from_(
