@@ -234,6 +234,39 @@ def test_grouped_by_join_key_has_no_join() -> None:
     assert "without the join" not in plan
 
 
+def test_grouped_by_join_key_counts_of_never_null_columns() -> None:
+    """A count of a column its side never holds NULL in is that side's row count (no
+    component of its own): per key of a left / right / inner join, with keys that only one
+    side holds, duplicates, and deletes that unmatch a key."""
+    ddl = [
+        "CREATE TABLE c (ck INT NOT NULL, tag STRING NOT NULL, v INT)",
+        "CREATE TABLE o (ok INT NOT NULL, ck INT NOT NULL, amt INT NOT NULL, note STRING)",
+    ]
+    views = [
+        "SELECT c.ck, count(o.ok), count(c.tag), count(o.note), count(*), sum(o.amt) "
+        "FROM c LEFT JOIN o ON c.ck = o.ck GROUP BY c.ck",
+        "SELECT o.ck, count(c.tag), count(o.ok), count(c.v), sum(o.amt) "
+        "FROM c RIGHT JOIN o ON c.ck = o.ck GROUP BY o.ck",
+        "SELECT c.ck, count(o.ok), count(c.tag), avg(o.amt) FROM c JOIN o ON c.ck = o.ck "
+        "GROUP BY c.ck",
+        "SELECT n, count(*) FROM (SELECT c.ck, count(o.ok) AS n FROM c LEFT JOIN o "
+        "ON c.ck = o.ck GROUP BY c.ck) x GROUP BY n",
+    ]
+    for v in views:
+        assert "without the join" in explain_over(ddl, v), v
+    commits = [
+        [
+            Ins("c", [(1, "a", 5), (2, "b", None), (3, "c", 7), (3, "c", 7)]),
+            Ins("o", [(10, 1, 4, "x"), (11, 1, 6, None), (12, 4, 1, "y")]),
+        ],
+        [Ins("o", [(13, 3, 2, None), (13, 3, 2, None), (14, 2, 9, "z")])],
+        [Del("o", [(10, 1, 4, "x"), (11, 1, 6, None)]), Ins("c", [(4, "d", None)])],
+        [Del("c", [(3, "c", 7)]), Del("o", [(12, 4, 1, "y")])],
+        [Del("c", [(1, "a", 5), (2, "b", None), (3, "c", 7), (4, "d", None)])],
+    ]
+    check_stream(ddl, views, commits)
+
+
 def test_grouped_by_join_key_double_and_float_sums() -> None:
     """Sums of doubles per join key (values multiplied by the other side's count)."""
     ddl = [WIDE_DDL, "CREATE TABLE k (i INT, tag STRING)"]

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.sql.expr import Call, Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
+from ddflow.sql.expr import Call, Col, Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
@@ -359,9 +359,21 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
         return 1 if min(uses(arg)) >= nl else 0
 
     comp_side = [side_of(arg) for _, arg in parts]
+
+    def side_rows(kind: str, arg: Expr | None, at: int) -> bool:
+        # a count of a column its own side never holds NULL in is that side's row count
+        # (cL or cR), which the count already carries: no component of its own
+        if kind != "n" or not isinstance(arg, Col):
+            return False
+        i = arg.index - (nl if at == 1 else 0)
+        fields = j.right.fields if at == 1 else j.left.fields
+        return 0 <= i < len(fields) and not fields[i].nullable
+
+    aliased = [side_rows(kind, arg, at) for (kind, arg), at in zip(parts, comp_side, strict=True)]
     sample = (0, 0) + tuple(
         0.0 if kind == "s" and arg is not None and arg.type.kind == "double" else 0
-        for kind, arg in parts
+        for (kind, arg), alias in zip(parts, aliased, strict=True)
+        if not alias
     )
     left_join = j.kind == "left" if side == 0 else j.kind == "right"
 
@@ -396,7 +408,9 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                 np.ones(n, np.int64) if which == 1 else np.zeros(n, np.int64),
             ]
             cache: dict[Any, Any] = {}
-            for (kind, _), arg, at in zip(parts, mine, comp_side, strict=True):
+            for (kind, _), arg, at, alias in zip(parts, mine, comp_side, aliased, strict=True):
+                if alias:
+                    continue
                 if at != which:
                     diffs.append(
                         np.zeros(
@@ -437,7 +451,9 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
             out.append(np.where(matched, _mul(cm, co), cm))
         else:
             out.append(_mul(cm, co))
-        for (_kind, _), at, x in zip(parts, comp_side, c[2:], strict=True):
+        stored = iter(c[2:])
+        for at, alias in zip(comp_side, aliased, strict=True):
+            x = c[at] if alias else next(stored)
             if at == mine_side:  # this side's values, once per row of the other side
                 out.append(np.where(matched, _times(x, co), x) if left_join else _times(x, co))
             else:
