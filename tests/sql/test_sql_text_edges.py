@@ -179,7 +179,21 @@ def test_sqlite_string_rules_equal_sqlite(sql: str) -> None:
 # LIKE '%a%' and '%a%b%' on a table's text are decided as rows arrive, by searching the
 # column's bytes; checked against DuckDB after every commit on random texts with repeats,
 # overlaps, non-ASCII letters, empty strings and NULLs
-_LIKE_PATTERNS = ["%ab%", "%ba%ab%", "%é%", "%aé%b%", "%bb%", "%a%a%", "%abc%ab%"]
+_LIKE_PATTERNS = [
+    "%ab%",
+    "%ba%ab%",
+    "%é%",
+    "%aé%b%",
+    "%bb%",
+    "%a%a%",
+    "%abc%ab%",
+    # the rarest byte with its left / right neighbour, alone (q), at either end
+    "%cab%",
+    "%bca%",
+    "%q%",
+    "%aq%cb%",
+    "%cqa%",
+]
 
 
 @pytest.mark.parametrize("pattern", _LIKE_PATTERNS)
@@ -189,7 +203,7 @@ def test_like_inner_texts_equal_duckdb(pattern: str) -> None:
     from oracle import Del, Ins, check_stream
 
     rng = random.Random(len(pattern) * 31 + ord(pattern[1]))
-    alphabet = ["a", "b", "c", "é", "ab", " "]
+    alphabet = ["a", "b", "c", "é", "ab", " ", "q", "ca"]
 
     def text() -> str | None:
         if rng.random() < 0.1:
