@@ -118,6 +118,43 @@ def test_add_scale_negate_are_exact(pairs: list[tuple[int, int]], how: str) -> N
 
 
 @SETTINGS
+@given(
+    st.lists(st.tuples(ints64, st.lists(ints64, min_size=1, max_size=4)), min_size=1, max_size=5)
+)
+def test_bounded_running_sums_are_exact_across_keys(segs: list[tuple[int, list[int]]]) -> None:
+    """With ``bounded`` (each key's running sums fit int64, as a trace's diff bound proves),
+    running sums equal Python's even where sums across keys leave int64: runs of huge
+    values of both signs side by side. Segments whose own sums leave int64 are dropped
+    (the caller would not pass ``bounded`` then)."""
+    kept: list[tuple[int, list[int]]] = []
+    for base, vals in segs:
+        acc, ok = base, True
+        for v in vals:
+            acc += v
+            ok = ok and I64_MIN <= acc <= I64_MAX
+        if ok:
+            kept.append((base, vals))
+    if not kept:
+        return
+    d = [v for _, vals in kept for v in vals]
+    starts = np.cumsum([0] + [len(vals) for _, vals in kept[:-1]]).astype(np.int64)
+    base = np.array([b for b, _ in kept], dtype=np.int64)
+    got = INT_DIFF.running_sums(np.array(d, dtype=np.int64), starts, base, bounded=True)
+    want = []
+    for b, vals in kept:
+        for v in vals:
+            b += v
+            want.append(b)
+    assert got.tolist() == want
+    # each row's value before it: the row above's, the base at a key's first row
+    before = INT_DIFF.previous(got, starts, base)
+    firsts = set(starts.tolist())
+    assert before.tolist() == [
+        int(base[starts.tolist().index(i)]) if i in firsts else want[i - 1] for i in range(len(d))
+    ]
+
+
+@SETTINGS
 @given(st.lists(ints64, min_size=1, max_size=8), st.lists(ints64, min_size=1, max_size=3), hows)
 def test_running_sums_are_exact(d: list[int], base: list[int], how: str) -> None:
     """Running sums per segment from a base equal Python's."""

@@ -182,6 +182,12 @@ class DiffType:
         target[idx] = values
         return target
 
+    def previous(self, d: Any, starts: np.ndarray, first: Any) -> Any:
+        """Each row's predecessor in runs ``d[starts[i]:starts[i+1]]`` (``starts`` sorted,
+        the first 0): the row above's value, and ``first[i]`` at the start of run ``i``."""
+        n = self.length(d)
+        return self.put(self.take(d, np.maximum(np.arange(-1, n - 1), 0)), starts, first)
+
     # -- algebra -----------------------------------------------------------------------------
     def zero_mask(self, d: Any) -> np.ndarray:
         raise NotImplementedError
@@ -293,6 +299,11 @@ class IntDiff(DiffType):
         target[idx] = values
         return target
 
+    def previous(self, d: np.ndarray, starts: np.ndarray, first: Any) -> np.ndarray:
+        out = np.empty_like(d)
+        out[1:] = d[:-1]
+        return self.put(out, starts, first)
+
     def py_plus(self, a: Any, b: Any) -> Any:
         return b if a is None else (a if b is None else a + b)
 
@@ -352,7 +363,18 @@ class IntDiff(DiffType):
                 or (len(d) * magnitude(d) + (magnitude(base) if len(base) else 0) <= I64_MAX)
             )
         )
-        if not exact and (d.dtype.kind == "i" or d.dtype == object):
+        if exact:
+            # one cumulative sum over all runs, each run's first diff moved by its base
+            # minus the value the run before ends on: exact in int64's wrapping arithmetic,
+            # since every value it ends up holding is a running sum of one key, which fits
+            if len(starts) == len(d):
+                return base + d
+            ends = base + np.add.reduceat(d, starts)
+            moved = d.astype(np.int64)  # (a copy)
+            moved[starts] += base
+            moved[starts[1:]] -= ends[:-1]
+            return np.cumsum(moved)
+        if d.dtype.kind == "i" or d.dtype == object:
             d, base = _wide(d), _wide(base)
         c = np.cumsum(d)
         seg = _segment_ids(starts, len(d))
@@ -469,6 +491,9 @@ class TupleDiff(DiffType):
 
     def take(self, d: tuple[Any, ...], idx: Any) -> tuple[Any, ...]:
         return tuple(p.take(c, idx) for p, c in zip(self.parts, d, strict=True))
+
+    def previous(self, d: tuple[Any, ...], starts: np.ndarray, first: Any) -> tuple[Any, ...]:
+        return tuple(p.previous(c, starts, f) for p, c, f in zip(self.parts, d, first, strict=True))
 
     def concat(self, ds: Sequence[Any]) -> tuple[Any, ...]:
         return tuple(p.concat([d[i] for d in ds]) for i, p in enumerate(self.parts))

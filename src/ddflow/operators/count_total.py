@@ -134,11 +134,8 @@ class CountTotal(Operator):
         prior = key_sums(history, batch.keys, dt, bounded=fit)
         starts = batch.bounds[:-1]
         new = dt.running_sums(batch.diffs, starts, prior, bounded=fit)
-        n = len(batch)
         # value before each row: the previous row's running value, or the prior at a key start
-        prev_idx = np.arange(-1, n - 1)
-        old = dt.take(new, np.maximum(prev_idx, 0))
-        old = dt.put(old, starts, prior)
+        old = dt.previous(new, starts, prior)
         key_cols = batch.data[: self.arrangement.key_width]
         key_layout = self.arrangement.key_layout
         assert key_layout is not None
