@@ -129,6 +129,92 @@ def test_range_frames_with_offsets_equal_duckdb(sql: str) -> None:
     check_stream(_DDL, [(sql, None, False)], _COMMITS)
 
 
+# RANGE frames with INTERVAL offsets over a TIMESTAMP or DATE order: rolling windows of
+# time (rows an hour apart, a minute apart, at the same instant, a day and a week apart)
+_EV_DDL = ["CREATE TABLE ev (g STRING, ts TIMESTAMP, d DATE, x INT)"]
+_T = dt.datetime
+_EV_FIRST = [
+    ("a", _T(2024, 1, 1, 10, 0), _D(2024, 1, 1), 1),
+    ("a", _T(2024, 1, 1, 10, 30), _D(2024, 1, 1), 2),
+    ("a", _T(2024, 1, 1, 11, 0), _D(2024, 1, 2), 4),
+    ("a", _T(2024, 1, 1, 11, 0), _D(2024, 1, 2), 4),  # a duplicate row
+    ("a", _T(2024, 1, 1, 11, 0, 59, 999999), _D(2024, 1, 8), None),
+    ("b", _T(2024, 1, 1, 9, 59), _D(2024, 1, 9), 8),
+    ("b", _T(2024, 1, 1, 10, 59, 0, 1), _D(2024, 1, 16), 512),  # an hour and 1 us later
+    ("b", None, None, 16),
+    (None, _T(2024, 1, 2, 10, 0), _D(2024, 1, 15), 32),
+]
+_EV_SECOND = [
+    ("a", _T(2024, 1, 1, 10, 0), _D(2023, 12, 31), 64),  # replaces the first row
+    ("b", _T(2024, 1, 1, 11, 1), _D(2024, 1, 3), 128),
+    ("a", _T(2024, 1, 1, 12, 0), _D(2024, 1, 22), 256),
+]
+_EV_COMMITS = churn("ev", _EV_FIRST, _EV_SECOND)
+_INTERVALS = [
+    "SELECT g, ts, sum(x) OVER (PARTITION BY g ORDER BY ts NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 1 HOUR PRECEDING AND CURRENT ROW) FROM ev",
+    "SELECT ts, count(*) OVER (ORDER BY ts DESC NULLS LAST "
+    "RANGE BETWEEN INTERVAL 30 MINUTES PRECEDING AND INTERVAL '1' HOUR FOLLOWING) FROM ev",
+    "SELECT ts, max(x) OVER (ORDER BY ts NULLS LAST "
+    "RANGE BETWEEN INTERVAL 59 SECONDS PRECEDING AND INTERVAL 1 MINUTE FOLLOWING) FROM ev",
+    "SELECT d, sum(x) OVER (ORDER BY d NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 7 DAYS PRECEDING AND CURRENT ROW) FROM ev",
+    "SELECT g, d, count(x) OVER (PARTITION BY g ORDER BY d DESC NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 1 WEEK PRECEDING AND INTERVAL '1' DAY FOLLOWING) FROM ev",
+    "SELECT ts, sum(x) OVER (ORDER BY ts NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 1 DAY PRECEDING AND INTERVAL 1 DAY FOLLOWING) FROM ev",
+]
+
+
+@pytest.mark.parametrize("sql", _INTERVALS)
+def test_range_frames_with_interval_offsets_equal_duckdb(sql: str) -> None:
+    check_stream(_EV_DDL, [(sql, None, False)], _EV_COMMITS)
+
+
+@pytest.mark.parametrize(
+    ("sql", "error", "words"),
+    [
+        (
+            "SELECT sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 MONTH PRECEDING "
+            "AND CURRENT ROW) FROM ev",
+            UnsupportedSQL,
+            "no fixed length",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 2 HOURS PRECEDING "
+            "AND CURRENT ROW) FROM ev",
+            UnsupportedSQL,
+            "over a DATE",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY x RANGE BETWEEN INTERVAL 2 DAYS PRECEDING "
+            "AND CURRENT ROW) FROM ev",
+            SQLError,
+            "DATE or TIMESTAMP",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY ts ROWS BETWEEN INTERVAL 2 DAYS PRECEDING "
+            "AND CURRENT ROW) FROM ev",
+            SQLError,
+            "ROWS frame offset",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY ts RANGE BETWEEN INTERVAL '1 12:00:00' DAY TO SECOND "
+            "PRECEDING AND CURRENT ROW) FROM ev",
+            UnsupportedSQL,
+            "RANGE offset",
+        ),
+    ],
+)
+def test_interval_frame_errors_name_the_problem(
+    sql: str, error: type[Exception], words: str
+) -> None:
+    db = dsql.Database()
+    db.execute(_EV_DDL[0])
+    with pytest.raises(error, match=words):
+        db.view(sql)
+
+
 # IGNORE NULLS: Spark writes it after the call, DuckDB inside it
 _OVER = f"OVER (PARTITION BY a ORDER BY g NULLS FIRST, {_ALL})"
 _IGNORING = [

@@ -4054,6 +4054,13 @@ class Planner:
                 if k < 0:
                     raise SQLError("a frame offset must not be negative")
                 return -k if side == "PRECEDING" else k
+            if isinstance(value, exp.Interval):
+                if kind == "rows":
+                    raise SQLError(f"a ROWS frame offset must be an integer, got {value.sql()}")
+                k = self._range_interval(value, order_types)
+                if k < 0:
+                    raise SQLError("a frame offset must not be negative")
+                return -k if side == "PRECEDING" else k
             raise UnsupportedSQL(f"frame bound {value}")
 
         start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
@@ -4087,6 +4094,50 @@ class Planner:
         raise SQLError(
             f"a RANGE frame with an offset needs a number or a date to order by, not {t}"
         )
+
+    def _range_interval(self, iv: Node, order_types: list[SqlType]) -> int:
+        """A RANGE frame's ``INTERVAL n unit`` offset in the physical units of its one
+        ORDER BY value: days over a DATE (days, weeks), microseconds over a TIMESTAMP (weeks
+        down to seconds). Months and years are refused: they have no fixed length."""
+        if len(order_types) != 1:
+            raise SQLError("a RANGE frame with an offset needs exactly one ORDER BY value")
+        t = order_types[0]
+        unit_node = iv.args.get("unit")
+        if unit_node is None or not isinstance(unit_node, exp.Var):
+            raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}")
+        unit = unit_node.name.lower()
+        unit = unit[:-1] if unit.endswith("s") else unit
+        try:
+            n = decimal.Decimal(str(iv.this.this if isinstance(iv.this, exp.Literal) else "x"))
+        except decimal.InvalidOperation:
+            raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}") from None
+        if unit in ("month", "year", "quarter"):
+            raise UnsupportedSQL(
+                f"a RANGE offset of {iv.sql()} (months and years have no fixed length)"
+            )
+        micros = {
+            "week": 7 * 86_400_000_000,
+            "day": 86_400_000_000,
+            "hour": 3_600_000_000,
+            "minute": 60_000_000,
+            "second": 1_000_000,
+            "millisecond": 1_000,
+            "microsecond": 1,
+        }
+        if unit not in micros:
+            raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}")
+        if t.kind == "date":
+            if unit not in ("week", "day"):
+                raise UnsupportedSQL(f"a RANGE offset of {iv.sql()} over a DATE")
+            k = n * (7 if unit == "week" else 1)
+        elif t.kind == "timestamp":
+            k = n * micros[unit]
+        else:
+            raise SQLError(f"a RANGE offset of {iv.sql()} needs a DATE or TIMESTAMP to order by")
+        if k != k.to_integral_value():
+            whole = "days" if t.kind == "date" else "microseconds"
+            raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}: not a whole number of {whole}")
+        return int(k)
 
     def _agg_type(self, func: str, t: SqlType) -> SqlType:
         if func == "count":
