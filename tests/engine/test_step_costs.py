@@ -295,6 +295,33 @@ def test_rows_for_a_few_probe_keys_in_a_large_batch() -> None:
         assert sorted(zip(rows.tolist(), owner.tolist(), strict=True)) == want
 
 
+def test_rows_for_probes_beside_and_touching_the_key_range() -> None:
+    """Probe keys all below or all above a batch's keys find nothing (the batch is not
+    searched); a probe touching either end key still finds its rows, for small and large
+    probes (every search path)."""
+    rng = np.random.default_rng(9)
+    b = _batch(rng.integers(100, 500, 3000).tolist(), seed=10)
+    lo, hi = int(b.keys[0]), int(b.keys[-1])
+    column = b.data[0].tolist()
+    probes = [
+        np.arange(lo - 40, lo),
+        np.arange(hi + 1, hi + 300),
+        np.array([lo - 3]),
+        np.array([hi + 1]),
+        np.arange(lo - 40, lo + 1),
+        np.arange(hi, hi + 300),
+        np.array([lo]),
+        np.array([hi]),
+    ]
+    for probe in probes:
+        probe = probe.astype(np.int64)
+        rows, owner = b.rows_for(probe)
+        want = sorted(
+            (r, j) for j, p in enumerate(probe.tolist()) for r, k in enumerate(column) if k == p
+        )
+        assert sorted(zip(rows.tolist(), owner.tolist(), strict=True)) == want
+
+
 def test_history_sums_for_a_few_keys() -> None:
     rng = np.random.default_rng(4)
     batches = [

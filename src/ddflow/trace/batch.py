@@ -425,6 +425,11 @@ class TraceBatch:
             # a structured key beside tuples, two keys of different shapes): numpy would
             # compare them after a lossy cast, or not at all. Equal means equal in Python.
             return self._rows_small(probe)
+        if self.keys.dtype.kind in "iu" and (probe[-1] < self.keys[0] or probe[0] > self.keys[-1]):
+            # all probe keys outside this batch's range (both are sorted): a stream whose keys
+            # grow, such as orders arriving by key, asks its older batches about new keys
+            e = np.empty(0, dtype=np.int64)
+            return e, e
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
         if probe.shape[0] <= 16 and self.keys.dtype.kind in "iu":
