@@ -171,14 +171,66 @@ def test_range_frames_with_interval_offsets_equal_duckdb(sql: str) -> None:
     check_stream(_EV_DDL, [(sql, None, False)], _EV_COMMITS)
 
 
+# calendar months: each row's frame edge is its own date moved by whole months, a day past
+# the new month's end its last day (January 31st a month on is February 29th in 2024)
+_MO_FIRST = [
+    ("a", _T(2024, 1, 31, 12, 0), _D(2024, 1, 31), 1),
+    ("a", _T(2024, 2, 29, 12, 0), _D(2024, 2, 29), 2),
+    ("a", _T(2024, 2, 29, 11, 59), _D(2024, 2, 28), 4),
+    ("a", _T(2024, 3, 31, 12, 0), _D(2024, 3, 31), 8),
+    ("a", _T(2024, 3, 31, 12, 0), _D(2024, 3, 31), 8),  # a duplicate row
+    ("b", _T(2023, 12, 31, 0, 0), _D(2023, 12, 31), 16),
+    ("b", _T(2024, 4, 30, 12, 0, 0, 1), _D(2024, 4, 30), 32),
+    ("b", None, None, 64),
+    (None, _T(2025, 2, 28, 12, 0), _D(2025, 2, 28), 128),
+]
+_MO_SECOND = [
+    ("a", _T(2024, 3, 1, 0, 0), _D(2024, 3, 1), 256),  # replaces the first row
+    ("b", _T(2024, 1, 29, 12, 0), _D(2024, 1, 29), 512),
+    ("a", _T(2024, 5, 31, 12, 0), _D(2024, 5, 31), 1024),
+]
+_MO_COMMITS = churn("ev", _MO_FIRST, _MO_SECOND)
+_MONTHS = [
+    "SELECT d, sum(x) OVER (ORDER BY d NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND CURRENT ROW) FROM ev",
+    "SELECT g, d, count(*) OVER (PARTITION BY g ORDER BY d DESC NULLS LAST "
+    "RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND INTERVAL 1 MONTH FOLLOWING) FROM ev",
+    "SELECT ts, sum(x) OVER (ORDER BY ts NULLS LAST "
+    "RANGE BETWEEN INTERVAL 2 MONTHS PRECEDING AND INTERVAL 1 MONTH PRECEDING) FROM ev",
+    "SELECT ts, max(x) OVER (ORDER BY ts DESC NULLS FIRST "
+    "RANGE BETWEEN CURRENT ROW AND INTERVAL 1 MONTH FOLLOWING) FROM ev",
+    "SELECT d, count(x) OVER (ORDER BY d NULLS FIRST "
+    "RANGE BETWEEN INTERVAL 1 YEAR PRECEDING AND INTERVAL 1 QUARTER FOLLOWING) FROM ev",
+    "SELECT d, sum(x) OVER (ORDER BY d NULLS LAST "
+    "RANGE BETWEEN UNBOUNDED PRECEDING AND INTERVAL 1 MONTH PRECEDING) FROM ev",
+]
+
+
+@pytest.mark.parametrize("sql", _MONTHS)
+def test_range_frames_of_calendar_months_equal_duckdb(sql: str) -> None:
+    check_stream(_EV_DDL, [(sql, None, False)], _MO_COMMITS)
+
+
 @pytest.mark.parametrize(
     ("sql", "error", "words"),
     [
         (
             "SELECT sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 MONTH PRECEDING "
-            "AND CURRENT ROW) FROM ev",
+            "AND INTERVAL 3 DAYS FOLLOWING) FROM ev",
             UnsupportedSQL,
-            "no fixed length",
+            "month offset and a fixed one",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 1 MONTH FOLLOWING "
+            "AND CURRENT ROW) FROM ev",
+            SQLError,
+            "start after it ends",
+        ),
+        (
+            "SELECT sum(x) OVER (ORDER BY x RANGE BETWEEN INTERVAL 1 YEAR PRECEDING "
+            "AND CURRENT ROW) FROM ev",
+            SQLError,
+            "DATE or TIMESTAMP",
         ),
         (
             "SELECT sum(x) OVER (ORDER BY d RANGE BETWEEN INTERVAL 2 HOURS PRECEDING "

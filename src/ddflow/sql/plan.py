@@ -242,6 +242,21 @@ class TopK(Plan):
 
 
 @dataclass(frozen=True)
+class Months:
+    """A RANGE frame offset of ``n`` calendar months of a DATE or TIMESTAMP order value
+    (negative: preceding). Not a fixed difference of its physical value: each row's
+    frame edge is its value plus ``n`` months, a day past the month's end its last day."""
+
+    n: int
+
+    def __neg__(self) -> Months:
+        return Months(-self.n)
+
+    def __str__(self) -> str:
+        return f"INTERVAL {abs(self.n)} MONTHS"
+
+
+@dataclass(frozen=True)
 class WinFunc:
     """A window function: ``func`` (``row_number``, ``rank``, ``dense_rank``,
     ``percent_rank``, ``cume_dist``, ``ntile``, ``lag``, ``lead``, ``first_value``,
@@ -252,7 +267,7 @@ class WinFunc:
     ``(kind, start, end)``: ``kind`` ``rows`` or ``range``, ``start`` / ``end`` None
     (unbounded) or an offset from the current row, negative for preceding: a number of
     rows, or for ``range`` a difference of the one ORDER BY value in its physical units
-    (0: the current row's peers)."""
+    (0: the current row's peers) or a number of calendar months (``Months``)."""
 
     func: str
     args: tuple[int, ...] = ()
@@ -367,6 +382,8 @@ def _frame_text(frame: tuple[str, Any, Any]) -> str:
     def end(x: Any, unbounded: str) -> str:
         if x is None:
             return f"UNBOUNDED {unbounded}"
+        if isinstance(x, Months):
+            return f"{x} {'PRECEDING' if x.n < 0 else 'FOLLOWING'}"
         if x == 0:
             return "CURRENT ROW"
         return f"{abs(x)} {'PRECEDING' if x < 0 else 'FOLLOWING'}"

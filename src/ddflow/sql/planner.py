@@ -61,6 +61,7 @@ from ddflow.sql.plan import (
     Distinct,
     Filter,
     Join,
+    Months,
     Plan,
     Project,
     RecRef,
@@ -4058,7 +4059,7 @@ class Planner:
                 if kind == "rows":
                     raise SQLError(f"a ROWS frame offset must be an integer, got {value.sql()}")
                 k = self._range_interval(value, order_types)
-                if k < 0:
+                if (k.n if isinstance(k, Months) else k) < 0:
                     raise SQLError("a frame offset must not be negative")
                 return -k if side == "PRECEDING" else k
             raise UnsupportedSQL(f"frame bound {value}")
@@ -4066,8 +4067,14 @@ class Planner:
         start = bound(spec.args.get("start"), spec.args.get("start_side"), True)
         end_node = spec.args.get("end")
         end = 0 if end_node is None else bound(end_node, spec.args.get("end_side"), False)
-        if start is not None and end is not None and start > end:
-            raise SQLError("a window frame must not start after it ends")
+        if start is not None and end is not None:
+            months = [isinstance(x, Months) for x in (start, end)]
+            if any(months) and not all(months) and (end if months[0] else start) != 0:
+                # (a month has no fixed length: the two edges are not comparable)
+                raise UnsupportedSQL("a RANGE frame with a month offset and a fixed one")
+            lo_, hi_ = (x.n if isinstance(x, Months) else x for x in (start, end))
+            if lo_ > hi_:
+                raise SQLError("a window frame must not start after it ends")
         return (kind, start, end)
 
     def _range_offset(self, text: str, order_types: list[SqlType]) -> Any:
@@ -4095,10 +4102,10 @@ class Planner:
             f"a RANGE frame with an offset needs a number or a date to order by, not {t}"
         )
 
-    def _range_interval(self, iv: Node, order_types: list[SqlType]) -> int:
+    def _range_interval(self, iv: Node, order_types: list[SqlType]) -> int | Months:
         """A RANGE frame's ``INTERVAL n unit`` offset in the physical units of its one
         ORDER BY value: days over a DATE (days, weeks), microseconds over a TIMESTAMP (weeks
-        down to seconds). Months and years are refused: they have no fixed length."""
+        down to microseconds); months, quarters and years as ``Months`` (no fixed length)."""
         if len(order_types) != 1:
             raise SQLError("a RANGE frame with an offset needs exactly one ORDER BY value")
         t = order_types[0]
@@ -4112,9 +4119,13 @@ class Planner:
         except decimal.InvalidOperation:
             raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}") from None
         if unit in ("month", "year", "quarter"):
-            raise UnsupportedSQL(
-                f"a RANGE offset of {iv.sql()} (months and years have no fixed length)"
-            )
+            if t.kind not in ("date", "timestamp"):
+                raise SQLError(
+                    f"a RANGE offset of {iv.sql()} needs a DATE or TIMESTAMP to order by"
+                )
+            if n != n.to_integral_value():
+                raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}: not a whole number")
+            return Months(int(n) * {"month": 1, "quarter": 3, "year": 12}[unit])
         micros = {
             "week": 7 * 86_400_000_000,
             "day": 86_400_000_000,

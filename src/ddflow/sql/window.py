@@ -21,8 +21,8 @@ from ddflow.core.diff import INT_DIFF, DiffType
 from ddflow.core.errors import DataError
 from ddflow.operators.reducers import Reducer, Rows
 from ddflow.sql.aggregate import linear_value, spread_value, sum_component
-from ddflow.sql.expr import Col, Ctx
-from ddflow.sql.plan import SPREAD_FUNCS, Window, WinFunc
+from ddflow.sql.expr import Col, Ctx, add_months_days
+from ddflow.sql.plan import SPREAD_FUNCS, Months, Window, WinFunc
 from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.types import I64_MAX, I64_MIN, float_from_keys, float_keys
 
@@ -98,6 +98,10 @@ class WindowReducer(Reducer):
 
     def _frame_bounds(self, frame: tuple[str, Any, Any], fr: Frame, g: _Group) -> tuple[Any, Any]:
         kind, start, end = frame
+        if kind == "range" and any(isinstance(x, Months) for x in (start, end)):
+            key = self.plan.order[0]
+            stamp = self.plan.input.fields[key.index].type.kind == "timestamp"
+            return _month_bounds(frame, fr.val(key.index), fr.null(key.index), key.desc, g, stamp)
         if kind == "range" and any(x not in (None, 0) for x in (start, end)):
             key = self.plan.order[0]
             v = fr.val(key.index)
@@ -392,13 +396,53 @@ def _range_bounds(
     return lo, hi
 
 
+def _month_bounds(
+    frame: tuple[str, Any, Any],
+    v: np.ndarray,
+    nl: np.ndarray | None,
+    desc: bool,
+    g: _Group,
+    stamp: bool,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``_range_bounds`` for offsets of calendar months (``Months``; the other edge a month
+    offset too, the current row or unbounded) of a DATE (days) or TIMESTAMP (microseconds)
+    order value: each row's edge is its own value moved by the months, so the targets are
+    computed per row (a month has no fixed length) and searched as fixed offsets are."""
+    _, start, end = frame
+    v = v.astype(np.int64)
+    w = -v if desc else v
+
+    def target(x: Any) -> np.ndarray | None:
+        if x is None:
+            return None
+        if not isinstance(x, Months):  # (the current row: its own value)
+            return w
+        k = -x.n if desc else x.n  # (a descending order's preceding rows are later)
+        if stamp:
+            day = 86_400_000_000
+            days = np.floor_divide(v, day)
+            moved = add_months_days(days, np.full(len(v), k, np.int64)) * day + (v - days * day)
+        else:
+            moved = add_months_days(v, np.full(len(v), k, np.int64))
+        return -moved if desc else moved
+
+    live = np.ones(g.n, dtype=bool) if nl is None else ~nl
+    return _range_bounds_sorted(start, end, w, live, g, (target(start), target(end)))
+
+
 def _range_bounds_sorted(
-    start: Any, end: Any, w: np.ndarray, live: np.ndarray, g: _Group
+    start: Any,
+    end: Any,
+    w: np.ndarray,
+    live: np.ndarray,
+    g: _Group,
+    targets: tuple[np.ndarray | None, np.ndarray | None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """``_range_bounds`` for all partitions at once (numbers that stay in int64 or
     floats): each bound is where ``value + offset`` falls among its partition's non-NULL
     values, found by sorting the values and the targets together, by partition then
-    value (a target before equal values for a start, after them for an end)."""
+    value (a target before equal values for a start, after them for an end). ``targets``:
+    each row's start and end value given instead of the offsets (``_month_bounds``)."""
     lo = (g.p_start if start is None else g.peer_start).copy()
     hi = (g.p_end - 1 if end is None else g.peer_end - 1).copy()
     vals = np.flatnonzero(live)  # each partition's non-NULL rows: one run, in order
@@ -425,10 +469,11 @@ def _range_bounds_sorted(
         out[order[~is_key] - nk] = before[~is_key]
         return out
 
+    t_start, t_end = (None, None) if targets is None else targets
     if start is not None:
-        lo[vals] = vals[first] + ranks(kw + start, -1) - first
+        lo[vals] = vals[first] + ranks(kw + start if t_start is None else t_start[vals], -1) - first
     if end is not None:
-        hi[vals] = vals[first] + ranks(kw + end, 1) - first - 1
+        hi[vals] = vals[first] + ranks(kw + end if t_end is None else t_end[vals], 1) - first - 1
     return lo, hi
 
 
