@@ -104,6 +104,20 @@ def _ts(*args: int) -> dt.datetime:
         ("regexp_extract(s, '([a-z]+) ([a-z]+)', 2)", ["world", "", None]),
         ("regexp_extract(s, '(x)?([A-Z]+)', 1)", ["", "", None]),
         ("regexp_extract(s, '[A-Z]+', 0)", ["", "BC", None]),
+        # text functions (also compared with a live Spark in test_sql_spark_functions.py)
+        ("split_part(s, ' ', 2)", ["world", "dEF", None]),
+        ("split_part(s, ' ', -1)", ["world", "gh", None]),
+        ("split_part(s, ' ', -3)", ["", "dEF", None]),
+        ("split_part(s, ' ', 7)", ["", "", None]),
+        ("substring_index(s, ' ', 2)", ["hello world", "aBC dEF", None]),
+        ("substring_index(s, 'l', -2)", ["o world", "aBC dEF  gh", None]),
+        ("substring_index(s, 'l', 2)", ["hel", "aBC dEF  gh", None]),
+        ("translate(s, 'lo ', 'L')", ["heLLwrLd", "aBCdEFgh", None]),
+        ("ascii(s)", [104, 97, None]),
+        ("octet_length(s)", [11, 11, None]),
+        ("bit_length(s)", [88, 88, None]),
+        ("md5(s)", ["5eb63bbbe01eeed093cb22bb8f5acdc3", "d3158847b3ce35533b84bfeda303cbca", None]),
+        ("crc32(s)", [222957957, 2022625545, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -126,6 +140,10 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT s RLIKE s FROM t", dsql.UnsupportedSQL, "not a constant"),
         ("SELECT date_format(d, 'yyyy ww') FROM t", dsql.UnsupportedSQL, "'ww'"),
         ("SELECT date_format(d, 'yyyy ''x') FROM t", dsql.SQLError, "not closed"),
+        ("SELECT split_part(s, ',', 0) FROM t", dsql.SQLError, "index 0"),
+        ("SELECT split_part(s, s, 1) FROM t", dsql.UnsupportedSQL, "not a constant"),
+        ("SELECT substring_index(s, ',', 'x') FROM t", dsql.SQLError, "integer count"),
+        ("SELECT sha2(s) FROM t", dsql.SQLError, "2 argument"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:

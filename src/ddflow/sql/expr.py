@@ -20,8 +20,10 @@ import dataclasses
 import datetime as _dt
 import decimal as _decimal
 import functools
+import hashlib
 import math
 import re
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -1554,8 +1556,59 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
             return filler + x if op == "lpad" else x + filler
 
         return lambda s: out([pad(x) for x in s])
+    if op == "split_part":
+        delim, part = consts[0], int(consts[1])
+
+        def split_part(x: str) -> str:
+            pieces = x.split(delim) if delim else [x]
+            k = part - 1 if part > 0 else len(pieces) + part
+            return pieces[k] if 0 <= k < len(pieces) else ""
+
+        return lambda s: out([split_part(x) for x in s])
+    if op == "substring_index":
+        delim, count = consts[0], int(consts[1])
+        return lambda s: out([_substring_index(x, delim, count) for x in s])
+    if op == "translate":
+        mapping: dict[int, int | None] = {}
+        for i, ch in enumerate(consts[0]):
+            # (the first mapping of a character wins; one past the end of ``to`` deletes)
+            mapping.setdefault(ord(ch), ord(consts[1][i]) if i < len(consts[1]) else None)
+        return lambda s: out([x.translate(mapping) for x in s])
+    if op == "ascii":
+        return lambda s: out([ord(x[0]) if x else 0 for x in s])
+    if op in ("octet_length", "bit_length"):
+        k = 8 if op == "bit_length" else 1
+        return lambda s: out([k * len(x.encode("utf-8", "surrogatepass")) for x in s])
+    if op in ("md5", "sha1", "sha2"):
+        name = op if op != "sha2" else f"sha{int(consts[0]) or 256}"
+        return lambda s: out(
+            [hashlib.new(name, x.encode("utf-8", "surrogatepass")).hexdigest() for x in s]
+        )
+    if op == "crc32":
+        return lambda s: out([zlib.crc32(x.encode("utf-8", "surrogatepass")) for x in s])
     del strings
     raise DataError(f"unknown string function {op}")
+
+
+def _substring_index(x: str, delim: str, count: int) -> str:
+    """Spark's ``substring_index``: the text before the ``count``-th occurrence of
+    ``delim`` (after it, counting from the end, when ``count`` is negative); occurrences
+    are sought one position past the last one found, so they may overlap."""
+    if not delim or count == 0:
+        return ""
+    if count > 0:
+        at = -1
+        for _ in range(count):
+            at = x.find(delim, at + 1)
+            if at < 0:
+                return x
+        return x[:at]
+    at = len(x) - len(delim) + 1
+    for _ in range(-count):
+        at = x.rfind(delim, 0, at - 1 + len(delim)) if at > 0 else -1
+        if at < 0:
+            return x
+    return x[at + len(delim) :]
 
 
 def _concat_ws(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -2031,6 +2084,16 @@ _OPS: dict[str, Any] = {
     "date_trunc": _date_trunc,
     "cbrt": _math1,
     "instr": _string_fn,
+    "split_part": _string_fn,
+    "substring_index": _string_fn,
+    "translate": _string_fn,
+    "ascii": _string_fn,
+    "octet_length": _string_fn,
+    "bit_length": _string_fn,
+    "md5": _string_fn,
+    "sha1": _string_fn,
+    "sha2": _string_fn,
+    "crc32": _string_fn,
     "lpad": _string_fn,
     "rpad": _string_fn,
     "starts_with": _string_fn,

@@ -32,6 +32,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -581,6 +582,21 @@ def _plain_branches(q: Node) -> list[Node] | None:
 
 
 #: the most rows ``range(...)`` in FROM is written out as
+#: text functions of a string and constants: (arguments, result type)
+_TEXT_FUNCS: dict[str, tuple[int, SqlType]] = {
+    "split_part": (3, STRING),
+    "substring_index": (3, STRING),
+    "translate": (3, STRING),
+    "ascii": (1, INT),
+    "octet_length": (1, INT),
+    "bit_length": (1, INT),
+    "md5": (1, STRING),
+    "sha": (1, STRING),
+    "sha1": (1, STRING),
+    "sha2": (2, STRING),
+    "crc32": (1, BIGINT),
+}
+
 _RANGE_ROWS = 100_000
 
 
@@ -5149,7 +5165,41 @@ class Planner:
             return self._date_format(args)
         if name == "mod" and len(args) == 2:
             return self._arith("mod", args[0], args[1], "MOD")
+        if name in _TEXT_FUNCS:
+            return self._text_function(name, args, nullable)
+        if name in ("pi", "e") and not args:
+            return Lit(math.pi if name == "pi" else math.e, DOUBLE)
         raise UnsupportedSQL(f"function {name}()")
+
+    def _text_function(self, name: str, args: list[Expr], nullable: bool) -> Expr:
+        """``split_part``, ``substring_index``, ``translate`` (their other arguments
+        constants), ``ascii``, ``octet_length``, ``bit_length``, ``md5``, ``sha1``, ``sha2``,
+        ``crc32``: computed once per distinct string, as Spark computes them."""
+        width, result = _TEXT_FUNCS[name]
+        if len(args) != width:
+            raise SQLError(f"{name}() takes {width} argument(s), got {len(args)}")
+        a = self._cast(args[0], STRING) if args[0].type.kind != "string" else args[0]
+        rest = args[1:]
+        if not all(isinstance(x, Lit) for x in rest):
+            raise UnsupportedSQL(f"{name}() with an argument that is not a constant")
+        consts = [x.value for x in rest]  # type: ignore[attr-defined]
+        if any(c is None for c in consts):
+            return Lit(None, result)
+        op = {"sha": "sha1"}.get(name, name)
+        if op == "split_part":
+            if not isinstance(consts[1], int):
+                raise SQLError(f"split_part() takes an integer index, got {consts[1]!r}")
+            if consts[1] == 0:
+                raise SQLError("split_part(): the index 0 is invalid (parts count from 1, or -1)")
+        if op == "substring_index" and not isinstance(consts[1], int):
+            raise SQLError(f"substring_index() takes an integer count, got {consts[1]!r}")
+        if op == "sha2":
+            if not isinstance(consts[0], int):
+                raise SQLError(f"sha2() takes a bit length, got {consts[0]!r}")
+            if consts[0] not in (0, 224, 256, 384, 512):
+                return Lit(None, STRING)  # (Spark: NULL for a bit length it has no hash of)
+        lits = tuple(Lit(c, STRING) if isinstance(c, str) else Lit(c, BIGINT) for c in consts)
+        return Call(op, (a, *lits), result, nullable)
 
     def _b_Upper(self, node: Node, scope: Scope) -> Expr:
         return self._named_function("upper", [node.this], scope, node)
