@@ -132,3 +132,56 @@ def test_range_frames_of_intervals_equal_spark_sql(spark: Any, frame: str) -> No
     view = db.view(sql)
     db.commit()
     assert sorted(view.rows()) == want
+
+
+_EPOCH_ROWS = [
+    (1, _T(2024, 5, 17, 13, 45, 12, 345678), _D(2024, 2, 29), 1715953512),
+    (2, _T(1969, 12, 31, 23, 59, 59, 999999), _D(1969, 12, 31), -1),
+    (3, _T(1970, 1, 1), _D(1970, 1, 1), 0),
+    (4, None, None, None),
+]
+
+_EPOCH = [
+    "unix_seconds(ts)",
+    "unix_millis(ts)",
+    "unix_micros(ts)",
+    "unix_timestamp(ts)",
+    "to_unix_timestamp(ts)",
+    "unix_timestamp(d)",
+    "unix_timestamp(ts) - unix_seconds(ts)",
+    "unix_date(d)",
+    "date_from_unix_date(n % 100000)",
+    "timestamp_seconds(n)",
+    "timestamp_millis(n)",
+    "timestamp_micros(n)",
+    "from_unixtime(n)",
+    "from_unixtime(n, 'yyyy/MM/dd HH')",
+]
+
+
+def test_epoch_conversions_equal_spark_sql(spark: Any) -> None:
+    """Times to numbers since the epoch and back, seconds of times before 1970 rounded
+    down (``unix_seconds``) or toward zero (``unix_timestamp``) as Spark rounds them."""
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        spark.createDataFrame(
+            _EPOCH_ROWS, "k int, ts timestamp, d date, n bigint"
+        ).createOrReplaceTempView("ddflow_epoch")
+        wants = {
+            e: sorted(tuple(r) for r in spark.sql(f"SELECT k, {e} FROM ddflow_epoch").collect())
+            for e in _EPOCH
+        }
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+    db = dsql.Database()
+    db.execute("CREATE TABLE ddflow_epoch (k INT, ts TIMESTAMP, d DATE, n BIGINT)")
+    db.insert("ddflow_epoch", _EPOCH_ROWS)
+    db.commit()
+    differ = []
+    for e in _EPOCH:
+        view = db.view(f"SELECT k, {e} FROM ddflow_epoch")
+        db.commit()
+        if sorted(view.rows()) != wants[e]:
+            differ.append(f"{e}: Spark {wants[e]} ddflow {sorted(view.rows())}")
+    assert not differ, "\n".join(differ)

@@ -118,6 +118,15 @@ def _ts(*args: int) -> dt.datetime:
         ("bit_length(s)", [88, 88, None]),
         ("md5(s)", ["5eb63bbbe01eeed093cb22bb8f5acdc3", "d3158847b3ce35533b84bfeda303cbca", None]),
         ("crc32(s)", [222957957, 2022625545, None]),
+        # numbers since the epoch (also compared with a live Spark)
+        ("unix_seconds(ts)", [1715953512, -1, None]),
+        ("unix_timestamp(ts)", [1715953512, 0, None]),
+        ("unix_millis(ts)", [1715953512345, -1, None]),
+        ("unix_date(d)", [19782, -1, None]),
+        ("date_from_unix_date(a)", [dt.date(1970, 1, 8), dt.date(1969, 12, 25), None]),
+        ("timestamp_seconds(a)", [_ts(1970, 1, 1, 0, 0, 7), _ts(1969, 12, 31, 23, 59, 53), None]),
+        ("from_unixtime(a)", ["1970-01-01 00:00:07", "1969-12-31 23:59:53", None]),
+        ("from_unixtime(b, 'HH:mm:ss')", ["23:59:57", "00:00:03", None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -144,6 +153,10 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT split_part(s, s, 1) FROM t", dsql.UnsupportedSQL, "not a constant"),
         ("SELECT substring_index(s, ',', 'x') FROM t", dsql.SQLError, "integer count"),
         ("SELECT sha2(s) FROM t", dsql.SQLError, "2 argument"),
+        ("SELECT unix_timestamp() FROM t", dsql.UnsupportedSQL, "clock"),
+        ("SELECT unix_timestamp(s) FROM t", dsql.UnsupportedSQL, "CAST it AS TIMESTAMP"),
+        ("SELECT timestamp_seconds(x) FROM t", dsql.UnsupportedSQL, "whole numbers"),
+        ("SELECT unix_date(ts) FROM t", dsql.SQLError, "needs a DATE"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:
@@ -167,3 +180,23 @@ def test_two_quotes_in_a_string_literal_are_one_quote() -> None:
     db.insert("p", [("O'Brien",), ("OBrien",)])
     db.commit()
     assert v.rows() == [(1,)]
+
+
+def test_a_date_beyond_year_9999_is_a_data_error_and_changes_nothing() -> None:
+    """``date_from_unix_date`` of a number of days past the year 9999 fails the commit (or
+    the view's creation over such rows) with ``DataError``; the database stays usable."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE n (v BIGINT)")
+    v = db.view("SELECT date_from_unix_date(v) FROM n")
+    db.insert("n", [(1,), (10**12,)])
+    with pytest.raises(dsql.DataError, match="out of range"):
+        db.commit()
+    db.insert("n", [(2,)])
+    db.commit()
+    assert v.rows() == [(dt.date(1970, 1, 3),)]
+    # a view over rows already there fails when it is made, naming the function
+    with pytest.raises(dsql.DataError, match="date_from_unix_date"):
+        db.view("SELECT date_from_unix_date(v * 10000000) FROM n")
+    db.insert("n", [(3,)])
+    db.commit()
+    assert sorted(v.rows()) == [(dt.date(1970, 1, 3),), (dt.date(1970, 1, 4),)]

@@ -497,12 +497,14 @@ class Database:
         self._views[key] = v
         try:
             self._rebuild()
-        except BaseException:
+        except BaseException as e:
             if old is None:
                 del self._views[key]
             else:
                 self._views[key] = old
             self._rebuild()
+            if isinstance(e, OperatorError) and isinstance(e.__cause__, DDError):
+                raise e.__cause__ from None  # the data error itself, as a commit gives it
             raise
         return v
 

@@ -2011,6 +2011,31 @@ def _round_text(v: float, d: int) -> float:
     return float(q)
 
 
+def _epoch(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """Epoch conversions on physical values: ``relabel(x)`` is ``x``'s values under
+    another type (a TIMESTAMP's microseconds as BIGINT, a BIGINT's days as DATE);
+    ``floor_div(x)`` divides by the constant ``extra`` rounding down (seconds of a
+    negative timestamp round toward the past, as in Spark)."""
+    v, nl = evaluate(e.args[0], f, ctx)
+    if e.op == "relabel":
+        span = _SPANS.get(e.type.kind)
+        if span is not None and len(v) and (v.min() < span[0] or v.max() > span[1]):
+            live = v if nl is None else v[~nl]
+            if len(live) and (live.min() < span[0] or live.max() > span[1]):
+                raise DataError(f"{e.extra}(): a {e.type} out of range (years 1 to 9999)")
+        return v, nl
+    if e.op == "trunc_div":  # (toward zero)
+        return np.where(v < 0, -np.floor_divide(-v, e.extra), np.floor_divide(v, e.extra)), nl
+    return np.floor_divide(v, e.extra), nl
+
+
+#: the physical values of the years 1 to 9999: days of a DATE, microseconds of a TIMESTAMP
+_SPANS = {
+    "date": (-719_162, 2_932_896),
+    "timestamp": (-62_135_596_800_000_000, 253_402_300_799_999_999),
+}
+
+
 def _one_row(e: Call, f: Frame, ctx: Ctx) -> Result:
     """A scalar subquery's value, given its group's row count: more than one row is an
     error (as in SQL); no row is NULL."""
@@ -2106,6 +2131,9 @@ _OPS: dict[str, Any] = {
     "ts_add_months": _date_arith,
     "date_diff": _date_arith,
     "one_row": _one_row,
+    "relabel": _epoch,
+    "floor_div": _epoch,
+    "trunc_div": _epoch,
     "abs": _math1,
     "sign": _math1,
     "floor": _math1,

@@ -110,6 +110,10 @@ def _raw_date_format(args: list[Node]) -> Node:
     return exp.Anonymous(this="date_format", expressions=args)
 
 
+def _raw_function(name: str) -> Any:
+    return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
 def _value_function(cls: Any) -> Any:
     """Spark's ``first_value(x, ignoreNulls)`` / ``last_value(x, ignoreNulls)``: a TRUE
     second argument is ``IGNORE NULLS``, FALSE the default."""
@@ -140,6 +144,10 @@ class _SparkRead(Spark):
         FUNCTIONS = {
             **Spark.Parser.FUNCTIONS,
             "DATE_FORMAT": _raw_date_format,
+            # (kept as written: sqlglot would turn their Java patterns into strftime ones)
+            "FROM_UNIXTIME": _raw_function("from_unixtime"),
+            "UNIX_TIMESTAMP": _raw_function("unix_timestamp"),
+            "TO_UNIX_TIMESTAMP": _raw_function("to_unix_timestamp"),
             "FIRST_VALUE": _value_function(exp.FirstValue),
             "LAST_VALUE": _value_function(exp.LastValue),
         }
@@ -582,6 +590,23 @@ def _plain_branches(q: Node) -> list[Node] | None:
 
 
 #: the most rows ``range(...)`` in FROM is written out as
+#: conversions between times and numbers since the epoch: (argument kind, result type)
+_EPOCH_FUNCS: dict[str, tuple[str, SqlType]] = {
+    "str_to_unix": ("timestamp", BIGINT),
+    "unix_timestamp": ("timestamp", BIGINT),
+    "to_unix_timestamp": ("timestamp", BIGINT),
+    "unix_seconds": ("timestamp", BIGINT),
+    "unix_millis": ("timestamp", BIGINT),
+    "unix_micros": ("timestamp", BIGINT),
+    "unix_date": ("date", INT),
+    "date_from_unix_date": ("int", DATE),
+    "timestamp_seconds": ("int", TIMESTAMP),
+    "timestamp_millis": ("int", TIMESTAMP),
+    "timestamp_micros": ("int", TIMESTAMP),
+    "unix_to_str": ("int", STRING),
+    "from_unixtime": ("int", STRING),
+}
+
 #: text functions of a string and constants: (arguments, result type)
 _TEXT_FUNCS: dict[str, tuple[int, SqlType]] = {
     "split_part": (3, STRING),
@@ -5167,9 +5192,64 @@ class Planner:
             return self._arith("mod", args[0], args[1], "MOD")
         if name in _TEXT_FUNCS:
             return self._text_function(name, args, nullable)
+        if name in ("unix_timestamp", "to_unix_timestamp") and not args:
+            raise UnsupportedSQL(f"{name.upper()}(): a view must not depend on the clock")
+        if name in _EPOCH_FUNCS and len(args) in (1, 2):
+            return self._epoch_function(name, args)
         if name in ("pi", "e") and not args:
             return Lit(math.pi if name == "pi" else math.e, DOUBLE)
         raise UnsupportedSQL(f"function {name}()")
+
+    def _epoch_function(self, name: str, args: list[Expr]) -> Expr:
+        """Times as numbers since 1970-01-01 (UTC) and back: ``unix_seconds`` /
+        ``unix_millis`` / ``unix_micros`` and ``unix_timestamp`` / ``to_unix_timestamp`` of a
+        TIMESTAMP or DATE (rounded down), ``unix_date``, ``date_from_unix_date``,
+        ``timestamp_seconds`` / ``_millis`` / ``_micros`` of an integer, ``from_unixtime(n[,
+        pattern])`` (the timestamp as text, ``yyyy-MM-dd HH:mm:ss`` by default)."""
+        a = args[0]
+        k = a.type.kind
+        if name in ("str_to_unix", "unix_timestamp", "to_unix_timestamp"):
+            # (a pattern only matters for text, refused here); whole seconds toward zero
+            if k == "date":
+                a = self._cast(a, TIMESTAMP)
+            elif k == "string":
+                raise UnsupportedSQL(f"{name}() of text: CAST it AS TIMESTAMP first")
+            elif k == "null":
+                return Lit(None, BIGINT)
+            if a.type.kind != "timestamp":
+                raise SQLError(f"{name}() needs a TIMESTAMP or DATE, got {a.type}")
+            micros = Call("relabel", (a,), BIGINT, a.nullable, name)
+            return Call("trunc_div", (micros,), BIGINT, a.nullable, 1_000_000)
+        elif len(args) != 1 and name not in ("unix_to_str", "from_unixtime"):
+            raise SQLError(f"{name}() takes one argument, got {len(args)}")
+        if k == "null":
+            return Lit(None, _EPOCH_FUNCS[name][1])
+        want, result = _EPOCH_FUNCS[name]
+        if k != want:
+            if want == "int" and k in ("decimal", "double"):
+                raise UnsupportedSQL(f"{name}() of a {a.type} (only whole numbers)")
+            what = "an INTEGER" if want == "int" else f"a {want.upper()}"
+            raise SQLError(f"{name}() needs {what}, got {a.type}")
+        if name.startswith("unix_") and name != "unix_date" and name != "unix_to_str":
+            micros = Call("relabel", (a,), BIGINT, a.nullable, name)
+            per = {"unix_seconds": 1_000_000, "unix_millis": 1_000, "unix_micros": 1}[name]
+            if per == 1:
+                return micros
+            return Call("floor_div", (micros,), BIGINT, a.nullable, per)
+        if name == "unix_date":
+            return Call("relabel", (a,), INT, a.nullable, name)
+        if name == "date_from_unix_date":
+            return Call("relabel", (a,), DATE, a.nullable, name)
+        per = {"timestamp_seconds": 1_000_000, "timestamp_millis": 1_000}.get(name, 1)
+        if name in ("unix_to_str", "from_unixtime"):
+            per = 1_000_000
+        n = self._cast(a, BIGINT) if a.type != BIGINT else a
+        scaled = self._arith("mul", n, Lit(per, BIGINT), "*") if per != 1 else n
+        ts = Call("relabel", (scaled,), TIMESTAMP, a.nullable, name)
+        if name in ("unix_to_str", "from_unixtime"):
+            fmt = args[1] if len(args) == 2 else Lit("yyyy-MM-dd HH:mm:ss", STRING)
+            return self._date_format([ts, fmt])
+        return ts
 
     def _text_function(self, name: str, args: list[Expr], nullable: bool) -> Expr:
         """``split_part``, ``substring_index``, ``translate`` (their other arguments
