@@ -367,10 +367,12 @@ class IntDiff(DiffType):
             # one cumulative sum over all runs, each run's first diff moved by its base
             # minus the value the run before ends on: exact in int64's wrapping arithmetic,
             # since every value it ends up holding is a running sum of one key, which fits
+            d = d.astype(np.int64, copy=False)  # (narrower ints would wrap at their width)
+            base = base.astype(np.int64, copy=False)
             if len(starts) == len(d):
                 return base + d
             ends = base + np.add.reduceat(d, starts)
-            moved = d.astype(np.int64)  # (a copy)
+            moved = d.copy()
             moved[starts] += base
             moved[starts[1:]] -= ends[:-1]
             return np.cumsum(moved)
