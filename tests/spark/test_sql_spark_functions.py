@@ -156,6 +156,11 @@ _EPOCH = [
     "timestamp_micros(n)",
     "from_unixtime(n)",
     "from_unixtime(n, 'yyyy/MM/dd HH')",
+    "date_part('year', d)",
+    "date_part('doy', ts)",
+    "date_part('second', ts)",
+    "date_part('dow_iso', d)",
+    "extract(dayofweek_iso FROM ts)",
 ]
 
 

@@ -127,6 +127,8 @@ def _ts(*args: int) -> dt.datetime:
         ("timestamp_seconds(a)", [_ts(1970, 1, 1, 0, 0, 7), _ts(1969, 12, 31, 23, 59, 53), None]),
         ("from_unixtime(a)", ["1970-01-01 00:00:07", "1969-12-31 23:59:53", None]),
         ("from_unixtime(b, 'HH:mm:ss')", ["23:59:57", "00:00:03", None]),
+        ("date_part('dayofweek_iso', d)", [4, 3, None]),
+        ("date_part('YEAR', ts)", [2024, 1969, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:

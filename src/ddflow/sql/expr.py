@@ -1684,6 +1684,8 @@ def _extract(e: Call, f: Frame, ctx: Ctx) -> Result:
         return days - _month_start(months) + 1, an
     if part == "dayofweek":  # Spark: 1 = Sunday
         return (days + 4) % 7 + 1, an
+    if part == "dayofweek_iso":  # 1 = Monday (1970-01-01 was a Thursday)
+        return (days + 3) % 7 + 1, an
     if part == "dayofyear":
         start = d64.astype("datetime64[Y]").astype("datetime64[D]").astype(np.int64)
         return days - start + 1, an

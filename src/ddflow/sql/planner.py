@@ -4969,8 +4969,10 @@ class Planner:
         raise UnsupportedSQL("an INTERVAL outside date arithmetic")
 
     def _b_Extract(self, node: Node, scope: Scope) -> Expr:
-        part = node.this.name.lower()
-        a = self.bind(node.expression, scope)
+        return self._extract_part(node.this.name.lower(), self.bind(node.expression, scope))
+
+    def _extract_part(self, part: str, a: Expr) -> Expr:
+        """``EXTRACT(part FROM a)`` / ``date_part('part', a)``."""
         out = self._extract(part, a)
         if self.dialect == "spark" and isinstance(out, Call) and out.extra == "second":
             # Spark's EXTRACT(SECOND ...) keeps the fraction: a DECIMAL(8,6) (second() not)
@@ -4986,6 +4988,7 @@ class Planner:
             "days": "day",
             "dayofmonth": "day",
             "dow": "dayofweek",
+            "dow_iso": "dayofweek_iso",
             "doy": "dayofyear",
             "hours": "hour",
             "minutes": "minute",
@@ -5003,6 +5006,7 @@ class Planner:
             "day",
             "quarter",
             "dayofweek",
+            "dayofweek_iso",
             "dayofyear",
             "week",
             "hour",
@@ -5192,6 +5196,11 @@ class Planner:
             return self._arith("mod", args[0], args[1], "MOD")
         if name in _TEXT_FUNCS:
             return self._text_function(name, args, nullable)
+        if name in ("date_part", "datepart") and len(args) == 2:
+            field = args[0]
+            if not (isinstance(field, Lit) and isinstance(field.value, str)):
+                raise UnsupportedSQL(f"{name}() with a field that is not a constant text")
+            return self._extract_part(field.value.lower(), args[1])
         if name in ("unix_timestamp", "to_unix_timestamp") and not args:
             raise UnsupportedSQL(f"{name.upper()}(): a view must not depend on the clock")
         if name in _EPOCH_FUNCS and len(args) in (1, 2):
