@@ -67,22 +67,9 @@ _TEXT = [
 
 
 def test_text_functions_equal_spark_sql(spark: Any) -> None:
-    spark.createDataFrame(list(enumerate(_STRINGS)), "i int, s string").createOrReplaceTempView(
-        "ddflow_text"
-    )
-    db = dsql.Database()
-    db.execute("CREATE TABLE ddflow_text (i INT, s STRING)")
-    db.insert("ddflow_text", list(enumerate(_STRINGS)))
-    db.commit()
-    differ = []
-    for e in _TEXT:
-        sql = f"SELECT i, {e} FROM ddflow_text"
-        want = sorted(tuple(r) for r in spark.sql(sql).collect())
-        view = db.view(sql)
-        db.commit()
-        got = sorted(view.rows())
-        if got != want:
-            differ.append(f"{e}: Spark {want} ddflow {got}")
+    sqls = [f"SELECT i, {e} FROM ddflow_text" for e in _TEXT]
+    wants, db = _both(spark, "ddflow_text", "i int, s string", list(enumerate(_STRINGS)), sqls)
+    differ = _differences(wants, db)
     assert not differ, "\n".join(differ)
 
 
@@ -114,24 +101,45 @@ _FRAMES = [
 ]
 
 
-@pytest.mark.parametrize("frame", _FRAMES)
-def test_range_frames_of_intervals_equal_spark_sql(spark: Any, frame: str) -> None:
-    schema = "i int, g string, ts timestamp, d date, x int"
+def _both(
+    spark: Any, table: str, columns: str, rows: list[Any], sqls: list[str]
+) -> tuple[dict[str, list[Any]], dsql.Database]:
+    """Spark's sorted rows of each query over ``rows`` (``columns``: Spark's schema,
+    ``name type, ...``; its session time zone UTC while it runs), and a ``ddflow.sql``
+    database holding the same rows in a table of the same columns."""
     zone = spark.conf.get("spark.sql.session.timeZone")
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
-        spark.createDataFrame(_EVENTS, schema).createOrReplaceTempView("ddflow_events")
-        sql = f"SELECT i, {frame} FROM ddflow_events"
-        want = sorted(tuple(r) for r in spark.sql(sql).collect())
+        spark.createDataFrame(rows, columns).createOrReplaceTempView(table)
+        wants = {q: sorted(tuple(r) for r in spark.sql(q).collect()) for q in sqls}
     finally:
         spark.conf.set("spark.sql.session.timeZone", zone)
     db = dsql.Database()
-    db.execute("CREATE TABLE ddflow_events (i INT, g STRING, ts TIMESTAMP, d DATE, x INT)")
-    db.insert("ddflow_events", _EVENTS)
+    db.execute(f"CREATE TABLE {table} ({columns})")
+    db.insert(table, rows)
     db.commit()
-    view = db.view(sql)
-    db.commit()
-    assert sorted(view.rows()) == want
+    return wants, db
+
+
+def _differences(wants: dict[str, list[Any]], db: dsql.Database) -> list[str]:
+    """The queries whose ``ddflow.sql`` view (made after the rows were committed) differs
+    from Spark's answer."""
+    differ = []
+    for q, want in wants.items():
+        view = db.view(q)
+        db.commit()
+        if sorted(view.rows()) != want:
+            differ.append(f"{q}: Spark {want} ddflow {sorted(view.rows())}")
+    return differ
+
+
+@pytest.mark.parametrize("frame", _FRAMES)
+def test_range_frames_of_intervals_equal_spark_sql(spark: Any, frame: str) -> None:
+    sql = f"SELECT i, {frame} FROM ddflow_events"
+    wants, db = _both(
+        spark, "ddflow_events", "i int, g string, ts timestamp, d date, x int", _EVENTS, [sql]
+    )
+    assert not _differences(wants, db)
 
 
 _EPOCH_ROWS = [
@@ -167,26 +175,8 @@ _EPOCH = [
 def test_epoch_conversions_equal_spark_sql(spark: Any) -> None:
     """Times to numbers since the epoch and back, seconds of times before 1970 rounded
     down (``unix_seconds``) or toward zero (``unix_timestamp``) as Spark rounds them."""
-    zone = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "UTC")
-    try:
-        spark.createDataFrame(
-            _EPOCH_ROWS, "k int, ts timestamp, d date, n bigint"
-        ).createOrReplaceTempView("ddflow_epoch")
-        wants = {
-            e: sorted(tuple(r) for r in spark.sql(f"SELECT k, {e} FROM ddflow_epoch").collect())
-            for e in _EPOCH
-        }
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", zone)
-    db = dsql.Database()
-    db.execute("CREATE TABLE ddflow_epoch (k INT, ts TIMESTAMP, d DATE, n BIGINT)")
-    db.insert("ddflow_epoch", _EPOCH_ROWS)
-    db.commit()
-    differ = []
-    for e in _EPOCH:
-        view = db.view(f"SELECT k, {e} FROM ddflow_epoch")
-        db.commit()
-        if sorted(view.rows()) != wants[e]:
-            differ.append(f"{e}: Spark {wants[e]} ddflow {sorted(view.rows())}")
+    sqls = [f"SELECT k, {e} FROM ddflow_epoch" for e in _EPOCH]
+    columns = "k int, ts timestamp, d date, n bigint"
+    wants, db = _both(spark, "ddflow_epoch", columns, _EPOCH_ROWS, sqls)
+    differ = _differences(wants, db)
     assert not differ, "\n".join(differ)

@@ -45,6 +45,7 @@ from sqlglot.optimizer.qualify import qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import (
+    _MICROS,
     Call,
     Col,
     Expr,
@@ -590,6 +591,9 @@ def _plain_branches(q: Node) -> list[Node] | None:
 
 
 #: the most rows ``range(...)`` in FROM is written out as
+#: microseconds in an interval's unit, weeks down to microseconds (a fixed length each)
+_UNIT_MICROS = {"week": 7 * _MICROS["day"], **_MICROS}
+
 #: conversions between times and numbers since the epoch: (argument kind, result type)
 _EPOCH_FUNCS: dict[str, tuple[str, SqlType]] = {
     "str_to_unix": ("timestamp", BIGINT),
@@ -4167,15 +4171,7 @@ class Planner:
             if n != n.to_integral_value():
                 raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}: not a whole number")
             return Months(int(n) * {"month": 1, "quarter": 3, "year": 12}[unit])
-        micros = {
-            "week": 7 * 86_400_000_000,
-            "day": 86_400_000_000,
-            "hour": 3_600_000_000,
-            "minute": 60_000_000,
-            "second": 1_000_000,
-            "millisecond": 1_000,
-            "microsecond": 1,
-        }
+        micros = _UNIT_MICROS
         if unit not in micros:
             raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}")
         if t.kind == "date":
@@ -4538,13 +4534,7 @@ class Planner:
             if unit in ("hour", "minute", "second"):
                 a = self._cast(a, TIMESTAMP)
         if a.type.kind == "timestamp":
-            micros = {
-                "day": 86_400_000_000,
-                "week": 7 * 86_400_000_000,
-                "hour": 3_600_000_000,
-                "minute": 60_000_000,
-                "second": 1_000_000,
-            }
+            micros = _UNIT_MICROS
             if unit in micros:
                 return Call(
                     "ts_add_micros", (a, Lit(n * micros[unit], BIGINT)), TIMESTAMP, a.nullable
