@@ -1879,6 +1879,13 @@ def add_months_days(days: np.ndarray, months: np.ndarray) -> np.ndarray:
     return start + np.minimum(dom, _month_start(nm + 1) - start - 1)
 
 
+def add_months_micros(ts: np.ndarray, months: np.ndarray) -> np.ndarray:
+    """Timestamps (microseconds) plus whole months, the time of day kept
+    (``add_months_days`` on their dates)."""
+    days = np.floor_divide(ts, 86_400_000_000)
+    return add_months_days(days, months) * 86_400_000_000 + (ts - days * 86_400_000_000)
+
+
 def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
     """``date_add_days(d, n)``, ``add_months(d, n)``, ``ts_add_micros(ts, n)``,
     ``ts_add_months(ts, n)``, ``date_diff(a, b)`` (days from b to a)."""
@@ -1892,9 +1899,7 @@ def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
     if op == "add_months":
         return add_months_days(a, b), nulls
     if op == "ts_add_months":
-        days = np.floor_divide(a, 86_400_000_000)
-        rest = a - days * 86_400_000_000
-        return add_months_days(days, b) * 86_400_000_000 + rest, nulls
+        return add_months_micros(a, b), nulls
     if op == "date_diff":
         return _days(a, e.args[0].type) - _days(b, e.args[1].type), nulls
     raise DataError(f"unknown date function {op}")

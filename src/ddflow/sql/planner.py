@@ -4171,15 +4171,14 @@ class Planner:
             if n != n.to_integral_value():
                 raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}: not a whole number")
             return Months(int(n) * {"month": 1, "quarter": 3, "year": 12}[unit])
-        micros = _UNIT_MICROS
-        if unit not in micros:
+        if unit not in _UNIT_MICROS:
             raise UnsupportedSQL(f"a RANGE offset of {iv.sql()}")
         if t.kind == "date":
             if unit not in ("week", "day"):
                 raise UnsupportedSQL(f"a RANGE offset of {iv.sql()} over a DATE")
             k = n * (7 if unit == "week" else 1)
         elif t.kind == "timestamp":
-            k = n * micros[unit]
+            k = n * _UNIT_MICROS[unit]
         else:
             raise SQLError(f"a RANGE offset of {iv.sql()} needs a DATE or TIMESTAMP to order by")
         if k != k.to_integral_value():

@@ -21,7 +21,7 @@ from ddflow.core.diff import INT_DIFF, DiffType
 from ddflow.core.errors import DataError
 from ddflow.operators.reducers import Reducer, Rows
 from ddflow.sql.aggregate import linear_value, spread_value, sum_component
-from ddflow.sql.expr import Col, Ctx, add_months_days
+from ddflow.sql.expr import Col, Ctx, add_months_days, add_months_micros
 from ddflow.sql.plan import SPREAD_FUNCS, Months, Window, WinFunc
 from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.types import I64_MAX, I64_MIN, float_from_keys, float_keys
@@ -418,12 +418,8 @@ def _month_bounds(
         if not isinstance(x, Months):  # (the current row: its own value)
             return w
         k = -x.n if desc else x.n  # (a descending order's preceding rows are later)
-        if stamp:
-            day = 86_400_000_000
-            days = np.floor_divide(v, day)
-            moved = add_months_days(days, np.full(len(v), k, np.int64)) * day + (v - days * day)
-        else:
-            moved = add_months_days(v, np.full(len(v), k, np.int64))
+        by = np.full(len(v), k, np.int64)
+        moved = add_months_micros(v, by) if stamp else add_months_days(v, by)
         return -moved if desc else moved
 
     live = np.ones(g.n, dtype=bool) if nl is None else ~nl
