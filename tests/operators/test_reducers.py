@@ -44,6 +44,11 @@ def _counted_once(c: dd.Collection, r: R.Reducer) -> dd.Collection:
     return c.distinct().reduce_core(r)  # top_k needs non-negative counts
 
 
+def _counted(c: dd.Collection, r: R.Reducer) -> dd.Collection:
+    # quantiles need non-negative counts; threshold keeps counts above one
+    return c.threshold(abs).reduce_core(r)
+
+
 def _least_weight(c: dd.Collection, r: R.Reducer) -> dd.Collection:
     w = c.explode(lambda kv: [(kv[0], dd.MinSum(kv[1]))])
     return w.arrange_by_self().reduce_core(r).count()  # (MinSum diffs read back as data)
@@ -54,6 +59,15 @@ CASES: dict[str, tuple[Callable[[], R.Reducer], Callable[..., dd.Collection], bo
     "min": (R.Min, _by_key, False),
     "max": (R.Max, _by_key, False),
     "top_k": (lambda: R.TopK(2), _counted_once, False),
+    "mode": (R.Mode, _counted, False),
+    "quantile": (lambda: R.Quantile(0.3), _counted, False),
+    "quantile_desc": (lambda: R.Quantile(0.75, descending=True), _counted, False),
+    "quantile_discrete": (lambda: R.Quantile(0.4, discrete=True), _counted, False),
+    "quantile_discrete_desc": (
+        lambda: R.Quantile(0.25, discrete=True, descending=True),
+        _counted,
+        False,
+    ),
     "count": (R.Count, _by_self, False),
     "count_of_keys": (R.Count, lambda c, r: _by_self(c.map(lambda kv: kv[0]), r), False),
     "distinct": (R.Distinct, _by_self, False),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.columns import Layout, Tup, concat_columns, lex_order
+from ddflow.core.columns import Layout, Leaf, Tup, concat_columns, lex_order
 from ddflow.core.diff import INT_DIFF, MINSUM_ZERO, DiffType, MinSumDiff, diff_type_of, narrow
 from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.operators.count_total import threshold_values
@@ -46,6 +46,8 @@ __all__ = [
     "Logic",
     "Max",
     "Min",
+    "Mode",
+    "Quantile",
     "Reducer",
     "Reference",
     "SolveLogic",
@@ -270,6 +272,122 @@ class TopK(Min):
             out.append((v, min(c, left)))
             left -= c
         return out
+
+
+class Quantile(Min):
+    """The values around a fraction of the way through each key's values, counted with
+    their multiplicities: ``(value at rank lo, value at rank hi, count)`` per key (each
+    value with the input's layout), where
+    the key holds ``count`` values in all and ranks count from 0 in ascending order (in
+    descending order with ``descending``).
+
+    ``discrete=False`` (a continuous percentile): ``lo`` and ``hi`` are the floor and ceiling
+    of ``(count - 1) * fraction``, computed in doubles, so a caller interpolates between the
+    two values. ``discrete=True``: both are ``ceil(count * fraction) - 1`` (at least 0), the
+    first value whose share of the values at or before it reaches ``fraction``."""
+
+    name = "quantile"
+
+    def __init__(self, fraction: float, *, discrete: bool = False, descending: bool = False):
+        if not 0.0 <= float(fraction) <= 1.0:
+            raise ValueError(f"a quantile needs a fraction in [0, 1], got {fraction!r}")
+        self.fraction = float(fraction)
+        self.discrete = discrete
+        self.descending = descending
+
+    def output_values(self, in_dt: DiffType | None, val_layout: Layout | None) -> Layout | None:
+        if val_layout is None:
+            return None  # (learnt from the first output)
+        return Tup((val_layout, val_layout, Leaf()))
+
+    def ranks(self, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The ranks ``(lo, hi)`` (0-based, ascending) for keys of ``count`` values."""
+        count = np.asarray(count, dtype=np.int64)
+        if self.discrete:
+            lo = np.maximum(np.ceil(count * self.fraction).astype(np.int64) - 1, 0)
+            hi = lo
+        else:
+            pos = (count - 1) * self.fraction
+            lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+        if self.descending:
+            lo, hi = count - 1 - lo, count - 1 - hi
+        return lo, hi
+
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
+        if not len(iq):
+            return iq, (), INT_DIFF.empty()
+        counts = np.asarray(isum)
+        if counts.dtype == object or (counts < 0).any():
+            raise DataError("a quantile needs non-negative counts that fit 64 bits")
+        starts = np.flatnonzero(_firsts(iq))
+        run = np.cumsum(counts)  # (running counts over all keys: each key's start is known)
+        before = run[starts] - counts[starts]
+        total = np.append(before[1:], run[-1]) - before
+        lo, hi = self.ranks(total)
+        # the row holding rank r of a key is the first whose running count passes it
+        at_lo = np.searchsorted(run, before + lo, side="right")
+        at_hi = np.searchsorted(run, before + hi, side="right")
+        vals = tuple(c[at_lo] for c in iv) + tuple(c[at_hi] for c in iv) + (total,)
+        return iq[starts], vals, np.ones(len(starts), dtype=np.int64)
+
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
+        if not inp:
+            return []
+        flat: list[Any] = []
+        for v, c in inp:
+            if c < 0:
+                raise DataError("a quantile needs non-negative counts that fit 64 bits")
+            flat.extend([v] * int(c))
+        lo, hi = self.ranks(np.array([len(flat)]))
+        return [((flat[int(lo[0])], flat[int(hi[0])], len(flat)), 1)]
+
+
+class Mode(Min):
+    """``(key, most frequent value)``: the value with the greatest count, the least of those
+    tied (so the answer depends on the values alone)."""
+
+    name = "mode"
+
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
+        if not len(iq):
+            return iq, (), INT_DIFF.empty()
+        counts = np.asarray(isum)
+        if counts.dtype == object or (counts < 0).any():
+            raise DataError("a mode needs non-negative counts that fit 64 bits")
+        starts = np.flatnonzero(_firsts(iq))
+        top = np.maximum.reduceat(counts, starts)
+        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(iq))))
+        hit = np.flatnonzero(counts == top[group])
+        pick = hit[_firsts(group[hit])]  # rows are sorted by value: the least tied value
+        return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
+
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
+        if not inp:
+            return []
+        if any(c < 0 for _, c in inp):
+            raise DataError("a mode needs non-negative counts that fit 64 bits")
+        top = max(c for _, c in inp)
+        return [(next(v for v, c in inp if c == top), 1)]
 
 
 # -- functions of a key's total diff ----------------------------------------------------------
