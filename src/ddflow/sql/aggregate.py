@@ -23,11 +23,31 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.sql.expr import Call, Col, Ctx, Expr, _mul, decimal_checked, evaluate, intern_exprs
+from ddflow.operators.reducers import Mode, Quantile
+from ddflow.sql.expr import (
+    Call,
+    Col,
+    Ctx,
+    Expr,
+    Result,
+    _mul,
+    decimal_checked,
+    evaluate,
+    intern_exprs,
+)
 from ddflow.sql.expr import narrow as _narrow
 from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
-from ddflow.sql.plan import SPREAD_FUNCS, Agg, Aggregate, Join, grouped_by_join_key
+from ddflow.sql.plan import (
+    MOMENT_FUNCS,
+    ORDER_FUNCS,
+    PAIR_FUNCS,
+    SPREAD_FUNCS,
+    Agg,
+    Aggregate,
+    Join,
+    grouped_by_join_key,
+)
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.types import (
     SqlType,
@@ -54,19 +74,47 @@ _SPECIAL = ("pinf", "ninf", "nan")
 _XS_BITS = 1126
 
 
-def _exact_doubles(x: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:
-    """The finite DOUBLE values ``x`` (0 where not ``ok``) as exact Python ints at scale
-    ``2**_XS_BITS`` (``xs``), or their squares at scale ``2**(2 * _XS_BITS)`` (``xq``)."""
+#: the power of the values each exact sum of DOUBLE values holds
+_POWERS = {"xs": 1, "xq": 2, "x3": 3, "x4": 4}
+
+
+def _mantissas(x: np.ndarray, ok: np.ndarray) -> tuple[list[int], list[int]]:
+    """Each finite DOUBLE of ``x`` (0 where not ``ok``) as ``m << sh``, its value at scale
+    ``2**_XS_BITS`` exactly: ``(m, sh)`` as Python ints."""
     f, e = np.frexp(np.where(ok, x, 0.0))
     m = (f * 2.0**53).astype(np.int64).tolist()  # (exact: a double has 53 bits)
-    sh = (e.astype(np.int64) + (_XS_BITS - 53)).tolist()
-    if kind == "xs":
-        vals = [a << b for a, b in zip(m, sh, strict=True)]
-    else:
-        vals = [(a * a) << (2 * b) for a, b in zip(m, sh, strict=True)]
+    return m, (e.astype(np.int64) + (_XS_BITS - 53)).tolist()
+
+
+def _objects(vals: list[int]) -> np.ndarray:
     out = np.empty(len(vals), dtype=object)
     out[:] = vals
     return out
+
+
+def _exact_doubles(x: np.ndarray, ok: np.ndarray, kind: str) -> np.ndarray:
+    """The finite DOUBLE values ``x`` (0 where not ``ok``) as exact Python ints at scale
+    ``2**_XS_BITS`` (``xs``), or their squares, cubes, fourth powers at that scale's power
+    (``xq``, ``x3``, ``x4``)."""
+    m, sh = _mantissas(x, ok)
+    k = _POWERS[kind]
+    if k == 1:
+        return _objects([a << b for a, b in zip(m, sh, strict=True)])
+    return _objects([(a**k) << (k * b) for a, b in zip(m, sh, strict=True)])
+
+
+def _exact_products(y: Result, x: Result) -> np.ndarray:
+    """The products of two DOUBLE columns' finite values (0 where either is NULL or not
+    finite) as exact Python ints at scale ``2**(2 * _XS_BITS)``."""
+    (yv, yn), (xv, xn) = y, x
+    fy, fx = float_from_keys(yv), float_from_keys(xv)
+    ok = np.isfinite(fy) & np.isfinite(fx)
+    for nl in (yn, xn):
+        if nl is not None:
+            ok &= ~nl
+    my, sy = _mantissas(fy, ok)
+    mx, sx = _mantissas(fx, ok)
+    return _objects([(a * b) << (c + d) for a, c, b, d in zip(my, sy, mx, sx, strict=True)])
 
 
 def sum_component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n: int) -> np.ndarray:
@@ -80,7 +128,7 @@ def sum_component(kind: str, arg: Expr, v: np.ndarray, nl: np.ndarray | None, n:
         x = v.astype(np.int64) if v.dtype == bool else v
         x = x if nl is None else np.where(nl, 0, x)
         return _int_sum_column(_mul(x, x))
-    if kind in ("xs", "xq", "bad"):
+    if kind in ("xs", "xq", "x3", "x4", "bad"):
         x = float_from_keys(v)
         ok = np.isfinite(x)
         present = ~nl if nl is not None else None
@@ -113,6 +161,27 @@ def with_specials(
     return np.where((nan > 0) | ((pinf > 0) & (ninf > 0)), np.nan, out)
 
 
+#: the components of a moment (``skewness``, ``kurtosis``) of a DOUBLE argument
+_MOMENT_KINDS = ("n", "xs", "xq", "x3", "x4", "bad")
+
+
+def _pair_parts(row: Call) -> list[tuple[str, Expr]]:
+    """The components of a joint spread of ``row``'s ``(y, x)``, in the order
+    ``pair_value`` reads them: the count of rows with both, each one's exact sum and sum
+    of squares, the exact sum of products, each one's count of infinities and NaNs."""
+    y, x = row.args
+    return [
+        ("n", x),
+        ("xs", y),
+        ("xs", x),
+        ("xq", y),
+        ("xq", x),
+        ("xp", row),
+        ("bad", y),
+        ("bad", x),
+    ]
+
+
 class _Linear:
     """The components of the linear part's diff and where each aggregate reads them."""
 
@@ -131,6 +200,16 @@ class _Linear:
                 kinds = ("xs", "xq", "bad") if a.arg.type.kind == "double" else ("s", "q")
                 for kind in kinds:
                     self._add(kind, a.arg)
+                continue
+            if a.func in MOMENT_FUNCS:
+                assert a.arg is not None
+                for kind in _MOMENT_KINDS:
+                    self._add(kind, a.arg)
+                continue
+            if a.func in PAIR_FUNCS:
+                assert isinstance(a.arg, Call)
+                for kind, e in _pair_parts(a.arg):
+                    self._add(kind, e)
                 continue
             if a.distinct or a.func not in ("count", "count_star", "sum", "avg"):
                 continue
@@ -237,6 +316,12 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         combined = part.map(value_slots, vectorized=True, name="group")
         return _finish(plan, combined, lin, [(a, part) for a in plan.aggs], [part], kwidth, ctx)
 
+    def _cached(e: Expr, fr: Frame, cache: dict[Any, Any]) -> Result:
+        got = cache.get(id(e))
+        if got is None:
+            got = cache[id(e)] = evaluate(e, fr, ctx)
+        return got
+
     def explode(view: tuple[np.ndarray, ...]) -> Any:
         rows, cols, m = run_stages(view, stages, ctx)
         fr = Frame(cols, win, m)
@@ -249,13 +334,12 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
                 diffs.append(np.zeros(n, np.int64))
             elif kind == "rows":
                 diffs.append(np.ones(n, np.int64))
+            elif kind == "xp":
+                assert isinstance(arg, Call)
+                diffs.append(_exact_products(*(_cached(e, fr, cache) for e in arg.args)))
             else:
                 assert arg is not None
-                got = cache.get(id(arg))
-                if got is None:
-                    got = evaluate(arg, fr, ctx)
-                    cache[id(arg)] = got
-                v, nl = got
+                v, nl = _cached(arg, fr, cache)
                 diffs.append(sum_component(kind, arg, v, nl, n))
         if rows is None:
             return tuple(kcols), tuple(diffs)
@@ -290,11 +374,15 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     extras: list[tuple[Agg, Any]] = []
     done: dict[tuple[Any, ...], Any] = {}
     for a in plan.aggs:
-        if a.func in ("count_star", *SPREAD_FUNCS) or (
+        if a.func in ("count_star", *SPREAD_FUNCS, *PAIR_FUNCS, *MOMENT_FUNCS) or (
             not a.distinct and a.func in ("count", "sum", "avg")
         ):
             continue
-        k = (a.func if a.func in ("min", "max") else "distinct", a.arg)
+        k = (
+            (a.func, a.arg, a.distinct, a.param)
+            if a.func in ORDER_FUNCS
+            else (a.func if a.func in ("min", "max") else "distinct", a.arg)
+        )
         if k in done:
             extras.append((a, done[k]))
             continue
@@ -314,7 +402,9 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
     )
     for p in parts_order:
         aggs = [a for a, q in extras if q is p]
-        if any(a.func in ("min", "max") for a in aggs):
+        if any(a.func in ("max_by", "min_by") for a in aggs):
+            width = 2  # (the value, whether it is NULL)
+        elif any(a.func in ("min", "max", "mode", *_PERCENTILES) for a in aggs):
             width = 1  # (the value)
         elif any(a.arg is not None and a.arg.type.kind == "double" for a in aggs):
             width = 2 + len(_SPECIAL)  # (count, finite total, its specials)
@@ -514,8 +604,8 @@ def _part(
         v, nl = evaluate(arg, fr, ctx)
         if v.dtype == bool:
             v = v.astype(np.int64)
-        if is_str and a.func == "min":
-            v = ctx.strings.decode(v)
+        if is_str and a.func in ("min", "mode"):
+            v = ctx.strings.decode(v)  # (ties of a mode go to the least string)
         elif is_str and a.func == "max":
             # the greatest string is the least DescStr: min_total orders any objects
             v = np.array([DescStr(x) for x in ctx.strings.decode(v).tolist()], dtype=object)
@@ -525,7 +615,19 @@ def _part(
         keep = np.flatnonzero(~nl)
         return base_rows[keep], (tuple(c[keep] for c in kcols), v[keep])
 
+    if a.func in ("max_by", "min_by"):
+        return _value_at_extreme(a, src, stages, win, keys, key_fields, ctx)
     kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
+    if a.func in _PERCENTILES:
+        return _percentile(a, kv, env)
+    if a.func == "mode":
+        red = kv.reduce_core(Mode())
+        if not is_str:
+            return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name="mode_value")
+        strings = ctx.strings
+        return red.map(
+            lambda r: (r[0], (strings.encode_list(list(r[1])),)), vectorized=True, name="encode"
+        )
     if a.func in ("min", "max"):
         if is_str:
             red = kv.min_total() if env.total else kv.min()
@@ -565,6 +667,98 @@ def _part(
     # its infinities and NaNs (``with_specials`` makes it one float where it is read: an
     # arrangement may hold no NaN)
     return counted.map(lambda r: (r[0], tuple(r[1])), vectorized=True, name="distinct_agg")
+
+
+_PERCENTILES = ("percentile", "percentile_disc", "percentile_approx")
+
+
+def _percentile(a: Agg, kv: Any, env: Any) -> Any:
+    """``(key, (value,))`` per group: the exact percentile ``a`` (a DOUBLE, as a float key)
+    of the group's values ``kv`` (``(key, value)`` records, NULLs left out), from the values
+    at the two ranks around it."""
+    assert a.arg is not None
+    fraction, discrete, desc = a.param
+    if a.distinct:
+        kv = kv.distinct_total() if env.total else kv.distinct()
+    red = kv.reduce_core(Quantile(fraction, discrete=discrete, descending=desc))
+    t = a.arg.type
+    if a.func == "percentile_approx":  # the value itself, of the argument's type
+        return red.map(lambda r: (r[0], (r[1][0],)), vectorized=True, name=a.func)
+
+    def as_double(v: np.ndarray) -> np.ndarray:
+        if t.kind == "double":
+            return float_from_keys(v)
+        scale = t.scale if t.kind == "decimal" else 0
+        if v.dtype != object and (
+            t.kind == "int" or t.precision <= 18 or not len(v) or int(np.abs(v).max()) <= 2**53
+        ):
+            # Spark's double of an int, and of a decimal of at most 18 digits: the unscaled
+            # value as a double divided by the power of ten (exact operands below 2**53, so
+            # then correctly rounded)
+            return v.astype(np.float64) / 10.0**scale
+        d = 10**scale  # a wider decimal's double is correctly rounded (Python ints divide so)
+        return np.array([int(x) / d for x in v.tolist()], dtype=np.float64)
+
+    def value(r: Any) -> Any:
+        k, (lo, hi, count) = r
+        a_lo = as_double(lo)
+        if discrete:
+            return k, (float_keys(a_lo),)
+        a_hi = as_double(hi)
+        pos = (count - 1) * fraction
+        below, above = np.floor(pos), np.ceil(pos)
+        with np.errstate(all="ignore"):
+            mixed = a_lo + (pos - below) * (a_hi - a_lo)  # (as Spark rounds it)
+        # interpolated only between two ranks holding different values
+        out = np.where((below == above) | (lo == hi), a_lo, mixed)
+        return k, (float_keys(out),)
+
+    return red.map(value, vectorized=True, name=a.func)
+
+
+def _value_at_extreme(
+    a: Agg,
+    src: Any,
+    stages: list[Any],
+    win: int,
+    keys: tuple[Expr, ...],
+    key_fields: tuple[Field, ...],
+    ctx: Ctx,
+) -> Any:
+    """``(key, (value, NULL flag))`` per group: ``max_by`` / ``min_by``'s value, from the
+    least (greatest) ``(ordering, NULL flag, value)`` of the group's rows with an ordering
+    value: rows tied on the ordering are chosen between by their values, so the answer does
+    not depend on the order rows arrive in."""
+    assert isinstance(a.arg, Call)
+    y_e, x_e = a.arg.args
+    top = a.func == "max_by"
+    by_str = y_e.type.kind == "string"
+
+    def values(view: tuple[np.ndarray, ...]) -> Any:
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
+        kcols = _key_columns(fr, keys, key_fields, ctx)
+        y, yn = evaluate(y_e, fr, ctx)
+        x, xn = evaluate(x_e, fr, ctx)
+        y = y.astype(np.int64) if y.dtype == bool else y
+        x = x.astype(np.int64) if x.dtype == bool else x
+        if by_str:  # strings in their order, not their codes'
+            strs = ctx.strings.decode(y).tolist()
+            y = np.array([DescStr(v) for v in strs] if top else strs, dtype=object)
+        xnull = np.zeros(len(x), np.int64) if xn is None else xn.astype(np.int64)
+        if xn is not None:
+            x = np.where(xn, 0, x) if x.dtype != object else x
+        base = np.arange(len(view[0])) if rows is None else rows
+        if yn is None:
+            return base, (tuple(kcols), (y, xnull, x))
+        keep = np.flatnonzero(~yn)
+        return base[keep], (tuple(c[keep] for c in kcols), (y[keep], xnull[keep], x[keep]))
+
+    kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
+    # a reduce per touched group (``min_total`` takes single values only); a string
+    # ordering is reversed by DescStr, so it still takes the least
+    red = kv.min() if by_str or not top else kv.max()
+    return red.map(lambda r: (r[0], (r[1][2], r[1][1])), vectorized=True, name=a.func)
 
 
 def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
@@ -621,6 +815,11 @@ def _finish(
             assert a.arg is not None
             kinds = ("n", "xs", "xq", "bad") if a.arg.type.kind == "double" else ("n", "s", "q")
             sp_at = tuple(lin.index[(kind, a.arg)] for kind in kinds)
+        elif a.func in MOMENT_FUNCS:
+            sp_at = tuple(lin.index[(kind, a.arg)] for kind in _MOMENT_KINDS)
+        elif a.func in PAIR_FUNCS:
+            assert isinstance(a.arg, Call)
+            sp_at = tuple(lin.index[part] for part in _pair_parts(a.arg))
         elif part_slot is None and a.func != "count_star":
             n_at = lin.index[("n", a.arg)]
             if a.func in ("sum", "avg"):
@@ -658,7 +857,12 @@ def _finish(
             if part_slot is not None:
                 s = slots[part_slot]
                 present = sel(s[0]) != 0
-                if a.func in ("min", "max"):
+                if a.func in ("max_by", "min_by"):
+                    vals.append(sel(s[1]))
+                    nl = ~present | (sel(s[2]) != 0)
+                    nulls.append(nl if nl.any() else None)
+                    continue
+                if a.func in ("min", "max", "mode", *_PERCENTILES):
                     v = sel(s[1])
                     vals.append(v)
                     nulls.append(~present if not present.all() else None)
@@ -678,6 +882,12 @@ def _finish(
             if a.func in SPREAD_FUNCS:
                 assert a.arg is not None
                 v, nl = spread_value(a.func, a.arg.type, *(sel(comps[i]) for i in sp_at))
+                vals.append(v)
+                nulls.append(nl)
+                continue
+            if a.func in MOMENT_FUNCS or a.func in PAIR_FUNCS:
+                how = moment_value if a.func in MOMENT_FUNCS else pair_value
+                v, nl = how(a.func, *(sel(comps[i]) for i in sp_at))
                 vals.append(v)
                 nulls.append(nl)
                 continue
@@ -808,6 +1018,127 @@ def spread_value(
         out.append(math.sqrt(var) if root else var)
     nl = np.array(nulls, dtype=bool)
     return float_keys(np.array(out, dtype=np.float64)), (nl if nl.any() else None)
+
+
+def _doubles(out: list[float | None]) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-group DOUBLE results (None for NULL) as a float-key column and NULL mask."""
+    nl = np.array([v is None for v in out], dtype=bool)
+    vals = np.array([0.0 if v is None else v for v in out], dtype=np.float64)
+    return float_keys(vals), (nl if nl.any() else None)
+
+
+def _ratio(num: int, den: int) -> float:
+    """``num / den`` of exact ints, rounded once (an infinity beyond a DOUBLE)."""
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf if (num < 0) == (den < 0) else -math.inf
+
+
+def _over_root(num: int, rad: int) -> float:
+    """``num / sqrt(rad)`` of exact ints (``rad > 0``), to 50 digits before the DOUBLE."""
+    import decimal
+
+    with decimal.localcontext() as c:
+        c.prec = 50
+        c.Emax = decimal.MAX_EMAX
+        c.Emin = decimal.MIN_EMIN
+        return float(decimal.Decimal(num) / decimal.Decimal(rad).sqrt())
+
+
+def moment_value(
+    func: str,
+    cnt: np.ndarray,
+    s1: np.ndarray,
+    s2: np.ndarray,
+    s3: np.ndarray,
+    s4: np.ndarray,
+    bad: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``skewness`` / ``kurtosis`` of each group from its count of values and the exact
+    sums of their first four powers (ints at the powers of the scale ``2**_XS_BITS``):
+    NULL over no values and where the values do not spread (Spark's rule), NaN with an
+    infinity or NaN among them. With ``a_k = n**(k - 1)`` times the ``k``-th central sum,
+    skewness is ``a3 / a2**1.5`` and kurtosis ``a4 / a2**2 - 3``."""
+    out: list[float | None] = []
+    for n, t1, t2, t3, t4, b in zip(
+        cnt.tolist(),
+        *(np.asarray(x).tolist() for x in (s1, s2, s3, s4)),
+        bad.tolist(),
+        strict=True,
+    ):
+        if n == 0:
+            out.append(None)
+            continue
+        if b:
+            out.append(math.nan)
+            continue
+        t1, t2, t3, t4 = int(t1), int(t2), int(t3), int(t4)
+        a2 = n * t2 - t1 * t1
+        if a2 == 0:
+            out.append(None)
+        elif func == "skewness":
+            a3 = n * n * t3 - 3 * n * t1 * t2 + 2 * t1**3
+            out.append(_over_root(a3, a2**3))
+        else:
+            a4 = n**3 * t4 - 4 * n * n * t1 * t3 + 6 * n * t1 * t1 * t2 - 3 * t1**4
+            out.append(_ratio(a4 - 3 * a2 * a2, a2 * a2))
+    return _doubles(out)
+
+
+def pair_value(
+    func: str,
+    cnt: np.ndarray,
+    sy: np.ndarray,
+    sx: np.ndarray,
+    syy: np.ndarray,
+    sxx: np.ndarray,
+    sxy: np.ndarray,
+    bady: np.ndarray,
+    badx: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """A joint spread (``PAIR_FUNCS``) of each group's ``(y, x)`` pairs from their count
+    and exact sums (ints at scale ``2**_XS_BITS``, squares and products at its square),
+    each quotient of exact ints rounded once. NULL over no pairs, where Spark divides by a
+    zero spread (``corr``, ``regr_slope``, ``regr_intercept``, ``regr_r2`` with ``x``
+    constant; ``covar_samp`` of one pair), NaN with an infinity or NaN among them."""
+    scale = 1 << _XS_BITS
+    out: list[float | None] = []
+    cols = (np.asarray(c).tolist() for c in (sy, sx, syy, sxx, sxy))
+    for n, ty, tx, tyy, txx, txy, by, bx in zip(
+        cnt.tolist(), *cols, bady.tolist(), badx.tolist(), strict=True
+    ):
+        if n == 0:
+            out.append(None)
+            continue
+        if by or bx:
+            out.append(math.nan)
+            continue
+        ty, tx, tyy, txx, txy = int(ty), int(tx), int(tyy), int(txx), int(txy)
+        axy = n * txy - tx * ty  # n^2 times the covariance (times the scale squared)
+        axx = n * txx - tx * tx
+        ayy = n * tyy - ty * ty
+        if func == "covar_pop":
+            out.append(_ratio(axy, n * n * scale * scale))
+        elif func == "covar_samp":
+            out.append(None if n == 1 else _ratio(axy, n * (n - 1) * scale * scale))
+        elif func == "regr_sxx":
+            out.append(_ratio(axx, n * scale * scale))
+        elif func == "regr_syy":
+            out.append(_ratio(ayy, n * scale * scale))
+        elif func == "regr_sxy":
+            out.append(_ratio(axy, n * scale * scale))
+        elif func == "corr":
+            out.append(None if axx * ayy == 0 else _over_root(axy, axx * ayy))
+        elif axx == 0:
+            out.append(None)  # (regr_slope, regr_intercept, regr_r2: x does not spread)
+        elif func == "regr_slope":
+            out.append(_ratio(axy, axx))
+        elif func == "regr_intercept":
+            out.append(_ratio(ty * axx - axy * tx, n * axx * scale))
+        else:  # regr_r2
+            out.append(1.0 if ayy == 0 else _ratio(axy * axy, axx * ayy))
+    return _doubles(out)
 
 
 #: at most this many groups in a batch of aggregate results: decimal averages are

@@ -11,6 +11,7 @@ operation or a recursive relation (they compare whole rows), and an aggregate's 
 from __future__ import annotations
 
 import contextvars
+import dataclasses
 
 from ddflow.sql.expr import Call, Col, Expr, conjuncts
 from ddflow.sql.plan import (
@@ -207,7 +208,7 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
 
         it = iter(outs[nk:])
         new_aggs = tuple(
-            Agg(a.func, next(it) if a.arg is not None else None, a.distinct) for a in aggs
+            dataclasses.replace(a, arg=next(it) if a.arg is not None else None) for a in aggs
         )
         fields = p.fields[:nk] + tuple(p.fields[nk + i] for i in keep_aggs)
         if not fields:

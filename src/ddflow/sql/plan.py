@@ -149,15 +149,41 @@ class SemiJoin(Plan):
 #: of their squares)
 SPREAD_FUNCS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 
+#: the aggregates of the joint spread of two DOUBLE columns ``(y, x)`` over the rows where
+#: both are non-NULL (``arg`` a ``row`` of the two), from exact sums of each, of their
+#: squares and of their products
+PAIR_FUNCS = (
+    "corr",
+    "covar_pop",
+    "covar_samp",
+    "regr_slope",
+    "regr_intercept",
+    "regr_r2",
+    "regr_sxx",
+    "regr_syy",
+    "regr_sxy",
+)
+
+#: the shape of a DOUBLE column's values, from exact sums of their first four powers
+MOMENT_FUNCS = ("skewness", "kurtosis")
+
+#: the aggregates of a group's values in order: exact percentiles (DOUBLE), the value of
+#: a row with the greatest / least ordering value (``arg`` a ``row`` of the ordering value
+#: and the value), the most frequent value
+ORDER_FUNCS = ("percentile", "percentile_disc", "percentile_approx", "max_by", "min_by", "mode")
+
 
 @dataclass(frozen=True)
 class Agg:
-    """An aggregate call: ``func`` in count, count_star, sum, avg, min, max or one of
-    ``SPREAD_FUNCS``; ``arg`` over the input's fields."""
+    """An aggregate call: ``func`` in count, count_star, sum, avg, min, max, one of
+    ``SPREAD_FUNCS``, ``PAIR_FUNCS``, ``MOMENT_FUNCS`` or ``ORDER_FUNCS``; ``arg`` over the
+    input's fields; ``param`` the constants of the call (a percentile's ``(fraction,
+    discrete, descending)``)."""
 
     func: str
     arg: Expr | None
     distinct: bool = False
+    param: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -430,7 +456,8 @@ def _describe(p: Plan) -> str:
         keys = ", ".join(show(k, names) for k in p.keys)
         aggs = ", ".join(
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
-            f"{show(a.arg, names) if a.arg is not None else '*'})"
+            f"{show(a.arg, names) if a.arg is not None else '*'}"
+            f"{''.join(f', {x}' for x in a.param)})"
             for a in p.aggs
         )
         kind = "scalar " if p.scalar else ""

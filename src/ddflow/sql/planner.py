@@ -234,7 +234,71 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
         stmts = sqlglot.parse(sql, read=_READ[dialect])
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {e}") from e
-    return [s.transform(_spelled_out) for s in stmts if s is not None]
+    return [s.transform(_spelled_out_named) for s in stmts if s is not None]
+
+
+def _spelled_out_named(node: Node) -> Node:
+    """``_spelled_out``, the new node remembering the one it replaces (Spark names a
+    result column by the text as written: ``median(x)``, not its spelled-out form)."""
+    new = _spelled_out(node)
+    if new is not node:
+        new.meta["written"] = node.copy()
+    return new
+
+
+#: an aggregate node's bases (sqlglot's node classes join ``Expression`` with a kind)
+_AGG_BASES: tuple[type, ...] = (
+    (exp.AggFunc,) if issubclass(exp.AggFunc, exp.Expression) else (exp.Expression, exp.AggFunc)
+)
+
+
+class _Percentile(*_AGG_BASES):  # type: ignore[misc]
+    """An exact percentile of ``this`` at fraction ``quantile``: ``percentile(x, p)``,
+    ``median(x)`` and ``percentile_cont`` / ``percentile_disc(p) WITHIN GROUP (ORDER BY
+    x [DESC])`` spelled as one node (``discrete``, ``desc``: literal TRUE when given)."""
+
+    arg_types = {
+        "this": True,
+        "quantile": True,
+        "discrete": False,
+        "desc": False,
+        "approx": False,
+        "accuracy": False,
+    }
+
+
+def _percentile_spelled(node: Node) -> Node | None:
+    """``node`` as a ``_Percentile`` when it is one of the percentile forms, else None."""
+    if isinstance(node, exp.Median):
+        return _Percentile(this=node.this, quantile=exp.Literal.number("0.5"))
+    if isinstance(node, exp.ApproxQuantile):
+        # an exact answer is within any accuracy asked for
+        return _Percentile(
+            this=node.this,
+            quantile=node.args.get("quantile"),
+            discrete=exp.true(),
+            approx=exp.true(),
+            accuracy=node.args.get("accuracy"),
+        )
+    if isinstance(node, exp.Quantile):
+        return _Percentile(this=node.this, quantile=node.args.get("quantile"))
+    if not isinstance(node, exp.WithinGroup) or not isinstance(
+        node.this, (exp.PercentileCont, exp.PercentileDisc)
+    ):
+        return None
+    order = node.expression
+    items = list(order.expressions) if isinstance(order, exp.Order) else []
+    if len(items) != 1:
+        raise UnsupportedSQL("a percentile WITHIN GROUP of more than one ORDER BY expression")
+    item = items[0]
+    desc = isinstance(item, exp.Ordered) and bool(item.args.get("desc"))
+    value = item.this if isinstance(item, exp.Ordered) else item
+    return _Percentile(
+        this=value,
+        quantile=node.this.this,
+        discrete=exp.true() if isinstance(node.this, exp.PercentileDisc) else None,
+        desc=exp.true() if desc else None,
+    )
 
 
 def _as_boolean(node: Node) -> Node:
@@ -247,7 +311,9 @@ def _spelled_out(node: Node) -> Node:
     rows where ``x`` is TRUE, ``bool_and(x)`` is ``min(x)`` and ``bool_or(x)`` is
     ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values), as are ``every``
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
-    ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``."""
+    ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
+    ``first``, ``last`` and ``any_value`` are ``min``; the percentile forms are one
+    ``_Percentile``."""
     if (
         isinstance(node, exp.Count)
         and node.expressions
@@ -262,6 +328,26 @@ def _spelled_out(node: Node) -> Node:
             *[exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())) for a in args]
         )
         return exp.Count(this=exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))]))
+    pct = _percentile_spelled(node)
+    if pct is not None:
+        return pct
+    if isinstance(node, (exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy)) and node.expression:
+        # over the rows where both arguments are non-NULL: a count, or the average of one
+        y, x = node.this, node.expression
+        both = exp.and_(
+            exp.Not(this=exp.Is(this=y.copy(), expression=exp.Null())),
+            exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
+        )
+        if isinstance(node, exp.RegrCount):
+            return exp.Count(this=exp.Case(ifs=[exp.If(this=both, true=exp.Literal.number(1))]))
+        pick = x if isinstance(node, exp.RegrAvgx) else y
+        return exp.Avg(this=exp.Case(ifs=[exp.If(this=both, true=pick.copy())]))
+    if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last)):
+        node = node.this
+    if isinstance(node, (exp.First, exp.Last, exp.AnyValue)) and node.this is not None:
+        # some value of the group: Spark leaves which one open (it depends on the order
+        # rows arrive in), so the least, the same whatever the order
+        return exp.Min(this=node.this)
     if isinstance(node, exp.CountIf):
         one = exp.Case(ifs=[exp.If(this=node.this, true=exp.Literal.number(1))])
         return exp.Count(this=one)
@@ -2103,7 +2189,35 @@ _AGGS = (
     exp.StddevPop,
     exp.Variance,
     exp.VariancePop,
+    _Percentile,
+    exp.ArgMax,
+    exp.ArgMin,
+    exp.Mode,
+    exp.Skewness,
+    exp.Kurtosis,
+    exp.Corr,
+    exp.CovarPop,
+    exp.CovarSamp,
+    exp.RegrSlope,
+    exp.RegrIntercept,
+    exp.RegrR2,
+    exp.RegrSxx,
+    exp.RegrSyy,
+    exp.RegrSxy,
 )
+
+#: the aggregates of two columns' joint spread by sqlglot's class (``PAIR_FUNCS``)
+_PAIR_NODES = {
+    exp.Corr: "corr",
+    exp.CovarPop: "covar_pop",
+    exp.CovarSamp: "covar_samp",
+    exp.RegrSlope: "regr_slope",
+    exp.RegrIntercept: "regr_intercept",
+    exp.RegrR2: "regr_r2",
+    exp.RegrSxx: "regr_sxx",
+    exp.RegrSyy: "regr_syy",
+    exp.RegrSxy: "regr_sxy",
+}
 
 #: the spread aggregates by sqlglot's class name: ``stddev`` and ``variance`` are the sample
 #: forms, as in Spark
@@ -3771,6 +3885,16 @@ class Planner:
         saved = scope.agg
         scope.agg = None
         try:
+            if isinstance(n, _Percentile):
+                return self._bind_percentile(n, scope)
+            if isinstance(n, (exp.ArgMax, exp.ArgMin)):
+                return self._bind_value_at_extreme(n, scope)
+            if isinstance(n, exp.Mode):
+                return self._bind_mode(n, scope)
+            if type(n) in _PAIR_NODES:
+                return self._bind_pair(n, _PAIR_NODES[type(n)], scope)
+            if isinstance(n, (exp.Skewness, exp.Kurtosis)):
+                return self._bind_moment(n, scope)
             func = type(n).__name__.lower()
             func = _SPREAD.get(func, func)
             arg_node = n.this
@@ -3814,6 +3938,132 @@ class Planner:
             return (func, arg, distinct), Agg(func, arg, distinct), t
         finally:
             scope.agg = saved
+
+    def _agg_argument(self, node: Node, scope: Scope, func: str) -> Expr:
+        """An aggregate's argument bound in the rows' scope (not another aggregate, not a
+        correlated reference)."""
+        for inner in _walk_no_subqueries(node):
+            if isinstance(inner, _AGGS):
+                raise SQLError("aggregate functions cannot be nested")
+        arg = self.bind(node, scope)
+        if _has_outer(arg):
+            raise UnsupportedSQL(f"{func} over a correlated reference")
+        return arg
+
+    def _bind_percentile(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """An exact percentile (DOUBLE): the values at the two ranks around ``(count - 1)
+        * p`` interpolated (``percentile``, ``median``, ``percentile_cont``), or the first
+        value whose share of the values up to it reaches ``p`` (``percentile_disc``; also
+        ``percentile_approx``, as a value of the argument's type: exact is within any
+        accuracy), NULLs skipped; ``param`` is ``(p, discrete, descending)``."""
+        discrete = n.args.get("discrete") is not None
+        desc = n.args.get("desc") is not None
+        approx = n.args.get("approx") is not None
+        func = "percentile_approx" if approx else "percentile_disc" if discrete else "percentile"
+        acc = n.args.get("accuracy")
+        if acc is not None:
+            av = _fold(self.bind(acc, scope), self)
+            if not isinstance(av, Lit) or av.type.kind != "int" or not 0 < int(av.value) < 2**31:
+                raise SQLError(f"the accuracy of {func} must be a positive constant integer")
+        arg_node = n.this
+        distinct = isinstance(arg_node, exp.Distinct)
+        if distinct:
+            if len(arg_node.expressions) != 1:
+                raise SQLError(f"{func}(DISTINCT ...) takes one argument")
+            arg_node = arg_node.expressions[0]
+        arg = self._agg_argument(arg_node, scope, func)
+        q = n.args.get("quantile")
+        if q is None:
+            raise SQLError(f"{func} needs a percentage")
+        if isinstance(q, exp.Array) or (isinstance(q, exp.Func) and q.key == "array"):
+            raise UnsupportedSQL(f"{func} of an array of percentages")
+        pv = _fold(self.bind(q, scope), self)
+        if not isinstance(pv, Lit) or not (pv.type.numeric and pv.type.kind != "boolean"):
+            raise SQLError(f"the percentage of {func} must be a constant number")
+        if pv.value is None:
+            raise SQLError(f"the percentage of {func} must not be NULL")
+        p = float(pv.value)
+        if not 0.0 <= p <= 1.0:
+            raise SQLError(f"the percentage of {func} must be between 0 and 1, got {p}")
+        if arg.type.kind == "null":
+            arg = Lit(None, DOUBLE)
+        elif approx and arg.type.kind in ("date", "timestamp"):
+            pass  # (a value of the column's own type)
+        elif arg.type.kind == "boolean" or not arg.type.numeric:
+            raise SQLError(f"{func} needs a number, got {arg.type}")
+        param = (p, discrete, desc)
+        t = arg.type if approx else DOUBLE
+        return (func, arg, distinct, param), Agg(func, arg, distinct, param), t
+
+    def _bind_value_at_extreme(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``max_by(x, y)`` / ``min_by(x, y)``: ``x`` of a row with the greatest (least)
+        ``y``, rows with a NULL ``y`` skipped. The argument is a ``row`` of ``(y, x)``."""
+        func = "max_by" if isinstance(n, exp.ArgMax) else "min_by"
+        if n.this is None or n.expression is None:
+            raise SQLError(f"{func} takes two arguments")
+        if n.args.get("count") is not None:
+            raise UnsupportedSQL(f"{func} with a count (an array of values)")
+        x = self._agg_argument(n.this, scope, func)
+        y = self._agg_argument(n.expression, scope, func)
+        if y.type.kind == "null":
+            y = Lit(None, INT)
+        t = x.type if x.type.kind != "null" else INT
+        row = Call("row", (y, x), t, True)
+        return (func, row, False, ()), Agg(func, row), t
+
+    def _double_argument(self, node: Node, scope: Scope, func: str) -> Expr:
+        """A number's argument as the DOUBLE Spark computes a spread over."""
+        if isinstance(node, exp.Distinct):
+            raise UnsupportedSQL(f"{func}(DISTINCT ...)")
+        arg = self._agg_argument(node, scope, func)
+        if arg.type.kind == "null":
+            return Lit(None, DOUBLE)
+        if arg.type.kind == "boolean" or not arg.type.numeric:
+            raise SQLError(f"{func} needs a number, got {arg.type}")
+        return self._cast(arg, DOUBLE)
+
+    def _bind_moment(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``skewness(x)`` / ``kurtosis(x)`` (DOUBLE): from exact sums of the values'
+        first four powers."""
+        func = "skewness" if isinstance(n, exp.Skewness) else "kurtosis"
+        arg = self._double_argument(n.this, scope, func)
+        return (func, arg, False, ()), Agg(func, arg), DOUBLE
+
+    def _bind_pair(self, n: Node, func: str, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """A joint spread of ``(y, x)`` (``corr``, ``covar_*``, ``regr_*``; DOUBLE) over the
+        rows where both are non-NULL: the argument is a ``row`` of the two as DOUBLEs, each
+        NULL where either is."""
+        y_node, x_node = n.this, n.expression
+        if y_node is None or x_node is None:
+            raise SQLError(f"{func} takes two arguments")
+        self._double_argument(y_node, scope, func)  # (type checks)
+        self._double_argument(x_node, scope, func)
+        both = exp.and_(
+            exp.Not(this=exp.Is(this=y_node.copy(), expression=exp.Null())),
+            exp.Not(this=exp.Is(this=x_node.copy(), expression=exp.Null())),
+        )
+        y, x = (
+            self._double_argument(
+                exp.Case(ifs=[exp.If(this=both.copy(), true=v.copy())]), scope, func
+            )
+            for v in (y_node, x_node)
+        )
+        row = Call("row", (y, x), DOUBLE, True)
+        return (func, row, False, ()), Agg(func, row), DOUBLE
+
+    def _bind_mode(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``mode(x[, deterministic])``: the most frequent non-NULL value, the least of
+        those tied (Spark's deterministic choice; without it Spark picks any)."""
+        if n.this is None:
+            raise UnsupportedSQL("mode() WITHIN GROUP (ORDER BY ...)")
+        if isinstance(n.this, exp.Distinct):
+            raise SQLError("mode(DISTINCT ...) is not defined")
+        det = n.args.get("deterministic")
+        if det is not None and not isinstance(det, exp.Boolean):
+            raise SQLError("the second argument of mode must be TRUE or FALSE")
+        arg = self._agg_argument(n.this, scope, "mode")
+        t = arg.type if arg.type.kind != "null" else INT
+        return ("mode", arg, False, ()), Agg("mode", arg), t
 
     def _count_argument(self, n: Node, scope: Scope) -> Node | None:
         """The argument of ``count(...)`` as one expression: ``count(a, b)`` counts the rows
@@ -4017,6 +4267,15 @@ class Planner:
                 Field("", t, True),
             )
         if isinstance(node, _AGGS):
+            if (
+                isinstance(
+                    node,
+                    (_Percentile, exp.ArgMax, exp.ArgMin, exp.Mode, exp.Skewness, exp.Kurtosis),
+                )
+                or type(node) in _PAIR_NODES
+            ):
+                what = "a percentile" if isinstance(node, _Percentile) else _spark_text(node)
+                raise UnsupportedSQL(f"{what} over an ordered window or a frame")
             fname = type(node).__name__.lower()
             fname = _SPREAD.get(fname, fname)
             arg_node = node.this
@@ -5766,20 +6025,66 @@ def _display_names(tree: Node, dialect: str) -> list[str] | None:
 
 def _spark_text(node: Node) -> str:
     n = node.copy()
+    if "written" in n.meta:
+        n = n.meta["written"].copy()
+    for x in list(n.find_all(exp.Expression)):
+        if "written" in x.meta and x is not n:
+            x.replace(x.meta["written"].copy())
     for c in list(n.find_all(exp.Column)):
         c.set("table", None)
     for cnt in list(n.find_all(exp.Count)):
         if isinstance(cnt.this, exp.Star) or cnt.this is None:
             cnt.set("this", exp.Literal.number(1))
     for b in list(n.find_all(exp.Binary)):
-        if not isinstance(b.parent, exp.Paren) and not isinstance(b, exp.Dot):
+        if not isinstance(b.parent, exp.Paren) and not isinstance(b, (exp.Dot, exp.Func)):
             b.replace(exp.Paren(this=b.copy()))
-    if isinstance(n, exp.Binary):
+    if isinstance(n, exp.Binary) and not isinstance(n, exp.Func):  # (corr(a, b) is one)
         n = exp.Paren(this=n)
+    n = _spark_spelled(n)
     try:
         return str(n.sql(dialect="spark", normalize_functions="lower"))
     except Exception:  # noqa: BLE001 - a name is cosmetic; fall back to plain text
         return str(node.sql(dialect="spark"))
+
+
+def _spark_spelled(n: Node) -> Node:
+    """``n`` with what Spark names in words of its own written so: ``percentile(x, p, 1)``
+    (with its frequency), ``percentile_cont(p) WITHIN GROUP (ORDER BY x DESC)``,
+    ``first(x)`` for ``first(x, true)``, ``true`` in lower case."""
+
+    def text(x: Node) -> str:
+        return str(x.sql(dialect="spark", normalize_functions="lower"))
+
+    def fix(x: Node) -> Node:
+        if isinstance(x, exp.ApproxQuantile):
+            acc = x.args.get("accuracy")
+            return exp.Var(
+                this=f"percentile_approx({text(x.this)}, {text(x.args['quantile'])}, "
+                f"{text(acc) if acc is not None else 10000})"
+            )
+        if isinstance(x, exp.Quantile):
+            return exp.Var(this=f"percentile({text(x.this)}, {text(x.args['quantile'])}, 1)")
+        if isinstance(x, exp.WithinGroup) and isinstance(
+            x.this, (exp.PercentileCont, exp.PercentileDisc)
+        ):
+            items = x.expression.expressions if isinstance(x.expression, exp.Order) else []
+            order = ", ".join(
+                text(i.this) + (" DESC" if i.args.get("desc") else "")
+                if isinstance(i, exp.Ordered)
+                else text(i)
+                for i in items
+            )
+            name = (
+                "percentile_disc" if isinstance(x.this, exp.PercentileDisc) else "percentile_cont"
+            )
+            return exp.Var(this=f"{name}({text(x.this.this)}) WITHIN GROUP (ORDER BY {order})")
+        if isinstance(x, exp.IgnoreNulls):
+            return x.this
+        if isinstance(x, exp.Boolean):
+            return exp.Var(this="true" if x.this else "false")
+        return x
+
+    return n.transform(fix)
 
 
 def _with_fields(p: Plan, fields: tuple[Field, ...]) -> Plan:

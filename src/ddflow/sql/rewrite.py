@@ -51,6 +51,9 @@ from ddflow.sql.expr import Call, Col, Expr, conjuncts
 from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
+    MOMENT_FUNCS,
+    ORDER_FUNCS,
+    PAIR_FUNCS,
     SPREAD_FUNCS,
     Agg,
     Aggregate,
@@ -649,7 +652,16 @@ def equi_filters(plan: Plan) -> Plan:
 # -- scalar aggregates met only on a key ------------------------------------------------------
 
 #: aggregates whose value over no rows is NULL
-_NULL_ON_EMPTY = ("min", "max", "sum", "avg", *SPREAD_FUNCS)
+_NULL_ON_EMPTY = (
+    "min",
+    "max",
+    "sum",
+    "avg",
+    *SPREAD_FUNCS,
+    *ORDER_FUNCS,
+    *PAIR_FUNCS,
+    *MOMENT_FUNCS,
+)
 
 
 def _unscalar(p: Plan, col: int) -> Plan | None:
