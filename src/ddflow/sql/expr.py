@@ -2306,12 +2306,6 @@ def _tanh(x: np.ndarray) -> np.ndarray:
 _DOUBLE_FNS: dict[str, Any] = {
     "degrees": lambda x: x * 57.29577951308232,  # (Java's Math.toDegrees / toRadians)
     "radians": lambda x: x * 0.017453292519943295,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "asin": np.arcsin,
-    "acos": np.arccos,
-    "atan": np.arctan,
     "sinh": _sinh,
     "cosh": _cosh,
     "tanh": _tanh,

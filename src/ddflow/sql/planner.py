@@ -650,12 +650,6 @@ _EPOCH_FUNCS: dict[str, tuple[str, SqlType]] = {
 _DOUBLE_FUNCS: dict[str, int] = {
     "degrees": 1,
     "radians": 1,
-    "sin": 1,
-    "cos": 1,
-    "tan": 1,
-    "asin": 1,
-    "acos": 1,
-    "atan": 1,
     "sinh": 1,
     "cosh": 1,
     "tanh": 1,
