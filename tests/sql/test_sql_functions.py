@@ -9,6 +9,7 @@ is then deleted, so the answer is the one after a retraction too.
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 import ddflow.sql as dsql
 
 _UTC = dt.UTC
+_DEC = decimal.Decimal
 
 _ROWS = [
     (
@@ -129,6 +131,57 @@ def _ts(*args: int) -> dt.datetime:
         ("from_unixtime(b, 'HH:mm:ss')", ["23:59:57", "00:00:03", None]),
         ("date_part('dayofweek_iso', d)", [4, 3, None]),
         ("date_part('YEAR', ts)", [2024, 1969, None]),
+        # dates, numbers, bits and text (also compared with a live Spark, rows added and
+        # deleted, in test_sql_spark_functions.py)
+        ("make_date(2000 + a, b + 4, 29)", [dt.date(2007, 1, 29), dt.date(1993, 7, 29), None]),
+        (
+            "make_timestamp(2024, 2, 29, a + 10, b + 50, 59.9999995)",
+            [dt.datetime(2024, 2, 29, 17, 48), dt.datetime(2024, 2, 29, 3, 54), None],
+        ),
+        ("months_between(d, DATE'2024-01-31')", [1.0, -649.0, None]),
+        ("months_between(ts, d, false)", [2.631388888888889, 0.0, None]),
+        ("next_day(d, 'fri')", [dt.date(2024, 3, 1), dt.date(1970, 1, 2), None]),
+        ("dayname(d)", ["Thu", "Wed", None]),
+        ("monthname(ts)", ["May", "Dec", None]),
+        ("bround(x / 10, 0)", [1.0, -3.0, None]),
+        ("bround(a * 2.5, 0)", [_DEC("18"), _DEC("-18"), None]),
+        ("bround(b * 5, -1)", [-20, 20, None]),
+        ("nanvl(sqrt(b), a)", [7.0, 1.7320508075688772, None]),
+        ("degrees(x)", [458.3662361046586, -1546.9860468532227, None]),
+        ("radians(a)", [0.12217304763960307, -0.12217304763960307, None]),
+        ("hypot(a, b)", [7.615773105863909, 7.615773105863909, None]),
+        ("sinh(b)", [-10.017874927409903, 10.017874927409903, None]),
+        ("cosh(b)", [10.067661995777765, 10.067661995777765, None]),
+        ("tanh(a / 10)", [0.6043677771171636, -0.6043677771171636, None]),
+        ("rint(x / 2)", [4.0, -14.0, None]),
+        ("positive(b)", [-3, 3, None]),
+        ("negative(a)", [-7, 7, None]),
+        ("factorial(a)", [5040, None, None]),
+        ("width_bucket(x, -30, 10, 4)", [4, 1, None]),
+        ("a & b", [5, 1, None]),
+        ("a | b", [-1, -5, None]),
+        ("a ^ b", [-6, -6, None]),
+        ("~a", [-8, 6, None]),
+        ("shiftleft(a, 30)", [-1073741824, 1073741824, None]),
+        ("shiftright(a, 1)", [3, -4, None]),
+        ("shiftrightunsigned(a, 28)", [0, 15, None]),
+        ("bit_count(a)", [3, 62, None]),
+        ("equal_null(a, -b * 7 / 3)", [True, True, True]),
+        ("nullifzero(a + 7)", [14, None, None]),
+        ("zeroifnull(b)", [-3, 3, 0]),
+        ("decode(a, 7, 'seven', NULL, 'none', 'other')", ["seven", "other", "none"]),
+        ("try_add(a, 2147483641)", [None, 2147483634, None]),
+        ("try_subtract(b, 2147483647)", [None, -2147483644, None]),
+        ("try_multiply(a * 1000000, 1000)", [None, None, None]),
+        ("chr(a + 70)", ["M", "?", None]),
+        ("hex(b)", ["FFFFFFFFFFFFFFFD", "3", None]),
+        ("hex(s)", ["68656C6C6F20776F726C64", "6142432064454620206768", None]),
+        ("btrim(s, 'hg')", ["ello world", "aBC dEF  ", None]),
+        ("space(b)", ["", "   ", None]),
+        ("find_in_set('dEF', replace(s, ' ', ','))", [0, 2, None]),
+        ("bround(x / 16, 0)", [0.0, -2.0, None]),
+        ("elt(pmod(a, 3), s, 'x')", ["hello world", "x", None]),
+        ("bround(x / 16 + 2, 0)", [2.0, 0.0, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -202,3 +255,30 @@ def test_a_date_beyond_year_9999_is_a_data_error_and_changes_nothing() -> None:
     db.insert("n", [(3,)])
     db.commit()
     assert sorted(v.rows()) == [(dt.date(1970, 1, 3),), (dt.date(1970, 1, 4),)]
+
+
+@pytest.mark.parametrize(
+    ("expr", "words"),
+    [
+        ("make_date(2023, 2, a + 22)", "February 29 is not a day of 2023"),
+        ("make_date(2024, a + 6, 1)", "month 13"),
+        ("make_timestamp(2024, 1, 1, 0, 0, a + 53.5)", "seconds are 0 to 60"),
+        ("next_day(d, s)", "'hello world' is not a day of the week"),
+        ("elt(a, s, 'x')", "index 7 is out of bounds"),
+        ("negative(a * -306783378 - 2)", "overflow"),
+        ("bround(a * 306783378, -1)", "overflow"),
+    ],
+)
+def test_values_spark_refuses_fail_the_commit(expr: str, words: str) -> None:
+    """Where Spark's ANSI mode fails at run time (a date that does not exist, a day of
+    the week misspelled, an index past the values, an overflow), the commit fails with
+    ``DataError``; the rows of a later commit still reach the view."""
+    db = dsql.Database()
+    db.execute(_DDL)
+    v = db.view(f"SELECT k, {expr} FROM t")
+    db.insert("t", _ROWS[:1])
+    with pytest.raises(dsql.DataError, match=words):
+        db.commit()
+    db.insert("t", _ROWS[2:])
+    db.commit()
+    assert v.rows() == [(3, None)]

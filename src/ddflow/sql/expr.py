@@ -1331,7 +1331,10 @@ def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     for _, on in others:
         nulls = _or(nulls, on)
     strs = ctx.strings.decode(a).tolist()
-    cols = [o[0].tolist() for o in others]
+    cols = [
+        (ctx.strings.decode(o[0]) if x.type.kind == "string" else o[0]).tolist()
+        for o, x in zip(others, rest, strict=True)
+    ]
     res = []
     for i in range(f.n):
         consts = [c[i] for c in cols]
@@ -1974,24 +1977,50 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
     return float_keys(r), an
 
 
+def _py_div_half_even(x: int, d: int) -> int:
+    q, r = divmod(abs(x), d)
+    if 2 * r > d or (2 * r == d and q % 2 == 1):
+        q += 1
+    return -q if x < 0 else q
+
+
+def rescale_half_even(a: np.ndarray, s_from: int, s_to: int) -> np.ndarray:
+    """``rescale`` with halves rounded to the even neighbour (banker's rounding)."""
+    if s_to >= s_from:
+        return _scale_up(a, s_to - s_from)
+    d = 10 ** (s_from - s_to)
+    if a.dtype == object or d > I64_MAX or (len(a) and (a == I64_MIN).any()):
+        out = np.empty(len(a), dtype=object)
+        out[:] = [_py_div_half_even(x, d) for x in _obj(a).tolist()]
+        return narrow(out)
+    q, r = np.divmod(np.abs(a), d)
+    q = q + ((2 * r > d) | ((2 * r == d) & (q % 2 == 1)))
+    return np.where(a < 0, -q, q)
+
+
 def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
-    """``round(x, d)``: half away from zero (Spark's ``round``; ``bround`` is not here)."""
+    """``round(x, d)``: halves away from zero; ``bround(x, d)``: halves to even (a DOUBLE
+    rounded as its shortest decimal form, as Spark rounds a ``BigDecimal`` of it)."""
     a, an = evaluate(e.args[0], f, ctx)
     d = int(e.extra or 0)
     if ctx.dialect == "sqlite":
         d = max(d, 0)  # (SQLite rounds to no fewer than 0 places)
+    even = e.op == "bround"
+    resc = rescale_half_even if even else rescale
     t_in = e.args[0].type
     if t_in.kind == "int":
         if d >= 0:
             return a, an
-        # to a multiple of 10^-d, half away from zero; a result beyond the type raises
-        r = _scale_up(rescale(a, 0, d), -d)
+        # to a multiple of 10^-d; a result beyond the type raises
+        r = _scale_up(resc(a, 0, d), -d)
+        if an is not None and r.dtype != object:
+            r = np.where(an, 0, r)  # (a NULL row's value is not the result's)
         return _int_result(r, e.type, show(e)), an
     if t_in.kind == "decimal":
         s = t_in.scale
         if d >= s:
             return rescale(a, s, e.type.scale), an
-        r = rescale(a, s, d)  # rounds half up, to units of 10^-d
+        r = resc(a, s, d)  # to units of 10^-d
         out = rescale(r, d, e.type.scale) if d >= 0 else _scale_up(r, -d)
         return decimal_checked(out, e.type, show(e)), an
     x = float_from_keys(a)
@@ -2004,17 +2033,19 @@ def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
         # may lie a hair below: those near a half are rounded from their decimal form
         near = np.flatnonzero(np.abs(ay - np.floor(ay) - 0.5) <= 1e-6 * np.maximum(ay, 1.0))
     if len(near):
-        y[near] = [_round_text(v, d) for v in x[near].tolist()]
+        mode = _decimal.ROUND_HALF_EVEN if even else _decimal.ROUND_HALF_UP
+        y[near] = [_round_text(v, d, mode) for v in x[near].tolist()]
     y = np.where(np.isfinite(x), y, x)
     return float_keys(y), an
 
 
-def _round_text(v: float, d: int) -> float:
-    """``v`` rounded half away from zero at ``d`` places of its shortest decimal form."""
+def _round_text(v: float, d: int, mode: str = _decimal.ROUND_HALF_UP) -> float:
+    """``v`` rounded (halves away from zero, or by ``mode``) at ``d`` places of its
+    shortest decimal form."""
     if not math.isfinite(v):
         return v
     q = _decimal.Decimal(repr(v)).scaleb(d, EXACT)
-    q = q.to_integral_value(_decimal.ROUND_HALF_UP, EXACT).scaleb(-d, EXACT)
+    q = q.to_integral_value(mode, EXACT).scaleb(-d, EXACT)
     return float(q)
 
 
@@ -2058,6 +2089,455 @@ def _one_row(e: Call, f: Frame, ctx: Ctx) -> Result:
 def _if(e: Call, f: Frame, ctx: Ctx) -> Result:
     c, a, b = e.args
     return _case(Call("case", (c, a, b), e.type, e.nullable), f, ctx)
+
+
+# -- more of Spark's scalar functions ------------------------------------------------------
+
+
+def _all_nulls(parts: list[Result]) -> np.ndarray | None:
+    nulls: np.ndarray | None = None
+    for _, pn in parts:
+        nulls = _or(nulls, pn)
+    return nulls
+
+
+def _live(bad: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
+    """Rows of ``bad`` that are not NULL (a NULL row's values are not looked at)."""
+    return bad if nulls is None else bad & ~nulls
+
+
+def _civil_days(
+    y: np.ndarray, m: np.ndarray, d: np.ndarray, nulls: np.ndarray | None, what: str
+) -> np.ndarray:
+    """Days since 1970-01-01 of the dates ``y-m-d``; ``DataError`` for a row (not NULL)
+    whose fields name no date (Spark's ANSI mode), or whose year is outside 1 to 9999."""
+    y_ok = (y >= 1) & (y <= 9999)
+    m_ok = (m >= 1) & (m <= 12)
+    months = np.where(y_ok & m_ok, (y - 1970) * 12 + (m - 1), 0)
+    start = _month_start(months)
+    length = _month_start(months + 1) - start
+    d_ok = (d >= 1) & (d <= length)
+    bad = _live(~(y_ok & m_ok & d_ok), nulls)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        yi, mi, di = int(y[i]), int(m[i]), int(d[i])
+        if not 1 <= mi <= 12:
+            why = f"the month {mi} is not 1 to 12"
+        elif not 1 <= yi <= 9999:
+            why = f"the year {yi} is outside 1 to 9999"
+        else:
+            why = f"{_MONTHS[mi - 1]} {di} is not a day of {yi}"
+        raise DataError(f"{what}: invalid date ({why})")
+    return start + np.where(d_ok, d - 1, 0)
+
+
+def _make_date(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``make_date(y, m, d)``."""
+    parts = _args(e, f, ctx)
+    nulls = _all_nulls(parts)
+    (y, _), (m, _), (d, _) = parts
+    return _civil_days(y, m, d, nulls, "make_date()"), nulls
+
+
+def _make_timestamp(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``make_timestamp(y, mo, d, h, mi, s)`` in UTC: ``s`` is a DECIMAL(16, 6) (so
+    micro-seconds); 60 whole seconds are the next minute, 60 and a fraction an error."""
+    parts = _args(e, f, ctx)
+    nulls = _all_nulls(parts)
+    (y, _), (mo, _), (d, _), (h, _), (mi, _), (sec, _) = parts
+    days = _civil_days(y, mo, d, nulls, "make_timestamp()")
+    whole = np.floor_divide(sec, 1_000_000)
+    bad = _live((h < 0) | (h > 23) | (mi < 0) | (mi > 59) | (whole < 0) | (whole > 60), nulls)
+    frac60 = _live((whole == 60) & (sec != 60_000_000), nulls)
+    if bad.any() or frac60.any():
+        i = int(np.flatnonzero(bad | frac60)[0])
+        raise DataError(
+            f"make_timestamp(): invalid time {int(h[i])}:{int(mi[i])}:"
+            f"{_decimal.Decimal(int(sec[i])).scaleb(-6)} (seconds are 0 to 60)"
+        )
+    ok = nulls if nulls is None else ~nulls
+    micros = days * 86_400_000_000 + h * 3_600_000_000 + mi * 60_000_000 + sec
+    return (micros if ok is None else np.where(ok, micros, 0)), nulls
+
+
+def _months_between(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``months_between(a, b)``: whole months when the days of the month are equal or
+    both are the last; else the months plus the days and seconds (of the day, whole)
+    between them over 31 days; rounded to 8 places unless ``extra`` is False (Spark's,
+    from Hive)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    day = 86_400_000_000
+    d1, d2 = np.floor_divide(a, day), np.floor_divide(b, day)
+    s1, s2 = (a - d1 * day) // 1_000_000, (b - d2 * day) // 1_000_000
+    m1, m2 = _months(d1), _months(d2)
+    start1, start2 = _month_start(m1), _month_start(m2)
+    dom1, dom2 = d1 - start1, d2 - start2
+    last = (d1 == _month_start(m1 + 1) - 1) & (d2 == _month_start(m2 + 1) - 1)
+    whole = (m1 - m2).astype(np.float64)
+    seconds = (dom1 - dom2) * 86_400 + s1 - s2
+    diff = whole + seconds / float(31 * 86_400)
+    if e.extra:
+        diff = np.floor(diff * 1e8 + 0.5) / 1e8
+    diff = np.where((dom1 == dom2) | last, whole, diff)
+    return float_keys(diff), _or(an, bn)
+
+
+#: Spark's names of the days of the week (upper case), Monday 0
+_DAY_NAMES = {
+    **{d[:2].upper(): i for i, d in enumerate(_WEEKDAYS)},
+    **{d[:3].upper(): i for i, d in enumerate(_WEEKDAYS)},
+    **{d.upper(): i for i, d in enumerate(_WEEKDAYS)},
+}
+
+
+def _next_day(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``next_day(d, day)``: the first date after ``d`` on that day of the week (named by
+    two or three letters or in full, in any case); another name is an error, as in
+    Spark's ANSI mode."""
+    (d, dn), (w, wn) = _args(e, f, ctx)
+    nulls = _or(dn, wn)
+    m = ctx.memo_for(("next_day", e))
+    dow = ctx.strings.map_codes(
+        w, lambda s: np.array([_DAY_NAMES.get(x.upper(), -1) for x in s], np.int64), m
+    )
+    bad = _live(dow < 0, nulls)
+    if bad.any():
+        name = ctx.strings.decode(w[np.flatnonzero(bad)[:1]])[0]
+        raise DataError(f"next_day(): {name!r} is not a day of the week")
+    ahead = (dow - (d + 3) % 7 - 1) % 7 + 1
+    out = d + ahead
+    return (out if nulls is None else np.where(nulls, 0, out)), nulls
+
+
+def _names_of(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``dayname(d)`` (Mon to Sun) and ``monthname(d)`` (Jan to Dec)."""
+    (d, dn) = evaluate(e.args[0], f, ctx)
+    if e.op == "dayname":
+        names, at = [w[:3] for w in _WEEKDAYS], (d + 3) % 7
+    else:
+        names, at = [m[:3] for m in _MONTHS], _months(d) % 12
+    table = ctx.strings.encode_list(names)
+    return table[at], dn
+
+
+_LN_MAX = 709.782712893384  # (log of the greatest double)
+_LN2_HI, _LN2_LO = 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_EXP_P = (
+    1.66666666666666019037e-01,
+    -2.77777777770155933842e-03,
+    6.61375632143793436117e-05,
+    -1.65339022054652515390e-06,
+    4.13813679705723846039e-08,
+)
+
+
+def _fdlibm_exp(x: np.ndarray) -> np.ndarray:
+    """``exp`` as fdlibm computes it (Java's ``StrictMath.exp``, inside its ``cosh`` and
+    ``sinh``): ``x = k ln2 + r`` and a rational approximation on ``r``; it differs from
+    numpy's in the last place at some points (``e`` itself)."""
+    x = np.asarray(x, dtype=np.float64)
+    ax = np.abs(x)
+    neg = x < 0
+    with np.errstate(all="ignore"):
+        k1 = np.where(neg, -1.0, 1.0)
+        kn = np.trunc(1.44269504088896338700e00 * x + np.where(neg, -0.5, 0.5))
+        k = np.where(ax < 1.5 * math.log(2), k1, kn)
+        k = np.where(ax > 0.5 * math.log(2), k, 0.0)
+        k = np.where(np.isfinite(k), k, 0.0)
+        hi = np.where(ax < 1.5 * math.log(2), x - k1 * _LN2_HI, x - k * _LN2_HI)
+        lo = k * _LN2_LO
+        hi = np.where(k == 0, x, hi)
+        lo = np.where(k == 0, 0.0, lo)
+        r = hi - lo
+        t = r * r
+        p1, p2, p3, p4, p5 = _EXP_P
+        c = r - t * (p1 + t * (p2 + t * (p3 + t * (p4 + t * p5))))
+        y0 = 1.0 - ((r * c) / (c - 2.0) - r)
+        y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi)
+        out = np.where(k == 0, y0, np.ldexp(y, k.astype(np.int64)))
+        out = np.where(ax < 2.0**-28, 1.0 + x, out)
+        out = np.where(x > 7.09782712893383973096e02, np.inf, out)
+        out = np.where(x < -7.45133219101941108420e02, 0.0, out)
+    return np.where(np.isnan(x), x, out)
+
+
+def _sinh(x: np.ndarray) -> np.ndarray:
+    """``sinh`` by fdlibm's steps (Java's ``StrictMath``), which round otherwise than
+    numpy's in the last place: from ``expm1`` below 22, ``exp`` (halved, squared past
+    the overflow of ``exp``) above."""
+    ax = np.abs(x)
+    h = np.where(x < 0, -0.5, 0.5)
+    t = np.expm1(np.minimum(ax, 22.0))
+    small = h * (2.0 * t - t * t / (t + 1.0))
+    mid = h * (t + t / (t + 1.0))
+    w = _fdlibm_exp(0.5 * ax)
+    big = np.where(ax < _LN_MAX, h * _fdlibm_exp(ax), (h * w) * w)
+    out = np.where(ax < 1.0, small, np.where(ax < 22.0, mid, big))
+    return np.where(ax < 2.0**-28, x, out)
+
+
+def _cosh(x: np.ndarray) -> np.ndarray:
+    """``cosh`` by fdlibm's steps (see ``_sinh``)."""
+    ax = np.abs(x)
+    t = np.expm1(np.minimum(ax, 1.0))
+    w = 1.0 + t
+    tiny = 1.0 + (t * t) / (w + w)
+    e = _fdlibm_exp(np.minimum(ax, 22.0))
+    mid = 0.5 * e + 0.5 / e
+    h = _fdlibm_exp(0.5 * ax)
+    big = np.where(ax < _LN_MAX, 0.5 * _fdlibm_exp(ax), (0.5 * h) * h)
+    out = np.where(ax < 0.5 * math.log(2), tiny, np.where(ax < 22.0, mid, big))
+    return np.where(np.isnan(x), x, out)
+
+
+def _tanh(x: np.ndarray) -> np.ndarray:
+    """``tanh`` by fdlibm's steps (see ``_sinh``)."""
+    ax = np.abs(x)
+    m = np.minimum(ax, 22.0)
+    t1 = np.expm1(2.0 * m)
+    z1 = 1.0 - 2.0 / (t1 + 2.0)
+    t2 = np.expm1(-2.0 * m)
+    z2 = -t2 / (t2 + 2.0)
+    z = np.where(ax >= 22.0, 1.0, np.where(ax >= 1.0, z1, z2))
+    out = np.where(x < 0, -z, z)
+    return np.where((ax < 2.0**-55) | np.isnan(x), x, out)
+
+
+_DOUBLE_FNS: dict[str, Any] = {
+    "degrees": lambda x: x * 57.29577951308232,  # (Java's Math.toDegrees / toRadians)
+    "radians": lambda x: x * 0.017453292519943295,
+    "sinh": _sinh,
+    "cosh": _cosh,
+    "tanh": _tanh,
+    "cot": lambda x: 1.0 / np.tan(x),
+    "sec": lambda x: 1.0 / np.cos(x),
+    "csc": lambda x: 1.0 / np.sin(x),
+    "rint": np.rint,
+    # (Spark adds 0.0 to both: -0.0 is 0.0 there)
+    "atan2": lambda y, x: np.arctan2(y + 0.0, x + 0.0),
+    "hypot": np.hypot,
+}
+
+
+def _double_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """Functions of DOUBLEs (``_DOUBLE_FNS``) and ``nanvl(a, b)``: ``b`` where ``a`` is
+    NaN (NULL where ``a`` is NULL, whatever ``b``)."""
+    parts = _args(e, f, ctx)
+    xs = [float_from_keys(v) for v, _ in parts]
+    if e.op == "nanvl":
+        (_, an), (_, bn) = parts
+        nan = np.isnan(xs[0])
+        if an is not None:
+            nan &= ~an
+        nulls = an if bn is None else _or(an, nan & bn)
+        return float_keys(np.where(nan, xs[1], xs[0])), nulls
+    with np.errstate(all="ignore"):
+        r = _DOUBLE_FNS[e.op](*xs)
+    return float_keys(np.asarray(r, dtype=np.float64)), _all_nulls(parts)
+
+
+_FACTORIALS = np.array([math.factorial(i) for i in range(21)], dtype=np.int64)
+
+
+def _factorial(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``factorial(n)``: NULL outside 0 to 20 (21! leaves a BIGINT)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    out = (a < 0) | (a > 20)
+    return _FACTORIALS[np.where(out, 0, a)], _or(an, out)
+
+
+_BELOW_2_63 = float(2**63 - 1024)  # (the greatest double below 2^63)
+
+
+def _width_bucket(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``width_bucket(v, lo, hi, n)``: which of ``n`` equal buckets from ``lo`` to ``hi``
+    holds ``v`` (0 before them, ``n + 1`` past them; ``lo > hi`` counts down); NULL for
+    ``n <= 0``, a NaN value, equal or unbounded ends (Spark's rules)."""
+    parts = _args(e, f, ctx)
+    v, lo, hi = (float_from_keys(x) for x, _ in parts[:3])
+    n = parts[3][0]
+    nulls = _or(
+        _all_nulls(parts),
+        (n <= 0) | (n == I64_MAX) | np.isnan(v) | (lo == hi) | ~np.isfinite(lo) | ~np.isfinite(hi),
+    )
+    lower, upper = np.minimum(lo, hi), np.maximum(lo, hi)
+    nf = n.astype(np.float64)
+    with np.errstate(all="ignore"):
+        up = nf * (v - lower) / (upper - lower)
+        down = nf * (upper - v) / (upper - lower)
+    inner = np.where(lo < hi, up, down)
+    inner = np.where(np.isnan(inner), 0.0, np.trunc(np.clip(inner, -_BELOW_2_63, _BELOW_2_63)))
+    k = inner.astype(np.int64) + 1
+    past = np.where(n == I64_MAX, 0, n + 1)
+    asc = np.where(v < lower, 0, np.where(v >= upper, past, k))
+    desc = np.where(v > upper, 0, np.where(v <= lower, past, k))
+    out = np.where(lo < hi, asc, desc)
+    return (out if nulls is None else np.where(nulls, 0, out)), nulls
+
+
+def _bitwise(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``&``, ``|``, ``^``, ``~`` on two's complement integers (values of a narrower type
+    are held sign-extended, so their results stay in range)."""
+    parts = _args(e, f, ctx)
+    nulls = _all_nulls(parts)
+    if e.op == "bitnot":
+        return np.invert(parts[0][0]), nulls
+    a, b = parts[0][0], parts[1][0]
+    fn = {"bitand": np.bitwise_and, "bitor": np.bitwise_or, "bitxor": np.bitwise_xor}[e.op]
+    return fn(a, b), nulls
+
+
+def _shift(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """Java's shifts: of an INT in 32 bits, a BIGINT in 64, by the count modulo the
+    width (``>>`` keeps the sign, ``shiftrightunsigned`` shifts in zeros)."""
+    (a, an), (n, nn) = _args(e, f, ctx)
+    nulls = _or(an, nn)
+    if e.type.bits == 64:
+        cnt = (n & 63).astype(np.uint64)
+        x = a.astype(np.int64)
+        if e.op == "shiftleft":
+            r = (x.view(np.uint64) << cnt).view(np.int64)
+        elif e.op == "shiftright":
+            r = x >> cnt.astype(np.int64)
+        else:
+            r = (x.view(np.uint64) >> cnt).view(np.int64)
+        return r, nulls
+    cnt32 = (n & 31).astype(np.uint32)
+    x32 = a.astype(np.int32)
+    if e.op == "shiftleft":
+        r32 = (x32.view(np.uint32) << cnt32).view(np.int32)
+    elif e.op == "shiftright":
+        r32 = x32 >> cnt32.astype(np.int32)
+    else:
+        r32 = (x32.view(np.uint32) >> cnt32).view(np.int32)
+    return r32.astype(np.int64), nulls
+
+
+def _bit_count(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``bit_count(x)``: the one bits of ``x`` as a 64-bit two's complement number (Spark
+    counts those of any integer widened to a long: ``bit_count(-1)`` is 64 for an INT)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    return np.bitwise_count(a.astype(np.int64).view(np.uint64)).astype(np.int64), an
+
+
+def _try_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``try_add`` / ``try_subtract`` / ``try_multiply`` of integers or decimals: NULL
+    where the exact result leaves the type's range or digits (ANSI ``+`` raises there)."""
+    op = e.op[4:]
+    t = e.type
+    if t.kind == "decimal":
+        v, nulls = _arith_values(Call(op, e.args, t, e.nullable), f, ctx)
+        limit = 10**t.precision
+        if v.dtype == object:
+            bad = np.array([abs(x) >= limit for x in v.tolist()], dtype=bool).reshape(len(v))
+        elif t.precision < 19:
+            bad = (v >= limit) | (v <= -limit)
+        else:
+            bad = np.zeros(len(v), dtype=bool)
+    else:
+        (a, an), (b, bn) = _args(e, f, ctx)
+        nulls = _or(an, bn)
+        a = a.astype(np.int64) if a.dtype == bool else a
+        b = b.astype(np.int64) if b.dtype == bool else b
+        v = _add(a, b) if op == "add" else _sub(a, b) if op == "sub" else _mul(a, b)
+        lo, hi = t.int_range()
+        if v.dtype == object:
+            bad = np.array([not lo <= x <= hi for x in v.tolist()], dtype=bool).reshape(len(v))
+        else:
+            bad = (v < lo) | (v > hi)
+    if not bad.any():
+        return v, nulls
+    if v.dtype == object:
+        v = v.copy()
+        v[bad] = 0
+        v = narrow(v)
+    else:
+        v = np.where(bad, 0, v)
+    return v, _or(nulls, bad)
+
+
+def _chr(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``chr(n)`` / ``char(n)``: the character ``n mod 256`` (Latin-1); empty for a
+    negative ``n``."""
+    a, an = evaluate(e.args[0], f, ctx)
+    m = ctx.memo_for(("chr",))
+    table = m.get("table")
+    if table is None:
+        table = m["table"] = ctx.strings.encode_list([chr(i) for i in range(256)] + [""])
+    return table[np.where(a < 0, 256, a & 255)], an
+
+
+def _per_distinct(keys: np.ndarray, fn: Any, ctx: Ctx, t: SqlType) -> np.ndarray:
+    """``fn`` of each distinct value of ``keys`` (rows of a 2-d array: each distinct row),
+    spread back to the rows."""
+    if not len(keys):
+        return np.zeros(0, np.int64)
+    if keys.ndim == 1:
+        uniq, inv = np.unique(keys, return_inverse=True)
+        vals = [fn(x) for x in uniq.tolist()]
+    else:
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        vals = [fn(*x) for x in uniq.tolist()]
+    return _typed(vals, t, ctx)[inv.reshape(len(keys))]
+
+
+def _hex(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``hex(x)``: a BIGINT's 64 bits (two's complement) or a string's UTF-8 bytes as
+    upper-case hexadecimal digits."""
+    a, an = evaluate(e.args[0], f, ctx)
+    if e.args[0].type.kind == "string":
+        m = ctx.memo_for(("hex", e))
+        return ctx.strings.map_codes(
+            a,
+            lambda s: ctx.strings.encode_list(
+                [x.encode("utf-8", "surrogatepass").hex().upper() for x in s]
+            ),
+            m,
+        ), an
+    return _per_distinct(a, lambda x: f"{x & 0xFFFF_FFFF_FFFF_FFFF:X}", ctx, e.type), an
+
+
+def _space(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``space(n)``: ``n`` spaces (none for ``n <= 0``)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    if an is not None:
+        a = np.where(an, 0, a)
+    return _per_distinct(a, lambda n: " " * max(n, 0), ctx, e.type), an
+
+
+def _find_in_set(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``find_in_set(s, list)``: the 1-based place of ``s`` among the comma-separated
+    items of ``list`` (0 when absent, or when ``s`` holds a comma)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    strings = ctx.strings
+
+    def place(x: int, y: int) -> int:
+        s, items = strings.decode(np.array([x, y]))
+        if "," in s:
+            return 0
+        parts = items.split(",")
+        return parts.index(s) + 1 if s in parts else 0
+
+    return _per_distinct(np.stack([a, b], axis=1), place, ctx, e.type), _or(an, bn)
+
+
+def _elt(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``elt(n, v1, v2, ...)``: ``v_n``; an ``n`` outside 1 to the count of values is an
+    error (Spark's ANSI mode), a NULL ``n`` NULL."""
+    (n, nn), *vals = _args(e, f, ctx)
+    k = len(vals)
+    bad = _live((n < 1) | (n > k), nn)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(f"elt(): the index {int(n[i])} is out of bounds (1 to {k})")
+    at = np.clip(n - 1, 0, k - 1)
+    rows = np.arange(f.n)
+    out = np.stack([v for v, _ in vals])[at, rows] if f.n else np.zeros(0, np.int64)
+    nulls = nn
+    if any(vn is not None for _, vn in vals):
+        vnull = np.stack([vn if vn is not None else np.zeros(f.n, bool) for _, vn in vals])
+        nulls = _or(nulls, vnull[at, rows])
+    return out, nulls
 
 
 _OPS: dict[str, Any] = {
@@ -2151,6 +2631,33 @@ _OPS: dict[str, Any] = {
     "log10": _math1,
     "log2": _math1,
     "round": _round,
+    "bround": _round,
+    "make_date": _make_date,
+    "make_timestamp": _make_timestamp,
+    "months_between": _months_between,
+    "next_day": _next_day,
+    "dayname": _names_of,
+    "monthname": _names_of,
+    **{name: _double_fn for name in _DOUBLE_FNS},
+    "nanvl": _double_fn,
+    "factorial": _factorial,
+    "width_bucket": _width_bucket,
+    "bitand": _bitwise,
+    "bitor": _bitwise,
+    "bitxor": _bitwise,
+    "bitnot": _bitwise,
+    "shiftleft": _shift,
+    "shiftright": _shift,
+    "shiftrightunsigned": _shift,
+    "bit_count": _bit_count,
+    "try_add": _try_arith,
+    "try_sub": _try_arith,
+    "try_mul": _try_arith,
+    "chr": _chr,
+    "hex": _hex,
+    "space": _space,
+    "find_in_set": _find_in_set,
+    "elt": _elt,
 }
 
 

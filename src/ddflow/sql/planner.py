@@ -400,6 +400,40 @@ def _spelled_out(node: Node) -> Node:
         return exp.RegexpLike(this=node.expressions[0], expression=node.expressions[1])
     if isinstance(node, exp.SafeDivide):  # try_divide: ``/`` already gives NULL for x / 0
         return exp.Div(this=node.this, expression=node.expression)
+    return _null_helpers(node)
+
+
+def _null_helpers(node: Node) -> Node:
+    """Spark's NULL helpers in the words of SQL's own: ``equal_null(a, b)`` is ``a <=> b``,
+    ``nullifzero(x)`` is ``nullif(x, 0)``, ``zeroifnull(x)`` is ``coalesce(x, 0)`` (so
+    their types are those of NULLIF and COALESCE, as in Spark), ``decode(x, s1, r1, ...,
+    default)`` a CASE of ``x <=> s1`` ... (NULL finds NULL), ``btrim(s[, chars])`` is
+    ``trim(BOTH chars FROM s)``."""
+    if isinstance(node, exp.EqualNull):
+        return exp.NullSafeEQ(this=node.this, expression=node.expression)
+    if isinstance(node, exp.DecodeCase) and len(node.expressions) >= 3:
+        subject, *pairs = node.expressions
+        default = pairs.pop() if len(pairs) % 2 else exp.Null()
+        ifs = [
+            exp.If(
+                this=exp.NullSafeEQ(this=subject.copy(), expression=pairs[i]),
+                true=pairs[i + 1],
+            )
+            for i in range(0, len(pairs), 2)
+        ]
+        return exp.Case(ifs=ifs, default=default)
+    if not isinstance(node, exp.Anonymous):
+        return node
+    name = node.name.lower()
+    args = node.expressions
+    if name == "nullifzero" and len(args) == 1:
+        return exp.Nullif(this=args[0], expression=exp.Literal.number(0))
+    if name == "zeroifnull" and len(args) == 1:
+        return exp.Coalesce(this=args[0], expressions=[exp.Literal.number(0)])
+    if name == "btrim" and len(args) in (1, 2):
+        if len(args) == 1:
+            return exp.Trim(this=args[0])
+        return exp.Trim(this=args[0], expression=args[1], position="BOTH")
     return node
 
 
@@ -698,6 +732,53 @@ _EPOCH_FUNCS: dict[str, tuple[str, SqlType]] = {
 }
 
 #: text functions of a string and constants: (arguments, result type)
+#: functions of DOUBLEs to a DOUBLE, and how many arguments each takes
+_DOUBLE_FUNCS: dict[str, int] = {
+    "degrees": 1,
+    "radians": 1,
+    "sinh": 1,
+    "cosh": 1,
+    "tanh": 1,
+    "cot": 1,
+    "sec": 1,
+    "csc": 1,
+    "rint": 1,
+    "atan2": 2,
+    "hypot": 2,
+    "nanvl": 2,
+}
+
+_DATE_PARTS_FUNCS = frozenset(("make_date", "timestamp_from_parts", "make_timestamp"))
+
+#: the names ``_more_function`` plans (sqlglot's where it has a class: ``safe_add`` is
+#: ``try_add``, ``bitwise_count`` is ``bit_count``)
+_MORE_FUNCS = frozenset(
+    (
+        "months_between",
+        "next_day",
+        "dayname",
+        "monthname",
+        "bround",
+        "positive",
+        "negative",
+        "factorial",
+        "width_bucket",
+        "shiftleft",
+        "shiftright",
+        "shiftrightunsigned",
+        "bitwise_count",
+        "bit_count",
+        "safe_add",
+        "safe_subtract",
+        "safe_multiply",
+        "chr",
+        "hex",
+        "space",
+        "find_in_set",
+        "elt",
+    )
+)
+
 _TEXT_FUNCS: dict[str, tuple[int, SqlType]] = {
     "split_part": (3, STRING),
     "substring_index": (3, STRING),
@@ -5455,7 +5536,216 @@ class Planner:
             return self._epoch_function(name, args)
         if name in ("pi", "e") and not args:
             return Lit(math.pi if name == "pi" else math.e, DOUBLE)
+        if name in _DOUBLE_FUNCS:
+            return self._double_function(name, args)
+        if name in _DATE_PARTS_FUNCS:
+            return self._date_parts_function(name, args)
+        if name in _MORE_FUNCS:
+            return self._more_function(name, args)
         raise UnsupportedSQL(f"function {name}()")
+
+    def _arity(self, name: str, args: list[Expr], *counts: int) -> None:
+        if len(args) not in counts:
+            want = " or ".join(str(c) for c in counts)
+            raise SQLError(f"{name}() takes {want} argument(s), got {len(args)}")
+
+    def _numeric_arg(self, name: str, a: Expr, t: SqlType) -> Expr:
+        """``a`` as ``t`` for a function of numbers (text is cast, as Spark casts it
+        implicitly; a date, timestamp or BOOLEAN is refused)."""
+        if not (a.type.numeric or a.type.kind in ("string", "null")):
+            raise SQLError(f"{name}() needs a number, got {a.type}")
+        return self._cast(a, t)
+
+    def _double_function(self, name: str, args: list[Expr]) -> Expr:
+        """Functions of DOUBLEs whose value is a DOUBLE (Java's ``Math``): trigonometry and
+        its hyperbolic kin, ``degrees`` / ``radians``, ``rint`` (halves to even),
+        ``atan2(y, x)``, ``hypot(x, y)``; ``nanvl(a, b)`` is ``b`` where ``a`` is NaN
+        (FLOAT when both are FLOAT)."""
+        width = _DOUBLE_FUNCS[name]
+        self._arity(name, args, width)
+        t = DOUBLE
+        if name == "nanvl" and all(a.type == FLOAT for a in args):
+            t = FLOAT
+        xs = tuple(self._numeric_arg(name, a, t) for a in args)
+        nullable = any(a.nullable for a in args)
+        return Call(name, xs, t, nullable)
+
+    def _date_parts_function(self, name: str, args: list[Expr]) -> Expr:
+        """``make_date(y, m, d)`` and ``make_timestamp(y, mo, d, h, mi, s)`` (seconds a
+        DECIMAL(16, 6): micro-seconds; 60 is the next minute): fields that name no date or
+        time raise ``DataError`` when a row holds them, as Spark's ANSI mode does."""
+        if name == "make_date":
+            self._arity(name, args, 3)
+            parts = tuple(self._numeric_arg(name, a, INT) for a in args)
+            return Call("make_date", parts, DATE, any(a.nullable for a in args))
+        if len(args) == 7:
+            raise UnsupportedSQL("make_timestamp() with a time zone")
+        self._arity("make_timestamp", args, 6)
+        parts = tuple(self._numeric_arg("make_timestamp", a, INT) for a in args[:5])
+        sec = self._numeric_arg("make_timestamp", args[5], decimal_type(16, 6))
+        return Call("make_timestamp", (*parts, sec), TIMESTAMP, any(a.nullable for a in args))
+
+    def _date_arg(self, name: str, a: Expr, t: SqlType = DATE) -> Expr:
+        """A DATE (or TIMESTAMP) argument: text is cast, a TIMESTAMP is a DATE's day."""
+        if a.type.kind not in ("date", "timestamp", "string", "null"):
+            raise SQLError(f"{name}() needs a date, got {a.type}")
+        return self._cast(a, t)
+
+    def _more_function(self, name: str, args: list[Expr]) -> Expr:
+        """Spark's other scalar functions of dates, numbers, bits and text (their rules in
+        ``_MORE_FUNCS``' comments and in the evaluators)."""
+        nullable = any(a.nullable for a in args)
+        if name == "months_between":
+            # the difference in months, by whole months when the days of the month are
+            # the same or both are the last; else days and seconds over 31-day months
+            self._arity(name, args, 2, 3)
+            a, b = (self._date_arg(name, x, TIMESTAMP) for x in args[:2])
+            rounded = True
+            if len(args) == 3:
+                r = args[2]
+                if not (isinstance(r, Lit) and r.type.kind in ("boolean", "null")):
+                    raise UnsupportedSQL("months_between() with a roundOff that is not a constant")
+                if r.value is None:
+                    return Lit(None, DOUBLE)
+                rounded = bool(r.value)
+            return Call("months_between", (a, b), DOUBLE, nullable, rounded)
+        if name == "next_day":
+            self._arity(name, args, 2)
+            d = self._date_arg(name, args[0])
+            w = args[1]
+            if w.type.kind not in ("string", "null"):
+                raise SQLError(f"next_day() takes the day of the week as text, got {w.type}")
+            if w.type.kind == "null":
+                return Lit(None, DATE)
+            return Call("next_day", (d, w), DATE, nullable)
+        if name in ("dayname", "monthname"):
+            self._arity(name, args, 1)
+            return Call(name, (self._date_arg(name, args[0]),), STRING, nullable)
+        if name == "bround":
+            self._arity(name, args, 1, 2)
+            return self._round_with(args[0], args[1] if len(args) == 2 else None, "bround")
+        if name == "positive":
+            self._arity(name, args, 1)
+            a = args[0]
+            return self._numeric_arg(name, a, DOUBLE if a.type.kind == "string" else a.type)
+        if name == "negative":
+            self._arity(name, args, 1)
+            a = args[0]
+            a = self._numeric_arg(name, a, DOUBLE if a.type.kind == "string" else a.type)
+            if a.type.kind == "null":
+                return Lit(None, DOUBLE)
+            return Call("neg", (a,), a.type, a.nullable)
+        if name == "factorial":
+            self._arity(name, args, 1)
+            return Call("factorial", (self._numeric_arg(name, args[0], INT),), BIGINT, True)
+        if name == "width_bucket":
+            self._arity(name, args, 4)
+            xs = [self._numeric_arg(name, a, DOUBLE) for a in args[:3]]
+            n = self._numeric_arg(name, args[3], BIGINT)
+            return Call("width_bucket", (*xs, n), BIGINT, True)
+        if name in ("shiftleft", "shiftright", "shiftrightunsigned"):
+            self._arity(name, args, 2)
+            return self._shift(name, args[0], args[1])
+        if name in ("bitwise_count", "bit_count"):
+            self._arity(name, args, 1)
+            a = args[0]
+            if a.type.kind == "null":
+                return Lit(None, INT)
+            if a.type.kind == "boolean":
+                a = self._cast(a, INT)
+            if a.type.kind != "int":
+                raise SQLError(f"bit_count() needs an integer or BOOLEAN, got {a.type}")
+            return Call("bit_count", (a,), INT, a.nullable)
+        if name in ("safe_add", "safe_subtract", "safe_multiply"):
+            self._arity(name, args, 2)
+            op = {"safe_add": "add", "safe_subtract": "sub", "safe_multiply": "mul"}[name]
+            a, b = args
+            if a.type.kind == "string" and b.type.kind != "string":
+                a = self._cast(a, BIGINT if b.type.kind == "int" else DOUBLE)
+            if b.type.kind == "string" and a.type.kind != "string":
+                b = self._cast(b, BIGINT if a.type.kind == "int" else DOUBLE)
+            e = self._arith(op, a, b, f"try_{name[5:]}")
+            if isinstance(e, Call) and e.op == op and e.type.kind in ("int", "decimal"):
+                # NULL where the exact result leaves the type (its range or its digits)
+                return Call(f"try_{op}", e.args, e.type, True)
+            return e
+        if name == "chr":
+            self._arity(name, args, 1)
+            return Call("chr", (self._numeric_arg(name, args[0], BIGINT),), STRING, nullable)
+        if name == "hex":
+            self._arity(name, args, 1)
+            a = args[0]
+            if a.type.kind == "string":
+                return Call("hex", (a,), STRING, nullable)
+            return Call("hex", (self._numeric_arg(name, a, BIGINT),), STRING, nullable)
+        if name == "space":
+            self._arity(name, args, 1)
+            return Call("space", (self._numeric_arg(name, args[0], INT),), STRING, nullable)
+        if name == "find_in_set":
+            self._arity(name, args, 2)
+            a, b = (self._cast(x, STRING) for x in args)
+            return Call("find_in_set", (a, b), INT, nullable)
+        if name == "elt":
+            if len(args) < 2:
+                raise SQLError("elt() takes an index and at least one value")
+            n = self._numeric_arg(name, args[0], INT)
+            vals = tuple(self._cast(x, STRING) for x in args[1:])
+            return Call("elt", (n, *vals), STRING, True)
+        raise UnsupportedSQL(f"function {name}()")
+
+    def _shift(self, name: str, a: Expr, n: Expr) -> Expr:
+        """``shiftleft`` / ``shiftright`` / ``shiftrightunsigned`` (``<<``, ``>>``): Java's
+        shifts of an INT (TINYINT and SMALLINT widened to it, other numbers cast to it) or
+        a BIGINT, by the count modulo 32 or 64."""
+        if a.type.kind == "null" or n.type.kind == "null":
+            return Lit(None, BIGINT if a.type == BIGINT else INT)
+        t = BIGINT if a.type == BIGINT else INT
+        a = self._numeric_arg(name, a, t)
+        n = self._numeric_arg(name, n, INT)
+        return Call(name, (a, n), t, a.nullable or n.nullable)
+
+    def _bitwise(self, op: str, node: Node, scope: Scope) -> Expr:
+        """``&``, ``|``, ``^`` of integers of the wider type (text is a BIGINT, as Spark
+        casts it)."""
+        a = self.bind(node.this, scope)
+        b = self.bind(node.expression, scope)
+        a = self._cast(a, BIGINT) if a.type.kind == "string" else a
+        b = self._cast(b, BIGINT) if b.type.kind == "string" else b
+        for x in (a, b):
+            if x.type.kind not in ("int", "null"):
+                raise SQLError(f"{op}: the operands must be integers, got {x.type}")
+        if a.type.kind == "null" and b.type.kind == "null":
+            return Lit(None, INT)
+        t = common_type(a.type, b.type, op)
+        return Call(op, (self._cast(a, t), self._cast(b, t)), t, a.nullable or b.nullable)
+
+    def _b_BitwiseAnd(self, node: Node, scope: Scope) -> Expr:
+        return self._bitwise("bitand", node, scope)
+
+    def _b_BitwiseOr(self, node: Node, scope: Scope) -> Expr:
+        return self._bitwise("bitor", node, scope)
+
+    def _b_BitwiseXor(self, node: Node, scope: Scope) -> Expr:
+        return self._bitwise("bitxor", node, scope)
+
+    def _b_BitwiseNot(self, node: Node, scope: Scope) -> Expr:
+        a = self.bind(node.this, scope)
+        a = self._cast(a, BIGINT) if a.type.kind == "string" else a
+        if a.type.kind == "null":
+            return Lit(None, INT)
+        if a.type.kind != "int":
+            raise SQLError(f"~: the operand must be an integer, got {a.type}")
+        return Call("bitnot", (a,), a.type, a.nullable)
+
+    def _b_BitwiseLeftShift(self, node: Node, scope: Scope) -> Expr:
+        return self._shift(
+            "shiftleft", self.bind(node.this, scope), self.bind(node.expression, scope)
+        )
+
+    def _b_BitwiseRightShift(self, node: Node, scope: Scope) -> Expr:
+        return self._shift(
+            "shiftright", self.bind(node.this, scope), self.bind(node.expression, scope)
+        )
 
     def _epoch_function(self, name: str, args: list[Expr]) -> Expr:
         """Times as numbers since 1970-01-01 (UTC) and back: ``unix_seconds`` /
@@ -5750,14 +6040,22 @@ class Planner:
     def _rounding(self, node: Node, scope: Scope, op: str) -> Expr:
         a = self.bind(node.this, scope)
         d_node = node.args.get("decimals") or node.args.get("expression")
+        return self._round_with(a, None if d_node is None else self.bind(d_node, Scope(None)), op)
+
+    def _round_with(self, a: Expr, d_expr: Expr | None, op: str) -> Expr:
+        """``round`` (halves away from zero), ``bround`` (halves to even), ``floor`` and
+        ``ceil`` of ``a`` to ``d_expr`` places (a constant)."""
         d = 0
-        if d_node is not None:
-            folded = _fold(self.bind(d_node, Scope(None)), self)
+        if d_expr is not None:
+            folded = _fold(d_expr, self) if not isinstance(d_expr, Lit) else d_expr
             if folded is None or not isinstance(folded.value, int):
                 raise UnsupportedSQL(f"{op.upper()} with a non-constant scale")
             d = folded.value
         t = a.type
-        if op == "round":
+        if t.kind == "string" and op == "bround":
+            a = self._cast(a, DOUBLE)
+            t = DOUBLE
+        if op in ("round", "bround"):
             if t.kind == "decimal":
                 # one more integer digit for the carry; to tens or more (d < 0) at least
                 # the digits of 10^-d
@@ -5775,7 +6073,7 @@ class Planner:
             if self.dialect == "sqlite" and t.kind != "double":
                 t = DOUBLE  # (SQLite's round is always a REAL)
                 a = self._cast(a, DOUBLE)
-            return Call("round", (a,), t, a.nullable, d)
+            return Call(op, (a,), t, a.nullable, d)
         # floor / ceil
         if d != 0:
             raise UnsupportedSQL(f"{op.upper()} with a scale")
