@@ -264,3 +264,33 @@ _ROWS = {
 )
 def test_sqlite_constructs_of_the_logic_tests(sql: str) -> None:
     _sqlite_same(_TABS, _ROWS, sql)
+
+
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        # a NULL row's slot holds 0 - 2147483647, and 8 less than that leaves INT: but the
+        # row is NULL, so nothing overflows
+        ("SELECT a - 2147483647 - 8 FROM t", [(-2147483645,), (None,)]),
+        ("SELECT a - 2147483647 - c FROM t", [(-2147483645,), (None,)]),
+        ("SELECT b - 9223372036854775800 - 9 FROM t", [(-9223372036854775799,), (None,)]),
+        ("SELECT CAST(a - 2147483647 - 8 AS SMALLINT) IS NULL FROM t", None),
+        ("SELECT d - 999.99 - 99999.99 FROM t", [(D("-100998.48"),), (None,)]),
+        ("SELECT sum(a - 2147483647 - 8) FROM t", [(-2147483645,)]),
+        ("SELECT -(a - 2147483647 - 1) FROM t", [(2147483638,), (None,)]),
+    ],
+)
+def test_null_rows_do_not_overflow(sql: str, want: list[tuple[Any, ...]] | None) -> None:
+    """Arithmetic on NULL rows gives NULL, never an overflow: their slots hold whatever the
+    arithmetic of their placeholders gave, and overflow checks look at non-NULL rows only
+    (the non-NULL row here is in range, so only a NULL row could have raised)."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT, b BIGINT, c INT, d DECIMAL(7,2))")
+    view = db.view(sql)
+    db.insert("t", [(10, 10, 8, D("1.50")), (None, None, None, None)])
+    if "SMALLINT" in sql:
+        with pytest.raises(dsql.DataError):  # (the non-NULL row does not fit SMALLINT)
+            db.commit()
+        return
+    db.commit()
+    assert sorted(view.rows(), key=repr) == sorted(want or [], key=repr)

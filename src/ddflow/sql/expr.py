@@ -414,27 +414,47 @@ def as_decimal(v: np.ndarray, t: SqlType, scale: int) -> np.ndarray:
     raise DataError(f"cannot use {t} as a number")
 
 
+def _zero_at(v: np.ndarray, nulls: np.ndarray | None) -> np.ndarray:
+    """``v`` with 0 in the slots of NULL rows (which hold whatever the arithmetic of their
+    placeholders gave), or ``v`` itself when no row is NULL."""
+    if nulls is None or not nulls.any():
+        return v
+    return np.where(nulls, 0, v)
+
+
 def decimal_checked(
-    v: np.ndarray, t: SqlType, what: str, error: type[DataError] = DataError
+    v: np.ndarray,
+    t: SqlType,
+    what: str,
+    error: type[DataError] = DataError,
+    nulls: np.ndarray | None = None,
 ) -> np.ndarray:
     """Unscaled values ``v`` of the DECIMAL ``t``; ``error`` when one has more digits than
-    ``t``'s precision (SQL raises a decimal overflow rather than wrap or widen)."""
+    ``t``'s precision (SQL raises a decimal overflow rather than wrap or widen). Rows
+    ``nulls`` are NULL: their slots are not values, so they are not checked."""
     if not len(v) or (v.dtype != object and t.precision >= 19):
         return v  # (an int64 has at most 19 digits)
-    if v.dtype != object:
-        big = max(int(v.max()), -int(v.min()))
-    else:
-        big = max(abs(int(x)) for x in v.tolist())
-    if big >= 10**t.precision:
-        raise error(f"decimal overflow in {what}: a value does not fit {t}")
+
+    def widest(v: np.ndarray) -> int:
+        if v.dtype != object:
+            return max(int(v.max()), -int(v.min()))
+        return max(abs(int(x)) for x in v.tolist())
+
+    if widest(v) >= 10**t.precision:
+        v = _zero_at(v, nulls)
+        if widest(v) >= 10**t.precision:
+            raise error(f"decimal overflow in {what}: a value does not fit {t}")
     return v
 
 
-def _int_result(r: np.ndarray, t: SqlType, what: str) -> np.ndarray:
-    """Checks an integer result against its type's range (SQL raises on overflow)."""
+def _int_result(
+    r: np.ndarray, t: SqlType, what: str, nulls: np.ndarray | None = None
+) -> np.ndarray:
+    """Checks an integer result against its type's range (SQL raises on overflow), on the
+    rows that are not ``nulls`` (a NULL row's slot holds its placeholders' arithmetic)."""
     lo, hi = t.int_range()
     if r.dtype == object or (t.bits < 64 and len(r) and (r.min() < lo or r.max() > hi)):
-        r = narrow(r)
+        r = narrow(_zero_at(r, nulls))
         if r.dtype == object or (len(r) and (r.min() < lo or r.max() > hi)):
             raise DataError(f"integer overflow in {what}: the result does not fit {t}")
     return r
@@ -528,7 +548,7 @@ def _with_scalar(e: Call, f: Frame, ctx: Ctx) -> Result | None:
         if out.dtype != object:
             _note_range(e, f, *_rescaled_range(ends[0], ends[1], scale, t.scale))
         return out, xn
-    out = _int_result(r, t, show(e))
+    out = _int_result(r, t, show(e), xn)
     if out.dtype != object:
         _note_range(e, f, ends[0], ends[1])
     return out, xn
@@ -540,7 +560,7 @@ def _numeric_binary(e: Call, f: Frame, ctx: Ctx) -> Result:
     int64 holds no more than 19)."""
     v, nl = _arith_values(e, f, ctx)
     if v.dtype == object and e.type.kind == "decimal":
-        v = decimal_checked(v, e.type, show(e))
+        v = decimal_checked(v, e.type, show(e), nulls=nl)
     return v, nl
 
 
@@ -643,7 +663,7 @@ def _arith_values(e: Call, f: Frame, ctx: Ctx) -> Result:
         r = _trunc_div(a, b) if op == "idiv" else _fmod_int(a, b)
     else:
         raise DataError(f"{op} is not defined on {t}")
-    return _int_result(r, t, show(e)), nulls
+    return _int_result(r, t, show(e), nulls), nulls
 
 
 def _product_range(e: Call, x: np.ndarray, y: np.ndarray, f: Frame) -> tuple[int, int] | None:
@@ -701,7 +721,7 @@ def _neg(e: Call, f: Frame, ctx: Ctx) -> Result:
         a = _obj(a)
     r = narrow(-a) if a.dtype == object else -a
     if t.kind == "int":
-        return _int_result(r, t, show(e)), an
+        return _int_result(r, t, show(e), an), an
     return r, an
 
 
@@ -1028,12 +1048,12 @@ def cast_values(
             r = np.floor_divide(a, 1_000_000)
         else:
             raise DataError(f"cannot cast {src} to {dst}")
-        return _int_result(narrow(r) if r.dtype == object else r, dst, f"CAST to {dst}"), an
+        return _int_result(narrow(r) if r.dtype == object else r, dst, f"CAST to {dst}", an), an
     if d == "decimal":
         if s in ("int", "decimal", "double"):
             r = as_decimal(a, src, dst.scale)
             if not _widens(src, dst):
-                r = decimal_checked(r, dst, f"CAST to {dst}")
+                r = decimal_checked(r, dst, f"CAST to {dst}", nulls=an)
             return r, an
         raise DataError(f"cannot cast {src} to {dst}")
     if d == "double":
@@ -1896,9 +1916,9 @@ def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
     nulls = _or(an, bn)
     op = e.op
     if op == "date_add_days":
-        return _int_result(_add(a, b), BIGINT, show(e)), nulls
+        return _int_result(_add(a, b), BIGINT, show(e), nulls), nulls
     if op == "ts_add_micros":
-        return _int_result(_add(a, b), BIGINT, show(e)), nulls
+        return _int_result(_add(a, b), BIGINT, show(e), nulls), nulls
     if op == "add_months":
         return add_months_days(a, b), nulls
     if op == "ts_add_months":
@@ -1922,7 +1942,7 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
             r = narrow(np.abs(_obj(a)))
         else:
             r = np.abs(a)
-        return (_int_result(r, e.type, show(e)) if e.type.kind == "int" else r), an
+        return (_int_result(r, e.type, show(e), an) if e.type.kind == "int" else r), an
     if op == "sign":
         x = as_float(a, t_in)
         return float_keys(np.sign(x)) if e.type.kind == "double" else np.sign(x).astype(
@@ -2015,14 +2035,14 @@ def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
         r = _scale_up(resc(a, 0, d), -d)
         if an is not None and r.dtype != object:
             r = np.where(an, 0, r)  # (a NULL row's value is not the result's)
-        return _int_result(r, e.type, show(e)), an
+        return _int_result(r, e.type, show(e), an), an
     if t_in.kind == "decimal":
         s = t_in.scale
         if d >= s:
             return rescale(a, s, e.type.scale), an
         r = resc(a, s, d)  # to units of 10^-d
         out = rescale(r, d, e.type.scale) if d >= 0 else _scale_up(r, -d)
-        return decimal_checked(out, e.type, show(e)), an
+        return decimal_checked(out, e.type, show(e), nulls=an), an
     x = float_from_keys(a)
     k = 10.0**d
     with np.errstate(all="ignore"):
