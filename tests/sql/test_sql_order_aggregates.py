@@ -453,3 +453,58 @@ def test_non_finite_values_make_spreads_nan_until_they_leave() -> None:
     db.commit()
     c, s, v, n = view.rows()[0]
     assert _near(c, 0.9933992677987828) and _near(s, 0.0) and n == 3
+
+
+def test_bitwise_folds_equal_their_definition_after_every_commit() -> None:
+    """bit_and / bit_or / bit_xor over the non-NULL values (a duplicate cancels itself in
+    XOR), of the column's own type, with values at the int64 edges."""
+    import functools
+    import operator
+
+    rng = random.Random(12)
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (g INT, i INT, b BIGINT)")
+    view = db.view(
+        "SELECT g, bit_and(i), bit_or(i), bit_xor(i), bit_xor(DISTINCT b), bit_and(b), "
+        "bit_or(b) FROM t GROUP BY g"
+    )
+    edges = [-(2**63), 2**63 - 1, -1, 0, 1, 2**40 + 5]
+    live: list[tuple[Any, ...]] = []
+    for _ in range(7):
+        ins = [
+            (
+                rng.randint(0, 2),
+                rng.choice([None, rng.randint(-(2**31), 2**31 - 1), rng.randint(-4, 4)]),
+                rng.choice([None, *edges, rng.randint(-(2**63), 2**63 - 1)]),
+            )
+            for _ in range(rng.randint(1, 8))
+        ]
+        if live:
+            ins.append(rng.choice(live))  # a duplicate
+        dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
+        db.insert("t", ins)
+        db.delete("t", dels)
+        db.commit()
+        for r in dels:
+            live.remove(r)
+        live.extend(ins)
+
+        def fold(op: Any, vals: list[int]) -> int | None:
+            return functools.reduce(op, vals) if vals else None
+
+        want = set()
+        for g in {r[0] for r in live}:
+            i = [r[1] for r in live if r[0] == g and r[1] is not None]
+            b = [r[2] for r in live if r[0] == g and r[2] is not None]
+            want.add(
+                (
+                    g,
+                    fold(operator.and_, i),
+                    fold(operator.or_, i),
+                    fold(operator.xor, i),
+                    fold(operator.xor, sorted(set(b))),
+                    fold(operator.and_, b),
+                    fold(operator.or_, b),
+                )
+            )
+        assert set(view.rows()) == want

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from ddflow.engine.operator import Operator
 
 __all__ = [
+    "BitFold",
     "Count",
     "Distinct",
     "Logic",
@@ -388,6 +389,61 @@ class Mode(Min):
             raise DataError("a mode needs non-negative counts that fit 64 bits")
         top = max(c for _, c in inp)
         return [(next(v for v, c in inp if c == top), 1)]
+
+
+class BitFold(Min):
+    """``(key, the bitwise AND / OR / XOR of its values)`` (``op`` ``"and"``, ``"or"`` or
+    ``"xor"``) of int values: a value counted twice counts once for AND and OR and cancels
+    itself for XOR (so only values with an odd count are folded)."""
+
+    def __init__(self, op: str) -> None:
+        if op not in ("and", "or", "xor"):
+            raise ValueError(f"a bitwise fold is 'and', 'or' or 'xor', got {op!r}")
+        self.op = op
+        self.name = f"bit_{op}"
+
+    def desired(
+        self,
+        op: Operator,
+        nq: int,
+        iq: np.ndarray,
+        iv: tuple[np.ndarray, ...],
+        isum: Any,
+        in_dt: DiffType,
+    ) -> Rows:
+        if not len(iq):
+            return iq, (), INT_DIFF.empty()
+        if len(iv) != 1 or iv[0].dtype != np.int64:
+            raise DataError(f"{self.name} needs one int64 value per record")
+        counts = np.asarray(isum)
+        if counts.dtype == object or (counts < 0).any():
+            raise DataError(f"{self.name} needs non-negative counts that fit 64 bits")
+        starts = np.flatnonzero(_firsts(iq))
+        v = iv[0]
+        if self.op == "xor":
+            out = np.bitwise_xor.reduceat(np.where(counts % 2 == 1, v, 0), starts)
+        elif self.op == "and":
+            out = np.bitwise_and.reduceat(v, starts)
+        else:
+            out = np.bitwise_or.reduceat(v, starts)
+        return iq[starts], (out,), np.ones(len(starts), dtype=np.int64)
+
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
+        if not inp:
+            return []
+        acc = -1 if self.op == "and" else 0
+        for v, c in inp:
+            if c < 0:
+                raise DataError(f"{self.name} needs non-negative counts that fit 64 bits")
+            if self.op == "and":
+                acc &= v
+            elif self.op == "or":
+                acc |= v
+            elif c % 2:
+                acc ^= v
+        return [(acc, 1)]
 
 
 # -- functions of a key's total diff ----------------------------------------------------------

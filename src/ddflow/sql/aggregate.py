@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.operators.reducers import Mode, Quantile
+from ddflow.operators.reducers import BitFold, Mode, Quantile
 from ddflow.sql.expr import (
     Call,
     Col,
@@ -40,8 +40,8 @@ from ddflow.sql.lower import DescStr, chain, run_stages
 from ddflow.sql.optimize import remap, uses
 from ddflow.sql.plan import (
     MOMENT_FUNCS,
-    ORDER_FUNCS,
     PAIR_FUNCS,
+    REDUCED_FUNCS,
     SPREAD_FUNCS,
     Agg,
     Aggregate,
@@ -380,7 +380,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
             continue
         k = (
             (a.func, a.arg, a.distinct, a.param)
-            if a.func in ORDER_FUNCS
+            if a.func in REDUCED_FUNCS
             else (a.func if a.func in ("min", "max") else "distinct", a.arg)
         )
         if k in done:
@@ -404,7 +404,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         aggs = [a for a, q in extras if q is p]
         if any(a.func in ("max_by", "min_by") for a in aggs):
             width = 2  # (the value, whether it is NULL)
-        elif any(a.func in ("min", "max", "mode", *_PERCENTILES) for a in aggs):
+        elif any(a.func in ("min", "max", "mode", *_BIT_FOLDS, *_PERCENTILES) for a in aggs):
             width = 1  # (the value)
         elif any(a.arg is not None and a.arg.type.kind == "double" for a in aggs):
             width = 2 + len(_SPECIAL)  # (count, finite total, its specials)
@@ -620,6 +620,11 @@ def _part(
     kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
     if a.func in _PERCENTILES:
         return _percentile(a, kv, env)
+    if a.func in _BIT_FOLDS:
+        if a.distinct:  # (XOR of the distinct values; AND and OR are the same either way)
+            kv = kv.distinct_total() if env.total else kv.distinct()
+        red = kv.reduce_core(BitFold(a.func[4:]))
+        return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name=a.func)
     if a.func == "mode":
         red = kv.reduce_core(Mode())
         if not is_str:
@@ -670,6 +675,7 @@ def _part(
 
 
 _PERCENTILES = ("percentile", "percentile_disc", "percentile_approx")
+_BIT_FOLDS = ("bit_and", "bit_or", "bit_xor")
 
 
 def _percentile(a: Agg, kv: Any, env: Any) -> Any:
@@ -862,7 +868,7 @@ def _finish(
                     nl = ~present | (sel(s[2]) != 0)
                     nulls.append(nl if nl.any() else None)
                     continue
-                if a.func in ("min", "max", "mode", *_PERCENTILES):
+                if a.func in ("min", "max", "mode", *_BIT_FOLDS, *_PERCENTILES):
                     v = sel(s[1])
                     vals.append(v)
                     nulls.append(~present if not present.all() else None)

@@ -167,16 +167,26 @@ PAIR_FUNCS = (
 #: the shape of a DOUBLE column's values, from exact sums of their first four powers
 MOMENT_FUNCS = ("skewness", "kurtosis")
 
-#: the aggregates of a group's values in order: exact percentiles (DOUBLE), the value of
-#: a row with the greatest / least ordering value (``arg`` a ``row`` of the ordering value
-#: and the value), the most frequent value
-ORDER_FUNCS = ("percentile", "percentile_disc", "percentile_approx", "max_by", "min_by", "mode")
+#: the aggregates computed by a reduce over each group's values: exact percentiles (DOUBLE),
+#: the value of a row with the greatest / least ordering value (``arg`` a ``row`` of the
+#: ordering value and the value), the most frequent value, the bitwise AND / OR / XOR
+REDUCED_FUNCS = (
+    "percentile",
+    "percentile_disc",
+    "percentile_approx",
+    "max_by",
+    "min_by",
+    "mode",
+    "bit_and",
+    "bit_or",
+    "bit_xor",
+)
 
 
 @dataclass(frozen=True)
 class Agg:
     """An aggregate call: ``func`` in count, count_star, sum, avg, min, max, one of
-    ``SPREAD_FUNCS``, ``PAIR_FUNCS``, ``MOMENT_FUNCS`` or ``ORDER_FUNCS``; ``arg`` over the
+    ``SPREAD_FUNCS``, ``PAIR_FUNCS``, ``MOMENT_FUNCS`` or ``REDUCED_FUNCS``; ``arg`` over the
     input's fields; ``param`` the constants of the call (a percentile's ``(fraction,
     discrete, descending)``)."""
 

@@ -312,8 +312,8 @@ def _spelled_out(node: Node) -> Node:
     ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values), as are ``every``
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
-    ``first``, ``last`` and ``any_value`` are ``min``; the percentile forms are one
-    ``_Percentile``."""
+    ``first``, ``last`` and ``any_value`` are ``min``; ``approx_count_distinct`` is the
+    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``."""
     if (
         isinstance(node, exp.Count)
         and node.expressions
@@ -342,6 +342,9 @@ def _spelled_out(node: Node) -> Node:
             return exp.Count(this=exp.Case(ifs=[exp.If(this=both, true=exp.Literal.number(1))]))
         pick = x if isinstance(node, exp.RegrAvgx) else y
         return exp.Avg(this=exp.Case(ifs=[exp.If(this=both, true=pick.copy())]))
+    if isinstance(node, exp.ApproxDistinct) and node.this is not None:
+        # the exact count is within any error asked for
+        return exp.Count(this=exp.Distinct(expressions=[node.this.copy()]))
     if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last)):
         node = node.this
     if isinstance(node, (exp.First, exp.Last, exp.AnyValue)) and node.this is not None:
@@ -2276,6 +2279,9 @@ _AGGS = (
     exp.Mode,
     exp.Skewness,
     exp.Kurtosis,
+    exp.BitwiseAndAgg,
+    exp.BitwiseOrAgg,
+    exp.BitwiseXorAgg,
     exp.Corr,
     exp.CovarPop,
     exp.CovarSamp,
@@ -2286,6 +2292,13 @@ _AGGS = (
     exp.RegrSyy,
     exp.RegrSxy,
 )
+
+#: the bitwise folds of an integer column by sqlglot's class
+_BIT_FOLD_NODES: dict[type, str] = {
+    exp.BitwiseAndAgg: "bit_and",
+    exp.BitwiseOrAgg: "bit_or",
+    exp.BitwiseXorAgg: "bit_xor",
+}
 
 #: the aggregates of two columns' joint spread by sqlglot's class (``PAIR_FUNCS``)
 _PAIR_NODES = {
@@ -2851,6 +2864,8 @@ class Planner:
         having = q.args.get("having")
         selects = q.expressions
         order = q.args.get("order")
+        if self.dialect == "sqlite":
+            self._bare_columns(q, scope)
         agg_nodes = []
         for node in [
             *selects,
@@ -3899,6 +3914,45 @@ class Planner:
             return Lit(None, value.type)
         return folded
 
+    def _bare_columns(self, q: Node, scope: Scope) -> None:
+        """SQLite's bare columns: in a query that aggregates, a column of its own rows that
+        is neither grouped by nor inside an aggregate takes its value from one of the
+        group's rows: from the row holding the extreme when ``min(x)`` / ``max(x)`` is the
+        query's one aggregate (``min_by`` / ``max_by``), else from any row (here the least
+        non-NULL value; one row's value whenever the column is the same throughout the
+        group). ``q`` is rewritten so; nothing changes where a group key does not bind."""
+        group = q.args.get("group")
+        having = q.args.get("having")
+        order = q.args.get("order")
+        parts = [*q.expressions, *([having.this] if having is not None else [])]
+        aggs = [n for x in parts for n in _walk_no_subqueries(x) if isinstance(n, _AGGS)]
+        parts += list(order.expressions) if order is not None else []
+        if group is None and not aggs:
+            return
+        try:
+            keys = [self.bind(k, scope) for k in (group.expressions if group else [])]
+        except (SQLError, UnsupportedSQL):
+            return
+        extremes = {a.sql() for a in aggs}
+        only = aggs[0] if len(extremes) == 1 and isinstance(aggs[0], (exp.Min, exp.Max)) else None
+        bare = []
+        for x in parts:
+            for n in _walk_no_subqueries(x):
+                if not isinstance(n, exp.Column) or n.find_ancestor(*_AGGS, exp.Window):
+                    continue
+                try:
+                    e = self._b_Column(n, scope)
+                except (SQLError, UnsupportedSQL):
+                    continue  # (an output alias, or no column of these rows)
+                if isinstance(e, Col) and e not in keys:
+                    bare.append(n)
+        for n in bare:
+            if only is None:
+                n.replace(exp.Min(this=n.copy()))
+            else:
+                kind = exp.ArgMin if isinstance(only, exp.Min) else exp.ArgMax
+                n.replace(kind(this=n.copy(), expression=only.this.copy()))
+
     # -- aggregation -----------------------------------------------------------------------
     def _plan_aggregate(
         self, q: Node, scope: Scope, agg_nodes: list[Node], outer_ids: set[int] | None = None
@@ -3976,6 +4030,8 @@ class Planner:
                 return self._bind_pair(n, _PAIR_NODES[type(n)], scope)
             if isinstance(n, (exp.Skewness, exp.Kurtosis)):
                 return self._bind_moment(n, scope)
+            if type(n) in _BIT_FOLD_NODES:
+                return self._bind_bit_fold(n, scope)
             func = type(n).__name__.lower()
             func = _SPREAD.get(func, func)
             arg_node = n.this
@@ -4131,6 +4187,19 @@ class Planner:
         )
         row = Call("row", (y, x), DOUBLE, True)
         return (func, row, False, ()), Agg(func, row), DOUBLE
+
+    def _bind_bit_fold(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``bit_and`` / ``bit_or`` / ``bit_xor`` of an integer column's non-NULL values,
+        of its own type (NULL over none)."""
+        func = _BIT_FOLD_NODES[type(n)]
+        distinct = isinstance(n.this, exp.Distinct)
+        arg_node = n.this.expressions[0] if distinct else n.this
+        arg = self._agg_argument(arg_node, scope, func)
+        if arg.type.kind == "null":
+            arg = Lit(None, INT)
+        if arg.type.kind != "int":
+            raise SQLError(f"{func} needs an integer, got {arg.type}")
+        return (func, arg, distinct, ()), Agg(func, arg, distinct), arg.type
 
     def _bind_mode(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
         """``mode(x[, deterministic])``: the most frequent non-NULL value, the least of
@@ -4354,6 +4423,7 @@ class Planner:
                     (_Percentile, exp.ArgMax, exp.ArgMin, exp.Mode, exp.Skewness, exp.Kurtosis),
                 )
                 or type(node) in _PAIR_NODES
+                or type(node) in _BIT_FOLD_NODES
             ):
                 what = "a percentile" if isinstance(node, _Percentile) else _spark_text(node)
                 raise UnsupportedSQL(f"{what} over an ordered window or a frame")

@@ -52,8 +52,8 @@ from ddflow.sql.optimize import _shift, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
     MOMENT_FUNCS,
-    ORDER_FUNCS,
     PAIR_FUNCS,
+    REDUCED_FUNCS,
     SPREAD_FUNCS,
     Agg,
     Aggregate,
@@ -658,7 +658,7 @@ _NULL_ON_EMPTY = (
     "sum",
     "avg",
     *SPREAD_FUNCS,
-    *ORDER_FUNCS,
+    *REDUCED_FUNCS,
     *PAIR_FUNCS,
     *MOMENT_FUNCS,
 )
