@@ -508,3 +508,70 @@ def test_bitwise_folds_equal_their_definition_after_every_commit() -> None:
                 )
             )
         assert set(view.rows()) == want
+
+
+def test_listagg_joins_texts_in_order_after_every_commit() -> None:
+    """listagg / string_agg: the non-NULL values' texts joined, ordered by the WITHIN GROUP
+    keys (NULLs first ascending, last descending) and then by the texts themselves, which
+    decide what the keys leave open (Spark leaves it to the order rows arrive in)."""
+    rng = random.Random(21)
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (g INT, k INT, s STRING)")
+    view = db.view(
+        "SELECT g, listagg(s, ','), string_agg(s, '') WITHIN GROUP (ORDER BY k DESC), "
+        "listagg(DISTINCT s, '|') WITHIN GROUP (ORDER BY s DESC), "
+        "listagg(k, ';') WITHIN GROUP (ORDER BY s, k) FROM t GROUP BY g"
+    )
+    words = ["b", "a", "", "ça", "Z"]
+    live: list[tuple[Any, ...]] = []
+    for _ in range(7):
+        ins = [
+            (rng.randint(0, 2), rng.choice([None, rng.randint(-3, 3)]), rng.choice([None, *words]))
+            for _ in range(rng.randint(1, 7))
+        ]
+        dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
+        db.insert("t", ins)
+        db.delete("t", dels)
+        db.commit()
+        for r in dels:
+            live.remove(r)
+        live.extend(ins)
+
+        def joined(sep: str, items: list[tuple[Any, str]]) -> str | None:
+            return sep.join(t for _, t in sorted(items)) if items else None
+
+        want = set()
+        for g in {r[0] for r in live}:
+            rows = [r for r in live if r[0] == g]
+            texts = [r[2] for r in rows if r[2] is not None]
+            # descending k with NULL keys last: sort on (k is NULL, -k), then the text
+            by_k = [((r[1] is None, -(r[1] or 0)), r[2]) for r in rows if r[2] is not None]
+            # ascending s then k, NULLs first
+            by_s = [
+                ((r[2] is not None, r[2] or "", r[1] is not None, r[1] or 0), str(r[1]))
+                for r in rows
+                if r[1] is not None
+            ]
+            want.add(
+                (
+                    g,
+                    joined(",", [(t, t) for t in texts]),
+                    joined("", by_k),
+                    "|".join(sorted(set(texts), reverse=True)) if texts else None,
+                    joined(";", by_s),
+                )
+            )
+        assert set(view.rows()) == want
+
+
+def test_sqlite_group_concat_needs_an_order() -> None:
+    """SQLite joins in its scan order, which a view cannot follow: refused without ORDER
+    BY; with one, the texts in that order (SQLite's default separator, a comma)."""
+    db = dsql.Database(dialect="sqlite")
+    db.execute("CREATE TABLE t (g INTEGER, k INTEGER, s TEXT)")
+    with pytest.raises(dsql.UnsupportedSQL, match="group_concat"):
+        db.view("SELECT group_concat(s) FROM t")
+    view = db.view("SELECT g, group_concat(s ORDER BY k DESC) FROM t GROUP BY g")
+    db.insert("t", [(1, 1, "a"), (1, 3, "c"), (1, 2, None), (2, 5, None), (1, 0, "z")])
+    db.commit()
+    assert sorted(view.rows()) == [(1, "c,a,z"), (2, None)]

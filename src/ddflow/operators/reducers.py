@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BitFold",
+    "Concat",
     "Count",
     "Distinct",
     "Logic",
@@ -444,6 +445,30 @@ class BitFold(Min):
             elif c % 2:
                 acc ^= v
         return [(acc, 1)]
+
+
+class Concat(Reducer):
+    """``(key, its values' texts joined by sep)``, in the values' order, each as many times
+    as its count: values are tuples whose last field is the text (the fields before it
+    order them), or texts."""
+
+    name = "concat"
+    vectorized = False
+
+    def __init__(self, sep: str) -> None:
+        self.sep = sep
+
+    def reference(
+        self, op: Operator, key: Any, inp: Group, current: Group, in_dt: DiffType
+    ) -> Group:
+        if not inp:
+            return []
+        parts: list[str] = []
+        for v, c in inp:
+            if c < 0:
+                raise DataError("a concatenation needs non-negative counts")
+            parts.extend([v[-1] if isinstance(v, tuple) else v] * int(c))
+        return [(self.sep.join(parts), 1)]
 
 
 # -- functions of a key's total diff ----------------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError, TotalOverflowError
-from ddflow.operators.reducers import BitFold, Mode, Quantile
+from ddflow.operators.reducers import BitFold, Concat, Mode, Quantile
 from ddflow.sql.expr import (
     Call,
     Col,
@@ -404,7 +404,7 @@ def lower_aggregate(plan: Aggregate, lw: Any, env: Any) -> Any:
         aggs = [a for a, q in extras if q is p]
         if any(a.func in ("max_by", "min_by") for a in aggs):
             width = 2  # (the value, whether it is NULL)
-        elif any(a.func in ("min", "max", "mode", *_BIT_FOLDS, *_PERCENTILES) for a in aggs):
+        elif any(a.func in _ONE_VALUE for a in aggs):
             width = 1  # (the value)
         elif any(a.arg is not None and a.arg.type.kind == "double" for a in aggs):
             width = 2 + len(_SPECIAL)  # (count, finite total, its specials)
@@ -617,6 +617,8 @@ def _part(
 
     if a.func in ("max_by", "min_by"):
         return _value_at_extreme(a, src, stages, win, keys, key_fields, ctx)
+    if a.func == "listagg":
+        return _listagg(a, src, stages, win, keys, key_fields, ctx, env)
     kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
     if a.func in _PERCENTILES:
         return _percentile(a, kv, env)
@@ -676,6 +678,8 @@ def _part(
 
 _PERCENTILES = ("percentile", "percentile_disc", "percentile_approx")
 _BIT_FOLDS = ("bit_and", "bit_or", "bit_xor")
+#: the aggregates whose part is one value per group (NULL where the group has no part)
+_ONE_VALUE = ("min", "max", "mode", "listagg", *_BIT_FOLDS, *_PERCENTILES)
 
 
 def _percentile(a: Agg, kv: Any, env: Any) -> Any:
@@ -765,6 +769,59 @@ def _value_at_extreme(
     # ordering is reversed by DescStr, so it still takes the least
     red = kv.min() if by_str or not top else kv.max()
     return red.map(lambda r: (r[0], (r[1][2], r[1][1])), vectorized=True, name=a.func)
+
+
+def _listagg(
+    a: Agg,
+    src: Any,
+    stages: list[Any],
+    win: int,
+    keys: tuple[Expr, ...],
+    key_fields: tuple[Field, ...],
+    ctx: Ctx,
+    env: Any,
+) -> Any:
+    """``(key, (text,))`` per group with a non-NULL value: the texts joined in order. Each
+    record's value is ``(NULL flag, key, ...)`` per ordering key, made to sort as the
+    ordering asks (a descending number reversed, a descending text a ``DescStr``, a NULL
+    flag first or last), then the text itself, so the reduce sees them in order."""
+    assert isinstance(a.arg, Call)
+    value_e, *order_es = a.arg.args
+    sep, descs, firsts = a.param
+
+    def values(view: tuple[np.ndarray, ...]) -> Any:
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
+        kcols = _key_columns(fr, keys, key_fields, ctx)
+        v, vn = evaluate(value_e, fr, ctx)
+        out: list[np.ndarray] = []
+        for e, desc, nf in zip(order_es, descs, firsts, strict=True):
+            k, kn = evaluate(e, fr, ctx)
+            if e.type.kind == "string":
+                strs = ctx.strings.decode(k).tolist()
+                k = np.array([DescStr(x) for x in strs] if desc else strs, dtype=object)
+            else:
+                k = k.astype(np.int64) if k.dtype == bool else k
+                if desc:
+                    k = -k if k.dtype == object else ~k  # (order reversed, no overflow)
+            null = np.zeros(len(k), bool) if kn is None else kn
+            out.append((null != nf).astype(np.int64))  # (0 sorts first)
+            out.append(k)
+        out.append(np.array(ctx.strings.decode(v).tolist(), dtype=object))
+        base = np.arange(len(view[0])) if rows is None else rows
+        if vn is None:
+            return base, (tuple(kcols), tuple(out))
+        keep = np.flatnonzero(~vn)
+        return base[keep], (tuple(c[keep] for c in kcols), tuple(c[keep] for c in out))
+
+    kv = src.flat_map(values, vectorized=True, name="listagg_values")
+    if a.distinct:
+        kv = kv.distinct_total() if env.total else kv.distinct()
+    red = kv.reduce_core(Concat(sep))
+    strings = ctx.strings
+    return red.map(
+        lambda r: (r[0], (strings.encode_list(list(r[1])),)), vectorized=True, name="listagg"
+    )
 
 
 def _left_attach(combined: Any, part: Any, width: int, env: Any) -> Any:
@@ -868,7 +925,7 @@ def _finish(
                     nl = ~present | (sel(s[2]) != 0)
                     nulls.append(nl if nl.any() else None)
                     continue
-                if a.func in ("min", "max", "mode", *_BIT_FOLDS, *_PERCENTILES):
+                if a.func in _ONE_VALUE:
                     v = sel(s[1])
                     vals.append(v)
                     nulls.append(~present if not present.all() else None)

@@ -169,7 +169,8 @@ MOMENT_FUNCS = ("skewness", "kurtosis")
 
 #: the aggregates computed by a reduce over each group's values: exact percentiles (DOUBLE),
 #: the value of a row with the greatest / least ordering value (``arg`` a ``row`` of the
-#: ordering value and the value), the most frequent value, the bitwise AND / OR / XOR
+#: ordering value and the value), the most frequent value, the bitwise AND / OR / XOR, the
+#: values' texts joined (``arg`` a ``row`` of the text and the keys it is ordered by)
 REDUCED_FUNCS = (
     "percentile",
     "percentile_disc",
@@ -180,6 +181,7 @@ REDUCED_FUNCS = (
     "bit_and",
     "bit_or",
     "bit_xor",
+    "listagg",
 )
 
 
@@ -352,6 +354,19 @@ class Recursive(Plan):
         return (self.base, self.step)
 
 
+def _param_text(a: Agg) -> str:
+    """An aggregate's constants as ``explain`` shows them after its argument."""
+    if not a.param:
+        return ""
+    if a.func.startswith("percentile"):
+        fraction, _, desc = a.param
+        return f", {fraction}" + (", DESC" if desc else "")
+    if a.func == "listagg":
+        sep, descs, _ = a.param
+        return f", {sep!r}" + "".join(", DESC" if d else ", ASC" for d in descs)
+    return "".join(f", {x!r}" for x in a.param)
+
+
 def grouped_by_join_key(plan: Aggregate) -> tuple[int, list[Expr]] | None:
     """For an aggregate grouped by exactly the join keys of one side of the equi-join
     under it, with only linear aggregates each reading one side: ``(that side, the other
@@ -466,8 +481,7 @@ def _describe(p: Plan) -> str:
         keys = ", ".join(show(k, names) for k in p.keys)
         aggs = ", ".join(
             f"{a.func}({'DISTINCT ' if a.distinct else ''}"
-            f"{show(a.arg, names) if a.arg is not None else '*'}"
-            f"{''.join(f', {x}' for x in a.param)})"
+            f"{show(a.arg, names) if a.arg is not None else '*'}{_param_text(a)})"
             for a in p.aggs
         )
         kind = "scalar " if p.scalar else ""

@@ -2282,6 +2282,7 @@ _AGGS = (
     exp.BitwiseAndAgg,
     exp.BitwiseOrAgg,
     exp.BitwiseXorAgg,
+    exp.GroupConcat,
     exp.Corr,
     exp.CovarPop,
     exp.CovarSamp,
@@ -4032,6 +4033,8 @@ class Planner:
                 return self._bind_moment(n, scope)
             if type(n) in _BIT_FOLD_NODES:
                 return self._bind_bit_fold(n, scope)
+            if isinstance(n, exp.GroupConcat):
+                return self._bind_listagg(n, scope)
             func = type(n).__name__.lower()
             func = _SPREAD.get(func, func)
             arg_node = n.this
@@ -4187,6 +4190,55 @@ class Planner:
         )
         row = Call("row", (y, x), DOUBLE, True)
         return (func, row, False, ()), Agg(func, row), DOUBLE
+
+    def _bind_listagg(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
+        """``listagg`` / ``string_agg`` (``group_concat(x ORDER BY ...)`` in SQLite): the
+        non-NULL values' texts joined by the separator (Spark's default none, SQLite's a
+        comma), in the order of ``WITHIN GROUP (ORDER BY ...)`` and then of the texts.
+        Spark leaves the order of rows that order does not decide to their arrival; here
+        the texts decide it, so the answer does not depend on how the rows came. SQLite's
+        unordered ``group_concat`` follows its scan order, which is refused. ``param``:
+        ``(separator, descending per key, NULLs first per key)``."""
+        func = "listagg"
+        body = n.this
+        items: list[Node] = []
+        if isinstance(body, exp.Order):
+            items = list(body.expressions)
+            body = body.this
+        if self.dialect == "sqlite" and not items:
+            # SQLite joins in the order its plan reads rows (a table's in rowid order),
+            # which a view cannot follow; its answer is not the texts in order
+            raise UnsupportedSQL("group_concat without ORDER BY (SQLite's scan order)")
+        distinct = isinstance(body, exp.Distinct)
+        if distinct:
+            if len(body.expressions) != 1:
+                raise SQLError(f"{func}(DISTINCT ...) takes one argument")
+            body = body.expressions[0]
+        raw = self._agg_argument(body, scope, func)
+        value = Lit(None, STRING) if raw.type.kind == "null" else self._cast(raw, STRING)
+        sep = "," if self.dialect == "sqlite" else ""
+        sep_node = n.args.get("separator")
+        if sep_node is not None:
+            sv = _fold(self.bind(sep_node, scope), self)
+            if not isinstance(sv, Lit) or sv.type.kind not in ("string", "null"):
+                raise SQLError(f"the separator of {func} must be a constant string")
+            sep = "" if sv.value is None else str(sv.value)
+        keys: list[Expr] = []
+        descs: list[bool] = []
+        firsts: list[bool] = []
+        for it in items:
+            ordered = isinstance(it, exp.Ordered)
+            k = self._agg_argument(it.this if ordered else it, scope, func)
+            desc = ordered and bool(it.args.get("desc"))
+            nf = it.args.get("nulls_first") if ordered else None
+            keys.append(k)
+            descs.append(desc)
+            firsts.append(bool(nf) if nf is not None else not desc)
+        if distinct and any(k != raw for k in keys):
+            raise SQLError(f"{func}(DISTINCT x) may be ordered by x only")
+        row = Call("row", (value, *keys), STRING, True)
+        param = (sep, tuple(descs), tuple(firsts))
+        return (func, row, distinct, param), Agg(func, row, distinct, param), STRING
 
     def _bind_bit_fold(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
         """``bit_and`` / ``bit_or`` / ``bit_xor`` of an integer column's non-NULL values,
@@ -4424,6 +4476,7 @@ class Planner:
                 )
                 or type(node) in _PAIR_NODES
                 or type(node) in _BIT_FOLD_NODES
+                or isinstance(node, exp.GroupConcat)
             ):
                 what = "a percentile" if isinstance(node, _Percentile) else _spark_text(node)
                 raise UnsupportedSQL(f"{what} over an ordered window or a frame")
