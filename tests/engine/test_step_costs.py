@@ -322,6 +322,37 @@ def test_rows_for_probes_beside_and_touching_the_key_range() -> None:
         assert sorted(zip(rows.tolist(), owner.tolist(), strict=True)) == want
 
 
+def test_rows_for_a_few_keys_of_many_rows_each() -> None:
+    """A few keys holding thousands of rows each (a whole group under one key): every
+    search path gives the same rows, in order of probe then row."""
+    rng = np.random.default_rng(11)
+
+    def batch(keys: list[int], dtype: Any = np.int64) -> TraceBatch:
+        n = len(keys)  # (distinct values: no two rows consolidate)
+        u = Updates(
+            (np.asarray(keys, dtype), np.arange(n, dtype=np.int64)),
+            np.zeros((n, 1), np.int64),
+            np.ones(n, np.int64),
+            INT_DIFF,
+        )
+        return TraceBatch.build(1, u, _desc(0, 1))
+
+    keys = [1] * 3000 + [2] * 5 + [3] * 700 + [7] * 40
+    batches = [
+        batch(keys),  # few keys: a dict
+        batch(keys + rng.integers(10, 200, 200).tolist()),  # more keys: a search
+        batch(keys, dtype=np.int32),  # keys of another dtype than the probe's
+    ]
+    for b in batches:
+        assert b.bounds[-1] >= len(keys)
+        column = b.data[0].tolist()
+        for probe in ([1], [2], [3, 7], [1, 2, 3], [4], [2, 7, 9], [0, 1], [0, 3, 4, 7]):
+            p = np.array(probe, dtype=np.int64)
+            rows, owner = b.rows_for(p)
+            want = [(j, r) for j, k in enumerate(probe) for r, c in enumerate(column) if c == k]
+            assert list(zip(owner.tolist(), rows.tolist(), strict=True)) == want
+
+
 def test_history_sums_for_a_few_keys() -> None:
     rng = np.random.default_rng(4)
     batches = [

@@ -575,3 +575,16 @@ def test_sqlite_group_concat_needs_an_order() -> None:
     db.insert("t", [(1, 1, "a"), (1, 3, "c"), (1, 2, None), (2, 5, None), (1, 0, "z")])
     db.commit()
     assert sorted(view.rows()) == [(1, "c,a,z"), (2, None)]
+
+
+def test_percentile_benchmark_answer_equals_duckdb() -> None:
+    # the benchmark's own check, on a small table: several groups touched per commit
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from sql_percentiles import main
+
+    out = main(["--rows", "3000", "--groups", "5", "--commits", "4", "--changes", "60"])
+    assert out["equal_to_duckdb"] is True
+    assert out["rows"] == 3000

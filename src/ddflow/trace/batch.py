@@ -130,6 +130,25 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     return np.repeat(starts, lens) + offsets, owner
 
 
+#: at most this many rows are listed in Python when a few keys' rows are expanded; beyond,
+#: one vectorized expansion (a key of a million rows would be a list of a million ints)
+_EXPAND_IN_PYTHON = 256
+
+
+def _expand_runs(runs: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    """``(row indices, probe position)`` of runs ``(probe position, first row, end row)``."""
+    if sum(hi - lo for _, lo, hi in runs) > _EXPAND_IN_PYTHON:
+        arr = np.array(runs, dtype=np.int64).reshape(len(runs), 3)
+        at, run = ranges_to_indices(arr[:, 1], arr[:, 2])
+        return at, arr[run, 0]
+    rows: list[int] = []
+    owner: list[int] = []
+    for j, lo, hi in runs:
+        rows.extend(range(lo, hi))
+        owner.extend([j] * (hi - lo))
+    return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+
+
 #: batches with fewer rows keep plain columns (checking them costs more than it saves)
 COMPACT_MIN_ROWS = 64
 
@@ -479,14 +498,11 @@ class TraceBatch:
         nk = keys.shape[0]
         bounds = self.bounds
         wanted = probe.tolist()
-        rows: list[int] = []
-        owner: list[int] = []
+        runs = []
         for j, p in enumerate(np.searchsorted(keys, probe).tolist()):
             if p < nk and keys[p] == wanted[j]:
-                lo, hi = int(bounds[p]), int(bounds[p + 1])
-                rows.extend(range(lo, hi))
-                owner.extend([j] * (hi - lo))
-        return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+                runs.append((j, int(bounds[p]), int(bounds[p + 1])))
+        return _expand_runs(runs)
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
@@ -497,15 +513,12 @@ class TraceBatch:
         if index is None:
             index = self._index = {k: i for i, k in enumerate(self.keys.tolist())}
         bounds = self.bounds
-        rows: list[int] = []
-        owner: list[int] = []
+        runs = []
         for j, k in enumerate(probe.tolist()):
             i = index.get(k)
             if i is not None:
-                lo, hi = int(bounds[i]), int(bounds[i + 1])
-                rows.extend(range(lo, hi))
-                owner.extend([j] * (hi - lo))
-        return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+                runs.append((j, int(bounds[i]), int(bounds[i + 1])))
+        return _expand_runs(runs)
 
     def key_runs_small(self, keys: list[Any]) -> list[tuple[int, int, int]]:
         """For a few probe keys given as Python values: ``(probe position, first row, end
