@@ -450,8 +450,63 @@ _TEXT_FUNCS = [
     "decode(u, s, 'same', 'b', 'bee')",
 ]
 
+_SPAN_COLUMNS = "k int, a timestamp, b timestamp, d date, n bigint, s string"
+_SPAN_ROWS = [
+    (1, _T(2024, 1, 31, 10), _T(2024, 2, 29, 9, 59, 59, 999999), _D(2024, 2, 29), 1, "2024-11-30"),
+    (2, _T(2024, 2, 29, 10), _T(2024, 1, 31, 11), _D(2024, 1, 31), -1, "2024-01-31 23:00:00"),
+    (3, _T(2024, 3, 31), _T(2024, 2, 29), _D(2023, 12, 31), 12, "2000-02-29"),
+    (4, _T(1969, 12, 31, 23, 59, 59, 999999), _T(1970, 1, 1), _D(1970, 1, 1), 0, "1970-01-01"),
+    (5, _T(2000, 2, 29, 12), _T(2100, 2, 28, 11), _D(1600, 2, 29), 100, "9999-12-31"),
+    (6, None, _T(2024, 1, 1), _D(2024, 1, 1), None, None),
+    (7, _T(2024, 1, 1), None, None, _I32[1] // 12, ""),
+    (8, _T(1, 1, 3, 12), _T(9999, 12, 1, 23, 59, 59, 999999), _D(9998, 12, 31), -4, "0001-01-01"),
+    (9, _T(2023, 12, 31, 0, 0, 1), _T(2024, 1, 31), _D(2024, 3, 30), -2147483648 // 7, "x"),
+]
+_SPAN_FUNCS = [
+    "timestampadd(MONTH, k, a)",
+    "timestampadd(YEAR, 1, d)",
+    "timestampadd(QUARTER, -k, b)",
+    "timestampadd(WEEK, 2, b)",
+    "timestampadd(DAY, k * 1000, a)",
+    "timestampadd(DAYOFYEAR, -1, d)",
+    "timestampadd(HOUR, -k * 10000, b)",
+    "timestampadd(MINUTE, 61, a)",
+    "timestampadd(SECOND, -k, a)",
+    "timestampadd(MILLISECOND, 1500, b)",
+    "timestampadd(MICROSECOND, -1, d)",
+    "timestampadd(Hour, 1.9, a)",
+    "dateadd(MONTH, k % 3, d)",
+    "date_add(DAY, 1, d)",
+    "timestampadd(MONTH, n % 5, d)",
+    "date_add(d, k)",
+    "dateadd(d, 2)",
+    "date_sub(d, k)",
+    "timestampdiff(YEAR, a, b)",
+    "timestampdiff(QUARTER, a, b)",
+    "timestampdiff(MONTH, a, b)",
+    "timestampdiff(MONTH, b, a)",
+    "timestampdiff(MONTH, d, a)",
+    "timestampdiff(WEEK, a, b)",
+    "timestampdiff(DAY, a, b)",
+    "timestampdiff(DAY, d, b)",
+    "timestampdiff(HOUR, b, a)",
+    "timestampdiff(MINUTE, a, b)",
+    "timestampdiff(SECOND, a, b)",
+    "timestampdiff(MILLISECOND, b, a)",
+    "timestampdiff(MICROSECOND, a, b)",
+    "timestampdiff(day, d, a)",
+    "datediff(DAY, a, b)",
+    "datediff(MONTH, to_date(a), b)",
+    "date_diff(HOUR, d, b)",
+    "date_diff(YEAR, d, a)",
+    "datediff(b, a)",
+    "datediff(d, a)",
+    "date_diff(b, d)",
+]
+
 _TABLES = {
     "dates": ("ddflow_dates", _DATE_COLUMNS, _DATE_ROWS, _DATE_FUNCS),
+    "spans": ("ddflow_spans", _SPAN_COLUMNS, _SPAN_ROWS, _SPAN_FUNCS),
     "numbers": ("ddflow_numbers", _NUM_COLUMNS, _NUM_ROWS, _NUM_FUNCS),
     "bits": ("ddflow_bits", _BIT_COLUMNS, _BIT_ROWS, _BIT_FUNCS),
     "text": ("ddflow_texts", _TEXT_COLUMNS, _TEXT_ROWS, _TEXT_FUNCS),
@@ -525,6 +580,19 @@ _ERRORS = [
     ("negative(i)", "k int, i int", [(1, _I32[0])]),
     ("elt(i, 'a', 'b')", "k int, i int", [(1, 3)]),
     ("elt(i, 'a', 'b')", "k int, i int", [(1, 0)]),
+    ("timestampadd(DAY, n, ts)", "k int, n bigint, ts timestamp", [(1, 2**31, _T(2024, 1, 1))]),
+    ("timestampadd(WEEK, n, ts)", "k int, n int, ts timestamp", [(1, 306783379, _T(2024, 1, 1))]),
+    ("timestampadd(MONTH, n, ts)", "k int, n int, ts timestamp", [(1, _I32[1], _T(2024, 1, 1))]),
+    (
+        "timestampadd(SECOND, n, ts)",
+        "k int, n bigint, ts timestamp",
+        [(1, _I64[1], _T(2024, 1, 1))],
+    ),
+    (
+        "timestampadd(MICROSECOND, n, ts)",
+        "k int, n bigint, ts timestamp",
+        [(1, _I64[0], _T(2024, 1, 1))],
+    ),
 ]
 
 

@@ -182,6 +182,22 @@ def _ts(*args: int) -> dt.datetime:
         ("bround(x / 16, 0)", [0.0, -2.0, None]),
         ("elt(pmod(a, 3), s, 'x')", ["hello world", "x", None]),
         ("bround(x / 16 + 2, 0)", [2.0, 0.0, None]),
+        # times moved and measured in calendar units (also compared with a live Spark)
+        ("timestampadd(MONTH, a, d)", [_ts(2024, 9, 29), _ts(1969, 5, 31), None]),
+        (
+            "timestampadd(HOUR, b, ts)",
+            [_ts(2024, 5, 17, 10, 45, 12, 345678), _ts(1970, 1, 1, 2, 59, 59, 999999), None],
+        ),
+        (
+            "dateadd(QUARTER, 1, ts)",
+            [_ts(2024, 8, 17, 13, 45, 12, 345678), _ts(1970, 3, 31, 23, 59, 59, 999999), None],
+        ),
+        ("date_add(WEEK, b, d)", [_ts(2024, 2, 8), _ts(1970, 1, 21), None]),
+        ("timestampdiff(MONTH, d, ts)", [2, 0, None]),
+        ("datediff(HOUR, d, ts)", [1885, 23, None]),
+        ("date_diff(YEAR, ts, DATE'2026-05-17')", [1, 56, None]),
+        ("timestampdiff(MICROSECOND, ts, d)", [-6788712345678, -86399999999, None]),
+        ("datediff(DAY, d, ts)", [78, 0, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -212,6 +228,9 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT unix_timestamp(s) FROM t", dsql.UnsupportedSQL, "CAST it AS TIMESTAMP"),
         ("SELECT timestamp_seconds(x) FROM t", dsql.UnsupportedSQL, "whole numbers"),
         ("SELECT unix_date(ts) FROM t", dsql.SQLError, "needs a DATE"),
+        ("SELECT timestampadd(FORTNIGHT, 1, ts) FROM t", dsql.SQLError, "not a unit"),
+        ("SELECT timestampdiff(DAYOFYEAR, d, ts) FROM t", dsql.SQLError, "not a unit"),
+        ("SELECT datediff(WEEKS, d, ts) FROM t", dsql.SQLError, "not a unit"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:
@@ -267,6 +286,8 @@ def test_a_date_beyond_year_9999_is_a_data_error_and_changes_nothing() -> None:
         ("elt(a, s, 'x')", "index 7 is out of bounds"),
         ("negative(a * -306783378 - 2)", "overflow"),
         ("bround(a * 306783378, -1)", "overflow"),
+        ("timestampadd(YEAR, a * 1200, ts)", "overflows"),
+        ("timestampadd(DAY, a * 306783378, ts)", "overflows"),
     ],
 )
 def test_values_spark_refuses_fail_the_commit(expr: str, words: str) -> None:

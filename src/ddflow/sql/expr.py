@@ -1908,6 +1908,82 @@ def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
     raise DataError(f"unknown date function {op}")
 
 
+_DAY = 86_400_000_000
+_MONTHS_PER = {"month": 1, "quarter": 3, "year": 12}
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _timestampadd(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``timestampadd(unit, n, ts)`` (the unit in ``extra``): microseconds to seconds and
+    hours as exact 64-bit sums, days and weeks as a count of days and months to years as
+    one of months that each fit 32 bits (Java's ``toIntExact``), months stopping at the
+    last day of the month. A result outside the years 1 to 9999, or a count past those
+    bounds, raises ``DataError`` (Spark: DATETIME_OVERFLOW)."""
+    (ts, tn), (n, nn) = _args(e, f, ctx)
+    nulls = _or(tn, nn)
+    unit = str(e.extra)
+    if nulls is not None:
+        n = np.where(nulls, 0, n)
+        ts = np.where(nulls, 0, ts)
+    step = _MICROS.get(unit, _DAY)
+    per = _MONTHS_PER.get(unit, 7 if unit == "week" else 1)
+    lo, hi = (
+        (I64_MIN // step, I64_MAX // step)
+        if unit in _MICROS and unit != "day"
+        else (
+            _I32_MIN // per,
+            _I32_MAX // per,
+        )
+    )
+    bad = (n < lo) | (n > hi)
+    out = ts
+    if not bad.any():
+        if unit in _MONTHS_PER:
+            out = add_months_micros(ts, n * per)
+        else:
+            with np.errstate(over="ignore"):
+                delta = n * (step * per)
+                out = ts + delta
+            # (a sum past 64 bits wraps: its sign is then the other of both terms')
+            bad = ((ts >= 0) == (delta >= 0)) & ((out >= 0) != (ts >= 0))
+        lo_ts, hi_ts = _SPANS["timestamp"]
+        bad = bad | (out < lo_ts) | (out > hi_ts)
+    if nulls is not None:
+        bad &= ~nulls
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"timestampadd(): adding {int(n[i])} {unit.upper()} to a TIMESTAMP overflows "
+            "(years 1 to 9999)"
+        )
+    return out, nulls
+
+
+def _timestampdiff(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``timestampdiff(unit, start, end)`` (the unit in ``extra``): whole units from
+    ``start`` to ``end``, toward zero. A day and shorter units (and weeks of days) divide
+    the microseconds between them; months, quarters and years count calendar months as
+    Java's ``LocalDate.until`` does (``end``'s date moved a day toward ``start`` when its
+    time of day is not yet reached, then months by (month * 32 + day) differences)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    nulls = _or(an, bn)
+    unit = str(e.extra)
+    if unit not in _MONTHS_PER:
+        step = _MICROS.get(unit, 7 * _DAY)
+        return _trunc_div(b - a, np.full(len(a), step, dtype=np.int64)), nulls
+    da, db = np.floor_divide(a, _DAY), np.floor_divide(b, _DAY)
+    ta, tb = a - da * _DAY, b - db * _DAY
+    db = db - ((db > da) & (tb < ta)) + ((db < da) & (tb > ta))
+    ma, mb = _months(da), _months(db)
+    pa = ma * 32 + (da - _month_start(ma))
+    pb = mb * 32 + (db - _month_start(mb))
+    months = _trunc_div(pb - pa, np.full(len(a), 32, dtype=np.int64))
+    per = _MONTHS_PER[unit]
+    if per != 1:
+        months = _trunc_div(months, np.full(len(a), per, dtype=np.int64))
+    return months, nulls
+
+
 # -- math ----------------------------------------------------------------------------------
 
 
@@ -2617,6 +2693,8 @@ _OPS: dict[str, Any] = {
     "ts_add_micros": _date_arith,
     "ts_add_months": _date_arith,
     "date_diff": _date_arith,
+    "timestampadd": _timestampadd,
+    "timestampdiff": _timestampdiff,
     "one_row": _one_row,
     "relabel": _epoch,
     "floor_div": _epoch,

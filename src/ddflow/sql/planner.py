@@ -748,6 +748,13 @@ _DOUBLE_FUNCS: dict[str, int] = {
     "nanvl": 2,
 }
 
+#: the units of ``timestampadd`` and ``timestampdiff`` (DAYOFYEAR is DAY, and only adds)
+_TIMESTAMPDIFF_UNITS = frozenset(
+    ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND")
+    + ("MICROSECOND",)
+)
+_TIMESTAMPADD_UNITS = _TIMESTAMPDIFF_UNITS | {"DAYOFYEAR"}
+
 _DATE_PARTS_FUNCS = frozenset(("make_date", "timestamp_from_parts", "make_timestamp"))
 
 #: the names ``_more_function`` plans (sqlglot's where it has a class: ``safe_add`` is
@@ -5430,7 +5437,52 @@ class Planner:
             d = self._cast(d, DATE)
         return Call("add_months", (d, self._cast(n, BIGINT)), DATE, d.nullable or n.nullable)
 
+    def _b_TimestampAdd(self, node: Node, scope: Scope) -> Expr:
+        """``timestampadd(unit, n, ts)`` (``dateadd`` / ``date_add`` of three arguments): a
+        TIMESTAMP (a DATE or text is one first) moved by ``n`` units (cast to BIGINT);
+        months past the new month's end stop at its last day, as in ``add_months``."""
+        unit = self._datetime_unit("timestampadd", node, _TIMESTAMPADD_UNITS)
+        ts = self._date_arg("timestampadd", self.bind(node.this, scope), TIMESTAMP)
+        n = self.bind(node.expression, scope)
+        if not (n.type.numeric or n.type.kind in ("string", "null")):
+            raise SQLError(f"timestampadd() adds a number of units, got {n.type}")
+        n = self._cast(n, BIGINT)
+        return Call("timestampadd", (ts, n), TIMESTAMP, ts.nullable or n.nullable, unit)
+
+    def _b_TimestampDiff(self, node: Node, scope: Scope) -> Expr:
+        """``timestampdiff(unit, start, end)`` (``datediff`` / ``date_diff`` of three
+        arguments): the whole units from ``start`` to ``end``, counted as Java's
+        ``ChronoUnit.between`` counts them (toward zero; a month is whole when the day and
+        time of the month are reached)."""
+        unit = self._datetime_unit("timestampdiff", node, _TIMESTAMPDIFF_UNITS)
+        start = self._date_arg("timestampdiff", self.bind(node.expression, scope), TIMESTAMP)
+        end = self._date_arg("timestampdiff", self.bind(node.this, scope), TIMESTAMP)
+        return Call("timestampdiff", (start, end), BIGINT, start.nullable or end.nullable, unit)
+
+    def _datetime_unit(self, name: str, node: Node, units: frozenset[str]) -> str:
+        unit = node.args.get("unit")
+        if not isinstance(unit, exp.Var):
+            raise SQLError(f"{name}() takes a unit without quotes, one of {sorted(units)}")
+        u = unit.name.upper()
+        if u not in units:
+            raise SQLError(f"{name}(): {unit.name} is not a unit (one of {sorted(units)})")
+        return "day" if u == "DAYOFYEAR" else u.lower()
+
     def _b_DateDiff(self, node: Node, scope: Scope) -> Expr:
+        if node.args.get("unit") is not None and self.dialect == "spark":
+            # Spark's datediff(unit, start, end) is timestampdiff (sqlglot reads each side
+            # as a date: that wrapping, not a to_date written in the query, is undone)
+            def bare(x: Node) -> Node:
+                if isinstance(x, exp.TsOrDsToDate) and not x.args.get("safe"):
+                    return x.this
+                return x
+
+            return self._b_TimestampDiff(
+                exp.TimestampDiff(
+                    this=bare(node.this), expression=bare(node.expression), unit=node.args["unit"]
+                ),
+                scope,
+            )
         a = self._strip_date(node.this, scope)
         b = self._strip_date(node.expression, scope)
         unit = node.args.get("unit")
