@@ -504,7 +504,43 @@ _SPAN_FUNCS = [
     "date_diff(b, d)",
 ]
 
+_PATTERN_COLUMNS = "k int, s string, n int"
+_PATTERN_ROWS = [
+    (1, "abcabc", 1),
+    (2, "", 0),
+    (3, "héllo wörld 日本", 2),
+    (4, "a1b22c333", -1),
+    (5, None, 1),
+    (6, "baaab", None),
+    (7, "xyz", 3),
+    (8, "AbC aBc", 0),
+]
+_PATTERN_FUNCS = [
+    "regexp_count(s, 'b')",
+    "regexp_count(s, '')",
+    "regexp_count(s, 'a*')",
+    "regexp_count(s, '|b')",
+    "regexp_count(s, '[0-9]+')",
+    "regexp_count(s, '\\\\w+')",
+    "regexp_count(s, '(?i)b')",
+    "regexp_count(s, '^.')",
+    "regexp_substr(s, 'b.')",
+    "regexp_substr(s, '[0-9]+')",
+    "regexp_substr(s, 'x*')",
+    "regexp_substr(s, '(?<name>[^ ]+) ')",
+    "regexp_substr(s, '\\\\s\\\\S')",
+    "regexp_instr(s, 'b')",
+    "regexp_instr(s, '[^a-z]')",
+    "regexp_instr(s, 'x*')",
+    "regexp_instr(s, '(c)(a)?', 2)",
+    "regexp_instr(s, '(b)', 0)",
+    "regexp_instr(s, 'z$', 1)",
+    "regexp_instr(s, 'a', CAST(NULL AS INT))",
+    "regexp_count(s, 'a') + n",
+]
+
 _TABLES = {
+    "patterns": ("ddflow_patterns", _PATTERN_COLUMNS, _PATTERN_ROWS, _PATTERN_FUNCS),
     "dates": ("ddflow_dates", _DATE_COLUMNS, _DATE_ROWS, _DATE_FUNCS),
     "spans": ("ddflow_spans", _SPAN_COLUMNS, _SPAN_ROWS, _SPAN_FUNCS),
     "numbers": ("ddflow_numbers", _NUM_COLUMNS, _NUM_ROWS, _NUM_FUNCS),

@@ -198,6 +198,13 @@ def _ts(*args: int) -> dt.datetime:
         ("date_diff(YEAR, ts, DATE'2026-05-17')", [1, 56, None]),
         ("timestampdiff(MICROSECOND, ts, d)", [-6788712345678, -86399999999, None]),
         ("datediff(DAY, d, ts)", [78, 0, None]),
+        # regular expressions counted and located (also compared with a live Spark)
+        ("regexp_count(s, 'l|[A-Z]')", [3, 4, None]),
+        ("regexp_count(s, '')", [12, 12, None]),
+        ("regexp_substr(s, '[A-Z]+')", [None, "BC", None]),
+        ("regexp_substr(s, 'o w')", ["o w", None, None]),
+        ("regexp_instr(s, ' +')", [6, 4, None]),
+        ("regexp_instr(s, '[A-Z](?=F)', 1)", [0, 6, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -231,6 +238,10 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT timestampadd(FORTNIGHT, 1, ts) FROM t", dsql.SQLError, "not a unit"),
         ("SELECT timestampdiff(DAYOFYEAR, d, ts) FROM t", dsql.SQLError, "not a unit"),
         ("SELECT datediff(WEEKS, d, ts) FROM t", dsql.SQLError, "not a unit"),
+        ("SELECT regexp_count(s, '[a') FROM t", dsql.SQLError, "invalid regular expression"),
+        ("SELECT regexp_substr(s, '\\\\p{L}') FROM t", dsql.UnsupportedSQL, "Unicode class"),
+        ("SELECT regexp_instr(s, s) FROM t", dsql.UnsupportedSQL, "not a constant"),
+        ("SELECT regexp_instr(s, 'a', 'x') FROM t", dsql.SQLError, "group number"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:

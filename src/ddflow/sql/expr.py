@@ -1344,6 +1344,15 @@ def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     return _typed(res, e.type, ctx), nulls
 
 
+def _regexp_substr(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``regexp_substr``: the first match, NULL where it is empty or there is none."""
+    v, vn = _string_fn(e, f, ctx)
+    m = ctx.memo_for(("empty",))
+    if "code" not in m:
+        m["code"] = int(ctx.strings.encode_list([""])[0])
+    return v, _or(vn, v == m["code"])
+
+
 @functools.lru_cache(maxsize=256)
 def java_regex(pattern: str) -> re.Pattern[str]:
     """A Java regular expression (Spark's ``RLIKE`` and ``regexp_*``) as Python's: named
@@ -1528,6 +1537,38 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
             return "" if m is None else m.group(g) or ""
 
         return lambda s: out([first(x) for x in s])
+    if op == "regexp_count":
+        rx = java_regex(consts[0])
+
+        def finds(x: str) -> int:
+            # Java's find loop: after an empty match the next search starts one further on
+            # (Python's finditer would try a longer match at the same place first)
+            n, at = 0, 0
+            while at <= len(x):
+                m = rx.search(x, at)
+                if m is None:
+                    break
+                n += 1
+                at = m.end() + (m.end() == m.start())
+            return n
+
+        return lambda s: out([finds(x) for x in s])
+    if op == "regexp_substr":
+        rx = java_regex(consts[0])
+
+        def whole(x: str) -> str:
+            m = rx.search(x)
+            return "" if m is None else m.group(0)
+
+        return lambda s: out([whole(x) for x in s])
+    if op == "regexp_instr":
+        rx = java_regex(consts[0])
+
+        def start(x: str) -> int:
+            m = rx.search(x)
+            return 0 if m is None else m.start() + 1
+
+        return lambda s: out([start(x) for x in s])
     if op == "initcap":
         # Spark: lower case, then each letter after a space (or at the start) upper case
         return lambda s: out(
@@ -2666,6 +2707,9 @@ _OPS: dict[str, Any] = {
     "rlike": _string_fn,
     "regexp_replace": _string_fn,
     "regexp_extract": _string_fn,
+    "regexp_count": _string_fn,
+    "regexp_substr": _regexp_substr,
+    "regexp_instr": _string_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,
     "date_format": _date_format,

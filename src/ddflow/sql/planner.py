@@ -5960,6 +5960,38 @@ class Planner:
             scope,
         )
 
+    def _b_RegexpCount(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_count(s, p)``: how many times ``p`` matches in ``s``, each search from
+        where the last match ended (an empty match moves on one character)."""
+        return self._regexp("regexp_count", node.this, [node.expression], INT, scope)
+
+    def _b_RegexpSubstr(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_substr(s, p)``: the first match of ``p`` in ``s``; NULL where there is
+        none or it is empty (Spark's NULLIF of ``regexp_extract(s, p, 0)`` and '')."""
+        for k in ("position", "occurrence", "parameters", "group"):
+            if node.args.get(k) is not None:
+                raise SQLError("regexp_substr() takes a string and a pattern")
+        e = self._regexp("regexp_substr", node.this, [node.expression], STRING, scope)
+        return Call(e.op, e.args, e.type, True, e.extra) if isinstance(e, Call) else e
+
+    def _b_RegexpInstr(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_instr(s, p[, idx])``: where the first match of ``p`` in ``s`` starts
+        (from 1; 0 for none). Spark reads ``idx`` (a group) but answers the match's start
+        whatever it is, unless it is NULL."""
+        for k in ("occurrence", "option", "parameters", "group"):
+            if node.args.get(k) is not None:
+                raise SQLError("regexp_instr() takes a string, a pattern and a group")
+        idx = node.args.get("position")
+        if idx is not None:
+            g = self.bind(idx, scope)
+            if g.type.kind not in ("int", "null"):
+                raise SQLError(f"regexp_instr() takes a group number, got {g.type}")
+            if not isinstance(g, Lit):
+                raise UnsupportedSQL("regexp_instr() with a group that is not a constant")
+            if g.value is None:
+                return Lit(None, INT)
+        return self._regexp("regexp_instr", node.this, [node.expression], INT, scope)
+
     def _regexp(self, op: str, s_node: Node, rest: list[Node], t: SqlType, scope: Scope) -> Expr:
         a = self.bind(s_node, scope)
         a = self._cast(a, STRING) if a.type.kind != "string" else a
