@@ -539,7 +539,52 @@ _PATTERN_FUNCS = [
     "regexp_count(s, 'a') + n",
 ]
 
+_WORD_COLUMNS = "k int, s string, u string, n int, l bigint, fb int, tb int"
+_WORD_ROWS = [
+    (1, "kitten", "sitting", 2, 255, 10, 16),
+    (2, "", "", 0, 0, 16, -10),
+    (3, "héllo wörld", "hello world", -1, -1, 36, 2),
+    (4, "Tymczak", "日本語", 1, _I64[1], 2, -16),
+    (5, None, "abc", None, None, None, 10),
+    (6, "79927398713", "7992 7398 713", _I32[1], _I64[0], 10, -36),
+    (7, "ff", None, _I32[0], 12345, 16, 37),
+    (8, " -12z", "-", 3, -98765, 36, -2),
+    (9, "Ashcraft", "Λόγος ٣٤", 5, 4294967296, 1, 8),
+]
+_WORD_FUNCS = [
+    "levenshtein(s, u)",
+    "levenshtein(s, u, 3)",
+    "levenshtein(s, u, n)",
+    "levenshtein(u, 'abc', -1)",
+    "soundex(s)",
+    "soundex(u)",
+    "overlay(s PLACING u FROM 2)",
+    "overlay(s PLACING u FROM n FOR 2)",
+    "overlay(s PLACING '_' FROM -3 FOR n)",
+    "overlay(u PLACING s FROM 1 FOR 0)",
+    "overlay(s, u, 3, -1)",
+    "base64(s)",
+    "base64(repeat(u, 7))",
+    "conv(s, fb, tb)",
+    "conv(s, 16, 10)",
+    "conv(l, 10, tb)",
+    "conv(n, 10, -2)",
+    "conv(u, 10, 16)",
+    "bin(l)",
+    "bin(n)",
+    "bin(k - 5)",
+    "typeof(s)",
+    "typeof(l * 2)",
+    "typeof(n / 2)",
+    "typeof(CAST(n AS DECIMAL(10,2)) + 1)",
+    "luhn_check(s)",
+    "luhn_check(u)",
+    "luhn_check(l)",
+    "luhn_check(replace(u, ' ', ''))",
+]
+
 _TABLES = {
+    "words": ("ddflow_words", _WORD_COLUMNS, _WORD_ROWS, _WORD_FUNCS),
     "patterns": ("ddflow_patterns", _PATTERN_COLUMNS, _PATTERN_ROWS, _PATTERN_FUNCS),
     "dates": ("ddflow_dates", _DATE_COLUMNS, _DATE_ROWS, _DATE_FUNCS),
     "spans": ("ddflow_spans", _SPAN_COLUMNS, _SPAN_ROWS, _SPAN_FUNCS),
@@ -624,6 +669,8 @@ _ERRORS = [
         "k int, n bigint, ts timestamp",
         [(1, _I64[1], _T(2024, 1, 1))],
     ),
+    ("conv(s, 10, 16)", "k int, s string", [(1, "18446744073709551616")]),
+    ("conv(s, 36, 10)", "k int, s string", [(1, "-zzzzzzzzzzzzzz")]),
     (
         "timestampadd(MICROSECOND, n, ts)",
         "k int, n bigint, ts timestamp",

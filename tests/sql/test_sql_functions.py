@@ -205,6 +205,18 @@ def _ts(*args: int) -> dt.datetime:
         ("regexp_substr(s, 'o w')", ["o w", None, None]),
         ("regexp_instr(s, ' +')", [6, 4, None]),
         ("regexp_instr(s, '[A-Z](?=F)', 1)", [0, 6, None]),
+        # more text and number functions (also compared with a live Spark)
+        ("levenshtein(s, 'hello')", [6, 11, None]),
+        ("levenshtein(s, 'hello', b)", [-1, -1, None]),
+        ("soundex(s)", ["H464", "A123", None]),
+        ("overlay(s PLACING '*' FROM a FOR 2)", ["hello *rld", "*F  gh", None]),
+        ("base64(s)", ["aGVsbG8gd29ybGQ=", "YUJDIGRFRiAgZ2g=", None]),
+        ("conv(s, 36, 10)", ["29234652", "13368", None]),
+        ("conv(a, 10, -2)", ["111", "-111", None]),
+        ("bin(b)", ["1" * 62 + "01", "11", None]),
+        ("typeof(x + a)", ["double", "double", "double"]),
+        ("typeof(d)", ["date", "date", "date"]),
+        ("luhn_check(CAST(a AS STRING))", [False, False, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -242,6 +254,10 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT regexp_substr(s, '\\\\p{L}') FROM t", dsql.UnsupportedSQL, "Unicode class"),
         ("SELECT regexp_instr(s, s) FROM t", dsql.UnsupportedSQL, "not a constant"),
         ("SELECT regexp_instr(s, 'a', 'x') FROM t", dsql.SQLError, "group number"),
+        ("SELECT base64(a) FROM t", dsql.UnsupportedSQL, "no BINARY type"),
+        ("SELECT conv(s, 10) FROM t", dsql.SQLError, "3 argument"),
+        ("SELECT levenshtein(s) FROM t", dsql.SQLError, "levenshtein"),
+        ("SELECT bin(d) FROM t", dsql.SQLError, "needs a number"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:
@@ -299,6 +315,7 @@ def test_a_date_beyond_year_9999_is_a_data_error_and_changes_nothing() -> None:
         ("bround(a * 306783378, -1)", "overflow"),
         ("timestampadd(YEAR, a * 1200, ts)", "overflows"),
         ("timestampadd(DAY, a * 306783378, ts)", "overflows"),
+        ("conv(replace(repeat(s, 2), ' ', ''), 36, 10)", "overflows 64 bits"),
     ],
 )
 def test_values_spark_refuses_fail_the_commit(expr: str, words: str) -> None:

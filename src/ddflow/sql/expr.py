@@ -16,6 +16,7 @@ Division by zero is NULL.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as _dt
 import decimal as _decimal
@@ -23,6 +24,7 @@ import functools
 import hashlib
 import math
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -1569,6 +1571,12 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
             return 0 if m is None else m.start() + 1
 
         return lambda s: out([start(x) for x in s])
+    if op == "soundex":
+        return lambda s: out([_soundex(x) for x in s])
+    if op == "base64":
+        return lambda s: out([_base64_mime(x) for x in s])
+    if op == "luhn_check":
+        return lambda s: np.array([_luhn(x) for x in s], dtype=bool)
     if op == "initcap":
         # Spark: lower case, then each letter after a space (or at the start) upper case
         return lambda s: out(
@@ -1632,6 +1640,119 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([zlib.crc32(x.encode("utf-8", "surrogatepass")) for x in s])
     del strings
     raise DataError(f"unknown string function {op}")
+
+
+#: the digit of each letter A to Z in American Soundex (0: a vowel, 7: H and W, skipped)
+_SOUNDEX = "01230127022455012623017202"
+
+
+def _soundex(x: str) -> str:
+    """Spark's ``soundex``: over the UTF-8 bytes, a first byte that is no ASCII letter
+    leaves the text as it is; any other byte that is no letter breaks a run of one digit."""
+    b = x.encode("utf-8", "surrogatepass")
+    if not b:
+        return x
+    c = b[0] - 32 if 97 <= b[0] <= 122 else b[0]
+    if not 65 <= c <= 90:
+        return x
+    sx = [chr(c), "0", "0", "0"]
+    i, last = 1, _SOUNDEX[c - 65]
+    for c in b[1:]:
+        c = c - 32 if 97 <= c <= 122 else c
+        if not 65 <= c <= 90:
+            last = "0"
+            continue
+        code = _SOUNDEX[c - 65]
+        if code == "7":
+            continue
+        if code != "0" and code != last:
+            sx[i] = code
+            i += 1
+            if i > 3:
+                break
+        last = code
+    return "".join(sx)
+
+
+def _base64_mime(x: str) -> str:
+    t = base64.b64encode(x.encode("utf-8", "surrogatepass")).decode("ascii")
+    return "\r\n".join(t[i : i + 76] for i in range(0, len(t), 76))
+
+
+def _luhn(x: str) -> bool:
+    """Whether ``x`` is a Luhn number: decimal digits of any script (Java's
+    ``Character.isDigit``, by UTF-16 units: beyond U+FFFF none is a digit) whose
+    alternately doubled sum from the right is a multiple of 10; empty text is not."""
+    if not x:
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(x)):
+        if ord(ch) > 0xFFFF or not ch.isdecimal():
+            return False
+        d = unicodedata.decimal(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _levenshtein(a: str, b: str, limit: int | None = None) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    d = prev[-1]
+    return -1 if limit is not None and d > limit else d
+
+
+def _overlay(s: str, r: str, pos: int, ln: int) -> str:
+    """Spark's ``overlay``: the text before ``pos``, ``r``, the text from ``pos + ln``
+    (``ln`` is ``r``'s length when negative; the sums do not wrap at 32 bits)."""
+    if ln < 0:
+        ln = len(r)
+    return _substr(s, 1, pos - 1) + r + _substr(s, pos + ln, None)
+
+
+def _conv(num: str, src: int, dst: int) -> str | None:
+    """Spark's ``conv``: the digits of ``num`` (spaces around it dropped, a leading ``-``
+    negating, reading up to the first character that is no digit of base ``src``) as an
+    unsigned 64-bit number, written in base ``|dst|`` (signed when ``dst`` is negative).
+    A number past 64 bits raises ``DataError`` (ANSI mode); NULL for a base outside 2 to
+    36 or text with no characters."""
+    if not 2 <= src <= 36 or not 2 <= abs(dst) <= 36:
+        return None
+    b = num.strip(" ").encode("utf-8", "surrogatepass")
+    if not b:
+        return None
+    negative = b[:1] == b"-"
+    v = 0
+    for c in b[1:] if negative else b:
+        ch = chr(c)
+        d = int(ch, 36) if ch.isascii() and ch.isalnum() else 99
+        if d >= src:
+            break
+        v = v * src + d
+        if v >= 2**64:
+            raise DataError(f"conv(): {num!r} in base {src} overflows 64 bits")
+    signed = v - 2**64 if v >= 2**63 else v
+    if negative and dst > 0:
+        v = (2**64 - 1) if signed < 0 else (-signed) % 2**64
+    if dst < 0 and signed < 0 and not (negative and dst > 0):
+        v = (-signed) % 2**64 if signed != -(2**63) else 2**63
+        negative = True
+    base = abs(dst)
+    digits = []
+    while True:
+        v, d = divmod(v, base)
+        digits.append("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[d])
+        if not v:
+            break
+    text = "".join(reversed(digits))
+    return "-" + text if negative and dst < 0 else text
 
 
 def _substring_index(x: str, delim: str, count: int) -> str:
@@ -2657,6 +2778,50 @@ def _elt(e: Call, f: Frame, ctx: Ctx) -> Result:
     return out, nulls
 
 
+def _strict_rows(e: Call, f: Frame, ctx: Ctx, fn: Any) -> Result:
+    """``fn`` of the Python values of each distinct row of ``e``'s arguments (strings
+    decoded, other arguments their physical integers), for rows where none is NULL;
+    ``fn`` answers None for a NULL."""
+    parts = _args(e, f, ctx)
+    nulls = _all_nulls(parts)
+    live = np.ones(f.n, bool) if nulls is None else ~nulls
+    out = np.zeros(f.n, np.int64)
+    out_null = np.zeros(f.n, bool)
+    if live.any():
+        keys = np.stack([narrow(v[live]) for v, _ in parts], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        cols: list[list[Any]] = []
+        for j, a in enumerate(e.args):
+            col = uniq[:, j]
+            cols.append((ctx.strings.decode(col) if a.type.kind == "string" else col).tolist())
+        got = [fn(*row) for row in zip(*cols, strict=True)]
+        res_null = np.array([g is None for g in got], dtype=bool)
+        blank = "" if e.type.kind == "string" else 0
+        vals = _typed([blank if g is None else g for g in got], e.type, ctx)
+        at = inv.reshape(-1)
+        out[live] = vals[at]
+        out_null[live] = res_null[at]
+    if e.type.kind == "boolean":
+        out = out.astype(bool)
+    return out, _or(nulls, out_null) if out_null.any() else nulls
+
+
+def _levenshtein_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _levenshtein)
+
+
+def _overlay_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _overlay)
+
+
+def _conv_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _conv)
+
+
+def _bin_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, lambda n: format(n & 0xFFFF_FFFF_FFFF_FFFF, "b"))
+
+
 _OPS: dict[str, Any] = {
     "add": _numeric_binary,
     "sub": _numeric_binary,
@@ -2710,6 +2875,13 @@ _OPS: dict[str, Any] = {
     "regexp_count": _string_fn,
     "regexp_substr": _regexp_substr,
     "regexp_instr": _string_fn,
+    "soundex": _string_fn,
+    "base64": _string_fn,
+    "luhn_check": _string_fn,
+    "levenshtein": _levenshtein_fn,
+    "overlay": _overlay_fn,
+    "conv": _conv_fn,
+    "bin": _bin_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,
     "date_format": _date_format,

@@ -234,7 +234,21 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
         stmts = sqlglot.parse(sql, read=_READ[dialect])
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {e}") from e
-    return [s.transform(_spelled_out_named) for s in stmts if s is not None]
+    out = [s.transform(_spelled_out_named) for s in stmts if s is not None]
+    if dialect == "spark":
+        out = [s.transform(_levenshtein_threshold) for s in out]
+    return out
+
+
+def _levenshtein_threshold(node: Node) -> Node:
+    """Spark's ``levenshtein(a, b, threshold)``, which sqlglot reads as a cost of
+    insertion (and writes back without it), as a plain call of three arguments."""
+    if isinstance(node, exp.Levenshtein) and node.args.get("ins_cost") is not None:
+        if any(node.args.get(k) is not None for k in ("del_cost", "sub_cost", "max_dist")):
+            return node
+        args = [node.this, node.expression, node.args["ins_cost"]]
+        return exp.Anonymous(this="levenshtein", expressions=[a.copy() for a in args])
+    return node
 
 
 def _spelled_out_named(node: Node) -> Node:
@@ -783,6 +797,10 @@ _MORE_FUNCS = frozenset(
         "space",
         "find_in_set",
         "elt",
+        "conv",
+        "levenshtein",
+        "bin",
+        "luhn_check",
     )
 )
 
@@ -5743,6 +5761,24 @@ class Planner:
             n = self._numeric_arg(name, args[0], INT)
             vals = tuple(self._cast(x, STRING) for x in args[1:])
             return Call("elt", (n, *vals), STRING, True)
+        if name == "conv":
+            # (NULL for a base outside 2 to 36, or text with no characters)
+            self._arity(name, args, 3)
+            num = self._cast(args[0], STRING)
+            bases = tuple(self._numeric_arg(name, b, INT) for b in args[1:])
+            return Call("conv", (num, *bases), STRING, True)
+        if name == "levenshtein":
+            self._arity(name, args, 2, 3)
+            xs = [self._cast(a, STRING) for a in args[:2]]
+            if len(args) == 3:
+                xs.append(self._numeric_arg(name, args[2], INT))
+            return Call("levenshtein", tuple(xs), INT, nullable)
+        if name == "bin":
+            self._arity(name, args, 1)
+            return Call("bin", (self._numeric_arg(name, args[0], BIGINT),), STRING, nullable)
+        if name == "luhn_check":
+            self._arity(name, args, 1)
+            return Call("luhn_check", (self._cast(args[0], STRING),), BOOLEAN, nullable)
         raise UnsupportedSQL(f"function {name}()")
 
     def _shift(self, name: str, a: Expr, n: Expr) -> Expr:
@@ -6015,6 +6051,56 @@ class Planner:
             assert isinstance(r, Lit)
             java_replacement(str(r.value), compiled)  # (checked here, used per string)
         return Call(op, (a, *args), t, a.nullable)
+
+    def _text_arg(self, node: Node, scope: Scope) -> Expr:
+        a = self.bind(node, scope)
+        return self._cast(a, STRING) if a.type.kind != "string" else a
+
+    def _b_Levenshtein(self, node: Node, scope: Scope) -> Expr:
+        """``levenshtein(a, b[, threshold])``: the fewest one-character insertions,
+        deletions and substitutions from ``a`` to ``b``; -1 where that is more than the
+        threshold (always, for a negative one)."""
+        if any(node.args.get(k) is not None for k in ("ins_cost", "del_cost", "sub_cost")):
+            raise UnsupportedSQL("levenshtein() with costs of edits")
+        args = [node.this, node.expression]
+        if node.expression is None:
+            raise SQLError("levenshtein() takes two strings and, maybe, a threshold")
+        if node.args.get("max_dist") is not None:
+            args.append(node.args["max_dist"])
+        return self._more_function("levenshtein", [self.bind(a, scope) for a in args])
+
+    def _b_Soundex(self, node: Node, scope: Scope) -> Expr:
+        a = self._text_arg(node.this, scope)
+        return Call("soundex", (a,), STRING, a.nullable)
+
+    def _b_ToBase64(self, node: Node, scope: Scope) -> Expr:
+        """``base64(s)`` of a string: its UTF-8 bytes in base 64, in lines of 76
+        characters joined by CR LF (Java's MIME encoder, as Spark 4 encodes)."""
+        a = self.bind(node.this, scope)
+        if a.type.kind not in ("string", "null"):
+            raise UnsupportedSQL(f"base64() of a {a.type} (bytes of text only: no BINARY type)")
+        return Call("base64", (self._cast(a, STRING),), STRING, a.nullable)
+
+    def _b_Overlay(self, node: Node, scope: Scope) -> Expr:
+        """``overlay(s PLACING r FROM pos [FOR len])``: ``s`` with ``len`` characters from
+        ``pos`` (``r``'s length by default) replaced by ``r``; positions as ``substring``
+        reads them."""
+        s_ = self._text_arg(node.this, scope)
+        r = self._text_arg(node.expression, scope)
+        pos = self._numeric_arg("overlay", self.bind(node.args["from_"], scope), INT)
+        ln_node = node.args.get("for_")
+        ln = (
+            self._numeric_arg("overlay", self.bind(ln_node, scope), INT)
+            if ln_node is not None
+            else Lit(-1, INT)
+        )
+        args = (s_, r, pos, ln)
+        return Call("overlay", args, STRING, any(x.nullable for x in args))
+
+    def _b_Typeof(self, node: Node, scope: Scope) -> Expr:
+        """``typeof(x)``: the name of ``x``'s type as Spark spells it (``int``,
+        ``decimal(10,2)``, ``void`` for an untyped NULL, ...)."""
+        return Lit(str(self.bind(node.this, scope).type).lower(), STRING)
 
     def _b_Initcap(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
