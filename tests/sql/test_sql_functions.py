@@ -216,6 +216,11 @@ def _ts(*args: int) -> dt.datetime:
         ("bin(b)", ["1" * 62 + "01", "11", None]),
         ("typeof(x + a)", ["double", "double", "double"]),
         ("typeof(d)", ["date", "date", "date"]),
+        (
+            "typeof(-1L) || typeof(-2147483648) || typeof(-CAST(a AS BIGINT))",
+            ["bigintintbigint"] * 3,
+        ),
+        ("-1L * 2147483647 * a", [-15032385529, 15032385529, None]),
         ("luhn_check(CAST(a AS STRING))", [False, False, None]),
     ],
 )

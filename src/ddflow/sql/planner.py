@@ -4761,7 +4761,9 @@ class Planner:
         if isinstance(a, Lit) and a.value is not None and a.type.numeric:
             v = -a.value
             t = a.type
-            if t.kind == "int":
+            if t.kind == "int" and t == _int_literal_type(a.value, self.dialect):
+                # a literal typed by its digits is typed by its negative's (-2147483648 is
+                # an INT); a typed one (1L, CAST(1 AS BIGINT)) keeps its type
                 t = _int_literal_type(v, self.dialect)
             return Lit(v, t)
         if not a.type.numeric and a.type.kind != "null":
