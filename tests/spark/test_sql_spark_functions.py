@@ -583,7 +583,51 @@ _WORD_FUNCS = [
     "luhn_check(replace(u, ' ', ''))",
 ]
 
+_FORMAT_COLUMNS = (
+    "k int, s string, i int, l bigint, x double, c decimal(10,2), t tinyint, d date, n int"
+)
+_FORMAT_ROWS = [
+    (1, "héllo", 42, 255, 3.14159, _DEC("1234.50"), -1, _D(2024, 2, 29), 2),
+    (2, "", 0, 0, 0.0, _DEC("0.00"), 0, _D(1970, 1, 1), 0),
+    (3, "日本", -42, -1, -2.675, _DEC("-0.05"), 127, _D(1969, 12, 31), 5),
+    (4, None, None, None, None, None, None, None, None),
+    (5, "a b", _I32[1], _I64[1], 1.005, _DEC("99999999.99"), -128, _D(9999, 12, 31), -1),
+    (6, "x", _I32[0], _I64[0], 1e20, _DEC("-12345678.45"), 5, _D(1, 1, 1), 1),
+    (7, "%d", 7, 1234567, 0.125, _DEC("0.15"), 3, _D(2000, 2, 29), 3),
+    (8, "NaN", 1, 2, float("nan"), _DEC("2.50"), 1, _D(2024, 3, 31), 0),
+    (9, "inf", -1, -2, float("-inf"), _DEC("-2.50"), -1, _D(2024, 1, 31), 4),
+    (10, "tiny", 8, -98765, 1.5e-7, _DEC("0.01"), 8, _D(2024, 4, 30), 10),
+    (11, "big", 9, 98765, -123456.789e10, _DEC("-0.01"), 9, _D(2024, 5, 1), 2),
+    (12, "half", 10, 5, 2.5, _DEC("0.5"), 10, _D(2024, 6, 1), 0),
+]
+_FORMAT_FUNCS = [
+    "format_string('%s|%d|%x|%X|%o', s, i, i, l, t)",
+    "format_string('%5s|%-6s|%.2s|%8.3s|', s, s, s, s)",
+    "format_string('%05d|%-7d|%7d|%012d', i, i, l, l)",
+    "format_string('%08x|%-10o|%X', l, i, t)",
+    "format_string('%f|%.2f|%.0f|%12.4f|%-12.1f|%012.3f', x, x, x, x, x, x)",
+    "format_string('%e|%.3e|%E|%.0e|%15.2e|%-15.1E|%015.3e', x, x, x, x, x, x, x)",
+    "format_string('%s %s %s %s %s', c, x, d, t, l)",
+    "format_string('%d and %x of a date', d, d)",
+    "format_string('%%|%5%|%-5%|%s', s)",
+    "format_string('no values %%')",
+    "format_string('%s', i > 5)",
+    "printf('%s-%d', s, n)",
+    "printf('[%10.3f]', c * 1.0D)",
+    "format_number(x, 2)",
+    "format_number(x, 0)",
+    "format_number(x, n)",
+    "format_number(c, 1)",
+    "format_number(c, n)",
+    "format_number(i, 3)",
+    "format_number(l, 0)",
+    "format_number(t, n)",
+    "format_number(CAST(x AS FLOAT), 2)",
+    "format_number(x * 1000000, 4)",
+]
+
 _TABLES = {
+    "formats": ("ddflow_formats", _FORMAT_COLUMNS, _FORMAT_ROWS, _FORMAT_FUNCS),
     "words": ("ddflow_words", _WORD_COLUMNS, _WORD_ROWS, _WORD_FUNCS),
     "patterns": ("ddflow_patterns", _PATTERN_COLUMNS, _PATTERN_ROWS, _PATTERN_FUNCS),
     "dates": ("ddflow_dates", _DATE_COLUMNS, _DATE_ROWS, _DATE_FUNCS),
@@ -699,3 +743,34 @@ def test_more_functions_fail_where_spark_fails(
     db.insert("ddflow_bad", nulls)
     db.commit()
     assert view.rows() == [(2, None)]
+
+
+_FORMAT_ERRORS = [
+    ("format_string('%d', x)", "k int, x double", [(1, 1.5)]),
+    ("format_string('[%5.1f]', c)", "k int, c decimal(5,2)", [(1, _DEC("1.50"))]),
+    ("format_string('%x', s)", "k int, s string", [(1, "a")]),
+    ("format_string('%e', i)", "k int, i int", [(1, 1)]),
+]
+
+
+@pytest.mark.parametrize(("expr", "columns", "rows"), _FORMAT_ERRORS)
+def test_format_string_fails_where_spark_fails(
+    spark: Any, expr: str, columns: str, rows: list[Any]
+) -> None:
+    """A value a conversion cannot take (``%d`` of a DOUBLE) fails the commit, as Java's
+    ``Formatter`` fails in Spark; a NULL there is written ``null`` (cut at the
+    precision), in both."""
+    sql = f"SELECT k, {expr} FROM ddflow_bad"
+    with pytest.raises(Exception):  # noqa: B017 - Spark's exception classes vary
+        _spark_rows(spark, "ddflow_bad", columns, rows, sql)
+    db = dsql.Database()
+    db.execute(f"CREATE TABLE ddflow_bad ({columns})")
+    view = db.view(sql)
+    db.insert("ddflow_bad", rows)
+    with pytest.raises(dsql.DataError, match="cannot format"):
+        db.commit()
+    nulls = [(2,) + (None,) * (len(rows[0]) - 1)]
+    want = _spark_rows(spark, "ddflow_bad", columns, nulls, sql)
+    db.insert("ddflow_bad", nulls)
+    db.commit()
+    assert view.rows() == want

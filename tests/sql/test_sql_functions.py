@@ -222,6 +222,27 @@ def _ts(*args: int) -> dt.datetime:
         ),
         ("-1L * 2147483647 * a", [-15032385529, 15032385529, None]),
         ("luhn_check(CAST(a AS STRING))", [False, False, None]),
+        # Java's Formatter and DecimalFormat (also compared with a live Spark)
+        (
+            "format_string('%s has %d, %x, %05.1f', s, a, b, x)",
+            [
+                "hello world has 7, fffffffd, 008.0",
+                "aBC dEF  gh has -7, 3, -27.0",
+                "null has null, null,     n",
+            ],
+        ),
+        (
+            "printf('%-8s|%8.3e|%o', s, x, a)",
+            [
+                "hello world|8.000e+00|7",
+                "aBC dEF  gh|-2.700e+01|37777777771",
+                "null    |     nul|null",
+            ],
+        ),
+        ("format_string('%.2f%%', a / 3.0D)", ["2.33%", "-2.33%", "nu%"]),
+        ("format_number(x * 1234.5, 1)", ["9,876.0", "-33,331.5", None]),
+        ("format_number(a * 1000000, b + 3)", ["7,000,000", "-7,000,000.000000", None]),
+        ("format_number(CAST(a AS DECIMAL(10,3)) / 8, 2)", ["0.88", "-0.88", None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -263,6 +284,19 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT conv(s, 10) FROM t", dsql.SQLError, "3 argument"),
         ("SELECT levenshtein(s) FROM t", dsql.SQLError, "levenshtein"),
         ("SELECT bin(d) FROM t", dsql.SQLError, "needs a number"),
+        ("SELECT format_string('%q', a) FROM t", dsql.UnsupportedSQL, "only %s"),
+        ("SELECT format_string('%+d', a) FROM t", dsql.UnsupportedSQL, "only %s"),
+        ("SELECT printf('%2$s', a, b) FROM t", dsql.UnsupportedSQL, "only %s"),
+        ("SELECT format_string('%-d', a) FROM t", dsql.SQLError, "needs a width"),
+        ("SELECT format_string('%-05d', a) FROM t", dsql.SQLError, "both with zeros"),
+        ("SELECT format_string('%05s', s) FROM t", dsql.SQLError, "text with zeros"),
+        ("SELECT format_string('%.2d', a) FROM t", dsql.SQLError, "has a precision"),
+        ("SELECT format_string('%d %', a) FROM t", dsql.SQLError, "without a conversion"),
+        ("SELECT format_string('%d %d', a) FROM t", dsql.SQLError, "needs 2 values"),
+        ("SELECT format_string(s, a) FROM t", dsql.UnsupportedSQL, "not a constant"),
+        ("SELECT format_number(x, '#,##0.0') FROM t", dsql.UnsupportedSQL, "pattern"),
+        ("SELECT format_number(s, 2) FROM t", dsql.SQLError, "needs a number"),
+        ("SELECT format_number(x, 2L) FROM t", dsql.SQLError, "INT count"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:
@@ -321,6 +355,7 @@ def test_a_date_beyond_year_9999_is_a_data_error_and_changes_nothing() -> None:
         ("timestampadd(YEAR, a * 1200, ts)", "overflows"),
         ("timestampadd(DAY, a * 306783378, ts)", "overflows"),
         ("conv(replace(repeat(s, 2), ' ', ''), 36, 10)", "overflows 64 bits"),
+        ("nullif(format_string('%d', x), 'null')", "cannot format a DOUBLE"),
     ],
 )
 def test_values_spark_refuses_fail_the_commit(expr: str, words: str) -> None:

@@ -1755,6 +1755,185 @@ def _conv(num: str, src: int, dst: int) -> str | None:
     return "-" + text if negative and dst < 0 else text
 
 
+_JAVA_SPEC = re.compile(r"%(\d+\$)?([-#+ 0,(<]*)(\d+)?(\.\d+)?([a-zA-Z%])?")
+
+#: a Java format's pieces: text, or (flags, width, precision, conversion); -1: none given
+FormatSpec = tuple[str, int, int, str]
+
+
+@functools.lru_cache(maxsize=256)
+def java_format_specs(fmt: str) -> tuple[str | FormatSpec, ...]:
+    """The pieces of a ``java.util.Formatter`` pattern ddflow formats: ``%s %d %x %X %o
+    %f %e %E %%`` with a width, a precision and the flags ``-`` and ``0``. What Java
+    rejects is an ``SQLError``, what it reads otherwise (other conversions and flags,
+    argument indexes) ``UnsupportedSQL``."""
+    out: list[str | FormatSpec] = []
+    at = 0
+    while True:
+        i = fmt.find("%", at)
+        if i < 0:
+            if at < len(fmt):
+                out.append(fmt[at:])
+            return tuple(out)
+        if i > at:
+            out.append(fmt[at:i])
+        m = _JAVA_SPEC.match(fmt, i)
+        assert m is not None
+        index, flags, width, prec, conv = m.groups()
+        if conv is None:
+            raise SQLError(f"format {fmt!r}: a % without a conversion")
+        if conv not in "sdxXofeE%" or index or set(flags) - set("-0"):
+            raise UnsupportedSQL(f"format {fmt!r}: {m.group(0)} (only %s %d %x %X %o %f %e %E %%)")
+        w = int(width) if width else -1
+        p = int(prec[1:]) if prec else -1
+        if ("-" in flags or "0" in flags) and w < 0:
+            raise SQLError(f"format {fmt!r}: {m.group(0)} has a flag that needs a width")
+        if "-" in flags and "0" in flags:
+            raise SQLError(f"format {fmt!r}: {m.group(0)} pads both with zeros and spaces")
+        if "0" in flags and conv in "s%":
+            raise SQLError(f"format {fmt!r}: {m.group(0)} pads text with zeros")
+        if p >= 0 and conv in "dxXo%":
+            raise SQLError(f"format {fmt!r}: {m.group(0)} has a precision")
+        out.append((flags, w, p, conv))
+        at = m.end()
+
+
+def _java_decimal_text(unscaled: int, scale: int) -> str:
+    """Java's ``BigDecimal.toString``: plain unless the exponent is below -6 (``0E-8``,
+    ``1.2E-7``)."""
+    digits = str(abs(unscaled))
+    sign = "-" if unscaled < 0 else ""
+    adjusted = len(digits) - 1 - scale
+    if scale >= 0 and adjusted >= -6:
+        if scale == 0:
+            return sign + digits
+        digits = digits.rjust(scale + 1, "0")
+        return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
+    mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mant}E{'+' if adjusted > 0 else ''}{adjusted}"
+
+
+_WIDE = _decimal.Context(prec=2000, Emax=10**6, Emin=-(10**6))
+
+
+def _java_float_text(x: float, conv: str, prec: int) -> str:
+    """``%f`` / ``%e`` of a double as Java writes it: its shortest decimal digits rounded
+    half up at the precision (6 by default)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    p = 6 if prec < 0 else prec
+    d = _decimal.Decimal(repr(x))
+    quantum = _decimal.Decimal(1).scaleb(-p)
+    if conv == "f":
+        return format(d.quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE), "f")
+    sign = "-" if d.is_signed() else ""
+    d = abs(d)
+    e = 0 if d == 0 else d.adjusted()
+    m = d.scaleb(-e, _WIDE).quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE)
+    if m >= 10:
+        e += 1
+        m = d.scaleb(-e, _WIDE).quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE)
+    return f"{sign}{format(m, 'f')}e{'+' if e >= 0 else '-'}{abs(e):02d}"
+
+
+def _java_format(specs: tuple[str | FormatSpec, ...], types: list[SqlType], vals: list[Any]) -> str:
+    """``String.format`` of ``vals`` (Python values of ``types``; None for NULL)."""
+    out: list[str] = []
+    k = 0
+    for sp in specs:
+        if isinstance(sp, str):
+            out.append(sp)
+            continue
+        flags, width, prec, conv = sp
+        v = None
+        if conv == "%":
+            text = "%"
+        else:
+            v, t = vals[k], types[k]
+            k += 1
+            text = _format_one(v, t, conv, prec, flags)
+        if conv in "XE":
+            text = text.upper()
+        if len(text) < width:
+            pad = width - len(text)
+            if "-" in flags:
+                text += " " * pad
+            elif (
+                "0" in flags
+                and v is not None
+                and conv != "s"
+                and (conv not in "feE" or math.isfinite(v))
+            ):
+                neg = text.startswith("-")
+                text = ("-" if neg else "") + "0" * pad + text[neg:]
+            else:
+                text = " " * pad + text
+        out.append(text)
+    return "".join(out)
+
+
+def _format_one(v: Any, t: SqlType, conv: str, prec: int, flags: str) -> str:
+    if v is None:
+        text = "null"  # (Java cuts it at the precision, whatever the conversion)
+        return text[:prec] if prec >= 0 else text
+    if conv == "s":
+        if t.kind == "string":
+            text = v
+        elif t.kind == "boolean":
+            text = "true" if v else "false"
+        elif t.kind == "double":
+            if math.isnan(v) or math.isinf(v):
+                text = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+            elif v == 0:
+                text = "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+            else:
+                text = _java_double_text(v, t.bits)
+        elif t.kind == "decimal":
+            text = _java_decimal_text(int(v), t.scale)
+        else:
+            text = str(int(v))  # (an integer; a DATE's days, a TIMESTAMP's microseconds)
+    elif conv in "dxXo":
+        if t.kind not in ("int", "date", "timestamp"):
+            raise DataError(f"format_string(): %{conv} cannot format a {t}")
+        n = int(v)
+        if conv == "d":
+            text = str(n)
+        else:
+            bits = {"date": 32, "timestamp": 64}.get(t.kind, t.bits)
+            text = format(n % (1 << bits), "o" if conv == "o" else "x")
+    else:
+        if t.kind != "double":
+            raise DataError(f"format_string(): %{conv} cannot format a {t}")
+        text = _java_float_text(v, "f" if conv == "f" else "e", prec)
+    if conv == "s" and prec >= 0:
+        text = text[:prec]
+    return text
+
+
+def _format_number(x: Any, t: SqlType, d: int) -> str | None:
+    """Spark's ``format_number(x, d)``: ``x`` rounded half to even at ``d`` places (of a
+    DOUBLE: its exact binary value; its shortest digits when they fit the places), in
+    groups of three digits; NULL for a negative ``d``."""
+    if d < 0:
+        return None
+    q = _decimal.Decimal(1).scaleb(-d)
+    if t.kind == "int":
+        return format(int(x), ",") + ("." + "0" * d if d else "")
+    if t.kind == "decimal":
+        val = _decimal.Decimal(int(x)).scaleb(-t.scale, _WIDE)
+    else:
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "\u221e" if x > 0 else "-\u221e"
+        short = _decimal.Decimal(repr(x))
+        exact = -short.as_tuple().exponent <= d  # type: ignore[operator]
+        val = short if exact else _decimal.Decimal(x)
+    return format(val.quantize(q, _decimal.ROUND_HALF_EVEN, _WIDE), ",f")
+
+
 def _substring_index(x: str, delim: str, count: int) -> str:
     """Spark's ``substring_index``: the text before the ``count``-th occurrence of
     ``delim`` (after it, counting from the end, when ``count`` is negative); occurrences
@@ -2806,6 +2985,65 @@ def _strict_rows(e: Call, f: Frame, ctx: Ctx, fn: Any) -> Result:
     return out, _or(nulls, out_null) if out_null.any() else nulls
 
 
+def _distinct_calls(e: Call, f: Frame, ctx: Ctx, args: list[Result], fn: Any) -> Result:
+    """``fn`` of the Python values of each distinct row of ``args`` (``e``'s last ones:
+    strings decoded, DOUBLEs as floats, others their physical integers; None for a NULL),
+    once per distinct row; ``fn`` answers None for a NULL."""
+    types = [a.type for a in e.args[len(e.args) - len(args) :]]
+    n = f.n
+    out = np.zeros(n, np.int64)
+    out_null = np.zeros(n, bool)
+    if n:
+        cols, decoded = [], []
+        for (v, vn), t in zip(args, types, strict=True):
+            u, inv = np.unique(v, return_inverse=True)
+            inv = inv.reshape(-1).astype(np.int64)
+            if vn is not None:
+                inv = np.where(vn, -1, inv)
+            cols.append(inv)
+            if t.kind == "string":
+                decoded.append(ctx.strings.decode(u).tolist())
+            elif t.kind == "double":
+                decoded.append(float_from_keys(u).tolist())
+            else:
+                decoded.append(u.tolist())
+        rows, at = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        got = [
+            fn(*[None if i < 0 else dec[i] for i, dec in zip(row, decoded, strict=True)])
+            for row in rows.tolist()
+        ]
+        res_null = np.array([g is None for g in got], dtype=bool)
+        blank = "" if e.type.kind == "string" else 0
+        at = at.reshape(-1)
+        out = _typed([blank if g is None else g for g in got], e.type, ctx)[at]
+        out_null = res_null[at]
+    return out, out_null if out_null.any() else None
+
+
+def _format_string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    specs = e.extra
+    types = [a.type for a in e.args[1:]]
+    args = _args(e, f, ctx)[1:]
+    if not args:
+        text = _java_format(specs, [], [])
+        return ctx.strings.encode_list([text] * f.n), None
+    return _distinct_calls(e, f, ctx, args, lambda *vs: _java_format(specs, types, list(vs)))
+
+
+def _format_number_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (x, xn), (d, dn) = _args(e, f, ctx)
+    t = e.args[0].type
+    nulls = _or(xn, dn)
+    v, vn = _distinct_calls(
+        e,
+        f,
+        ctx,
+        [(x, nulls), (d, nulls)],
+        lambda a, b: None if a is None else _format_number(a, t, b),
+    )
+    return v, _or(vn, nulls)
+
+
 def _levenshtein_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     return _strict_rows(e, f, ctx, _levenshtein)
 
@@ -2881,6 +3119,8 @@ _OPS: dict[str, Any] = {
     "levenshtein": _levenshtein_fn,
     "overlay": _overlay_fn,
     "conv": _conv_fn,
+    "format_string": _format_string_fn,
+    "format_number": _format_number_fn,
     "bin": _bin_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,

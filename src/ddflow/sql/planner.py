@@ -53,6 +53,7 @@ from ddflow.sql.expr import (
     conjuncts,
     date_pattern,
     format_value,
+    java_format_specs,
     java_regex,
     java_replacement,
 )
@@ -798,6 +799,9 @@ _MORE_FUNCS = frozenset(
         "find_in_set",
         "elt",
         "conv",
+        "printf",
+        "format_string",
+        "format_number",
         "levenshtein",
         "bin",
         "luhn_check",
@@ -5769,6 +5773,26 @@ class Planner:
             num = self._cast(args[0], STRING)
             bases = tuple(self._numeric_arg(name, b, INT) for b in args[1:])
             return Call("conv", (num, *bases), STRING, True)
+        if name in ("printf", "format_string"):
+            if self.dialect != "spark":
+                raise UnsupportedSQL(f"{name}() outside Spark's dialect")
+            return self._format_string(name, args)
+        if name == "format_number":
+            self._arity(name, args, 2)
+            x, d = args
+            if x.type.kind == "null":
+                return Lit(None, STRING)
+            if not x.type.numeric:
+                raise SQLError(f"format_number() needs a number, got {x.type}")
+            if x.type.kind == "double":
+                x = self._cast(x, DOUBLE)  # (a FLOAT as Java widens it)
+            if d.type.kind == "string":
+                raise UnsupportedSQL("format_number() with a pattern (only a count of places)")
+            if not (d.type.kind == "null" or (d.type.kind == "int" and d.type.bits <= 32)):
+                raise SQLError(f"format_number() takes an INT count of places, got {d.type}")
+            if d.type.kind == "null":
+                return Lit(None, STRING)
+            return Call("format_number", (x, self._cast(d, INT)), STRING, True)
         if name == "levenshtein":
             self._arity(name, args, 2, 3)
             xs = [self._cast(a, STRING) for a in args[:2]]
@@ -5782,6 +5806,35 @@ class Planner:
             self._arity(name, args, 1)
             return Call("luhn_check", (self._cast(args[0], STRING),), BOOLEAN, nullable)
         raise UnsupportedSQL(f"function {name}()")
+
+    def _format_string(self, name: str, args: list[Expr]) -> Expr:
+        """``format_string(fmt, ...)`` / ``printf``: Java's ``Formatter`` on a constant
+        pattern, its conversions ``%s %d %x %X %o %f %e %E %%`` with a width, a precision
+        and the flags ``-`` and ``0`` (others are refused). A pattern Java rejects, or one
+        with more conversions than arguments, is an error; an argument a conversion cannot
+        take (``%d`` of a DOUBLE) raises ``DataError`` where a row holds one, as Spark
+        does. Arguments are what Spark hands Java: a DATE its days, a TIMESTAMP its
+        microseconds, a DECIMAL as ``BigDecimal.toString``, NULL as ``null``."""
+        if not args:
+            raise SQLError(f"{name}() takes a pattern and values")
+        fmt = args[0]
+        if not (isinstance(fmt, Lit) and fmt.type.kind in ("string", "null")):
+            raise UnsupportedSQL(f"{name}() with a pattern that is not a constant text")
+        if fmt.value is None:
+            return Lit(None, STRING)
+        specs = java_format_specs(str(fmt.value))
+        vals = list(args[1:])
+        used = sum(1 for sp in specs if isinstance(sp, tuple) and sp[3] != "%")
+        if used > len(vals):
+            raise SQLError(f"{name}(): the pattern {fmt.value!r} needs {used} values")
+        k = 0
+        for sp in specs:
+            if isinstance(sp, tuple) and sp[3] != "%":
+                v = vals[k]
+                if sp[3] in "feE" and v.type.kind == "double":
+                    vals[k] = self._cast(v, DOUBLE)
+                k += 1
+        return Call("format_string", (fmt, *vals), STRING, False, specs)
 
     def _shift(self, name: str, a: Expr, n: Expr) -> Expr:
         """``shiftleft`` / ``shiftright`` / ``shiftrightunsigned`` (``<<``, ``>>``): Java's
@@ -6098,6 +6151,10 @@ class Planner:
         )
         args = (s_, r, pos, ln)
         return Call("overlay", args, STRING, any(x.nullable for x in args))
+
+    def _b_Format(self, node: Node, scope: Scope) -> Expr:
+        args = [node.this, *node.expressions]
+        return self._more_function("format_string", [self.bind(a, scope) for a in args])
 
     def _b_Typeof(self, node: Node, scope: Scope) -> Expr:
         """``typeof(x)``: the name of ``x``'s type as Spark spells it (``int``,
