@@ -16,6 +16,7 @@ Division by zero is NULL.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import datetime as _dt
 import decimal as _decimal
@@ -23,6 +24,7 @@ import functools
 import hashlib
 import math
 import re
+import unicodedata
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -1364,6 +1366,15 @@ def _string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
     return _typed(res, e.type, ctx), nulls
 
 
+def _regexp_substr(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``regexp_substr``: the first match, NULL where it is empty or there is none."""
+    v, vn = _string_fn(e, f, ctx)
+    m = ctx.memo_for(("empty",))
+    if "code" not in m:
+        m["code"] = int(ctx.strings.encode_list([""])[0])
+    return v, _or(vn, v == m["code"])
+
+
 @functools.lru_cache(maxsize=256)
 def java_regex(pattern: str) -> re.Pattern[str]:
     """A Java regular expression (Spark's ``RLIKE`` and ``regexp_*``) as Python's: named
@@ -1548,6 +1559,44 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
             return "" if m is None else m.group(g) or ""
 
         return lambda s: out([first(x) for x in s])
+    if op == "regexp_count":
+        rx = java_regex(consts[0])
+
+        def finds(x: str) -> int:
+            # Java's find loop: after an empty match the next search starts one further on
+            # (Python's finditer would try a longer match at the same place first)
+            n, at = 0, 0
+            while at <= len(x):
+                m = rx.search(x, at)
+                if m is None:
+                    break
+                n += 1
+                at = m.end() + (m.end() == m.start())
+            return n
+
+        return lambda s: out([finds(x) for x in s])
+    if op == "regexp_substr":
+        rx = java_regex(consts[0])
+
+        def whole(x: str) -> str:
+            m = rx.search(x)
+            return "" if m is None else m.group(0)
+
+        return lambda s: out([whole(x) for x in s])
+    if op == "regexp_instr":
+        rx = java_regex(consts[0])
+
+        def start(x: str) -> int:
+            m = rx.search(x)
+            return 0 if m is None else m.start() + 1
+
+        return lambda s: out([start(x) for x in s])
+    if op == "soundex":
+        return lambda s: out([_soundex(x) for x in s])
+    if op == "base64":
+        return lambda s: out([_base64_mime(x) for x in s])
+    if op == "luhn_check":
+        return lambda s: np.array([_luhn(x) for x in s], dtype=bool)
     if op == "initcap":
         # Spark: lower case, then each letter after a space (or at the start) upper case
         return lambda s: out(
@@ -1611,6 +1660,298 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
         return lambda s: out([zlib.crc32(x.encode("utf-8", "surrogatepass")) for x in s])
     del strings
     raise DataError(f"unknown string function {op}")
+
+
+#: the digit of each letter A to Z in American Soundex (0: a vowel, 7: H and W, skipped)
+_SOUNDEX = "01230127022455012623017202"
+
+
+def _soundex(x: str) -> str:
+    """Spark's ``soundex``: over the UTF-8 bytes, a first byte that is no ASCII letter
+    leaves the text as it is; any other byte that is no letter breaks a run of one digit."""
+    b = x.encode("utf-8", "surrogatepass")
+    if not b:
+        return x
+    c = b[0] - 32 if 97 <= b[0] <= 122 else b[0]
+    if not 65 <= c <= 90:
+        return x
+    sx = [chr(c), "0", "0", "0"]
+    i, last = 1, _SOUNDEX[c - 65]
+    for c in b[1:]:
+        c = c - 32 if 97 <= c <= 122 else c
+        if not 65 <= c <= 90:
+            last = "0"
+            continue
+        code = _SOUNDEX[c - 65]
+        if code == "7":
+            continue
+        if code != "0" and code != last:
+            sx[i] = code
+            i += 1
+            if i > 3:
+                break
+        last = code
+    return "".join(sx)
+
+
+def _base64_mime(x: str) -> str:
+    t = base64.b64encode(x.encode("utf-8", "surrogatepass")).decode("ascii")
+    return "\r\n".join(t[i : i + 76] for i in range(0, len(t), 76))
+
+
+def _luhn(x: str) -> bool:
+    """Whether ``x`` is a Luhn number: decimal digits of any script (Java's
+    ``Character.isDigit``, by UTF-16 units: beyond U+FFFF none is a digit) whose
+    alternately doubled sum from the right is a multiple of 10; empty text is not."""
+    if not x:
+        return False
+    total = 0
+    for i, ch in enumerate(reversed(x)):
+        if ord(ch) > 0xFFFF or not ch.isdecimal():
+            return False
+        d = unicodedata.decimal(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _levenshtein(a: str, b: str, limit: int | None = None) -> int:
+    if len(a) < len(b):
+        a, b = b, a
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    d = prev[-1]
+    return -1 if limit is not None and d > limit else d
+
+
+def _overlay(s: str, r: str, pos: int, ln: int) -> str:
+    """Spark's ``overlay``: the text before ``pos``, ``r``, the text from ``pos + ln``
+    (``ln`` is ``r``'s length when negative; the sums do not wrap at 32 bits)."""
+    if ln < 0:
+        ln = len(r)
+    return _substr(s, 1, pos - 1) + r + _substr(s, pos + ln, None)
+
+
+def _conv(num: str, src: int, dst: int) -> str | None:
+    """Spark's ``conv``: the digits of ``num`` (spaces around it dropped, a leading ``-``
+    negating, reading up to the first character that is no digit of base ``src``) as an
+    unsigned 64-bit number, written in base ``|dst|`` (signed when ``dst`` is negative).
+    A number past 64 bits raises ``DataError`` (ANSI mode); NULL for a base outside 2 to
+    36 or text with no characters."""
+    if not 2 <= src <= 36 or not 2 <= abs(dst) <= 36:
+        return None
+    b = num.strip(" ").encode("utf-8", "surrogatepass")
+    if not b:
+        return None
+    negative = b[:1] == b"-"
+    v = 0
+    for c in b[1:] if negative else b:
+        ch = chr(c)
+        d = int(ch, 36) if ch.isascii() and ch.isalnum() else 99
+        if d >= src:
+            break
+        v = v * src + d
+        if v >= 2**64:
+            raise DataError(f"conv(): {num!r} in base {src} overflows 64 bits")
+    signed = v - 2**64 if v >= 2**63 else v
+    if negative and dst > 0:
+        v = (2**64 - 1) if signed < 0 else (-signed) % 2**64
+    if dst < 0 and signed < 0 and not (negative and dst > 0):
+        v = (-signed) % 2**64 if signed != -(2**63) else 2**63
+        negative = True
+    base = abs(dst)
+    digits = []
+    while True:
+        v, d = divmod(v, base)
+        digits.append("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"[d])
+        if not v:
+            break
+    text = "".join(reversed(digits))
+    return "-" + text if negative and dst < 0 else text
+
+
+_JAVA_SPEC = re.compile(r"%(\d+\$)?([-#+ 0,(<]*)(\d+)?(\.\d+)?([a-zA-Z%])?")
+
+#: a Java format's pieces: text, or (flags, width, precision, conversion); -1: none given
+FormatSpec = tuple[str, int, int, str]
+
+
+@functools.lru_cache(maxsize=256)
+def java_format_specs(fmt: str) -> tuple[str | FormatSpec, ...]:
+    """The pieces of a ``java.util.Formatter`` pattern ddflow formats: ``%s %d %x %X %o
+    %f %e %E %%`` with a width, a precision and the flags ``-`` and ``0``. What Java
+    rejects is an ``SQLError``, what it reads otherwise (other conversions and flags,
+    argument indexes) ``UnsupportedSQL``."""
+    out: list[str | FormatSpec] = []
+    at = 0
+    while True:
+        i = fmt.find("%", at)
+        if i < 0:
+            if at < len(fmt):
+                out.append(fmt[at:])
+            return tuple(out)
+        if i > at:
+            out.append(fmt[at:i])
+        m = _JAVA_SPEC.match(fmt, i)
+        assert m is not None
+        index, flags, width, prec, conv = m.groups()
+        if conv is None:
+            raise SQLError(f"format {fmt!r}: a % without a conversion")
+        if conv not in "sdxXofeE%" or index or set(flags) - set("-0"):
+            raise UnsupportedSQL(f"format {fmt!r}: {m.group(0)} (only %s %d %x %X %o %f %e %E %%)")
+        w = int(width) if width else -1
+        p = int(prec[1:]) if prec else -1
+        if ("-" in flags or "0" in flags) and w < 0:
+            raise SQLError(f"format {fmt!r}: {m.group(0)} has a flag that needs a width")
+        if "-" in flags and "0" in flags:
+            raise SQLError(f"format {fmt!r}: {m.group(0)} pads both with zeros and spaces")
+        if "0" in flags and conv in "s%":
+            raise SQLError(f"format {fmt!r}: {m.group(0)} pads text with zeros")
+        if p >= 0 and conv in "dxXo%":
+            raise SQLError(f"format {fmt!r}: {m.group(0)} has a precision")
+        out.append((flags, w, p, conv))
+        at = m.end()
+
+
+def _java_decimal_text(unscaled: int, scale: int) -> str:
+    """Java's ``BigDecimal.toString``: plain unless the exponent is below -6 (``0E-8``,
+    ``1.2E-7``)."""
+    digits = str(abs(unscaled))
+    sign = "-" if unscaled < 0 else ""
+    adjusted = len(digits) - 1 - scale
+    if scale >= 0 and adjusted >= -6:
+        if scale == 0:
+            return sign + digits
+        digits = digits.rjust(scale + 1, "0")
+        return f"{sign}{digits[:-scale]}.{digits[-scale:]}"
+    mant = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+    return f"{sign}{mant}E{'+' if adjusted > 0 else ''}{adjusted}"
+
+
+_WIDE = _decimal.Context(prec=2000, Emax=10**6, Emin=-(10**6))
+
+
+def _java_float_text(x: float, conv: str, prec: int) -> str:
+    """``%f`` / ``%e`` of a double as Java writes it: its shortest decimal digits rounded
+    half up at the precision (6 by default)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    p = 6 if prec < 0 else prec
+    d = _decimal.Decimal(repr(x))
+    quantum = _decimal.Decimal(1).scaleb(-p)
+    if conv == "f":
+        return format(d.quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE), "f")
+    sign = "-" if d.is_signed() else ""
+    d = abs(d)
+    e = 0 if d == 0 else d.adjusted()
+    m = d.scaleb(-e, _WIDE).quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE)
+    if m >= 10:
+        e += 1
+        m = d.scaleb(-e, _WIDE).quantize(quantum, _decimal.ROUND_HALF_UP, _WIDE)
+    return f"{sign}{format(m, 'f')}e{'+' if e >= 0 else '-'}{abs(e):02d}"
+
+
+def _java_format(specs: tuple[str | FormatSpec, ...], types: list[SqlType], vals: list[Any]) -> str:
+    """``String.format`` of ``vals`` (Python values of ``types``; None for NULL)."""
+    out: list[str] = []
+    k = 0
+    for sp in specs:
+        if isinstance(sp, str):
+            out.append(sp)
+            continue
+        flags, width, prec, conv = sp
+        v = None
+        if conv == "%":
+            text = "%"
+        else:
+            v, t = vals[k], types[k]
+            k += 1
+            text = _format_one(v, t, conv, prec, flags)
+        if conv in "XE":
+            text = text.upper()
+        if len(text) < width:
+            pad = width - len(text)
+            if "-" in flags:
+                text += " " * pad
+            elif (
+                "0" in flags
+                and v is not None
+                and conv != "s"
+                and (conv not in "feE" or math.isfinite(v))
+            ):
+                neg = text.startswith("-")
+                text = ("-" if neg else "") + "0" * pad + text[neg:]
+            else:
+                text = " " * pad + text
+        out.append(text)
+    return "".join(out)
+
+
+def _format_one(v: Any, t: SqlType, conv: str, prec: int, flags: str) -> str:
+    if v is None:
+        text = "null"  # (Java cuts it at the precision, whatever the conversion)
+        return text[:prec] if prec >= 0 else text
+    if conv == "s":
+        if t.kind == "string":
+            text = v
+        elif t.kind == "boolean":
+            text = "true" if v else "false"
+        elif t.kind == "double":
+            if math.isnan(v) or math.isinf(v):
+                text = "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
+            elif v == 0:
+                text = "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+            else:
+                text = _java_double_text(v, t.bits)
+        elif t.kind == "decimal":
+            text = _java_decimal_text(int(v), t.scale)
+        else:
+            text = str(int(v))  # (an integer; a DATE's days, a TIMESTAMP's microseconds)
+    elif conv in "dxXo":
+        if t.kind not in ("int", "date", "timestamp"):
+            raise DataError(f"format_string(): %{conv} cannot format a {t}")
+        n = int(v)
+        if conv == "d":
+            text = str(n)
+        else:
+            bits = {"date": 32, "timestamp": 64}.get(t.kind, t.bits)
+            text = format(n % (1 << bits), "o" if conv == "o" else "x")
+    else:
+        if t.kind != "double":
+            raise DataError(f"format_string(): %{conv} cannot format a {t}")
+        text = _java_float_text(v, "f" if conv == "f" else "e", prec)
+    if conv == "s" and prec >= 0:
+        text = text[:prec]
+    return text
+
+
+def _format_number(x: Any, t: SqlType, d: int) -> str | None:
+    """Spark's ``format_number(x, d)``: ``x`` rounded half to even at ``d`` places (of a
+    DOUBLE: its exact binary value; its shortest digits when they fit the places), in
+    groups of three digits; NULL for a negative ``d``."""
+    if d < 0:
+        return None
+    q = _decimal.Decimal(1).scaleb(-d)
+    if t.kind == "int":
+        return format(int(x), ",") + ("." + "0" * d if d else "")
+    if t.kind == "decimal":
+        val = _decimal.Decimal(int(x)).scaleb(-t.scale, _WIDE)
+    else:
+        if math.isnan(x):
+            return "NaN"
+        if math.isinf(x):
+            return "\u221e" if x > 0 else "-\u221e"
+        short = _decimal.Decimal(repr(x))
+        exact = -short.as_tuple().exponent <= d  # type: ignore[operator]
+        val = short if exact else _decimal.Decimal(x)
+    return format(val.quantize(q, _decimal.ROUND_HALF_EVEN, _WIDE), ",f")
 
 
 def _substring_index(x: str, delim: str, count: int) -> str:
@@ -1926,6 +2267,82 @@ def _date_arith(e: Call, f: Frame, ctx: Ctx) -> Result:
     if op == "date_diff":
         return _days(a, e.args[0].type) - _days(b, e.args[1].type), nulls
     raise DataError(f"unknown date function {op}")
+
+
+_DAY = 86_400_000_000
+_MONTHS_PER = {"month": 1, "quarter": 3, "year": 12}
+_I32_MIN, _I32_MAX = -(2**31), 2**31 - 1
+
+
+def _timestampadd(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``timestampadd(unit, n, ts)`` (the unit in ``extra``): microseconds to seconds and
+    hours as exact 64-bit sums, days and weeks as a count of days and months to years as
+    one of months that each fit 32 bits (Java's ``toIntExact``), months stopping at the
+    last day of the month. A result outside the years 1 to 9999, or a count past those
+    bounds, raises ``DataError`` (Spark: DATETIME_OVERFLOW)."""
+    (ts, tn), (n, nn) = _args(e, f, ctx)
+    nulls = _or(tn, nn)
+    unit = str(e.extra)
+    if nulls is not None:
+        n = np.where(nulls, 0, n)
+        ts = np.where(nulls, 0, ts)
+    step = _MICROS.get(unit, _DAY)
+    per = _MONTHS_PER.get(unit, 7 if unit == "week" else 1)
+    lo, hi = (
+        (I64_MIN // step, I64_MAX // step)
+        if unit in _MICROS and unit != "day"
+        else (
+            _I32_MIN // per,
+            _I32_MAX // per,
+        )
+    )
+    bad = (n < lo) | (n > hi)
+    out = ts
+    if not bad.any():
+        if unit in _MONTHS_PER:
+            out = add_months_micros(ts, n * per)
+        else:
+            with np.errstate(over="ignore"):
+                delta = n * (step * per)
+                out = ts + delta
+            # (a sum past 64 bits wraps: its sign is then the other of both terms')
+            bad = ((ts >= 0) == (delta >= 0)) & ((out >= 0) != (ts >= 0))
+        lo_ts, hi_ts = _SPANS["timestamp"]
+        bad = bad | (out < lo_ts) | (out > hi_ts)
+    if nulls is not None:
+        bad &= ~nulls
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise DataError(
+            f"timestampadd(): adding {int(n[i])} {unit.upper()} to a TIMESTAMP overflows "
+            "(years 1 to 9999)"
+        )
+    return out, nulls
+
+
+def _timestampdiff(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``timestampdiff(unit, start, end)`` (the unit in ``extra``): whole units from
+    ``start`` to ``end``, toward zero. A day and shorter units (and weeks of days) divide
+    the microseconds between them; months, quarters and years count calendar months as
+    Java's ``LocalDate.until`` does (``end``'s date moved a day toward ``start`` when its
+    time of day is not yet reached, then months by (month * 32 + day) differences)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    nulls = _or(an, bn)
+    unit = str(e.extra)
+    if unit not in _MONTHS_PER:
+        step = _MICROS.get(unit, 7 * _DAY)
+        return _trunc_div(b - a, np.full(len(a), step, dtype=np.int64)), nulls
+    da, db = np.floor_divide(a, _DAY), np.floor_divide(b, _DAY)
+    ta, tb = a - da * _DAY, b - db * _DAY
+    db = db - ((db > da) & (tb < ta)) + ((db < da) & (tb > ta))
+    ma, mb = _months(da), _months(db)
+    pa = ma * 32 + (da - _month_start(ma))
+    pb = mb * 32 + (db - _month_start(mb))
+    months = _trunc_div(pb - pa, np.full(len(a), 32, dtype=np.int64))
+    per = _MONTHS_PER[unit]
+    if per != 1:
+        months = _trunc_div(months, np.full(len(a), per, dtype=np.int64))
+    return months, nulls
 
 
 # -- math ----------------------------------------------------------------------------------
@@ -2560,6 +2977,109 @@ def _elt(e: Call, f: Frame, ctx: Ctx) -> Result:
     return out, nulls
 
 
+def _strict_rows(e: Call, f: Frame, ctx: Ctx, fn: Any) -> Result:
+    """``fn`` of the Python values of each distinct row of ``e``'s arguments (strings
+    decoded, other arguments their physical integers), for rows where none is NULL;
+    ``fn`` answers None for a NULL."""
+    parts = _args(e, f, ctx)
+    nulls = _all_nulls(parts)
+    live = np.ones(f.n, bool) if nulls is None else ~nulls
+    out = np.zeros(f.n, np.int64)
+    out_null = np.zeros(f.n, bool)
+    if live.any():
+        keys = np.stack([narrow(v[live]) for v, _ in parts], axis=1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        cols: list[list[Any]] = []
+        for j, a in enumerate(e.args):
+            col = uniq[:, j]
+            cols.append((ctx.strings.decode(col) if a.type.kind == "string" else col).tolist())
+        got = [fn(*row) for row in zip(*cols, strict=True)]
+        res_null = np.array([g is None for g in got], dtype=bool)
+        blank = "" if e.type.kind == "string" else 0
+        vals = _typed([blank if g is None else g for g in got], e.type, ctx)
+        at = inv.reshape(-1)
+        out[live] = vals[at]
+        out_null[live] = res_null[at]
+    if e.type.kind == "boolean":
+        out = out.astype(bool)
+    return out, _or(nulls, out_null) if out_null.any() else nulls
+
+
+def _distinct_calls(e: Call, f: Frame, ctx: Ctx, args: list[Result], fn: Any) -> Result:
+    """``fn`` of the Python values of each distinct row of ``args`` (``e``'s last ones:
+    strings decoded, DOUBLEs as floats, others their physical integers; None for a NULL),
+    once per distinct row; ``fn`` answers None for a NULL."""
+    types = [a.type for a in e.args[len(e.args) - len(args) :]]
+    n = f.n
+    out = np.zeros(n, np.int64)
+    out_null = np.zeros(n, bool)
+    if n:
+        cols, decoded = [], []
+        for (v, vn), t in zip(args, types, strict=True):
+            u, inv = np.unique(v, return_inverse=True)
+            inv = inv.reshape(-1).astype(np.int64)
+            if vn is not None:
+                inv = np.where(vn, -1, inv)
+            cols.append(inv)
+            if t.kind == "string":
+                decoded.append(ctx.strings.decode(u).tolist())
+            elif t.kind == "double":
+                decoded.append(float_from_keys(u).tolist())
+            else:
+                decoded.append(u.tolist())
+        rows, at = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        got = [
+            fn(*[None if i < 0 else dec[i] for i, dec in zip(row, decoded, strict=True)])
+            for row in rows.tolist()
+        ]
+        res_null = np.array([g is None for g in got], dtype=bool)
+        blank = "" if e.type.kind == "string" else 0
+        at = at.reshape(-1)
+        out = _typed([blank if g is None else g for g in got], e.type, ctx)[at]
+        out_null = res_null[at]
+    return out, out_null if out_null.any() else None
+
+
+def _format_string_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    specs = e.extra
+    types = [a.type for a in e.args[1:]]
+    args = _args(e, f, ctx)[1:]
+    if not args:
+        text = _java_format(specs, [], [])
+        return ctx.strings.encode_list([text] * f.n), None
+    return _distinct_calls(e, f, ctx, args, lambda *vs: _java_format(specs, types, list(vs)))
+
+
+def _format_number_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    (x, xn), (d, dn) = _args(e, f, ctx)
+    t = e.args[0].type
+    nulls = _or(xn, dn)
+    v, vn = _distinct_calls(
+        e,
+        f,
+        ctx,
+        [(x, nulls), (d, nulls)],
+        lambda a, b: None if a is None else _format_number(a, t, b),
+    )
+    return v, _or(vn, nulls)
+
+
+def _levenshtein_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _levenshtein)
+
+
+def _overlay_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _overlay)
+
+
+def _conv_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, _conv)
+
+
+def _bin_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
+    return _strict_rows(e, f, ctx, lambda n: format(n & 0xFFFF_FFFF_FFFF_FFFF, "b"))
+
+
 _OPS: dict[str, Any] = {
     "add": _numeric_binary,
     "sub": _numeric_binary,
@@ -2610,6 +3130,18 @@ _OPS: dict[str, Any] = {
     "rlike": _string_fn,
     "regexp_replace": _string_fn,
     "regexp_extract": _string_fn,
+    "regexp_count": _string_fn,
+    "regexp_substr": _regexp_substr,
+    "regexp_instr": _string_fn,
+    "soundex": _string_fn,
+    "base64": _string_fn,
+    "luhn_check": _string_fn,
+    "levenshtein": _levenshtein_fn,
+    "overlay": _overlay_fn,
+    "conv": _conv_fn,
+    "format_string": _format_string_fn,
+    "format_number": _format_number_fn,
+    "bin": _bin_fn,
     "concat_ws": _concat_ws,
     "last_day": _last_day,
     "date_format": _date_format,
@@ -2637,6 +3169,8 @@ _OPS: dict[str, Any] = {
     "ts_add_micros": _date_arith,
     "ts_add_months": _date_arith,
     "date_diff": _date_arith,
+    "timestampadd": _timestampadd,
+    "timestampdiff": _timestampdiff,
     "one_row": _one_row,
     "relabel": _epoch,
     "floor_div": _epoch,

@@ -53,6 +53,7 @@ from ddflow.sql.expr import (
     conjuncts,
     date_pattern,
     format_value,
+    java_format_specs,
     java_regex,
     java_replacement,
 )
@@ -234,7 +235,21 @@ def parse_statements(sql: str, dialect: str) -> list[Node]:
         stmts = sqlglot.parse(sql, read=_READ[dialect])
     except ParseError as e:
         raise SQLError(f"cannot parse SQL: {e}") from e
-    return [s.transform(_spelled_out_named) for s in stmts if s is not None]
+    out = [s.transform(_spelled_out_named) for s in stmts if s is not None]
+    if dialect == "spark":
+        out = [s.transform(_levenshtein_threshold) for s in out]
+    return out
+
+
+def _levenshtein_threshold(node: Node) -> Node:
+    """Spark's ``levenshtein(a, b, threshold)``, which sqlglot reads as a cost of
+    insertion (and writes back without it), as a plain call of three arguments."""
+    if isinstance(node, exp.Levenshtein) and node.args.get("ins_cost") is not None:
+        if any(node.args.get(k) is not None for k in ("del_cost", "sub_cost", "max_dist")):
+            return node
+        args = [node.this, node.expression, node.args["ins_cost"]]
+        return exp.Anonymous(this="levenshtein", expressions=[a.copy() for a in args])
+    return node
 
 
 def _spelled_out_named(node: Node) -> Node:
@@ -751,6 +766,13 @@ _DOUBLE_FUNCS: dict[str, int] = {
     "nanvl": 2,
 }
 
+#: the units of ``timestampadd`` and ``timestampdiff`` (DAYOFYEAR is DAY, and only adds)
+_TIMESTAMPDIFF_UNITS = frozenset(
+    ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "HOUR", "MINUTE", "SECOND", "MILLISECOND")
+    + ("MICROSECOND",)
+)
+_TIMESTAMPADD_UNITS = _TIMESTAMPDIFF_UNITS | {"DAYOFYEAR"}
+
 _DATE_PARTS_FUNCS = frozenset(("make_date", "timestamp_from_parts", "make_timestamp"))
 
 #: the names ``_more_function`` plans (sqlglot's where it has a class: ``safe_add`` is
@@ -779,6 +801,13 @@ _MORE_FUNCS = frozenset(
         "space",
         "find_in_set",
         "elt",
+        "conv",
+        "printf",
+        "format_string",
+        "format_number",
+        "levenshtein",
+        "bin",
+        "luhn_check",
     )
 )
 
@@ -4859,7 +4888,9 @@ class Planner:
         if isinstance(a, Lit) and a.value is not None and a.type.numeric:
             v = -a.value
             t = a.type
-            if t.kind == "int":
+            if t.kind == "int" and t == _int_literal_type(a.value, self.dialect):
+                # a literal typed by its digits is typed by its negative's (-2147483648 is
+                # an INT); a typed one (1L, CAST(1 AS BIGINT)) keeps its type
                 t = _int_literal_type(v, self.dialect)
             return Lit(v, t)
         if not a.type.numeric and a.type.kind != "null":
@@ -5553,7 +5584,52 @@ class Planner:
             d = self._cast(d, DATE)
         return Call("add_months", (d, self._cast(n, BIGINT)), DATE, d.nullable or n.nullable)
 
+    def _b_TimestampAdd(self, node: Node, scope: Scope) -> Expr:
+        """``timestampadd(unit, n, ts)`` (``dateadd`` / ``date_add`` of three arguments): a
+        TIMESTAMP (a DATE or text is one first) moved by ``n`` units (cast to BIGINT);
+        months past the new month's end stop at its last day, as in ``add_months``."""
+        unit = self._datetime_unit("timestampadd", node, _TIMESTAMPADD_UNITS)
+        ts = self._date_arg("timestampadd", self.bind(node.this, scope), TIMESTAMP)
+        n = self.bind(node.expression, scope)
+        if not (n.type.numeric or n.type.kind in ("string", "null")):
+            raise SQLError(f"timestampadd() adds a number of units, got {n.type}")
+        n = self._cast(n, BIGINT)
+        return Call("timestampadd", (ts, n), TIMESTAMP, ts.nullable or n.nullable, unit)
+
+    def _b_TimestampDiff(self, node: Node, scope: Scope) -> Expr:
+        """``timestampdiff(unit, start, end)`` (``datediff`` / ``date_diff`` of three
+        arguments): the whole units from ``start`` to ``end``, counted as Java's
+        ``ChronoUnit.between`` counts them (toward zero; a month is whole when the day and
+        time of the month are reached)."""
+        unit = self._datetime_unit("timestampdiff", node, _TIMESTAMPDIFF_UNITS)
+        start = self._date_arg("timestampdiff", self.bind(node.expression, scope), TIMESTAMP)
+        end = self._date_arg("timestampdiff", self.bind(node.this, scope), TIMESTAMP)
+        return Call("timestampdiff", (start, end), BIGINT, start.nullable or end.nullable, unit)
+
+    def _datetime_unit(self, name: str, node: Node, units: frozenset[str]) -> str:
+        unit = node.args.get("unit")
+        if not isinstance(unit, exp.Var):
+            raise SQLError(f"{name}() takes a unit without quotes, one of {sorted(units)}")
+        u = unit.name.upper()
+        if u not in units:
+            raise SQLError(f"{name}(): {unit.name} is not a unit (one of {sorted(units)})")
+        return "day" if u == "DAYOFYEAR" else u.lower()
+
     def _b_DateDiff(self, node: Node, scope: Scope) -> Expr:
+        if node.args.get("unit") is not None and self.dialect == "spark":
+            # Spark's datediff(unit, start, end) is timestampdiff (sqlglot reads each side
+            # as a date: that wrapping, not a to_date written in the query, is undone)
+            def bare(x: Node) -> Node:
+                if isinstance(x, exp.TsOrDsToDate) and not x.args.get("safe"):
+                    return x.this
+                return x
+
+            return self._b_TimestampDiff(
+                exp.TimestampDiff(
+                    this=bare(node.this), expression=bare(node.expression), unit=node.args["unit"]
+                ),
+                scope,
+            )
         a = self._strip_date(node.this, scope)
         b = self._strip_date(node.expression, scope)
         unit = node.args.get("unit")
@@ -5814,7 +5890,74 @@ class Planner:
             n = self._numeric_arg(name, args[0], INT)
             vals = tuple(self._cast(x, STRING) for x in args[1:])
             return Call("elt", (n, *vals), STRING, True)
+        if name == "conv":
+            # (NULL for a base outside 2 to 36, or text with no characters)
+            self._arity(name, args, 3)
+            num = self._cast(args[0], STRING)
+            bases = tuple(self._numeric_arg(name, b, INT) for b in args[1:])
+            return Call("conv", (num, *bases), STRING, True)
+        if name in ("printf", "format_string"):
+            if self.dialect != "spark":
+                raise UnsupportedSQL(f"{name}() outside Spark's dialect")
+            return self._format_string(name, args)
+        if name == "format_number":
+            self._arity(name, args, 2)
+            x, d = args
+            if x.type.kind == "null":
+                return Lit(None, STRING)
+            if not x.type.numeric:
+                raise SQLError(f"format_number() needs a number, got {x.type}")
+            if x.type.kind == "double":
+                x = self._cast(x, DOUBLE)  # (a FLOAT as Java widens it)
+            if d.type.kind == "string":
+                raise UnsupportedSQL("format_number() with a pattern (only a count of places)")
+            if not (d.type.kind == "null" or (d.type.kind == "int" and d.type.bits <= 32)):
+                raise SQLError(f"format_number() takes an INT count of places, got {d.type}")
+            if d.type.kind == "null":
+                return Lit(None, STRING)
+            return Call("format_number", (x, self._cast(d, INT)), STRING, True)
+        if name == "levenshtein":
+            self._arity(name, args, 2, 3)
+            xs = [self._cast(a, STRING) for a in args[:2]]
+            if len(args) == 3:
+                xs.append(self._numeric_arg(name, args[2], INT))
+            return Call("levenshtein", tuple(xs), INT, nullable)
+        if name == "bin":
+            self._arity(name, args, 1)
+            return Call("bin", (self._numeric_arg(name, args[0], BIGINT),), STRING, nullable)
+        if name == "luhn_check":
+            self._arity(name, args, 1)
+            return Call("luhn_check", (self._cast(args[0], STRING),), BOOLEAN, nullable)
         raise UnsupportedSQL(f"function {name}()")
+
+    def _format_string(self, name: str, args: list[Expr]) -> Expr:
+        """``format_string(fmt, ...)`` / ``printf``: Java's ``Formatter`` on a constant
+        pattern, its conversions ``%s %d %x %X %o %f %e %E %%`` with a width, a precision
+        and the flags ``-`` and ``0`` (others are refused). A pattern Java rejects, or one
+        with more conversions than arguments, is an error; an argument a conversion cannot
+        take (``%d`` of a DOUBLE) raises ``DataError`` where a row holds one, as Spark
+        does. Arguments are what Spark hands Java: a DATE its days, a TIMESTAMP its
+        microseconds, a DECIMAL as ``BigDecimal.toString``, NULL as ``null``."""
+        if not args:
+            raise SQLError(f"{name}() takes a pattern and values")
+        fmt = args[0]
+        if not (isinstance(fmt, Lit) and fmt.type.kind in ("string", "null")):
+            raise UnsupportedSQL(f"{name}() with a pattern that is not a constant text")
+        if fmt.value is None:
+            return Lit(None, STRING)
+        specs = java_format_specs(str(fmt.value))
+        vals = list(args[1:])
+        used = sum(1 for sp in specs if isinstance(sp, tuple) and sp[3] != "%")
+        if used > len(vals):
+            raise SQLError(f"{name}(): the pattern {fmt.value!r} needs {used} values")
+        k = 0
+        for sp in specs:
+            if isinstance(sp, tuple) and sp[3] != "%":
+                v = vals[k]
+                if sp[3] in "feE" and v.type.kind == "double":
+                    vals[k] = self._cast(v, DOUBLE)
+                k += 1
+        return Call("format_string", (fmt, *vals), STRING, False, specs)
 
     def _shift(self, name: str, a: Expr, n: Expr) -> Expr:
         """``shiftleft`` / ``shiftright`` / ``shiftrightunsigned`` (``<<``, ``>>``): Java's
@@ -6031,6 +6174,38 @@ class Planner:
             scope,
         )
 
+    def _b_RegexpCount(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_count(s, p)``: how many times ``p`` matches in ``s``, each search from
+        where the last match ended (an empty match moves on one character)."""
+        return self._regexp("regexp_count", node.this, [node.expression], INT, scope)
+
+    def _b_RegexpSubstr(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_substr(s, p)``: the first match of ``p`` in ``s``; NULL where there is
+        none or it is empty (Spark's NULLIF of ``regexp_extract(s, p, 0)`` and '')."""
+        for k in ("position", "occurrence", "parameters", "group"):
+            if node.args.get(k) is not None:
+                raise SQLError("regexp_substr() takes a string and a pattern")
+        e = self._regexp("regexp_substr", node.this, [node.expression], STRING, scope)
+        return Call(e.op, e.args, e.type, True, e.extra) if isinstance(e, Call) else e
+
+    def _b_RegexpInstr(self, node: Node, scope: Scope) -> Expr:
+        """``regexp_instr(s, p[, idx])``: where the first match of ``p`` in ``s`` starts
+        (from 1; 0 for none). Spark reads ``idx`` (a group) but answers the match's start
+        whatever it is, unless it is NULL."""
+        for k in ("occurrence", "option", "parameters", "group"):
+            if node.args.get(k) is not None:
+                raise SQLError("regexp_instr() takes a string, a pattern and a group")
+        idx = node.args.get("position")
+        if idx is not None:
+            g = self.bind(idx, scope)
+            if g.type.kind not in ("int", "null"):
+                raise SQLError(f"regexp_instr() takes a group number, got {g.type}")
+            if not isinstance(g, Lit):
+                raise UnsupportedSQL("regexp_instr() with a group that is not a constant")
+            if g.value is None:
+                return Lit(None, INT)
+        return self._regexp("regexp_instr", node.this, [node.expression], INT, scope)
+
     def _regexp(self, op: str, s_node: Node, rest: list[Node], t: SqlType, scope: Scope) -> Expr:
         a = self.bind(s_node, scope)
         a = self._cast(a, STRING) if a.type.kind != "string" else a
@@ -6054,6 +6229,60 @@ class Planner:
             assert isinstance(r, Lit)
             java_replacement(str(r.value), compiled)  # (checked here, used per string)
         return Call(op, (a, *args), t, a.nullable)
+
+    def _text_arg(self, node: Node, scope: Scope) -> Expr:
+        a = self.bind(node, scope)
+        return self._cast(a, STRING) if a.type.kind != "string" else a
+
+    def _b_Levenshtein(self, node: Node, scope: Scope) -> Expr:
+        """``levenshtein(a, b[, threshold])``: the fewest one-character insertions,
+        deletions and substitutions from ``a`` to ``b``; -1 where that is more than the
+        threshold (always, for a negative one)."""
+        if any(node.args.get(k) is not None for k in ("ins_cost", "del_cost", "sub_cost")):
+            raise UnsupportedSQL("levenshtein() with costs of edits")
+        args = [node.this, node.expression]
+        if node.expression is None:
+            raise SQLError("levenshtein() takes two strings and, maybe, a threshold")
+        if node.args.get("max_dist") is not None:
+            args.append(node.args["max_dist"])
+        return self._more_function("levenshtein", [self.bind(a, scope) for a in args])
+
+    def _b_Soundex(self, node: Node, scope: Scope) -> Expr:
+        a = self._text_arg(node.this, scope)
+        return Call("soundex", (a,), STRING, a.nullable)
+
+    def _b_ToBase64(self, node: Node, scope: Scope) -> Expr:
+        """``base64(s)`` of a string: its UTF-8 bytes in base 64, in lines of 76
+        characters joined by CR LF (Java's MIME encoder, as Spark 4 encodes)."""
+        a = self.bind(node.this, scope)
+        if a.type.kind not in ("string", "null"):
+            raise UnsupportedSQL(f"base64() of a {a.type} (bytes of text only: no BINARY type)")
+        return Call("base64", (self._cast(a, STRING),), STRING, a.nullable)
+
+    def _b_Overlay(self, node: Node, scope: Scope) -> Expr:
+        """``overlay(s PLACING r FROM pos [FOR len])``: ``s`` with ``len`` characters from
+        ``pos`` (``r``'s length by default) replaced by ``r``; positions as ``substring``
+        reads them."""
+        s_ = self._text_arg(node.this, scope)
+        r = self._text_arg(node.expression, scope)
+        pos = self._numeric_arg("overlay", self.bind(node.args["from_"], scope), INT)
+        ln_node = node.args.get("for_")
+        ln = (
+            self._numeric_arg("overlay", self.bind(ln_node, scope), INT)
+            if ln_node is not None
+            else Lit(-1, INT)
+        )
+        args = (s_, r, pos, ln)
+        return Call("overlay", args, STRING, any(x.nullable for x in args))
+
+    def _b_Format(self, node: Node, scope: Scope) -> Expr:
+        args = [node.this, *node.expressions]
+        return self._more_function("format_string", [self.bind(a, scope) for a in args])
+
+    def _b_Typeof(self, node: Node, scope: Scope) -> Expr:
+        """``typeof(x)``: the name of ``x``'s type as Spark spells it (``int``,
+        ``decimal(10,2)``, ``void`` for an untyped NULL, ...)."""
+        return Lit(str(self.bind(node.this, scope).type).lower(), STRING)
 
     def _b_Initcap(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
