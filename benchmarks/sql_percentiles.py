@@ -40,9 +40,7 @@ QUERY = (
 )
 DUCK_QUERY = "SELECT g, median(x) AS m, quantile_disc(x, 0.5) AS d FROM t GROUP BY g"
 #: ``--groups 0``: one global aggregate of every row (no GROUP BY)
-GLOBAL = (
-    "SELECT 0 AS g, median(x) AS m, percentile_disc(0.5) WITHIN GROUP (ORDER BY x) AS d FROM t"
-)
+GLOBAL = "SELECT 0 AS g, median(x) AS m, percentile_disc(0.5) WITHIN GROUP (ORDER BY x) AS d FROM t"
 DUCK_GLOBAL = "SELECT 0 AS g, median(x) AS m, quantile_disc(x, 0.5) AS d FROM t"
 
 

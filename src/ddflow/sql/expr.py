@@ -596,6 +596,8 @@ def _arith_values(e: Call, f: Frame, ctx: Ctx) -> Result:
                     nulls = _or(nulls, zero)
             elif op == "pow":
                 r = np.power(x, y)
+                # Java's pow: NaN whenever the exponent is NaN (C's pow(1, NaN) is 1)
+                r = np.where(np.isnan(y), np.nan, r) if ctx.dialect == "spark" else r
             else:
                 raise DataError(f"{op} is not defined on {t}")
         if t.bits == 32:
@@ -1016,6 +1018,11 @@ def cast_values(
         if s == "double":
             return float_from_keys(a) != 0, an
         return np.asarray(a != 0, dtype=bool), an
+    if s == "boolean" and d == "string" and ctx.dialect == "spark":
+        # Spark's text of a BOOLEAN is 'true' / 'false' (SQLite's is its integer)
+        codes = np.array(ctx.strings.encode_list(["false", "true"]), dtype=np.int64)
+        out = codes[np.asarray(a, dtype=bool).astype(np.intp)]
+        return (out if an is None else np.where(an, 0, out)), an
     if s == "boolean":
         a = a.astype(np.int64)
         s = "int"
@@ -1251,7 +1258,11 @@ def _parse_strings(
     bad = np.array([v is None for v in vals], dtype=bool)
     good = [0 if v is None else v for v in vals]
     if dst.kind == "double":
-        phys = float_keys(np.array(good, dtype=np.float64).reshape(len(good)))
+        x = np.array(good, dtype=np.float64).reshape(len(good))
+        if dst.bits == 32:
+            with np.errstate(over="ignore"):
+                x = x.astype(np.float32).astype(np.float64)  # a FLOAT holds single precision
+        phys = float_keys(x)
     elif dst.kind == "boolean":
         phys = np.array(good, dtype=bool).reshape(len(good))
     else:

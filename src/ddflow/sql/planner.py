@@ -357,6 +357,13 @@ def _spelled_out(node: Node) -> Node:
             return exp.Count(this=exp.Case(ifs=[exp.If(this=both, true=exp.Literal.number(1))]))
         pick = x if isinstance(node, exp.RegrAvgx) else y
         return exp.Avg(this=exp.Case(ifs=[exp.If(this=both, true=pick.copy())]))
+    if (
+        isinstance(node, exp.Anonymous)
+        and node.name.lower() in ("tinyint", "smallint", "bigint", "decimal")
+        and len(node.expressions) == 1
+    ):
+        # Spark's casts spelled as functions (int(x), double(x) ... sqlglot reads itself)
+        return exp.Cast(this=node.expressions[0], to=exp.DataType.build(node.name.upper()))
     if isinstance(node, exp.ApproxDistinct) and node.this is not None:
         # the exact count is within any error asked for
         return exp.Count(this=exp.Distinct(expressions=[node.this.copy()]))
@@ -3993,10 +4000,23 @@ class Planner:
             group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets")
         ):
             raise UnsupportedSQL("ROLLUP / CUBE / GROUPING SETS are not supported")
+        scalar = group is None
+        if group is not None and group.args.get("all"):
+            # GROUP BY ALL: by every item of the SELECT list without an aggregate in it
+            # (none: one group of all rows, as without GROUP BY)
+            if key_nodes:
+                raise UnsupportedSQL("GROUP BY ALL beside other grouping expressions")
+            key_nodes = [
+                x.unalias()
+                for x in q.expressions
+                if not any(
+                    isinstance(n, (*_AGGS, exp.AggFunc, exp.Window)) for n in _walk_no_subqueries(x)
+                )
+                and not isinstance(x.unalias(), exp.Literal)
+            ]
+            scalar = not key_nodes
         keys = [self.bind(k, scope) for k in key_nodes]
-        self._build_aggregate(
-            scope, keys, key_nodes, agg_nodes, scalar=group is None, outer_ids=outer_ids
-        )
+        self._build_aggregate(scope, keys, key_nodes, agg_nodes, scalar=scalar, outer_ids=outer_ids)
 
     def _build_aggregate(
         self,
