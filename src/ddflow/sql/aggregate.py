@@ -726,6 +726,33 @@ def _percentile(a: Agg, kv: Any, env: Any) -> Any:
     return red.map(value, vectorized=True, name=a.func)
 
 
+def _values_by_group(
+    src: Any,
+    stages: list[Any],
+    win: int,
+    keys: tuple[Expr, ...],
+    key_fields: tuple[Field, ...],
+    ctx: Ctx,
+    record: Any,
+    name: str,
+) -> Any:
+    """``(group key, value tuple)`` records of the rows under an aggregate: ``record(frame)``
+    gives the value columns and the rows to leave out (or None)."""
+
+    def values(view: tuple[np.ndarray, ...]) -> Any:
+        rows, cols, m = run_stages(view, stages, ctx)
+        fr = Frame(cols, win, m)
+        kcols = _key_columns(fr, keys, key_fields, ctx)
+        vals, drop = record(fr)
+        base = np.arange(len(view[0])) if rows is None else rows
+        if drop is None:
+            return base, (tuple(kcols), vals)
+        keep = np.flatnonzero(~drop)
+        return base[keep], (tuple(c[keep] for c in kcols), tuple(c[keep] for c in vals))
+
+    return src.flat_map(values, vectorized=True, name=name)
+
+
 def _value_at_extreme(
     a: Agg,
     src: Any,
@@ -744,10 +771,7 @@ def _value_at_extreme(
     top = a.func == "max_by"
     by_str = y_e.type.kind == "string"
 
-    def values(view: tuple[np.ndarray, ...]) -> Any:
-        rows, cols, m = run_stages(view, stages, ctx)
-        fr = Frame(cols, win, m)
-        kcols = _key_columns(fr, keys, key_fields, ctx)
+    def record(fr: Frame) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
         y, yn = evaluate(y_e, fr, ctx)
         x, xn = evaluate(x_e, fr, ctx)
         y = y.astype(np.int64) if y.dtype == bool else y
@@ -758,13 +782,9 @@ def _value_at_extreme(
         xnull = np.zeros(len(x), np.int64) if xn is None else xn.astype(np.int64)
         if xn is not None:
             x = np.where(xn, 0, x) if x.dtype != object else x
-        base = np.arange(len(view[0])) if rows is None else rows
-        if yn is None:
-            return base, (tuple(kcols), (y, xnull, x))
-        keep = np.flatnonzero(~yn)
-        return base[keep], (tuple(c[keep] for c in kcols), (y[keep], xnull[keep], x[keep]))
+        return (y, xnull, x), yn
 
-    kv = src.flat_map(values, vectorized=True, name=f"{a.func}_values")
+    kv = _values_by_group(src, stages, win, keys, key_fields, ctx, record, f"{a.func}_values")
     # a reduce per touched group (``min_total`` takes single values only); a string
     # ordering is reversed by DescStr, so it still takes the least
     red = kv.min() if by_str or not top else kv.max()
@@ -789,10 +809,7 @@ def _listagg(
     value_e, *order_es = a.arg.args
     sep, descs, firsts = a.param
 
-    def values(view: tuple[np.ndarray, ...]) -> Any:
-        rows, cols, m = run_stages(view, stages, ctx)
-        fr = Frame(cols, win, m)
-        kcols = _key_columns(fr, keys, key_fields, ctx)
+    def record(fr: Frame) -> tuple[tuple[np.ndarray, ...], np.ndarray | None]:
         v, vn = evaluate(value_e, fr, ctx)
         out: list[np.ndarray] = []
         for e, desc, nf in zip(order_es, descs, firsts, strict=True):
@@ -808,13 +825,9 @@ def _listagg(
             out.append((null != nf).astype(np.int64))  # (0 sorts first)
             out.append(k)
         out.append(np.array(ctx.strings.decode(v).tolist(), dtype=object))
-        base = np.arange(len(view[0])) if rows is None else rows
-        if vn is None:
-            return base, (tuple(kcols), tuple(out))
-        keep = np.flatnonzero(~vn)
-        return base[keep], (tuple(c[keep] for c in kcols), tuple(c[keep] for c in out))
+        return tuple(out), vn
 
-    kv = src.flat_map(values, vectorized=True, name="listagg_values")
+    kv = _values_by_group(src, stages, win, keys, key_fields, ctx, record, "listagg_values")
     if a.distinct:
         kv = kv.distinct_total() if env.total else kv.distinct()
     red = kv.reduce_core(Concat(sep))
