@@ -159,6 +159,15 @@ def _firsts(iq: np.ndarray) -> np.ndarray:
     return first
 
 
+def _counts(isum: Any, what: str) -> np.ndarray:
+    """A key's accumulated counts as int64, which a multiset's reducer needs: every count
+    non-negative and within 64 bits (``DataError`` naming ``what`` otherwise)."""
+    counts = np.asarray(isum)
+    if counts.dtype == object or (counts < 0).any():
+        raise DataError(f"{what} needs non-negative counts that fit 64 bits")
+    return counts
+
+
 def _total(in_dt: DiffType, inp: Group) -> Any:
     total = None
     for _v, d in inp:
@@ -326,9 +335,7 @@ class Quantile(Min):
     ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
-        counts = np.asarray(isum)
-        if counts.dtype == object or (counts < 0).any():
-            raise DataError("a quantile needs non-negative counts that fit 64 bits")
+        counts = _counts(isum, "a quantile")
         starts = np.flatnonzero(_firsts(iq))
         run = np.cumsum(counts)  # (running counts over all keys: each key's start is known)
         before = run[starts] - counts[starts]
@@ -371,9 +378,7 @@ class Mode(Min):
     ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
-        counts = np.asarray(isum)
-        if counts.dtype == object or (counts < 0).any():
-            raise DataError("a mode needs non-negative counts that fit 64 bits")
+        counts = _counts(isum, "a mode")
         starts = np.flatnonzero(_firsts(iq))
         top = np.maximum.reduceat(counts, starts)
         group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(iq))))
@@ -416,9 +421,7 @@ class BitFold(Min):
             return iq, (), INT_DIFF.empty()
         if len(iv) != 1 or iv[0].dtype != np.int64:
             raise DataError(f"{self.name} needs one int64 value per record")
-        counts = np.asarray(isum)
-        if counts.dtype == object or (counts < 0).any():
-            raise DataError(f"{self.name} needs non-negative counts that fit 64 bits")
+        counts = _counts(isum, self.name)
         starts = np.flatnonzero(_firsts(iq))
         v = iv[0]
         if self.op == "xor":
