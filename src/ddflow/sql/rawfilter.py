@@ -385,9 +385,8 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
         return lambda bb, s: _numeric_mask(e, bb, s)
     if isinstance(e, Call) and e.op == "and" and not _has_numeric(e, b):
         # string conditions only: one after another, each on the rows the ones before kept
-        first, *more = _cheap_first(conjuncts(e))
-        narrow = [(c, sorted(uses(c))) for c in more]
-        return lambda bb, s: _strings_where(narrow, bb, _arrow_true(first, bb))
+        conds = _string_conds(conjuncts(e))
+        return lambda bb, s: _strings_where(conds, bb, None)
     if isinstance(e, Call) and e.op in ("and", "or") and _has_numeric(e, b):
         if e.op == "or":
             ranges = range_union(e)
@@ -398,15 +397,24 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
             return lambda bb, s: _combine(parts, bb, s, np.logical_or)
         conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
-        strs = [
-            (p, sorted(uses(p)))
-            for p in _cheap_first([p for p in conj if not any(p is q for q in num)])
-        ]
+        strs = _string_conds([p for p in conj if not any(p is q for q in num)])
         parts = [_compile(p, b) for p in num]
         if strs:
             return lambda bb, s: _strings_where(strs, bb, _combine(parts, bb, s, np.logical_and))
         return lambda bb, s: _combine(parts, bb, s, np.logical_and)
+    if _literal_test(e) is not None:
+        conds = _string_conds([e])
+        return lambda bb, s: _strings_where(conds, bb, None)
     return lambda bb, s: _arrow_true(e, bb)
+
+
+#: a string condition, the columns it reads, and (for an equality with literals) the
+#: column and the literals' UTF-8 bytes (``_literal_test``)
+StringCond = tuple[Expr, list[int], tuple[int, tuple[bytes, ...]] | None]
+
+
+def _string_conds(conds: list[Expr]) -> list[StringCond]:
+    return [(c, sorted(uses(c)), _literal_test(c)) for c in _cheap_first(conds)]
 
 
 def _cheap_first(conds: list[Expr]) -> list[Expr]:
@@ -416,14 +424,20 @@ def _cheap_first(conds: list[Expr]) -> list[Expr]:
     return sorted(conds, key=lambda c: (_passes(c) is None, _passes(c) or 0))
 
 
-def _strings_where(
-    conds: list[tuple[Expr, list[int]]], b: RowBatch, mask: np.ndarray
-) -> np.ndarray:
-    """``mask`` (the rows an AND's other conditions keep) narrowed to the rows where each
-    string condition of ``conds`` (with the columns it reads) is TRUE too, one condition
-    after another: each is evaluated only on the rows still kept, taken out of the batch,
-    when they are few enough for that to cost less (``_subset_under``)."""
-    for e, cols in conds:
+def _strings_where(conds: list[StringCond], b: RowBatch, mask: np.ndarray | None) -> np.ndarray:
+    """``mask`` (the rows an AND's other conditions keep; None: every row) narrowed to the
+    rows where each string condition of ``conds`` (with the columns it reads) is TRUE too.
+    Equalities with literals go first, by length and then by bytes (``_literal_rows``);
+    then the others one after another: each is evaluated only on the rows still kept,
+    taken out of the batch, when they are few enough for that to cost less
+    (``_subset_under``)."""
+    rest = conds
+    if any(t is not None for _, _, t in conds):
+        mask, rest = _literal_rows(conds, b, mask)
+    for e, cols, _ in rest:
+        if mask is None:
+            mask = _arrow_true(e, b)
+            continue
         idx = np.flatnonzero(mask)
         if not len(idx):
             return mask
@@ -433,7 +447,137 @@ def _strings_where(
         out = np.zeros(b.n, dtype=bool)
         out[idx] = _arrow_true(e, b.take(idx, only=cols))
         mask = out
-    return mask
+    return np.ones(b.n, dtype=bool) if mask is None else mask
+
+
+#: the longest IN list of strings tested by length and bytes (``_literal_rows``)
+_LITERALS = 8
+
+
+def _literal_test(e: Expr) -> tuple[int, tuple[bytes, ...]] | None:
+    """A string column's equality with literals (``c = 'x'``, ``c IN ('x', 'y')`` with at
+    most ``_LITERALS`` values; a NULL in the list makes no row TRUE) as the column and the
+    literals' UTF-8 bytes; None for any other condition."""
+    if not isinstance(e, Call):
+        return None
+    if e.op == "eq":
+        a, c = e.args
+        if isinstance(a, Lit):
+            a, c = c, a
+        if isinstance(a, Col) and isinstance(c, Lit) and isinstance(c.value, str):
+            return a.index, (c.value.encode(),)
+        return None
+    if e.op == "in" and isinstance(e.args[0], Col):
+        vals = tuple(dict.fromkeys(v.encode() for v in e.extra if isinstance(v, str)))
+        if 0 < len(vals) <= _LITERALS:
+            return e.args[0].index, vals
+    return None
+
+
+def _string_buffers(c: Any) -> tuple[np.ndarray, np.ndarray] | None:
+    """A string column held as one Arrow ``string`` / ``large_string`` array as its offsets
+    (``n + 1``, into the data buffer) and its data buffer's bytes (at least 8: a short
+    buffer is copied and padded); None for a column held otherwise."""
+    import pyarrow as pa
+
+    if not isinstance(c, LazyStrings):
+        return None
+    raw = c.raw
+    if not isinstance(raw, (pa.StringArray, pa.LargeStringArray)):
+        return None
+    n = len(raw)
+    bufs = raw.buffers()
+    if n == 0 or bufs[1] is None:
+        return None
+    odt = np.int64 if isinstance(raw, pa.LargeStringArray) else np.int32
+    offs = np.frombuffer(bufs[1], dtype=odt, count=raw.offset + n + 1)[raw.offset :]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else _NO_BYTES
+    if len(data) < 8:
+        data = np.concatenate([data, np.zeros(8, np.uint8)])
+    return offs, data
+
+
+_NO_BYTES = np.zeros(0, np.uint8)
+
+
+def _literal_rows(
+    conds: list[StringCond], b: RowBatch, mask: np.ndarray | None
+) -> tuple[np.ndarray | None, list[StringCond]]:
+    """``mask`` narrowed by the equalities with literals of ``conds`` whose columns are held
+    as Arrow strings, and the conditions left. A string equals a literal only if it has
+    the literal's length in bytes: the lengths (from the offsets, one pass per column)
+    leave few rows, and only those rows' bytes are compared, 8 at a time, where Arrow's
+    kernels would read every row's bytes."""
+    tests = []
+    rest = []
+    for cond in conds:
+        t = cond[2]
+        got = None if t is None else _string_buffers(b.cols[t[0]])
+        if t is None or got is None:
+            rest.append(cond)
+            continue
+        col, lits = t
+        offs, data = got
+        lens = offs[1:] - offs[:-1]
+        sizes = sorted({len(x) for x in lits})
+        m = lens == sizes[0]
+        for k in sizes[1:]:
+            m |= lens == k
+        nl = b.null(col)
+        if nl is not None:
+            m &= ~nl
+        mask = m if mask is None else mask & m
+        tests.append((offs, data, lits, len(sizes) == 1))
+    if not tests:
+        return mask, rest
+    assert mask is not None
+    idx = np.flatnonzero(mask)
+    for offs, data, lits, one_size in tests:
+        if not len(idx):
+            break
+        idx = idx[_equal_bytes(offs, data, lits, one_size, idx)]
+    out = np.zeros(b.n, dtype=bool)
+    out[idx] = True
+    return out, rest
+
+
+def _equal_bytes(
+    offs: np.ndarray, data: np.ndarray, lits: tuple[bytes, ...], one_size: bool, idx: np.ndarray
+) -> np.ndarray:
+    """Whether each string ``idx`` (of a length one of ``lits`` has; all the same length
+    when ``one_size``) is one of ``lits``: 8-byte words read at any byte of ``data`` (a
+    literal of 8 bytes or more is covered by words at its start, every 8 bytes, and at its
+    end; a shorter one is the low bytes of the word at the string's start, or of the last
+    word of the buffer when the string is within 8 bytes of its end). A string of another
+    length than a literal's is read anywhere in the buffer and never matches it."""
+    words = np.ndarray((len(data) - 7,), dtype="<u8", buffer=data, strides=(1,))
+    start = offs[idx].astype(np.int64)
+    lens = None if one_size else offs[idx + 1] - start
+    short = None
+    out: np.ndarray | None = None
+    for lit in lits:
+        size = len(lit)
+        if size >= 8:
+            hit = None
+            for p in [*range(0, size - 8, 8), size - 8]:
+                at = start + p
+                if lens is not None:  # (a shorter string may end the buffer)
+                    np.minimum(at, len(words) - 1, out=at)
+                h = words[at] == np.uint64(int.from_bytes(lit[p : p + 8], "little"))
+                hit = h if hit is None else hit & h
+        elif size:
+            if short is None:
+                at = np.minimum(start, len(data) - 8)
+                short = words[at] >> ((start - at) << 3).astype(np.uint64)
+            low = np.uint64((1 << (8 * size)) - 1)
+            hit = (short & low) == np.uint64(int.from_bytes(lit, "little"))
+        else:
+            hit = np.ones(len(idx), dtype=bool)
+        if lens is not None:
+            hit &= lens == size
+        out = hit if out is None else out | hit
+    assert out is not None
+    return out
 
 
 def _subset_under(e: Expr) -> int:
