@@ -895,6 +895,74 @@ def test_tuple_not_in_ordered_subquery_equals_duckdb() -> None:
             [(1, 2), (1, 3), (0, 3)],
             [(3, 2, 1), (3, 3, 0), (4, 3, 1)],
         ),
+        # group-analytics.sql: a grouping expression kept whole in the sets that hold it,
+        # though a column inside it is rolled up there
+        (
+            "a INT",
+            "SELECT a % 2 AS g, a, count(*) AS c FROM t GROUP BY ROLLUP(a % 2, a)",
+            [(1,), (2,), (None,), (3,), (0,)],
+            [
+                (0, 0, 1),
+                (0, 2, 1),
+                (0, None, 2),
+                (1, 1, 1),
+                (1, 3, 1),
+                (1, None, 2),
+                (None, None, 1),
+                (None, None, 1),
+                (None, None, 5),
+            ],
+        ),
+        (
+            "a INT, b BIGINT",
+            "SELECT (a % 2) + 1 AS g, grouping(a), sum(b) FROM t GROUP BY ROLLUP(a % 2, a) "
+            "HAVING a % 2 IS NOT NULL OR a IS NULL",
+            [(1, 10), (2, 20), (None, None), (3, 30), (0, 0)],
+            [
+                (1, 0, 0),
+                (1, 0, 20),
+                (1, 1, 20),
+                (2, 0, 10),
+                (2, 0, 30),
+                (2, 1, 40),
+                (None, 0, None),
+                (None, 1, 60),
+                (None, 1, None),
+            ],
+        ),
+        # text beside a number: BIGINT beside an integer, DOUBLE beside a DOUBLE or DECIMAL
+        (
+            "a INT, d DOUBLE, b BIGINT",
+            "SELECT a + '2', b * '3', CAST(a AS DECIMAL(5,2)) + '1.5', a / '2', a div '2', "
+            "a % '2', CAST(1 AS TINYINT) + '1', b + ' 3 ', -'2', d * '-10' FROM t",
+            [(1, 1.5, 10), (2, -1.0, 20), (None, None, None), (3, 2.0, 30), (0, 0.5, 0)],
+            [
+                (2, 0, 1.5, 0.0, 0, 0, 2, 3, -2.0, -5.0),
+                (3, 30, 2.5, 0.5, 0, 1, 2, 13, -2.0, -15.0),
+                (4, 60, 3.5, 1.0, 1, 0, 2, 23, -2.0, 10.0),
+                (5, 90, 4.5, 1.5, 1, 1, 2, 33, -2.0, -20.0),
+                (None, None, None, None, None, None, 2, None, -2.0, None),
+            ],
+        ),
+        (
+            "a INT, d DOUBLE, s STRING",
+            "SELECT nullifzero(s), zeroifnull(s), nullif(s, 0), nullif(0, s), "
+            "coalesce(s, 1.5), coalesce(1, s), CASE WHEN a > 1 THEN s ELSE 0 END, "
+            "if(a > 1, 0, s), coalesce(s, d), a + s, s * d FROM t",
+            [(1, 1.5, "2"), (2, -1.0, "-10"), (None, None, None), (0, 0.5, "0")],
+            [
+                ("-10", -10, "-10", 0, -10.0, 1, -10, 0, -10.0, -8, 10.0),
+                ("2", 2, "2", 0, 2.0, 1, 0, 2, 2.0, 3, 3.0),
+                (None, 0, None, 0, 1.5, 1, 0, None, None, None, None),
+                (None, 0, None, None, 0.0, 1, 0, 0, 0.0, 0, 0.0),
+            ],
+        ),
+        (
+            "a INT, s STRING",
+            "SELECT a AS c FROM t UNION ALL SELECT s FROM t",
+            [(1, "2"), (None, "-10"), (0, None)],
+            [(-10,), (0,), (1,), (2,), (None,), (None,)],
+        ),
     ],
 )
 def test_answers_recorded_from_spark(

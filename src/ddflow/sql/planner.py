@@ -1181,8 +1181,10 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
                 if isinstance(node, (exp.AggFunc, exp.Query, exp.Subquery)):
                     return node
                 key = node.sql()
-                if key in universe and key not in inside:
-                    return exp.Null()
+                if key in universe:
+                    # a grouping expression of the set is its group's value, whole (its
+                    # columns may be grouped by alone in other sets, and NULL there)
+                    return node if key in inside else exp.Null()
                 for k, v in list(node.args.items()):
                     if isinstance(v, exp.Expression):
                         node.set(k, strip(v))
@@ -2175,6 +2177,22 @@ def common_type(a: SqlType, b: SqlType, what: str) -> SqlType:
     raise SQLError(f"type mismatch in {what}: {a} and {b}")
 
 
+def spark_text_type(a: SqlType, b: SqlType) -> SqlType | None:
+    """The type Spark (4, ANSI mode) casts text to beside a value of type ``b`` where
+    both must have one type (arithmetic, CASE branches, COALESCE, UNION): BIGINT beside
+    an integer, DOUBLE beside a DOUBLE, FLOAT or DECIMAL, ``b`` itself beside a BOOLEAN,
+    DATE or TIMESTAMP; None unless ``a`` is text and ``b`` is not."""
+    if a.kind != "string" or b.kind in ("string", "null"):
+        return None
+    if b.kind == "int":
+        return BIGINT
+    if b.kind in ("double", "decimal"):
+        return DOUBLE
+    if b.kind in ("boolean", "date", "timestamp"):
+        return b
+    return None
+
+
 # -- plan output ---------------------------------------------------------------------------
 
 
@@ -2837,7 +2855,7 @@ class Planner:
         # a column that is a bare NULL has no type of its own: the other side's is taken
         ln, rn = _null_columns(left), _null_columns(right)
         types = [
-            common_type(
+            self._one_type(
                 NULLTYPE if i in ln else a.type,
                 NULLTYPE if i in rn else b.type,
                 type(q).__name__.upper(),
@@ -4913,6 +4931,8 @@ class Planner:
                 # an INT); a typed one (1L, CAST(1 AS BIGINT)) keeps its type
                 t = _int_literal_type(v, self.dialect)
             return Lit(v, t)
+        if a.type.kind == "string" and self.dialect == "spark":
+            a = self._cast(a, DOUBLE)  # (Spark negates text as a DOUBLE)
         if not a.type.numeric and a.type.kind != "null":
             raise SQLError(f"cannot negate {a.type}")
         return Call("neg", (a,), a.type, a.nullable)
@@ -4933,8 +4953,13 @@ class Planner:
                 a = self._cast(a, DOUBLE) if ta.kind == "string" else a
                 b = self._cast(b, DOUBLE) if tb.kind == "string" else b
                 return self._arith(op, a, b, what)
-            if False:
-                pass
+            if self.dialect == "spark":
+                # text beside a number is cast to BIGINT (beside an integer) or DOUBLE
+                ca, cb = spark_text_type(ta, tb), spark_text_type(tb, ta)
+                if ca in (BIGINT, DOUBLE) or cb in (BIGINT, DOUBLE):
+                    a = self._cast(a, ca) if ca is not None else a
+                    b = self._cast(b, cb) if cb is not None else b
+                    return self._arith(op, a, b, what)
             raise SQLError(f"type mismatch: {ta} {what} {tb}")
         if ta.kind == "boolean" or tb.kind == "boolean":
             raise SQLError(f"type mismatch: {ta} {what} {tb}")
@@ -5363,10 +5388,19 @@ class Planner:
         d = self.bind(default, scope) if default is not None else Lit(None, NULLTYPE)
         return self._case(conds, vals, d)
 
+    def _one_type(self, a: SqlType, b: SqlType, what: str) -> SqlType:
+        """``common_type``, and in Spark text beside a value of another type takes that
+        value's type family (``spark_text_type``)."""
+        if self.dialect == "spark":
+            got = spark_text_type(a, b) or spark_text_type(b, a)
+            if got is not None:
+                return got
+        return common_type(a, b, what)
+
     def _case(self, conds: list[Expr], vals: list[Expr], d: Expr) -> Expr:
         t = d.type
         for v in vals:
-            t = common_type(t, v.type, "CASE")
+            t = self._one_type(t, v.type, "CASE")
         if t.kind == "null":
             t = INT
         args: list[Expr] = []
@@ -5401,7 +5435,7 @@ class Planner:
                 break
         t = args[0].type
         for a in args[1:]:
-            t = common_type(t, a.type, "COALESCE")
+            t = self._one_type(t, a.type, "COALESCE")
         if t.kind == "null":
             return Lit(None, INT)
         cast = tuple(self._cast(a, t) for a in args)
@@ -5410,6 +5444,13 @@ class Planner:
     def _b_Nullif(self, node: Node, scope: Scope) -> Expr:
         a = self.bind(node.this, scope)
         b = self.bind(node.expression, scope)
+        if self.dialect == "spark" and "string" in (a.type.kind, b.type.kind):
+            eq = self._compare("eq", a, b, "NULLIF")
+            assert isinstance(eq, Call)
+            ca, cb = eq.args
+            if ca.type != a.type:  # (the value stays the first argument as it is)
+                return Call("nullif", (a, ca, cb), a.type, True)
+            return Call("nullif", (a, cb), a.type, True)
         t = common_type(a.type, b.type, "NULLIF")
         # the value is the first argument as it is (its type, as in Spark and SQLite); only
         # the comparison is made in the common type
