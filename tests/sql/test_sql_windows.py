@@ -305,6 +305,22 @@ _IGNORING.append(
 )
 
 
+# Spark's first(x) / last(x) over a window are the frame's first / last value (as
+# aggregates they are some value of the group); first(x, true) ignores NULLs
+_IGNORING.append(
+    (
+        f"SELECT g, first(c) OVER (PARTITION BY g ORDER BY {_ALL}), "
+        f"last(c) OVER (PARTITION BY g ORDER BY {_ALL} ROWS BETWEEN UNBOUNDED PRECEDING "
+        f"AND UNBOUNDED FOLLOWING), first(d, true) OVER (ORDER BY {_EVERY}), "
+        f"last(d) IGNORE NULLS OVER (ORDER BY {_EVERY}) FROM w",
+        f"SELECT g, first_value(c) OVER (PARTITION BY g ORDER BY {_ALL}), "
+        f"last_value(c) OVER (PARTITION BY g ORDER BY {_ALL} ROWS BETWEEN UNBOUNDED PRECEDING "
+        f"AND UNBOUNDED FOLLOWING), first_value(d IGNORE NULLS) OVER (ORDER BY {_EVERY}), "
+        f"last_value(d IGNORE NULLS) OVER (ORDER BY {_EVERY}) FROM w",
+    )
+)
+
+
 @pytest.mark.parametrize(("sql", "duck"), _IGNORING)
 def test_ignore_nulls_equal_duckdb(sql: str, duck: str) -> None:
     check_stream(_DDL, [(sql, duck, False)], _COMMITS)

@@ -327,7 +327,8 @@ def _spelled_out(node: Node) -> Node:
     ``max(x)`` of a BOOLEAN (FALSE before TRUE; NULL over no values), as are ``every``
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
-    ``first``, ``last`` and ``any_value`` are ``min``; ``approx_count_distinct`` is the
+    ``first``, ``last`` and ``any_value`` are ``min`` (over a window, ``first`` and ``last``
+    are ``first_value`` and ``last_value``); ``approx_count_distinct`` is the
     exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``."""
     if (
         isinstance(node, exp.Count)
@@ -367,6 +368,12 @@ def _spelled_out(node: Node) -> Node:
     if isinstance(node, exp.ApproxDistinct) and node.this is not None:
         # the exact count is within any error asked for
         return exp.Count(this=exp.Distinct(expressions=[node.this.copy()]))
+    over = node.this if isinstance(node, exp.IgnoreNulls) else node
+    if isinstance(over, (exp.First, exp.Last)) and isinstance(node.parent, exp.Window):
+        # over a window: the frame's first / last value (in the window's order)
+        cls = exp.FirstValue if isinstance(over, exp.First) else exp.LastValue
+        value = cls(this=over.this.copy())
+        return exp.IgnoreNulls(this=value) if node is not over else value
     if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.First, exp.Last)):
         node = node.this
     if isinstance(node, (exp.First, exp.Last, exp.AnyValue)) and node.this is not None:
