@@ -59,6 +59,7 @@ from ddflow.sql.expr import (
 )
 from ddflow.sql.plan import (
     SPREAD_FUNCS,
+    TRY,
     Agg,
     Aggregate,
     Distinct,
@@ -282,6 +283,28 @@ class _Percentile(*_AGG_BASES):  # type: ignore[misc]
     }
 
 
+class _TrySum(*_AGG_BASES):  # type: ignore[misc]
+    """``try_sum(x)``: ``sum(x)``, but NULL where the sum does not fit its type (where
+    ``sum`` raises an overflow error)."""
+
+    arg_types = {"this": True}
+
+
+class _TryAvg(*_AGG_BASES):  # type: ignore[misc]
+    """``try_avg(x)``: ``avg(x)``, but NULL where the average does not fit its type."""
+
+    arg_types = {"this": True}
+
+
+def _try_spelled(node: Node) -> Node | None:
+    """``try_sum(x)`` / ``try_avg(x)`` (one argument, maybe DISTINCT) as their own node,
+    else None."""
+    if not isinstance(node, exp.Anonymous) or len(node.expressions) != 1:
+        return None
+    kind = {"try_sum": _TrySum, "try_avg": _TryAvg}.get(node.name.lower())
+    return None if kind is None else kind(this=node.expressions[0])
+
+
 def _percentile_spelled(node: Node) -> Node | None:
     """``node`` as a ``_Percentile`` when it is one of the percentile forms, else None."""
     if isinstance(node, exp.Median):
@@ -328,7 +351,8 @@ def _spelled_out(node: Node) -> Node:
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
     ``first``, ``last`` and ``any_value`` are ``min``; ``approx_count_distinct`` is the
-    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``."""
+    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``,
+    ``try_sum`` / ``try_avg`` a ``_TrySum`` / ``_TryAvg``."""
     if (
         isinstance(node, exp.Count)
         and node.expressions
@@ -343,7 +367,7 @@ def _spelled_out(node: Node) -> Node:
             *[exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())) for a in args]
         )
         return exp.Count(this=exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))]))
-    pct = _percentile_spelled(node)
+    pct = _percentile_spelled(node) or _try_spelled(node)
     if pct is not None:
         return pct
     if isinstance(node, (exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy)) and node.expression:
@@ -2310,6 +2334,8 @@ _AGGS = (
     exp.Variance,
     exp.VariancePop,
     _Percentile,
+    _TrySum,
+    _TryAvg,
     exp.ArgMax,
     exp.ArgMin,
     exp.Mode,
@@ -4086,6 +4112,13 @@ class Planner:
                 return self._bind_listagg(n, scope)
             func = type(n).__name__.lower()
             func = _SPREAD.get(func, func)
+            # try_sum / try_avg: sum / avg with NULL for an overflow (``Agg.param``)
+            param: tuple[Any, ...] = ()
+            if isinstance(n, (_TrySum, _TryAvg)):
+                if self.dialect != "spark":
+                    raise UnsupportedSQL(f"{_spark_text(n)} outside the Spark dialect")
+                func = "sum" if isinstance(n, _TrySum) else "avg"
+                param = (TRY,)
             arg_node = n.this
             distinct = False
             if isinstance(n, exp.Count):
@@ -4122,8 +4155,8 @@ class Planner:
                     raise SQLError(f"{func} needs a number, got {arg.type}")
                 if arg.type.kind == "double" and arg.type.bits == 32:
                     arg = self._cast(arg, DOUBLE)  # (FLOAT values as the doubles they are)
-            if func == "avg" and t.kind == "double" and arg.type.kind != "double":
-                pass
+            if param:
+                return (func, arg, distinct, param), Agg(func, arg, distinct, param), t
             return (func, arg, distinct), Agg(func, arg, distinct), t
         finally:
             scope.agg = saved
@@ -4521,7 +4554,16 @@ class Planner:
             if (
                 isinstance(
                     node,
-                    (_Percentile, exp.ArgMax, exp.ArgMin, exp.Mode, exp.Skewness, exp.Kurtosis),
+                    (
+                        _Percentile,
+                        _TrySum,
+                        _TryAvg,
+                        exp.ArgMax,
+                        exp.ArgMin,
+                        exp.Mode,
+                        exp.Skewness,
+                        exp.Kurtosis,
+                    ),
                 )
                 or type(node) in _PAIR_NODES
                 or type(node) in _BIT_FOLD_NODES
