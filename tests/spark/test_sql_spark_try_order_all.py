@@ -1,6 +1,7 @@
-"""``try_sum`` / ``try_avg`` in ``ddflow.sql`` equal Spark SQL's answers on the same rows,
-with Spark itself as the oracle: after every commit of a change stream (inserts, deletes,
-duplicates, NULLs), Spark is asked again over the rows then live.
+"""``try_sum`` / ``try_avg`` and ``mode() WITHIN GROUP (ORDER BY ...)`` in ``ddflow.sql``
+equal Spark SQL's answers on the same rows, with Spark itself as the oracle: after every
+commit of a change stream (inserts, deletes, duplicates, NULLs), Spark is asked again over
+the rows then live.
 
 The BIGINT and DECIMAL values summed in a group share a sign there: Spark adds them up in
 the order rows come and gives NULL when a running sum leaves the type (a grouped decimal
@@ -123,3 +124,18 @@ def test_try_sum_and_try_avg_equal_spark_sql_after_every_commit(spark: Any) -> N
             for later in seen[t + 1 :]
             for g in seen[t]
         ), f"column {col} never came back: {seen}"
+
+
+def test_mode_within_group_equals_spark_sql_after_every_commit(spark: Any) -> None:
+    """Ties go to the least value ascending and to the greatest with DESC (strings by
+    their text); the result columns named as Spark names them (direction reversed)."""
+    queries = [
+        "SELECT g, mode() WITHIN GROUP (ORDER BY i % 3), "
+        "mode() WITHIN GROUP (ORDER BY i % 3 DESC), mode() WITHIN GROUP (ORDER BY s), "
+        "mode() WITHIN GROUP (ORDER BY s DESC), mode() WITHIN GROUP (ORDER BY x DESC), "
+        "mode() WITHIN GROUP (ORDER BY x), mode() WITHIN GROUP (ORDER BY e DESC NULLS FIRST) "
+        "FROM ddflow_mode GROUP BY g",
+        "SELECT mode() WITHIN GROUP (ORDER BY s DESC), mode() WITHIN GROUP (ORDER BY x) "
+        "FROM ddflow_mode",
+    ]
+    _check_stream(spark, "ddflow_mode", queries, ordered=False)

@@ -629,7 +629,7 @@ def _part(
         red = kv.reduce_core(BitFold(a.func[4:]))
         return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name=a.func)
     if a.func == "mode":
-        red = kv.reduce_core(Mode())
+        red = kv.reduce_core(Mode(greatest=bool(a.param)))  # (DESC: ties to the greatest)
         if not is_str:
             return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name="mode_value")
         strings = ctx.strings

@@ -196,7 +196,8 @@ class Agg:
     """An aggregate call: ``func`` in count, count_star, sum, avg, min, max, one of
     ``SPREAD_FUNCS``, ``PAIR_FUNCS``, ``MOMENT_FUNCS`` or ``REDUCED_FUNCS``; ``arg`` over the
     input's fields; ``param`` the constants of the call (a percentile's ``(fraction,
-    discrete, descending)``, ``(TRY,)`` for ``try_sum`` / ``try_avg``)."""
+    discrete, descending)``, ``(TRY,)`` for ``try_sum`` / ``try_avg``, ``(True,)`` for a
+    ``mode`` whose ties go to the greatest value)."""
 
     func: str
     arg: Expr | None
@@ -375,6 +376,8 @@ def _param_text(a: Agg) -> str:
     if a.func == "listagg":
         sep, descs, _ = a.param
         return f", {sep!r}" + "".join(", DESC" if d else ", ASC" for d in descs)
+    if a.func == "mode":
+        return ", DESC"  # (ties go to the greatest value)
     if a.param == (TRY,):
         return ""  # (in the name)
     return "".join(f", {x!r}" for x in a.param)

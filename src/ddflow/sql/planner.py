@@ -296,6 +296,13 @@ class _TryAvg(*_AGG_BASES):  # type: ignore[misc]
     arg_types = {"this": True}
 
 
+class _OrderedMode(*_AGG_BASES):  # type: ignore[misc]
+    """``mode() WITHIN GROUP (ORDER BY x [DESC])``: the most frequent value of ``this``,
+    of those tied the least (``desc``: literal TRUE when given, the greatest)."""
+
+    arg_types = {"this": True, "desc": False}
+
+
 def _try_spelled(node: Node) -> Node | None:
     """``try_sum(x)`` / ``try_avg(x)`` (one argument, maybe DISTINCT) as their own node,
     else None."""
@@ -303,6 +310,24 @@ def _try_spelled(node: Node) -> Node | None:
         return None
     kind = {"try_sum": _TrySum, "try_avg": _TryAvg}.get(node.name.lower())
     return None if kind is None else kind(this=node.expressions[0])
+
+
+def _mode_spelled(node: Node) -> Node | None:
+    """``mode() WITHIN GROUP (ORDER BY x [DESC])`` as an ``_OrderedMode``, else None.
+    Its NULLS FIRST / LAST changes nothing (NULLs are not counted)."""
+    if not isinstance(node, exp.WithinGroup) or not isinstance(node.this, exp.Mode):
+        return None
+    order = node.expression
+    items = list(order.expressions) if isinstance(order, exp.Order) else []
+    if node.this.this is not None or len(items) != 1:
+        raise SQLError(
+            "mode() WITHIN GROUP takes no argument and one ORDER BY expression, "
+            f"got {node.sql(dialect='spark')}"
+        )
+    item = items[0]
+    desc = isinstance(item, exp.Ordered) and bool(item.args.get("desc"))
+    value = item.this if isinstance(item, exp.Ordered) else item
+    return _OrderedMode(this=value, desc=exp.true() if desc else None)
 
 
 def _percentile_spelled(node: Node) -> Node | None:
@@ -351,8 +376,8 @@ def _spelled_out(node: Node) -> Node:
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
     ``first``, ``last`` and ``any_value`` are ``min``; ``approx_count_distinct`` is the
-    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``,
-    ``try_sum`` / ``try_avg`` a ``_TrySum`` / ``_TryAvg``."""
+    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``, ``mode()
+    WITHIN GROUP`` an ``_OrderedMode``, ``try_sum`` / ``try_avg`` a ``_TrySum`` / ``_TryAvg``."""
     if (
         isinstance(node, exp.Count)
         and node.expressions
@@ -367,7 +392,7 @@ def _spelled_out(node: Node) -> Node:
             *[exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())) for a in args]
         )
         return exp.Count(this=exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))]))
-    pct = _percentile_spelled(node) or _try_spelled(node)
+    pct = _percentile_spelled(node) or _mode_spelled(node) or _try_spelled(node)
     if pct is not None:
         return pct
     if isinstance(node, (exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy)) and node.expression:
@@ -2336,6 +2361,7 @@ _AGGS = (
     _Percentile,
     _TrySum,
     _TryAvg,
+    _OrderedMode,
     exp.ArgMax,
     exp.ArgMin,
     exp.Mode,
@@ -4100,7 +4126,7 @@ class Planner:
                 return self._bind_percentile(n, scope)
             if isinstance(n, (exp.ArgMax, exp.ArgMin)):
                 return self._bind_value_at_extreme(n, scope)
-            if isinstance(n, exp.Mode):
+            if isinstance(n, (exp.Mode, _OrderedMode)):
                 return self._bind_mode(n, scope)
             if type(n) in _PAIR_NODES:
                 return self._bind_pair(n, _PAIR_NODES[type(n)], scope)
@@ -4337,9 +4363,11 @@ class Planner:
 
     def _bind_mode(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
         """``mode(x[, deterministic])``: the most frequent non-NULL value, the least of
-        those tied (Spark's deterministic choice; without it Spark picks any)."""
+        those tied (Spark's deterministic choice; without it Spark picks any). ``mode()
+        WITHIN GROUP (ORDER BY x)`` is the same; with ``DESC`` the greatest of those tied
+        (``param`` ``(True,)``), as Spark 4 chooses."""
         if n.this is None:
-            raise UnsupportedSQL("mode() WITHIN GROUP (ORDER BY ...)")
+            raise SQLError("mode() needs an argument or WITHIN GROUP (ORDER BY ...)")
         if isinstance(n.this, exp.Distinct):
             raise SQLError("mode(DISTINCT ...) is not defined")
         det = n.args.get("deterministic")
@@ -4347,7 +4375,8 @@ class Planner:
             raise SQLError("the second argument of mode must be TRUE or FALSE")
         arg = self._agg_argument(n.this, scope, "mode")
         t = arg.type if arg.type.kind != "null" else INT
-        return ("mode", arg, False, ()), Agg("mode", arg), t
+        param = (True,) if n.args.get("desc") is not None else ()
+        return ("mode", arg, False, param), Agg("mode", arg, param=param), t
 
     def _count_argument(self, n: Node, scope: Scope) -> Node | None:
         """The argument of ``count(...)`` as one expression: ``count(a, b)`` counts the rows
@@ -4558,6 +4587,7 @@ class Planner:
                         _Percentile,
                         _TrySum,
                         _TryAvg,
+                        _OrderedMode,
                         exp.ArgMax,
                         exp.ArgMin,
                         exp.Mode,
@@ -6761,7 +6791,8 @@ def _spark_text(node: Node) -> str:
 
 def _spark_spelled(n: Node) -> Node:
     """``n`` with what Spark names in words of its own written so: ``percentile(x, p, 1)``
-    (with its frequency), ``percentile_cont(p) WITHIN GROUP (ORDER BY x DESC)``,
+    (with its frequency), ``percentile_cont(p) WITHIN GROUP (ORDER BY x DESC)``, ``mode()
+    WITHIN GROUP (ORDER BY x)`` with its direction reversed,
     ``first(x)`` for ``first(x, true)``, ``true`` in lower case."""
 
     def text(x: Node) -> str:
@@ -6790,6 +6821,18 @@ def _spark_spelled(n: Node) -> Node:
                 "percentile_disc" if isinstance(x.this, exp.PercentileDisc) else "percentile_cont"
             )
             return exp.Var(this=f"{name}({text(x.this.this)}) WITHIN GROUP (ORDER BY {order})")
+        if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.Mode):
+            items = x.expression.expressions if isinstance(x.expression, exp.Order) else []
+            if len(items) == 1:
+                it = items[0]
+                ordered = isinstance(it, exp.Ordered)
+                desc = ordered and bool(it.args.get("desc"))
+                value = text(it.this if ordered else it)
+                # Spark 4 names it with the direction reversed (its Mode.sql): DESC when
+                # ascending, none when descending
+                return exp.Var(
+                    this=f"mode() WITHIN GROUP (ORDER BY {value}{'' if desc else ' DESC'})"
+                )
         if isinstance(x, exp.IgnoreNulls):
             return x.this
         if isinstance(x, exp.Boolean):
