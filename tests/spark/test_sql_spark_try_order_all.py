@@ -1,7 +1,7 @@
-"""``try_sum`` / ``try_avg`` and ``mode() WITHIN GROUP (ORDER BY ...)`` in ``ddflow.sql``
-equal Spark SQL's answers on the same rows, with Spark itself as the oracle: after every
-commit of a change stream (inserts, deletes, duplicates, NULLs), Spark is asked again over
-the rows then live.
+"""``try_sum`` / ``try_avg``, ``mode() WITHIN GROUP (ORDER BY ...)`` and ``ORDER BY ALL`` in
+``ddflow.sql`` equal Spark SQL's answers on the same rows, with Spark itself as the oracle:
+after every commit of a change stream (inserts, deletes, duplicates, NULLs), Spark is
+asked again over the rows then live.
 
 The BIGINT and DECIMAL values summed in a group share a sign there: Spark adds them up in
 the order rows come and gives NULL when a running sum leaves the type (a grouped decimal
@@ -139,3 +139,43 @@ def test_mode_within_group_equals_spark_sql_after_every_commit(spark: Any) -> No
         "FROM ddflow_mode",
     ]
     _check_stream(spark, "ddflow_mode", queries, ordered=False)
+
+
+def test_order_by_all_equals_spark_sql_after_every_commit(spark: Any) -> None:
+    """The rows in Spark's order (every column, left to right), each direction and NULLs
+    order, with LIMIT / OFFSET, grouped and over a UNION."""
+    queries = [
+        "SELECT s, i, g FROM ddflow_order ORDER BY ALL",
+        "SELECT x, s FROM ddflow_order ORDER BY ALL DESC",
+        "SELECT s, g FROM ddflow_order ORDER BY ALL NULLS LAST",
+        "SELECT g, s, x FROM ddflow_order ORDER BY ALL DESC NULLS FIRST LIMIT 5 OFFSET 2",
+        "SELECT s, count(*) FROM ddflow_order GROUP BY s ORDER BY ALL DESC",
+        "SELECT s FROM ddflow_order UNION SELECT CAST(g AS STRING) FROM ddflow_order ORDER BY ALL",
+    ]
+    _check_stream(spark, "ddflow_order", queries, ordered=True)
+
+
+def test_order_by_a_column_named_all_equals_spark_sql(spark: Any) -> None:
+    """Where ``all`` names a column (of the table, selected or not, or a result alias),
+    ``ORDER BY ALL`` orders by it in Spark: the same rows in the same order here."""
+    columns = "a int, `all` int, b int"
+    rows = [(1, 30, 7), (2, 10, 9), (3, 20, 8), (4, None, 6), (5, 15, 5)]
+    queries = [
+        "SELECT a, `all` FROM ddflow_named ORDER BY ALL",
+        "SELECT a, `all` AS z FROM ddflow_named ORDER BY ALL DESC",
+        "SELECT a FROM ddflow_named ORDER BY ALL",
+        "SELECT b AS `all`, a FROM ddflow_named ORDER BY ALL DESC",
+        "SELECT a, b FROM ddflow_named ORDER BY `all` DESC NULLS FIRST",
+    ]
+    db = dsql.Database()
+    db.execute(f"CREATE TABLE ddflow_named ({columns})")
+    views = [db.view(q) for q in queries]
+    db.insert("ddflow_named", rows[:4])
+    db.commit()
+    db.insert("ddflow_named", rows[4:])
+    db.delete("ddflow_named", rows[1:2])
+    db.commit()
+    live = [r for r in rows if r != rows[1]]
+    spark.createDataFrame(live, columns).createOrReplaceTempView("ddflow_named")
+    for q, v in zip(queries, views, strict=True):
+        assert v.rows() == [tuple(r) for r in spark.sql(q).collect()], q

@@ -1984,6 +1984,54 @@ def _limit_per_domain(
     return True
 
 
+def _order_by_all(tree: Node, rels: dict[str, tuple[Field, ...]], spark: bool) -> None:
+    """Spark's ``ORDER BY ALL`` (alone) made ``ORDER BY 1, 2, ...``: every column of the
+    query's result in turn, left to right, each in its direction and NULLs order. As in
+    Spark, ``all`` that names a column (of the result, or of a source of a SELECT) is that
+    column; so is ``ALL`` beside other keys (an unknown column without one). Run on the
+    qualified tree (stars expanded), before rewrites that add columns to a SELECT."""
+    from sqlglot.optimizer.scope import Scope as _GlotScope
+    from sqlglot.optimizer.scope import traverse_scope
+
+    for sc in traverse_scope(tree):
+        q = sc.expression
+        order = q.args.get("order")
+        if order is None or not isinstance(q, exp.Query):
+            continue
+        items = order.expressions
+        alls = [o for o in items if isinstance(o.this, exp.Var) and o.this.name.lower() == "all"]
+        if not alls:
+            continue
+        names = [n.lower() for n in q.named_selects]
+        table = None
+        if isinstance(q, exp.Select) and "all" not in names:
+            for alias, src in sc.sources.items():
+                if isinstance(src, exp.Table):
+                    cols = [f.name.lower() for f in rels.get(_name(src.this), ())]
+                elif isinstance(src, _GlotScope) and isinstance(src.expression, exp.Query):
+                    cols = [n.lower() for n in src.expression.named_selects]
+                else:
+                    cols = []
+                if "all" in cols:
+                    table = alias
+        if len(items) == 1 and spark and "all" not in names and table is None:
+            o = items[0]
+            order.set(
+                "expressions",
+                [
+                    exp.Ordered(
+                        this=exp.Literal.number(i + 1),
+                        desc=o.args.get("desc"),
+                        nulls_first=o.args.get("nulls_first"),
+                    )
+                    for i in range(len(q.named_selects))
+                ],
+            )
+            continue
+        for o in alls:
+            o.set("this", exp.column("all", table=table))
+
+
 def _quoted(name: str) -> Node:
     return exp.to_identifier(name, quoted=True)
 
@@ -2703,6 +2751,11 @@ class Planner:
         _row_comparisons(tree, self.dialect == "spark")
         _inline_inner_ctes(tree)
         tree = self.qualify(tree)
+        _order_by_all(
+            tree,
+            {**{n: p.fields for n, p in self.views.items()}, **self.catalog},
+            self.dialect == "spark",
+        )
         _qualify_outer_in_having(
             tree, {**{n: p.fields for n, p in self.views.items()}, **self.catalog}
         )
