@@ -60,6 +60,7 @@ CASES: dict[str, tuple[Callable[[], R.Reducer], Callable[..., dd.Collection], bo
     "max": (R.Max, _by_key, False),
     "top_k": (lambda: R.TopK(2), _counted_once, False),
     "mode": (R.Mode, _counted, False),
+    "mode_greatest": (lambda: R.Mode(greatest=True), _counted, False),
     "bit_and": (lambda: R.BitFold("and"), _counted, False),
     "bit_or": (lambda: R.BitFold("or"), _counted, False),
     "bit_xor": (lambda: R.BitFold("xor"), _counted, False),

@@ -259,6 +259,85 @@ def test_mode_is_the_most_frequent_value_and_the_least_of_ties() -> None:
         assert set(view.rows()) == want
 
 
+def test_mode_within_group_ties_go_to_the_least_or_with_desc_the_greatest() -> None:
+    """Spark 4's ``mode() WITHIN GROUP (ORDER BY x)``: the most frequent value, the least of
+    those tied (as ``mode(x, true)``); with ``DESC`` the greatest of them; strings by their
+    text whatever order they arrived in; of an expression; NULLs not counted (a group of
+    NULLs only gives NULL); NULLS FIRST / LAST change nothing."""
+    from collections import Counter
+
+    rng = random.Random(6)
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (g INT, i INT, s STRING, x DOUBLE, d DECIMAL(6,2))")
+    view = db.view(
+        "SELECT g, mode() WITHIN GROUP (ORDER BY i), mode() WITHIN GROUP (ORDER BY i DESC), "
+        "mode() WITHIN GROUP (ORDER BY s DESC NULLS FIRST), "
+        "mode() WITHIN GROUP (ORDER BY s NULLS LAST), "
+        "mode() WITHIN GROUP (ORDER BY x DESC), mode() WITHIN GROUP (ORDER BY d DESC), "
+        "mode() WITHIN GROUP (ORDER BY i % 2 DESC), mode(i, true) FROM t GROUP BY g"
+    )
+    whole = db.view(
+        "SELECT mode() WITHIN GROUP (ORDER BY i DESC), mode() WITHIN GROUP (ORDER BY s) FROM t"
+    )
+    words = ["pear", "apple", "fig", "Zed", ""]  # arrive out of order
+    live: list[tuple[Any, ...]] = []
+    ties = 0
+    for step in range(9):
+        ins = [
+            (
+                rng.randint(0, 3),
+                rng.choice([None, rng.randint(-3, 3)]),
+                rng.choice([None, *words]),
+                rng.choice([None, -0.5, 0.0, 2.5, -7.25]),
+                rng.choice([None, Decimal("-1.50"), Decimal("0.25"), Decimal("9.99")]),
+            )
+            for _ in range(rng.randint(1, 10))
+        ]
+        if step == 4:
+            ins.append((3, None, None, None, None))  # (a group of NULLs)
+        dels = rng.sample(live, k=min(len(live), rng.randint(0, 5)))
+        if step == 6:
+            dels = [r for r in live if r[0] == 1]  # a group emptied
+        _apply(db, live, ins, dels)
+
+        def mode(vals: list[Any], greatest: bool) -> Any:
+            if not vals:
+                return None
+            c = Counter(vals)
+            top = max(c.values())
+            tied = [v for v, n in c.items() if n == top]
+            return max(tied) if greatest else min(tied)
+
+        def col(g: int, j: int) -> list[Any]:
+            return [r[j] for r in live if r[0] == g and r[j] is not None]
+
+        want = set()
+        for g in {r[0] for r in live}:
+            i = col(g, 1)
+            ties += len({mode(i, False), mode(i, True)}) > 1
+            want.add(
+                (
+                    g,
+                    mode(i, False),
+                    mode(i, True),
+                    mode(col(g, 2), True),
+                    mode(col(g, 2), False),
+                    mode(col(g, 3), True),
+                    mode(col(g, 4), True),
+                    mode([int(math.fmod(v, 2)) for v in i], True),  # (sign of the dividend)
+                    mode(i, False),
+                )
+            )
+        assert set(view.rows()) == want
+        assert whole.rows() == [
+            (
+                mode([r[1] for r in live if r[1] is not None], True),
+                mode([r[2] for r in live if r[2] is not None], False),
+            )
+        ]
+    assert ties  # (ties were met and decided both ways)
+
+
 def test_first_last_and_any_value_give_a_value_of_the_group() -> None:
     """Spark leaves which row's value these give open; the answer is one of the group's
     non-NULL values (the least), NULL only when the group has none."""
@@ -297,6 +376,10 @@ def test_first_last_and_any_value_give_a_value_of_the_group() -> None:
             "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY v, g) FROM t",
             dsql.UnsupportedSQL,
         ),
+        ("SELECT mode() WITHIN GROUP (ORDER BY v, g) FROM t", dsql.SQLError),
+        ("SELECT mode(v) WITHIN GROUP (ORDER BY v) FROM t", dsql.SQLError),
+        ("SELECT mode() FROM t", dsql.SQLError),
+        ("SELECT mode() WITHIN GROUP (ORDER BY v) OVER (ORDER BY g) FROM t", dsql.UnsupportedSQL),
     ],
 )
 def test_bad_percentiles_are_refused_with_a_reason(sql: str, error: type) -> None:

@@ -363,9 +363,13 @@ class Quantile(Min):
 
 class Mode(Min):
     """``(key, most frequent value)``: the value with the greatest count, the least of those
-    tied (so the answer depends on the values alone)."""
+    tied, or with ``greatest`` the greatest of them (so the answer depends on the values
+    alone)."""
 
     name = "mode"
+
+    def __init__(self, *, greatest: bool = False) -> None:
+        self.greatest = greatest
 
     def desired(
         self,
@@ -383,7 +387,9 @@ class Mode(Min):
         top = np.maximum.reduceat(counts, starts)
         group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(iq))))
         hit = np.flatnonzero(counts == top[group])
-        pick = hit[_firsts(group[hit])]  # rows are sorted by value: the least tied value
+        # rows are sorted by value: the least tied value first, the greatest last
+        tied = group[hit]
+        pick = hit[_firsts(tied[::-1])[::-1]] if self.greatest else hit[_firsts(tied)]
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
 
     def reference(
@@ -394,7 +400,8 @@ class Mode(Min):
         if any(c < 0 for _, c in inp):
             raise DataError("a mode needs non-negative counts that fit 64 bits")
         top = max(c for _, c in inp)
-        return [(next(v for v, c in inp if c == top), 1)]
+        tied = [v for v, c in inp if c == top]
+        return [(tied[-1] if self.greatest else tied[0], 1)]
 
 
 class BitFold(Min):

@@ -43,6 +43,7 @@ from ddflow.sql.plan import (
     PAIR_FUNCS,
     REDUCED_FUNCS,
     SPREAD_FUNCS,
+    TRY,
     Agg,
     Aggregate,
     Join,
@@ -628,7 +629,7 @@ def _part(
         red = kv.reduce_core(BitFold(a.func[4:]))
         return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name=a.func)
     if a.func == "mode":
-        red = kv.reduce_core(Mode())
+        red = kv.reduce_core(Mode(greatest=bool(a.param)))  # (DESC: ties to the greatest)
         if not is_str:
             return red.map(lambda r: (r[0], (r[1],)), vectorized=True, name="mode_value")
         strings = ctx.strings
@@ -947,7 +948,7 @@ def _finish(
                 total = sel(s[2])
                 if len(s) > 3:  # a floating-point total: its finite part, then its specials
                     total = with_specials(total, *(sel(x) for x in s[3:]))
-                v, nl = linear_value(a.func, a.arg, t, cnt, total)
+                v, nl = linear_value(a.func, a.arg, t, cnt, total, overflow_null=a.param == (TRY,))
                 vals.append(v)
                 nulls.append(nl)
                 continue
@@ -975,7 +976,13 @@ def _finish(
             # a group's row count is never 0 here (those rows were dropped): an argument
             # counted by it has a value in every group
             v, nl = linear_value(
-                a.func, a.arg, t, cnt, tot, nonempty=counts_rows and n_at == rows_at
+                a.func,
+                a.arg,
+                t,
+                cnt,
+                tot,
+                nonempty=counts_rows and n_at == rows_at,
+                overflow_null=a.param == (TRY,),
             )
             vals.append(v)
             nulls.append(nl)
@@ -995,18 +1002,22 @@ def linear_value(
     total: np.ndarray | None,
     *,
     nonempty: bool = False,
+    overflow_null: bool = False,
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Aggregate ``func`` (count, sum, avg) of type ``t`` from each group's count ``cnt``
     of non-NULL values of ``arg`` and their sum ``total``: ``(values, nulls)``, NULL where
     the count is 0. ``nonempty``: the caller knows no count is 0 (the same answer without
-    looking for empty groups)."""
+    looking for empty groups). A sum or average that does not fit ``t`` raises
+    ``TotalOverflowError``, or with ``overflow_null`` (``try_sum``, ``try_avg``) is NULL:
+    decided from the exact total each time, so it comes back when rows leave."""
     if func == "count":
         return cnt.astype(np.int64), None
     assert total is not None and arg is not None
     at = arg.type
     if nonempty:
         if func == "sum" and t.kind == "decimal":
-            return _digits_checked(total, t), None  # (same scale as the argument)
+            # (same scale as the argument)
+            return _fitted(total, t, None, overflow_null, "a sum")
         empty = None
         nl = None
     else:
@@ -1023,10 +1034,15 @@ def linear_value(
             if total.dtype == object:
                 total = _narrow(total)
                 if total.dtype == object:
-                    raise TotalOverflowError(f"integer overflow: a sum does not fit {t}")
+                    if not overflow_null:
+                        raise TotalOverflowError(f"integer overflow: a sum does not fit {t}")
+                    lo, hi = t.int_range()
+                    over = np.array([not lo <= int(x) <= hi for x in total.tolist()], bool)
+                    total = np.where(over, 0, total)
+                    nl = over if nl is None else nl | over
             return (total if empty is None else np.where(empty, 0, total)).astype(np.int64), nl
         # decimal: same scale as the argument
-        return _digits_checked(total if empty is None else np.where(empty, 0, total), t), nl
+        return _fitted(total if empty is None else np.where(empty, 0, total), t, nl, overflow_null)
     # avg
     safe = cnt if empty is None else np.where(empty, 1, cnt)
     if t.kind == "double":
@@ -1043,12 +1059,13 @@ def linear_value(
 
         k = t.scale - (at.scale if at.kind == "decimal" else 0)
         if len(cnt) <= FEW_GROUPS:
-            return _digits_checked(_avg_decimal_few(np.asarray(total), cnt, k), t, "an average"), nl
+            r = _avg_decimal_few(np.asarray(total), cnt, k)
+            return _fitted(r, t, nl, overflow_null, "an average")
         num = _scale_up(np.asarray(total), k) if k >= 0 else np.asarray(total)
         r = _div_half_up(num, safe.astype(np.int64))
         if r.dtype != object and empty is not None:
             r = np.where(empty, 0, r)
-        return _digits_checked(r, t, "an average"), nl
+        return _fitted(r, t, nl, overflow_null, "an average")
     raise DataError(f"avg of {at} as {t}")
 
 
@@ -1243,6 +1260,27 @@ def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
         out = np.empty(len(vals), dtype=object)
         out[:] = vals
         return out
+
+
+def _fitted(
+    v: np.ndarray, t: SqlType, nl: np.ndarray | None, overflow_null: bool, what: str = "a sum"
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(values, nulls)`` of the unscaled sums or averages ``v`` of a DECIMAL ``t`` (NULL
+    where ``nl``): one with more digits than ``t`` holds raises ``TotalOverflowError``, or
+    with ``overflow_null`` is NULL."""
+    if not overflow_null:
+        return _digits_checked(v, t, what), nl
+    if not len(v) or (v.dtype != object and t.precision >= 19):
+        return v, nl  # (an int64 has at most 19 digits)
+    lim = 10**t.precision
+    if v.dtype == object:
+        over = np.array([abs(int(x)) >= lim for x in v.tolist()], dtype=bool)
+    else:
+        over = (v >= lim) | (v <= -lim)
+    if not over.any():
+        return v, nl
+    v = np.where(over, 0, v)
+    return _narrow(v) if v.dtype == object else v, over if nl is None else nl | over
 
 
 def _digits_checked(v: np.ndarray, t: SqlType, what: str = "a sum") -> np.ndarray:

@@ -32,6 +32,7 @@ __all__ = [
     "SemiJoin",
     "SetOp",
     "SortKey",
+    "TRY",
     "TopK",
     "UnionAll",
     "Values",
@@ -185,17 +186,28 @@ REDUCED_FUNCS = (
 )
 
 
+#: the ``param`` of a ``sum`` / ``avg`` written ``try_sum`` / ``try_avg``: NULL where the
+#: value does not fit its type (where the plain form raises an overflow error)
+TRY = "try"
+
+
 @dataclass(frozen=True)
 class Agg:
     """An aggregate call: ``func`` in count, count_star, sum, avg, min, max, one of
     ``SPREAD_FUNCS``, ``PAIR_FUNCS``, ``MOMENT_FUNCS`` or ``REDUCED_FUNCS``; ``arg`` over the
     input's fields; ``param`` the constants of the call (a percentile's ``(fraction,
-    discrete, descending)``)."""
+    discrete, descending)``, ``(TRY,)`` for ``try_sum`` / ``try_avg``, ``(True,)`` for a
+    ``mode`` whose ties go to the greatest value)."""
 
     func: str
     arg: Expr | None
     distinct: bool = False
     param: tuple[Any, ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The function as SQL spells it (``try_sum`` for a ``sum`` with ``TRY``)."""
+        return f"try_{self.func}" if self.param == (TRY,) else self.func
 
 
 @dataclass(frozen=True)
@@ -364,6 +376,10 @@ def _param_text(a: Agg) -> str:
     if a.func == "listagg":
         sep, descs, _ = a.param
         return f", {sep!r}" + "".join(", DESC" if d else ", ASC" for d in descs)
+    if a.func == "mode":
+        return ", DESC"  # (ties go to the greatest value)
+    if a.param == (TRY,):
+        return ""  # (in the name)
     return "".join(f", {x!r}" for x in a.param)
 
 
@@ -480,7 +496,7 @@ def _describe(p: Plan) -> str:
     if isinstance(p, Aggregate):
         keys = ", ".join(show(k, names) for k in p.keys)
         aggs = ", ".join(
-            f"{a.func}({'DISTINCT ' if a.distinct else ''}"
+            f"{a.name}({'DISTINCT ' if a.distinct else ''}"
             f"{show(a.arg, names) if a.arg is not None else '*'}{_param_text(a)})"
             for a in p.aggs
         )

@@ -59,6 +59,7 @@ from ddflow.sql.expr import (
 )
 from ddflow.sql.plan import (
     SPREAD_FUNCS,
+    TRY,
     Agg,
     Aggregate,
     Distinct,
@@ -282,6 +283,53 @@ class _Percentile(*_AGG_BASES):  # type: ignore[misc]
     }
 
 
+class _TrySum(*_AGG_BASES):  # type: ignore[misc]
+    """``try_sum(x)``: ``sum(x)``, but NULL where the sum does not fit its type (where
+    ``sum`` raises an overflow error)."""
+
+    arg_types = {"this": True}
+
+
+class _TryAvg(*_AGG_BASES):  # type: ignore[misc]
+    """``try_avg(x)``: ``avg(x)``, but NULL where the average does not fit its type."""
+
+    arg_types = {"this": True}
+
+
+class _OrderedMode(*_AGG_BASES):  # type: ignore[misc]
+    """``mode() WITHIN GROUP (ORDER BY x [DESC])``: the most frequent value of ``this``,
+    of those tied the least (``desc``: literal TRUE when given, the greatest)."""
+
+    arg_types = {"this": True, "desc": False}
+
+
+def _try_spelled(node: Node) -> Node | None:
+    """``try_sum(x)`` / ``try_avg(x)`` (one argument, maybe DISTINCT) as their own node,
+    else None."""
+    if not isinstance(node, exp.Anonymous) or len(node.expressions) != 1:
+        return None
+    kind = {"try_sum": _TrySum, "try_avg": _TryAvg}.get(node.name.lower())
+    return None if kind is None else kind(this=node.expressions[0])
+
+
+def _mode_spelled(node: Node) -> Node | None:
+    """``mode() WITHIN GROUP (ORDER BY x [DESC])`` as an ``_OrderedMode``, else None.
+    Its NULLS FIRST / LAST changes nothing (NULLs are not counted)."""
+    if not isinstance(node, exp.WithinGroup) or not isinstance(node.this, exp.Mode):
+        return None
+    order = node.expression
+    items = list(order.expressions) if isinstance(order, exp.Order) else []
+    if node.this.this is not None or len(items) != 1:
+        raise SQLError(
+            "mode() WITHIN GROUP takes no argument and one ORDER BY expression, "
+            f"got {node.sql(dialect='spark')}"
+        )
+    item = items[0]
+    desc = isinstance(item, exp.Ordered) and bool(item.args.get("desc"))
+    value = item.this if isinstance(item, exp.Ordered) else item
+    return _OrderedMode(this=value, desc=exp.true() if desc else None)
+
+
 def _percentile_spelled(node: Node) -> Node | None:
     """``node`` as a ``_Percentile`` when it is one of the percentile forms, else None."""
     if isinstance(node, exp.Median):
@@ -328,8 +376,9 @@ def _spelled_out(node: Node) -> Node:
     and ``some`` / ``any``; ``std`` is ``stddev_samp``; ``nvl2(a, b, c)`` is a CASE on
     ``a IS NOT NULL``, ``pmod`` a CASE on the remainder's sign, ``try_divide`` a ``/``;
     ``first``, ``last`` and ``any_value`` are ``min`` (over a window, ``first`` and ``last``
-    are ``first_value`` and ``last_value``); ``approx_count_distinct`` is the
-    exact ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``."""
+    are ``first_value`` and ``last_value``); ``approx_count_distinct`` is the exact
+    ``count(DISTINCT ...)``; the percentile forms are one ``_Percentile``, ``mode() WITHIN
+    GROUP`` an ``_OrderedMode``, ``try_sum`` / ``try_avg`` a ``_TrySum`` / ``_TryAvg``."""
     if (
         isinstance(node, exp.Count)
         and node.expressions
@@ -344,7 +393,7 @@ def _spelled_out(node: Node) -> Node:
             *[exp.Not(this=exp.Is(this=a.copy(), expression=exp.Null())) for a in args]
         )
         return exp.Count(this=exp.Case(ifs=[exp.If(this=present, true=exp.Literal.number(1))]))
-    pct = _percentile_spelled(node)
+    pct = _percentile_spelled(node) or _mode_spelled(node) or _try_spelled(node)
     if pct is not None:
         return pct
     if isinstance(node, (exp.RegrCount, exp.RegrAvgx, exp.RegrAvgy)) and node.expression:
@@ -1944,6 +1993,54 @@ def _limit_per_domain(
     return True
 
 
+def _order_by_all(tree: Node, rels: dict[str, tuple[Field, ...]], spark: bool) -> None:
+    """Spark's ``ORDER BY ALL`` (alone) made ``ORDER BY 1, 2, ...``: every column of the
+    query's result in turn, left to right, each in its direction and NULLs order. As in
+    Spark, ``all`` that names a column (of the result, or of a source of a SELECT) is that
+    column; so is ``ALL`` beside other keys (an unknown column without one). Run on the
+    qualified tree (stars expanded), before rewrites that add columns to a SELECT."""
+    from sqlglot.optimizer.scope import Scope as _GlotScope
+    from sqlglot.optimizer.scope import traverse_scope
+
+    for sc in traverse_scope(tree):
+        q = sc.expression
+        order = q.args.get("order")
+        if order is None or not isinstance(q, exp.Query):
+            continue
+        items = order.expressions
+        alls = [o for o in items if isinstance(o.this, exp.Var) and o.this.name.lower() == "all"]
+        if not alls:
+            continue
+        names = [n.lower() for n in q.named_selects]
+        table = None
+        if isinstance(q, exp.Select) and "all" not in names:
+            for alias, src in sc.sources.items():
+                if isinstance(src, exp.Table):
+                    cols = [f.name.lower() for f in rels.get(_name(src.this), ())]
+                elif isinstance(src, _GlotScope) and isinstance(src.expression, exp.Query):
+                    cols = [n.lower() for n in src.expression.named_selects]
+                else:
+                    cols = []
+                if "all" in cols:
+                    table = alias
+        if len(items) == 1 and spark and "all" not in names and table is None:
+            o = items[0]
+            order.set(
+                "expressions",
+                [
+                    exp.Ordered(
+                        this=exp.Literal.number(i + 1),
+                        desc=o.args.get("desc"),
+                        nulls_first=o.args.get("nulls_first"),
+                    )
+                    for i in range(len(q.named_selects))
+                ],
+            )
+            continue
+        for o in alls:
+            o.set("this", exp.column("all", table=table))
+
+
 def _quoted(name: str) -> Node:
     return exp.to_identifier(name, quoted=True)
 
@@ -2335,6 +2432,9 @@ _AGGS = (
     exp.Variance,
     exp.VariancePop,
     _Percentile,
+    _TrySum,
+    _TryAvg,
+    _OrderedMode,
     exp.ArgMax,
     exp.ArgMin,
     exp.Mode,
@@ -2676,6 +2776,11 @@ class Planner:
         _row_comparisons(tree, self.dialect == "spark")
         _inline_inner_ctes(tree)
         tree = self.qualify(tree)
+        _order_by_all(
+            tree,
+            {**{n: p.fields for n, p in self.views.items()}, **self.catalog},
+            self.dialect == "spark",
+        )
         _qualify_outer_in_having(
             tree, {**{n: p.fields for n, p in self.views.items()}, **self.catalog}
         )
@@ -4099,7 +4204,7 @@ class Planner:
                 return self._bind_percentile(n, scope)
             if isinstance(n, (exp.ArgMax, exp.ArgMin)):
                 return self._bind_value_at_extreme(n, scope)
-            if isinstance(n, exp.Mode):
+            if isinstance(n, (exp.Mode, _OrderedMode)):
                 return self._bind_mode(n, scope)
             if type(n) in _PAIR_NODES:
                 return self._bind_pair(n, _PAIR_NODES[type(n)], scope)
@@ -4111,6 +4216,13 @@ class Planner:
                 return self._bind_listagg(n, scope)
             func = type(n).__name__.lower()
             func = _SPREAD.get(func, func)
+            # try_sum / try_avg: sum / avg with NULL for an overflow (``Agg.param``)
+            param: tuple[Any, ...] = ()
+            if isinstance(n, (_TrySum, _TryAvg)):
+                if self.dialect != "spark":
+                    raise UnsupportedSQL(f"{_spark_text(n)} outside the Spark dialect")
+                func = "sum" if isinstance(n, _TrySum) else "avg"
+                param = (TRY,)
             arg_node = n.this
             distinct = False
             if isinstance(n, exp.Count):
@@ -4147,8 +4259,8 @@ class Planner:
                     raise SQLError(f"{func} needs a number, got {arg.type}")
                 if arg.type.kind == "double" and arg.type.bits == 32:
                     arg = self._cast(arg, DOUBLE)  # (FLOAT values as the doubles they are)
-            if func == "avg" and t.kind == "double" and arg.type.kind != "double":
-                pass
+            if param:
+                return (func, arg, distinct, param), Agg(func, arg, distinct, param), t
             return (func, arg, distinct), Agg(func, arg, distinct), t
         finally:
             scope.agg = saved
@@ -4329,9 +4441,11 @@ class Planner:
 
     def _bind_mode(self, n: Node, scope: Scope) -> tuple[tuple[Any, ...], Agg, SqlType]:
         """``mode(x[, deterministic])``: the most frequent non-NULL value, the least of
-        those tied (Spark's deterministic choice; without it Spark picks any)."""
+        those tied (Spark's deterministic choice; without it Spark picks any). ``mode()
+        WITHIN GROUP (ORDER BY x)`` is the same; with ``DESC`` the greatest of those tied
+        (``param`` ``(True,)``), as Spark 4 chooses."""
         if n.this is None:
-            raise UnsupportedSQL("mode() WITHIN GROUP (ORDER BY ...)")
+            raise SQLError("mode() needs an argument or WITHIN GROUP (ORDER BY ...)")
         if isinstance(n.this, exp.Distinct):
             raise SQLError("mode(DISTINCT ...) is not defined")
         det = n.args.get("deterministic")
@@ -4339,7 +4453,8 @@ class Planner:
             raise SQLError("the second argument of mode must be TRUE or FALSE")
         arg = self._agg_argument(n.this, scope, "mode")
         t = arg.type if arg.type.kind != "null" else INT
-        return ("mode", arg, False, ()), Agg("mode", arg), t
+        param = (True,) if n.args.get("desc") is not None else ()
+        return ("mode", arg, False, param), Agg("mode", arg, param=param), t
 
     def _count_argument(self, n: Node, scope: Scope) -> Node | None:
         """The argument of ``count(...)`` as one expression: ``count(a, b)`` counts the rows
@@ -4546,7 +4661,17 @@ class Planner:
             if (
                 isinstance(
                     node,
-                    (_Percentile, exp.ArgMax, exp.ArgMin, exp.Mode, exp.Skewness, exp.Kurtosis),
+                    (
+                        _Percentile,
+                        _TrySum,
+                        _TryAvg,
+                        _OrderedMode,
+                        exp.ArgMax,
+                        exp.ArgMin,
+                        exp.Mode,
+                        exp.Skewness,
+                        exp.Kurtosis,
+                    ),
                 )
                 or type(node) in _PAIR_NODES
                 or type(node) in _BIT_FOLD_NODES
@@ -6767,7 +6892,8 @@ def _spark_text(node: Node) -> str:
 
 def _spark_spelled(n: Node) -> Node:
     """``n`` with what Spark names in words of its own written so: ``percentile(x, p, 1)``
-    (with its frequency), ``percentile_cont(p) WITHIN GROUP (ORDER BY x DESC)``,
+    (with its frequency), ``percentile_cont(p) WITHIN GROUP (ORDER BY x DESC)``, ``mode()
+    WITHIN GROUP (ORDER BY x)`` with its direction reversed,
     ``first(x)`` for ``first(x, true)``, ``true`` in lower case."""
 
     def text(x: Node) -> str:
@@ -6796,6 +6922,18 @@ def _spark_spelled(n: Node) -> Node:
                 "percentile_disc" if isinstance(x.this, exp.PercentileDisc) else "percentile_cont"
             )
             return exp.Var(this=f"{name}({text(x.this.this)}) WITHIN GROUP (ORDER BY {order})")
+        if isinstance(x, exp.WithinGroup) and isinstance(x.this, exp.Mode):
+            items = x.expression.expressions if isinstance(x.expression, exp.Order) else []
+            if len(items) == 1:
+                it = items[0]
+                ordered = isinstance(it, exp.Ordered)
+                desc = ordered and bool(it.args.get("desc"))
+                value = text(it.this if ordered else it)
+                # Spark 4 names it with the direction reversed (its Mode.sql): DESC when
+                # ascending, none when descending
+                return exp.Var(
+                    this=f"mode() WITHIN GROUP (ORDER BY {value}{'' if desc else ' DESC'})"
+                )
         if isinstance(x, exp.IgnoreNulls):
             return x.this
         if isinstance(x, exp.Boolean):

@@ -440,8 +440,8 @@ def _share(p: Plan, found: list[Aggregate]) -> Plan:
     j = p.input
     if j.kind != "inner" or j.residual is not None or j.null_safe or not j.left_keys:
         return p
-    if any(a.distinct or a.func not in _PARTIAL for a in p.aggs):
-        return p
+    if any(a.distinct or a.func not in _PARTIAL or a.param for a in p.aggs):
+        return p  # (a try_sum's partial sums could overflow where its total does not)
     nl = len(j.left.fields)
     for side in ("right", "left"):
         lo, hi = (nl, len(j.fields)) if side == "right" else (0, nl)
@@ -486,7 +486,11 @@ def _partials(
     for x in found:
         if x.input != mine or tuple(x.keys) != tuple(keys):
             continue
-        have = {(a.func, a.arg): len(x.keys) + i for i, a in enumerate(x.aggs) if not a.distinct}
+        have = {
+            (a.func, a.arg): len(x.keys) + i
+            for i, a in enumerate(x.aggs)
+            if not a.distinct and not a.param
+        }
         cols = []
         for a, arg in zip(aggs, args, strict=True):
             col = have.get((a.func, arg))
