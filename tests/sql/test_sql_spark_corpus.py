@@ -8,7 +8,9 @@ has that duplicate deleted, so the answer checked is the one after a retraction 
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
+from decimal import Decimal as D
 from typing import Any
 
 import pytest
@@ -963,6 +965,95 @@ def test_tuple_not_in_ordered_subquery_equals_duckdb() -> None:
             [(1, "2"), (None, "-10"), (0, None)],
             [(-10,), (0,), (1,), (2,), (None,), (None,)],
         ),
+        # like-any.sql / like-all.sql: a LIKE per pattern, OR'd (ANY) or AND'ed (ALL),
+        # NOT negating each; a NULL pattern decides as three-valued logic says
+        (
+            "s STRING",
+            "SELECT s, s LIKE ANY ('%1%', '2%'), s LIKE ALL ('%1%', NULL), "
+            "s NOT LIKE ANY ('%1%', NULL), s NOT LIKE ALL ('%1%', '2%'), "
+            "s ILIKE ANY ('X', '%0') FROM t",
+            [("-10",), ("2",), (None,), ("x",), ("0",)],
+            [
+                ("-10", True, None, None, False, True),
+                ("0", False, False, True, True, True),
+                ("2", True, False, True, False, False),
+                ("x", False, False, True, True, True),
+                (None, None, None, None, None, None),
+            ],
+        ),
+        # grouping.sql / group-analytics.sql: positions in grouping sets, grouping__id
+        (
+            "a INT, b BIGINT",
+            "SELECT a, b, grouping__id, count(*) FROM t GROUP BY GROUPING SETS ((1), (b), (a, 2))",
+            [(1, 10), (2, 20), (None, None), (1, 0)],
+            [
+                (1, 0, 0, 1),
+                (1, 10, 0, 1),
+                (1, None, 1, 2),
+                (2, 20, 0, 1),
+                (2, None, 1, 1),
+                (None, 0, 2, 1),
+                (None, 10, 2, 1),
+                (None, 20, 2, 1),
+                (None, None, 0, 1),
+                (None, None, 1, 1),
+                (None, None, 2, 1),
+            ],
+        ),
+        (
+            "a INT",
+            "SELECT a % 2, grouping__id, count(*) FROM t GROUP BY ROLLUP(1)",
+            [(1,), (2,), (None,), (3,)],
+            [(0, 0, 1), (1, 0, 2), (None, 0, 1), (None, 1, 4)],
+        ),
+        # string-functions.sql / math.sql: numbers where text is wanted and text where
+        # numbers are (abs, sum, avg, stddev read text as a DOUBLE)
+        (
+            "a INT, s STRING",
+            "SELECT contains(a, '1'), startswith(a, 1), a LIKE '1%', s LIKE 1, abs(s) FROM t",
+            [(12, "1"), (21, "-2.5"), (None, None)],
+            [
+                (None, None, None, None, None),
+                (True, False, False, False, 2.5),
+                (True, True, True, True, 1.0),
+            ],
+        ),
+        (
+            "s STRING",
+            "SELECT sum(s), avg(s), stddev(s) FROM t",
+            [("1",), ("-2.5",), (None,), ("4",)],
+            [(2.5, 0.8333333333333334, 3.253203549323856)],
+        ),
+        # decimal.sql: text compared with a DECIMAL as DOUBLEs
+        (
+            "q DECIMAL(3,1), s STRING",
+            "SELECT q, s, q = s, q < s, s >= q FROM t",
+            [(D("1.0"), "1.04"), (D("1.5"), "1.5"), (D("2.5"), "2.55"), (None, "1")],
+            [
+                (D("1.0"), "1.04", False, True, True),
+                (D("1.5"), "1.5", True, False, True),
+                (D("2.5"), "2.55", False, True, True),
+                (None, "1", None, None, None),
+            ],
+        ),
+        # float4.sql: text as a FLOAT is single precision, a literal as a column
+        (
+            "s STRING",
+            "SELECT CAST(float(s) AS BIGINT), CAST(float('36854775807.0') AS BIGINT), "
+            "CAST(CAST('0.1' AS FLOAT) AS DOUBLE) FROM t",
+            [("36854775807.0",), ("0.1",)],
+            [
+                (0, 36854775808, 0.10000000149011612),
+                (36854775808, 36854775808, 0.10000000149011612),
+            ],
+        ),
+        # cast.sql: an infinity is no DECIMAL
+        (
+            "d DOUBLE",
+            "SELECT d, CAST(d AS DECIMAL(10,2)), decimal(d) FROM t",
+            [(float("inf"),), (float("-inf"),), (1.5,)],
+            [(-math.inf, None, None), (1.5, D("1.50"), D("2")), (math.inf, None, None)],
+        ),
     ],
 )
 def test_answers_recorded_from_spark(
@@ -980,6 +1071,24 @@ def test_answers_recorded_from_spark(
     assert sorted(view.rows(), key=repr) == sorted(want, key=repr)
 
 
+def test_floor_and_ceil_of_doubles_as_bigints() -> None:
+    """math.sql (answers from Spark 4): NaN's floor and ceil are 0 (Java's cast), a NaN is
+    no DECIMAL, and a value past 64 bits is an overflow, not a wrapped BIGINT."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (d DOUBLE)")
+    view = db.view("SELECT d, ceil(d), floor(d), CAST(d AS DECIMAL(10,2)) FROM t")
+    db.insert("t", [(math.nan,), (1.5,), (-2.5,), (None,)])
+    db.commit()
+    got = sorted(view.rows(), key=repr)
+    assert got[:3] == [(-2.5, -2, -3, D("-2.50")), (1.5, 2, 1, D("1.50")), (None, None, None, None)]
+    assert math.isnan(got[3][0]) and got[3][1:] == (0, 0, None)
+    for x in (1e308, -math.inf, 2.0**63):
+        db.insert("t", [(x,)])
+        with pytest.raises(dsql.DataError, match="overflow"):
+            db.commit()
+    assert sorted(view.rows(), key=repr)[:3] == got[:3]  # (nothing of the failed commits)
+
+
 def test_power_of_a_nan_exponent_is_nan() -> None:
     """float8.sql: Java's pow is NaN for a NaN exponent, 1 as the base too."""
     import math
@@ -992,3 +1101,72 @@ def test_power_of_a_nan_exponent_is_nan() -> None:
     got = sorted(view.rows(), key=lambda r: math.isnan(r[0]))
     assert got[0] == (2.0, 1.0, 1.0)
     assert math.isnan(got[1][1]) and got[1][2] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        # postgreSQL/join.sql (answers from Spark 4): a USING column after a FULL / RIGHT
+        # join is the COALESCE of the columns merged so far, in the next join's condition
+        (
+            "SELECT * FROM t1 FULL JOIN t2 USING (name) FULL JOIN t3 USING (name)",
+            [
+                ("bb", 11, 12, 13),
+                ("cc", None, 22, 23),
+                ("dd", None, None, 33),
+                ("ee", None, 42, None),
+            ],
+        ),
+        (
+            "SELECT name, t1.n, t2.n, t3.n FROM t1 AS t1 FULL JOIN t2 USING (name) "
+            "FULL JOIN t3 USING (name)",
+            [
+                ("bb", 11, 12, 13),
+                ("cc", None, 22, 23),
+                ("dd", None, None, 33),
+                ("ee", None, 42, None),
+            ],
+        ),
+        (
+            "SELECT * FROM t1 RIGHT JOIN t2 USING (name) LEFT JOIN t3 USING (name)",
+            [("bb", 11, 12, 13), ("cc", None, 22, 23), ("ee", None, 42, None)],
+        ),
+        (
+            "SELECT * FROM t3 FULL JOIN t1 USING (name) FULL JOIN t2 USING (name)",
+            [
+                ("bb", 13, 11, 12),
+                ("cc", 23, None, 22),
+                ("dd", 33, None, None),
+                ("ee", None, None, 42),
+            ],
+        ),
+    ],
+)
+def test_chained_using_joins_recorded_from_spark(sql: str, want: list[tuple[Any, ...]]) -> None:
+    db = dsql.Database()
+    rows = {
+        "t1": [("bb", 11)],
+        "t2": [("bb", 12), ("cc", 22), ("ee", 42)],
+        "t3": [("bb", 13), ("cc", 23), ("dd", 33)],
+    }
+    for name in rows:
+        db.execute(f"CREATE TABLE {name} (name STRING, n INT)")
+    view = db.view(sql)
+    for name, rs in rows.items():  # (each row twice, one copy deleted again)
+        db.insert(name, rs + rs)
+    db.commit()
+    for name, rs in rows.items():
+        db.delete(name, rs)
+    db.commit()
+    assert sorted(view.rows(), key=repr) == sorted(want, key=repr)
+
+
+def test_group_by_a_column_named_all() -> None:
+    """group-by-all.sql (answers from Spark 4): GROUP BY all over a table with a column
+    named ``all`` groups by that column."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (`all` INT, b INT)")
+    view = db.view("SELECT count(*) AS c FROM t GROUP BY all")
+    db.insert("t", [(1, 1), (1, 2), (2, 3), (None, 4)])
+    db.commit()
+    assert sorted(view.rows()) == [(1,), (1,), (2,)]

@@ -285,7 +285,6 @@ def test_try_sum_over_a_join_grouped_by_its_key() -> None:
 @pytest.mark.parametrize(
     ("sql", "error"),
     [
-        ("SELECT try_sum(s) FROM t", dsql.SQLError),
         ("SELECT try_avg(i > 1) FROM t", dsql.SQLError),
         ("SELECT try_sum(i) OVER (ORDER BY i) FROM t", dsql.UnsupportedSQL),
         ("SELECT try_sum(i, 1) FROM t", dsql.UnsupportedSQL),

@@ -1061,6 +1061,12 @@ def cast_values(
     if d == "decimal":
         if s in ("int", "decimal", "double"):
             r = as_decimal(a, src, dst.scale)
+            if s == "double":
+                # NaN and the infinities are no DECIMAL: NULL (Spark)
+                odd = ~np.isfinite(float_from_keys(a))
+                if odd.any():
+                    an = _or(an, odd)
+                    r = np.where(odd, 0, r)
             if not _widens(src, dst):
                 r = decimal_checked(r, dst, f"CAST to {dst}", nulls=an)
             return r, an
@@ -2419,6 +2425,16 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
         else:
             raise DataError(f"unknown function {op}")
     if e.type.kind == "int":
+        # a DOUBLE's floor / ceil as a BIGINT: NaN is 0 (Java's cast), a value past 64 bits
+        # an overflow (ANSI mode)
+        nan = np.isnan(r)
+        if nan.any():
+            r = np.where(nan, 0.0, r)
+        past = ~((r >= -(2.0**63)) & (r < 2.0**63))
+        if an is not None:
+            past &= ~an
+        if past.any():
+            raise DataError(f"integer overflow in {show(e)}: the result does not fit BIGINT")
         return r.astype(np.int64), an
     if e.type.kind == "decimal":
         return as_decimal(float_keys(r), DOUBLE, e.type.scale), an

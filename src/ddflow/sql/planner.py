@@ -417,6 +417,8 @@ def _spelled_out(node: Node) -> Node:
     if isinstance(node, exp.ApproxDistinct) and node.this is not None:
         # the exact count is within any error asked for
         return exp.Count(this=exp.Distinct(expressions=[node.this.copy()]))
+    if isinstance(node, exp.Column) and not node.table and node.name.lower() == "grouping__id":
+        return exp.GroupingId()  # (Spark's older name for grouping_id())
     over = node.this if isinstance(node, exp.IgnoreNulls) else node
     if isinstance(over, (exp.First, exp.Last)) and isinstance(node.parent, exp.Window):
         # over a window: the frame's first / last value (in the window's order)
@@ -470,7 +472,9 @@ def _spelled_out(node: Node) -> Node:
     if (
         isinstance(node, exp.Any)
         and not isinstance(node.this, (exp.Subquery, exp.Query))
-        and not isinstance(node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE))
+        and not isinstance(
+            node.parent, (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE, exp.Like, exp.ILike)
+        )
     ):
         return exp.Max(this=_as_boolean(node.this))  # the aggregate any(b): bool_or
     if (
@@ -1201,6 +1205,21 @@ def _grouping_sets(group: Node) -> list[list[Node]] | None:
     return sets
 
 
+def _ordinal_item(x: Node, sel: Node) -> Node:
+    """A grouping set's item: an integer literal ``k`` is the SELECT's ``k``-th item (as in
+    GROUP BY), anything else itself."""
+    if not (isinstance(x, exp.Literal) and x.is_int):
+        return x
+    k = int(x.this)
+    items = sel.expressions
+    if not 1 <= k <= len(items):
+        raise SQLError(f"GROUP BY position {k} is not in the select list (1 to {len(items)})")
+    item = _unalias(items[k - 1])
+    if item.find(exp.AggFunc) is not None:
+        raise SQLError(f"GROUP BY position {k} refers to an aggregate")
+    return item.copy()
+
+
 def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
     """A SELECT grouped by ROLLUP, CUBE or GROUPING SETS as the UNION ALL of one grouped
     SELECT per grouping set: a grouping column outside the set is NULL there (outside
@@ -1216,6 +1235,7 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
             continue
         if sel.args.get("distinct"):
             raise UnsupportedSQL("SELECT DISTINCT with ROLLUP, CUBE or GROUPING SETS")
+        sets = [[_ordinal_item(x, sel) for x in st] for st in sets]
         universe: dict[str, Node] = {}
         for st in sets:
             for x in st:
@@ -1991,6 +2011,58 @@ def _limit_per_domain(
     q.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(this=_quoted(tag)))))
     q.set("where", exp.Where(this=cond))
     return True
+
+
+def _mark_using_chains(tree: Node) -> None:
+    """Before qualification: a join ``USING (u)`` after an earlier RIGHT or FULL join
+    ``USING (u)`` is marked with the sources whose ``u`` the merged column is (the
+    COALESCE of them, in order): its condition must compare that, not the first source's
+    ``u`` (which qualification writes, NULL on the rows the outer join padded)."""
+    for sel in tree.find_all(exp.Select):
+        joins = sel.args.get("joins") or []
+        first = sel.args.get("from_") or sel.args.get("from")
+        if not joins or first is None:
+            continue
+        chains: dict[str, list[str]] = {}  # column -> sources joined by USING on it
+        outer: set[str] = set()  # columns an earlier RIGHT / FULL join USING merged
+        for j in joins:
+            names = [_name(u).lower() for u in j.args.get("using") or []]
+            if not names:
+                continue
+            fix = {u: list(chains[u]) for u in names if u in outer and u in chains}
+            if fix:
+                j.meta["using_chain"] = fix
+            for u in names:
+                chains.setdefault(u, [first.this.alias_or_name]).append(j.this.alias_or_name)
+                if str(j.args.get("side") or "").upper() in ("RIGHT", "FULL"):
+                    outer.add(u)
+
+
+def _coalesce_using_chains(tree: Node) -> None:
+    """After qualification: in the condition of a join ``_mark_using_chains`` marked, the
+    earlier side of ``x.u = t.u`` becomes ``COALESCE(a.u, b.u, ...)``."""
+    for j in tree.find_all(exp.Join):
+        fix = j.meta.get("using_chain")
+        on = j.args.get("on")
+        if not fix or on is None:
+            continue
+        right = j.this.alias_or_name
+        for eq in list(on.find_all(exp.EQ)):
+            sides = [eq.this, eq.expression]
+            if not all(isinstance(x, exp.Column) for x in sides):
+                continue
+            u = sides[0].name.lower()
+            if u not in fix or sides[1].name.lower() != u:
+                continue
+            mine = [x for x in sides if x.table == right]
+            other = [x for x in sides if x.table != right]
+            if len(mine) != 1 or len(other) != 1:
+                continue
+            merged = exp.Coalesce(
+                this=exp.column(other[0].name, table=fix[u][0]),
+                expressions=[exp.column(other[0].name, table=a) for a in fix[u][1:]],
+            )
+            other[0].replace(merged)
 
 
 def _order_by_all(tree: Node, rels: dict[str, tuple[Field, ...]], spark: bool) -> None:
@@ -2775,7 +2847,9 @@ class Planner:
         _filters_as_cases(tree)
         _row_comparisons(tree, self.dialect == "spark")
         _inline_inner_ctes(tree)
+        _mark_using_chains(tree)
         tree = self.qualify(tree)
+        _coalesce_using_chains(tree)
         _order_by_all(
             tree,
             {**{n: p.fields for n, p in self.views.items()}, **self.catalog},
@@ -4131,7 +4205,17 @@ class Planner:
         ):
             raise UnsupportedSQL("ROLLUP / CUBE / GROUPING SETS are not supported")
         scalar = group is None
-        if group is not None and group.args.get("all"):
+        named_all = [
+            (alias, f.name)
+            for alias, _, fields in scope.sources
+            for f in fields
+            if f.name.lower() == "all"
+        ]
+        if group is not None and group.args.get("all") and named_all and not key_nodes:
+            # (a column named ``all`` is that column, as in Spark)
+            alias, name = named_all[0]
+            key_nodes = [exp.column(name, table=alias if len(named_all) == 1 else None)]
+        elif group is not None and group.args.get("all"):
             # GROUP BY ALL: by every item of the SELECT list without an aggregate in it
             # (none: one group of all rows, as without GROUP BY)
             if key_nodes:
@@ -4243,8 +4327,8 @@ class Planner:
             if _has_outer(arg):
                 raise UnsupportedSQL("an aggregate over a correlated reference")
             t = self._agg_type(func, arg.type)
-            if func in ("sum", "avg") and arg.type.kind == "string" and self.dialect == "sqlite":
-                arg = self._cast(arg, DOUBLE)  # SQLite reads the text as a number
+            if func in ("sum", "avg", *SPREAD_FUNCS) and arg.type.kind == "string":
+                arg = self._cast(arg, DOUBLE)  # text read as a number (SQLite, Spark)
                 t = self._agg_type(func, arg.type)
             if func in ("sum", "avg") and arg.type.kind != "null" and not arg.type.numeric:
                 raise SQLError(f"{func} needs a number, got {arg.type}")
@@ -4876,7 +4960,12 @@ class Planner:
         if isinstance(e, Lit):
             if e.value is None:
                 return Lit(None, t)
-            conv = _convert_const(e.value, Field("", t))
+            # (text read as a FLOAT is rounded to single precision by the cast itself,
+            # which ``bind`` folds)
+            if isinstance(e.value, float) and not math.isfinite(e.value) and t.kind == "decimal":
+                return Lit(None, t)  # (NaN and the infinities are no DECIMAL: NULL, as Spark)
+            text_to_float = isinstance(e.value, str) and t.kind == "double" and t.bits == 32
+            conv = _NO if text_to_float else _convert_const(e.value, Field("", t))
             if conv is not _NO:
                 return Lit(conv, t)
         return Call("cast", (e,), t, e.nullable)
@@ -5322,7 +5411,10 @@ class Planner:
         if self.dialect == "sqlite":
             a, b = _text_affinity(a, b), _text_affinity(b, a)
         ta, tb = a.type, b.type
-        if ta.kind == "string" and tb.kind not in ("string", "null"):
+        if self.dialect == "spark" and {ta.kind, tb.kind} == {"string", "decimal"}:
+            # Spark compares text with a DECIMAL as DOUBLEs ('1.51' is not 1.5)
+            a, b = self._cast(a, DOUBLE), self._cast(b, DOUBLE)
+        elif ta.kind == "string" and tb.kind not in ("string", "null"):
             a = self._cast(a, tb)
         elif tb.kind == "string" and ta.kind not in ("string", "null"):
             b = self._cast(b, ta)
@@ -5472,13 +5564,31 @@ class Planner:
         return self._scalar(node, scope)
 
     def _like(self, node: Node, scope: Scope, ci: bool) -> Expr:
+        quant = node.expression
+        if isinstance(quant, (exp.Any, exp.All)) and isinstance(quant.this, (exp.Tuple, exp.Paren)):
+            # ``x LIKE ANY / ALL (p1, p2, ...)``: an OR / AND of one LIKE per pattern. NOT
+            # (the node's flag, applied by ``bind`` to what this returns) negates each LIKE:
+            # NOT LIKE ANY is NOT of the AND, NOT LIKE ALL NOT of the OR
+            inner = quant.this
+            pats = inner.expressions if isinstance(inner, exp.Tuple) else [inner.this]
+            parts: list[Node] = []
+            for pat in pats:
+                one = node.copy()
+                one.set("expression", pat.copy())
+                one.set("negate", None)
+                parts.append(one)
+            anyof = isinstance(quant, exp.Any) != bool(node.args.get("negate"))
+            both = exp.or_ if anyof else exp.and_
+            return self.bind(exp.Paren(this=both(*parts)), scope)
         a = self.bind(node.this, scope)
         p = self.bind(node.expression, scope)
         esc = node.args.get("escape")
         # Spark escapes with a backslash unless told otherwise; SQLite has no escape
         escape = esc.this if esc is not None else ("\\" if self.dialect == "spark" else None)
-        if a.type.kind not in ("string", "null") or p.type.kind not in ("string", "null"):
+        if a.type.kind not in ("string", "null"):
             a = self._cast(a, STRING)
+        if p.type.kind not in ("string", "null"):
+            p = self._cast(p, STRING)
         if (
             ci
             and self.dialect == "sqlite"
@@ -5874,7 +5984,10 @@ class Planner:
             a = self._cast(args[0], STRING) if args[0].type.kind != "string" else args[0]
             return Call("length", (a,), INT, nullable)
         if name in ("abs",) and len(args) == 1:
-            return Call("abs", (args[0],), args[0].type, nullable)
+            a = args[0]
+            if a.type.kind == "string" and self.dialect == "spark":
+                a = self._cast(a, DOUBLE)  # (Spark takes text as a DOUBLE)
+            return Call("abs", (a,), a.type, nullable)
         if name in ("sign", "signum") and len(args) == 1:
             return Call("sign", (args[0],), DOUBLE if self.dialect == "spark" else BIGINT, nullable)
         if name in ("sqrt", "exp", "ln", "log10", "log2") and len(args) == 1:
@@ -5904,7 +6017,8 @@ class Planner:
             and isinstance(args[1], Lit)
         ):
             op = {"startswith": "starts_with", "endswith": "ends_with"}.get(name, name)
-            return Call(op, (args[0], args[1]), BOOLEAN, nullable)
+            a, b = (x if x.type.kind in ("string", "null") else self._cast(x, STRING) for x in args)
+            return Call(op, (a, b), BOOLEAN, nullable)
         if (
             name in ("lpad", "rpad")
             and len(args) in (2, 3)
