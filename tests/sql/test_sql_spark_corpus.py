@@ -1170,3 +1170,27 @@ def test_group_by_a_column_named_all() -> None:
     db.insert("t", [(1, 1), (1, 2), (2, 3), (None, 4)])
     db.commit()
     assert sorted(view.rows()) == [(1,), (1,), (2,)]
+
+
+def test_inner_with_hides_an_outer_name_in_any_case() -> None:
+    """cte-nested.sql (answers from Spark 4): names of common table expressions are not
+    case-sensitive, so an inner ``aBc`` hides the outer ``abc``."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (x INT)")
+    for sql in (
+        "WITH abc AS (SELECT 1 AS x) SELECT (WITH aBc AS (SELECT 2 AS x) SELECT * FROM aBC) AS y",
+        "WITH abc AS (SELECT 1 AS x) SELECT * FROM (WITH ABC AS (SELECT 2 AS x) SELECT * FROM abc)",
+    ):
+        view = db.view(sql)
+        db.commit()
+        assert view.rows() == [(2,)], sql
+
+
+def test_window_over_grouping_sets_is_refused() -> None:
+    """A window runs over the rows of all grouping sets together (Spark: sum(sum(c)) OVER
+    (PARTITION BY a) with ROLLUP(a, b) sums a's rows of every set); computing it set by
+    set was a wrong answer, so it is refused by name."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT, b INT, c INT)")
+    with pytest.raises(dsql.UnsupportedSQL, match="window function with ROLLUP"):
+        db.view("SELECT a, b, sum(sum(c)) OVER (PARTITION BY a) FROM t GROUP BY ROLLUP(a, b)")

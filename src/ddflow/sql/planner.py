@@ -1235,6 +1235,9 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
             continue
         if sel.args.get("distinct"):
             raise UnsupportedSQL("SELECT DISTINCT with ROLLUP, CUBE or GROUPING SETS")
+        if any(isinstance(n, exp.Window) for x in sel.expressions for n in _walk_no_subqueries(x)):
+            # (a window runs over the rows of every grouping set together, not set by set)
+            raise UnsupportedSQL("a window function with ROLLUP, CUBE or GROUPING SETS")
         sets = [[_ordinal_item(x, sel) for x in st] for st in sets]
         universe: dict[str, Node] = {}
         for st in sets:
@@ -1391,10 +1394,14 @@ def _inline_inner_ctes(tree: Node) -> None:
         ctes = list(w.expressions)
         q.set(key, None)
         for i, cte in enumerate(ctes):
-            name = cte.alias
+            name = cte.alias.lower()  # (names are not case-sensitive, in Spark and SQLite)
             for target in [q, *(c.this for c in ctes[i + 1 :])]:
                 for table in list(target.find_all(exp.Table)):
-                    if table.name != name or table.args.get("db") or table.args.get("catalog"):
+                    if (
+                        table.name.lower() != name
+                        or table.args.get("db")
+                        or table.args.get("catalog")
+                    ):
                         continue
                     alias = cte.args["alias"].copy()
                     alias.set("this", exp.to_identifier(table.alias_or_name))
