@@ -1186,11 +1186,64 @@ def test_inner_with_hides_an_outer_name_in_any_case() -> None:
         assert view.rows() == [(2,)], sql
 
 
-def test_window_over_grouping_sets_is_refused() -> None:
-    """A window runs over the rows of all grouping sets together (Spark: sum(sum(c)) OVER
-    (PARTITION BY a) with ROLLUP(a, b) sums a's rows of every set); computing it set by
-    set was a wrong answer, so it is refused by name."""
+@pytest.mark.parametrize(
+    ("sql", "want"),
+    [
+        (
+            "SELECT a, b, sum(sum(c)) OVER (PARTITION BY a) FROM t GROUP BY ROLLUP(a, b)",
+            [
+                (1, 1, 60),
+                (1, 2, 60),
+                (1, None, 60),
+                (2, 1, 60),
+                (2, None, 60),
+                (None, 3, 75),
+                (None, None, 75),
+                (None, None, 75),
+            ],
+        ),
+        (
+            "SELECT a, sum(c), sum(sum(c)) OVER (ORDER BY a) FROM t GROUP BY CUBE(a)",
+            [(1, 30, 100), (2, 30, 130), (None, 5, 70), (None, 65, 70)],
+        ),
+        (
+            "SELECT a, b, grouping(a) AS g, rank() OVER (PARTITION BY grouping(a) "
+            "ORDER BY sum(c) DESC, a, b) AS r, a + max(max(c)) OVER () AS m FROM t "
+            "GROUP BY GROUPING SETS ((a), (a, b), ()) ORDER BY r, a, b",
+            [
+                (1, 1, 0, 5, 31),
+                (1, 2, 0, 4, 31),
+                (1, None, 0, 1, 31),
+                (2, 1, 0, 3, 32),
+                (2, None, 0, 2, 32),
+                (None, 3, 0, 7, None),
+                (None, None, 0, 6, None),
+                (None, None, 1, 1, None),
+            ],
+        ),
+        (
+            "SELECT a, lag(sum(c), 1, -1) OVER (ORDER BY a NULLS FIRST, grouping_id()) AS l "
+            "FROM t GROUP BY ROLLUP(a) HAVING sum(c) > 5",
+            [(1, 65), (2, 30), (None, -1)],
+        ),
+        (
+            "SELECT * FROM (SELECT a, sum(c) AS s, row_number() OVER (ORDER BY sum(c), a) AS rn "
+            "FROM t GROUP BY CUBE(a)) q WHERE rn < 3",
+            [(1, 30, 2), (None, 5, 1)],
+        ),
+    ],
+)
+def test_windows_over_grouping_sets_recorded_from_spark(
+    sql: str, want: list[tuple[Any, ...]]
+) -> None:
+    """A window runs over the grouped rows of every grouping set together (Spark:
+    sum(sum(c)) OVER (PARTITION BY a) with ROLLUP(a, b) sums a's rows of all sets)."""
     db = dsql.Database()
     db.execute("CREATE TABLE t (a INT, b INT, c INT)")
-    with pytest.raises(dsql.UnsupportedSQL, match="window function with ROLLUP"):
-        db.view("SELECT a, b, sum(sum(c)) OVER (PARTITION BY a) FROM t GROUP BY ROLLUP(a, b)")
+    view = db.view(sql)
+    rows = [(1, 1, 10), (1, 2, 20), (2, 1, 30), (None, 3, 5)]
+    db.insert("t", rows + rows)
+    db.commit()
+    db.delete("t", rows)
+    db.commit()
+    assert sorted(view.rows(), key=repr) == sorted(want, key=repr)

@@ -1220,6 +1220,83 @@ def _ordinal_item(x: Node, sel: Node) -> Node:
     return item.copy()
 
 
+def _windows_over_groups(sel: Node, spark: bool) -> Node:
+    """A SELECT grouped by grouping sets with window functions as a SELECT of the windows
+    over the grouped rows of all sets: ``SELECT <windows> FROM (SELECT <what they read>
+    FROM ... GROUP BY ROLLUP ...) _gs``. Each part of an item that reads columns or
+    aggregates outside a window (a window's arguments, PARTITION BY and ORDER BY
+    expressions, the items without windows) is a column of the grouped query; ORDER BY
+    and LIMIT move to the outer query."""
+    exports: list[Node] = []
+
+    def reads(node: Node) -> bool:
+        return any(
+            isinstance(n, (exp.Column, exp.AggFunc, exp.Grouping, exp.GroupingId))
+            for n in node.walk()
+        )
+
+    def value(node: Node) -> Node:
+        if not reads(node):
+            return node
+        name = f"_gw{len(exports)}"
+        exports.append(exp.alias_(node, name))
+        return exp.column(name, table="_gs")
+
+    def conv(node: Node) -> Node:
+        if isinstance(node, exp.Window):
+            f = node.this
+            target = f.this if isinstance(f, (exp.IgnoreNulls, exp.RespectNulls)) else f
+            for k, v in list(target.args.items()):
+                if isinstance(v, exp.Expression):
+                    target.set(k, value(v))
+                elif isinstance(v, list):
+                    target.set(k, [value(x) if isinstance(x, exp.Expression) else x for x in v])
+            node.set("partition_by", [value(x) for x in node.args.get("partition_by") or []])
+            order = node.args.get("order")
+            if order is not None:
+                for o in order.expressions:
+                    o.set("this", value(o.this))
+            return node
+        if not any(isinstance(n, exp.Window) for n in node.walk()):
+            return value(node)
+        for k, v in list(node.args.items()):
+            if isinstance(v, exp.Expression):
+                node.set(k, conv(v))
+            elif isinstance(v, list):
+                node.set(k, [conv(x) if isinstance(x, exp.Expression) else x for x in v])
+        return node
+
+    items = []
+    for x in sel.expressions:
+        body = _unalias(x).copy()
+        items.append(exp.alias_(conv(body), x.alias_or_name))
+    names = {x.alias_or_name.lower() for x in sel.expressions}
+    order = sel.args.get("order")
+    if order is not None:
+        order = order.copy()
+        for o in order.expressions:
+            key = o.this
+            if (isinstance(key, exp.Column) and not key.table and key.name.lower() in names) or (
+                isinstance(key, exp.Literal) and key.is_int
+            ):
+                continue
+            o.set("this", conv(key))
+    inner = sel.copy()
+    for k in ("order", "limit", "offset"):
+        inner.set(k, None)
+    inner.set("expressions", exports or [exp.alias_(exp.Literal.number(0), "_gw")])
+    grouped = _expand_grouping_sets(inner, spark)
+    outer = exp.select(*items).from_(
+        exp.Subquery(this=grouped, alias=exp.TableAlias(this=exp.to_identifier("_gs")))
+    )
+    if order is not None:
+        outer.set("order", order)
+    for k in ("limit", "offset"):
+        if sel.args.get(k) is not None:
+            outer.set(k, sel.args[k].copy())
+    return outer
+
+
 def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
     """A SELECT grouped by ROLLUP, CUBE or GROUPING SETS as the UNION ALL of one grouped
     SELECT per grouping set: a grouping column outside the set is NULL there (outside
@@ -1236,8 +1313,13 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
         if sel.args.get("distinct"):
             raise UnsupportedSQL("SELECT DISTINCT with ROLLUP, CUBE or GROUPING SETS")
         if any(isinstance(n, exp.Window) for x in sel.expressions for n in _walk_no_subqueries(x)):
-            # (a window runs over the rows of every grouping set together, not set by set)
-            raise UnsupportedSQL("a window function with ROLLUP, CUBE or GROUPING SETS")
+            # a window runs over the rows of every grouping set together, not set by set
+            outer = _windows_over_groups(sel, spark)
+            if sel is tree:
+                tree = outer
+            else:
+                sel.replace(outer)
+            continue
         sets = [[_ordinal_item(x, sel) for x in st] for st in sets]
         universe: dict[str, Node] = {}
         for st in sets:
