@@ -1,7 +1,11 @@
 """The cheap paths rows take into a database, each against the plain reading it replaces:
 
 - a scan's string equalities with literals decided by length first, then its number
-  conditions on the rows of the right lengths only, then the bytes.
+  conditions on the rows of the right lengths only, then the bytes;
+- a DECIMAL column's 128-bit words read as 64-bit values only when every word fits
+  (``low_words_fit``: one pass over all words for the usual non-negative case);
+- a string column of one-byte strings read byte by byte only when every string has one
+  byte (``single_bytes``: the offsets compared with a counting sequence).
 """
 
 from __future__ import annotations
@@ -16,6 +20,103 @@ import pyarrow as pa
 import pytest
 
 import ddflow.sql as dsql
+from ddflow.sql.batch import low_words_fit
+from ddflow.sql.strings import single_bytes
+
+
+def _fits_plainly(words: np.ndarray) -> bool:
+    lo, hi = words[0::2], words[1::2]
+    return bool(np.array_equal(hi, lo >> 63))
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        [150, 0, 7, 0, 0, 0],
+        [150, 0, -225, -1, 0, 0],  # a negative value: high word -1
+        [150, 0, 7, 1],  # a high word of 1 over a small low word
+        [150, 0, 0, 1],  # 2**64: low word 0
+        [5, 0, -3, 0],  # a low word with its sign bit set, high word 0 (2**64 - 3)
+        [5, -1, 3, 0],  # a sign word over a positive low word
+        [-5, -1, 3, 2],
+        [(1 << 63) - 1, 0, 1, 0],
+        [-(1 << 63), -1],
+        [0, 1 << 62],
+    ],
+)
+def test_low_words_fit_is_the_plain_check(words: list[int]) -> None:
+    w = np.array(words, dtype=np.int64)
+    assert low_words_fit(w, w[0::2]) == _fits_plainly(w)
+
+
+def test_low_words_fit_random_words() -> None:
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        lo = rng.integers(-(10**6), 10**6, n)
+        if rng.random() < 0.5:
+            lo = np.abs(lo)
+        hi = lo >> 63
+        k = int(rng.integers(0, 4))
+        for _ in range(k):  # a few words spoilt: another high word, or a sign flipped
+            i = int(rng.integers(0, n))
+            if rng.random() < 0.5:
+                hi[i] = int(rng.integers(-3, 4))
+            else:
+                lo[i] = lo[i] ^ np.int64(-(1 << 63))
+        w = np.empty(2 * n, np.int64)
+        w[0::2], w[1::2] = lo, hi
+        assert low_words_fit(w, w[0::2]) == _fits_plainly(w), w
+
+
+def _strings_from(offsets: list[int], data: bytes, offset: int = 0) -> pa.Array:
+    n = len(offsets) - 1
+    arr = pa.Array.from_buffers(
+        pa.string(),
+        n,
+        [None, pa.py_buffer(np.array(offsets, np.int32).tobytes()), pa.py_buffer(data)],
+    )
+    return arr.slice(offset) if offset else arr
+
+
+@pytest.mark.parametrize("offset", [0, 1, 5])
+def test_single_bytes_only_when_every_string_has_one_byte(offset: int) -> None:
+    data = b"ABCDEFGHIJKL"
+    # one byte each
+    arr = _strings_from(list(range(13)), data, offset)
+    got = single_bytes(arr)
+    assert got is not None and bytes(got) == data[offset:]
+    # as many bytes as strings, but one empty and one of two bytes
+    offs = list(range(13))
+    offs[6] = 5  # string 5 empty, string 6 two bytes
+    arr = _strings_from(offs, data, offset)
+    assert [len(s) for s in arr.to_pylist()].count(1) < len(arr)
+    assert single_bytes(arr) is None
+    # the data of one-byte strings that do not start at byte 0 of the buffer
+    arr = _strings_from(list(range(3, 13)), data, offset)
+    got = single_bytes(arr)
+    assert got is not None and bytes(got) == data[3 + offset : 12]
+    # a longer one than the kept counting sequence
+    big = 70_000
+    arr = pa.array(["x", "y"] * (big // 2))
+    got = single_bytes(arr.slice(offset))
+    assert got is not None and len(got) == big - offset
+    spoilt = ["x", "y"] * (big // 2)
+    spoilt[40_000], spoilt[40_001] = "", "xy"
+    assert single_bytes(pa.array(spoilt).slice(offset)) is None
+
+
+def test_one_byte_codes_in_a_view() -> None:
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (k BIGINT NOT NULL, f STRING NOT NULL)")
+    view = db.view("SELECT f, count(*) AS c FROM t GROUP BY f")
+    offs = list(range(9))
+    offs[3] = 2  # 'AB' 'C' ... : 8 bytes, 8 strings, one empty
+    bad = _strings_from(offs, b"ABCDEFGH")
+    db.insert("t", pa.table({"k": pa.array(range(8), pa.int64()), "f": bad}))
+    db.commit()
+    want = Counter(bad.to_pylist())
+    assert Counter(dict(view.rows())) == want
 
 
 def _decimals(words: list[int], valid: list[bool] | None = None) -> pa.Array:

@@ -114,10 +114,13 @@ def plain_arrow(at: Any, t: Any) -> bool:
 def low_words_fit(words: np.ndarray, low: np.ndarray) -> bool:
     """Whether each 128-bit integer of ``words`` (low word, high word, ...) is its low word
     (``low``, the low words): every high word is 0 and every low word non-negative (the
-    usual case, checked first), or every high word is its low word's sign."""
+    usual case, checked first: no word has its sign bit set, one pass over all of them,
+    and the greatest high word is 0), or every high word is its low word's sign."""
     high = words[1::2]
-    if not high.any():
-        return bool(low.min() >= 0)
+    if not len(high):
+        return True
+    if np.bitwise_or.reduce(words) >= 0:  # (cheaper than high.any() and low.min())
+        return bool(high.max() == 0)
     return bool(np.array_equal(high, low >> 63))
 
 

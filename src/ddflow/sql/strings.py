@@ -71,9 +71,33 @@ def single_bytes(arr: Any) -> np.ndarray | None:
         return None
     off = np.frombuffer(bufs[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
     start = int(off[0])
-    if int(off[-1]) - start != n or (n > 1 and not (off[1:] - off[:-1] == 1).all()):
+    if int(off[-1]) - start != n:
         return None
+    if n > 1:
+        # every string one byte long: the offsets are start, start + 1, ..., start + n
+        # (compared with a slice of a kept arange, one pass; else by their differences)
+        steps = _steps(start + n + 1)
+        if steps is not None:
+            if not np.array_equal(off, steps[start : start + n + 1]):
+                return None
+        elif not (off[1:] - off[:-1] == 1).all():
+            return None
     return np.frombuffer(bufs[2], dtype=np.uint8, count=start + n)[start:]
+
+
+_STEPS = np.arange(1 << 16, dtype=np.int32)
+_STEPS_MAX = 1 << 24
+
+
+def _steps(n: int) -> np.ndarray | None:
+    """``0, 1, ..., n - 1`` and on (``int32``, kept and grown as needed), or None beyond
+    ``_STEPS_MAX``."""
+    global _STEPS
+    if n > len(_STEPS):
+        if n > _STEPS_MAX:
+            return None
+        _STEPS = np.arange(max(n, 2 * len(_STEPS)), dtype=np.int32)
+    return _STEPS
 
 
 class StringDict:
