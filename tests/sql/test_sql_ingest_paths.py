@@ -5,7 +5,9 @@
 - a DECIMAL column's 128-bit words read as 64-bit values only when every word fits
   (``low_words_fit``: one pass over all words for the usual non-negative case);
 - a string column of one-byte strings read byte by byte only when every string has one
-  byte (``single_bytes``: the offsets compared with a counting sequence).
+  byte (``single_bytes``: the offsets compared with a counting sequence);
+- a delete's chunks found by their least and greatest key, read from the Arrow buffer
+  of a key column no view converted.
 """
 
 from __future__ import annotations
@@ -209,3 +211,28 @@ def test_a_decimal_word_that_does_not_fit_in_a_row_of_the_right_lengths() -> Non
     with pytest.raises(dsql.DataError, match="does not fit"):
         db.commit()
     assert view.rows() == [(10, D("5.00"))]
+
+
+@pytest.mark.parametrize("key_type", [pa.int64(), pa.int32(), pa.int16()])
+def test_delete_finds_the_least_and_greatest_key_of_a_chunk(key_type: pa.DataType) -> None:
+    """Deletes find their chunks by each chunk's least and greatest key, read from the
+    Arrow buffer of a key column no view converted (sliced arrays: an offset)."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (k BIGINT NOT NULL, s STRING)")
+    view = db.view("SELECT s FROM t")
+    live: Counter[tuple[Any, ...]] = Counter()
+    for c in range(6):
+        ks = [c * 100 + (i * 37) % 50 for i in range(50)]
+        ss = [f"r{k}" for k in ks]
+        arr = pa.array([-1, *ks], key_type).slice(1)
+        db.insert("t", pa.table({"k": arr, "s": pa.array(ss)}))
+        db.commit()
+        live.update(zip(ks, ss, strict=True))
+    for k in (0, 349, 300, 549, 500, 49):  # one at a time: the query's range is one key
+        gone = [(k, f"r{k}")]
+        db.delete("t", pa.table({"k": pa.array([k], pa.int64()), "s": [f"r{k}"]}))
+        db.commit()
+        live.subtract(gone)
+        assert Counter(view.rows()) == Counter({(s,): n for (_, s), n in live.items() if n})
+    with pytest.raises(dsql.DataError, match="cannot delete"):
+        db.delete("t", pa.table({"k": pa.array([0], pa.int64()), "s": ["r0"]}))

@@ -387,12 +387,12 @@ class TableStore:
             elif kept[2][kc][0] == "arrow":
                 arr = kept[1].column(kept[2][kc][1]).chunk(0)  # (frozen: not thawed)
             if arr is not None and len(arr) and _plain_ints(arr):
-                # a column not converted yet: its least and greatest value are read in
-                # Arrow (they are its physical values: integers without NULLs)
-                import pyarrow.compute as pc
-
-                mm = pc.min_max(arr)
-                self.zones.append((int(mm["min"].as_py()), int(mm["max"].as_py())))
+                # a column not converted yet: its least and greatest value are read from
+                # its data buffer (they are its physical values: integers without NULLs)
+                n, off = len(arr), arr.offset
+                dt = np.dtype(f"int{arr.type.bit_width}")
+                v = np.frombuffer(arr.buffers()[1], dtype=dt, count=off + n)[off:]
+                self.zones.append((int(v.min()), int(v.max())))
                 continue
             b = self.batch(ci)
             if not b.n:
