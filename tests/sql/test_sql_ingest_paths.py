@@ -7,7 +7,9 @@
 - a string column of one-byte strings read byte by byte only when every string has one
   byte (``single_bytes``: the offsets compared with a counting sequence);
 - a delete's chunks found by their least and greatest key, read from the Arrow buffer
-  of a key column no view converted.
+  of a key column no view converted;
+- inserted rows counted by a shared, read-only array of ones (``ones`` / ``is_ones``),
+  which a later delete must not change for other rows.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pyarrow as pa
 import pytest
 
 import ddflow.sql as dsql
-from ddflow.sql.batch import low_words_fit
+from ddflow.sql.batch import is_ones, low_words_fit, ones
 from ddflow.sql.strings import single_bytes
 
 
@@ -119,6 +121,37 @@ def test_one_byte_codes_in_a_view() -> None:
     db.commit()
     want = Counter(bad.to_pylist())
     assert Counter(dict(view.rows())) == want
+
+
+def test_shared_ones_are_never_written() -> None:
+    a = ones(5)
+    assert is_ones(a) and a.tolist() == [1] * 5 and not a.flags.writeable
+    assert not is_ones(np.ones(5, np.int64)) and not is_ones(a.copy()) and not is_ones(None)
+    big = ones(300_000)  # (grows the shared array)
+    assert is_ones(big) and len(big) == 300_000
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (k BIGINT NOT NULL, v INT)")
+    view = db.view("SELECT k, v FROM t")
+    rows = [(k, k % 3) for k in range(20)]
+    db.insert("t", rows)
+    db.commit()
+    db.delete("t", rows[:5])
+    db.insert("t", rows[:2])  # inserted and deleted again in one commit
+    db.delete("t", rows[:2])
+    db.commit()
+    db.insert("t", rows[5:8])  # a new batch of ones after a removal from an old one
+    db.commit()
+    want = Counter(rows[5:]) + Counter(rows[5:8])
+    assert Counter(view.rows()) == want
+    assert ones(20).tolist() == [1] * 20
+    db.delete("t", rows[5:8])
+    db.delete("t", rows[5:8])
+    db.commit()
+    assert Counter(view.rows()) == Counter(rows[8:])
+    with pytest.raises(dsql.DataError):
+        db.delete("t", rows[5:6])
+    db.commit()
+    assert Counter(view.rows()) == Counter(rows[8:])
 
 
 def _decimals(words: list[int], valid: list[bool] | None = None) -> pa.Array:

@@ -31,9 +31,33 @@ __all__ = [
     "RowBatch",
     "arrow_bits",
     "arrow_true",
+    "is_ones",
     "low_words_fit",
+    "ones",
     "plain_arrow",
 ]
+
+
+#: the counts of inserted rows: slices of one read-only array of ones (``ones``), so an
+#: insert makes no array and its readers know, by ``is_ones``, that every count is 1
+_ONES = np.ones(1 << 17, np.int64)
+_ONES.flags.writeable = False
+
+
+def ones(n: int) -> np.ndarray:
+    """``n`` ones (``int64``), read-only: a view of a shared array (``is_ones``)."""
+    global _ONES
+    if n > len(_ONES):
+        grown = np.ones(max(n, 2 * len(_ONES)), np.int64)
+        grown.flags.writeable = False
+        _ONES = grown
+    return _ONES[:n]
+
+
+def is_ones(d: Any) -> bool:
+    """Whether ``d`` is a view of ``ones``' shared array (so every value is 1; False for
+    other arrays of ones, and for views of the array ``ones`` used before it grew)."""
+    return isinstance(d, np.ndarray) and d.base is _ONES
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:

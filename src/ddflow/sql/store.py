@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch, is_ones
 from ddflow.sql.strings import StringDict
 
 __all__ = ["TableStore", "distinct_rows", "freeze", "row_hashes", "thaw"]
@@ -325,7 +325,9 @@ class TableStore:
         if not b.n:
             return
         kept: Any = freeze(b, self.specs) if self.frozen else b
-        self.chunks.append((kept, np.asarray(counts, dtype=np.int64).copy()))
+        # (``ones``' shared counts are kept as they are, copied when a removal changes them)
+        c = counts if is_ones(counts) else np.asarray(counts, dtype=np.int64).copy()
+        self.chunks.append((kept, c))
         self.offsets.append(self.offsets[-1] + b.n)
 
     def batch(self, ci: int) -> RowBatch:
@@ -515,6 +517,9 @@ class TableStore:
             sel = np.flatnonzero((which == ci) & (take > 0))
             local = ea[sel] - self.offsets[ci]
             c = self.chunks[ci][1]
+            if not c.flags.writeable:  # (``ones``' shared counts)
+                c = c.copy()
+                self.chunks[ci] = (self.chunks[ci][0], c)
             c[local] -= take[sel]
             self.dead += int((c[local] == 0).sum())
         if self.dead > max(1024, len(self) // 2):
