@@ -9,7 +9,9 @@
 - a delete's chunks found by their least and greatest key, read from the Arrow buffer
   of a key column no view converted;
 - inserted rows counted by a shared, read-only array of ones (``ones`` / ``is_ones``),
-  which a later delete must not change for other rows.
+  which a later delete must not change for other rows;
+- flag columns (one-byte strings) made codes by translating their bytes when every byte
+  has a small code already (``StringDict.byte_codes``).
 """
 
 from __future__ import annotations
@@ -269,3 +271,44 @@ def test_delete_finds_the_least_and_greatest_key_of_a_chunk(key_type: pa.DataTyp
         assert Counter(view.rows()) == Counter({(s,): n for (_, s), n in live.items() if n})
     with pytest.raises(dsql.DataError, match="cannot delete"):
         db.delete("t", pa.table({"k": pa.array([0], pa.int64()), "s": ["r0"]}))
+
+
+@pytest.mark.parametrize("crowded", [False, True])
+def test_one_byte_flags_made_codes_by_translation(crowded: bool) -> None:
+    """Flag columns (one-byte strings) become dictionary codes by translating their bytes
+    when every flag has a small code, on all rows or on the rows a prefilter keeps; flags
+    seen for the first time, and flags whose codes are 255 or more (``crowded``: many
+    strings got codes before), go the general way. Every view counts each flag exactly."""
+    dbs = [dsql.Database(), dsql.Database()]  # (one view each: neither reads for the other)
+    for db in dbs:
+        db.execute("CREATE TABLE t (k BIGINT NOT NULL, f STRING NOT NULL, g STRING)")
+    every = dbs[0].view("SELECT f, count(*) AS c FROM t GROUP BY f")
+    most = dbs[1].view("SELECT f, g, count(*) AS c FROM t WHERE k >= 3 GROUP BY f, g")
+    rng = random.Random(5)
+    live: list[tuple[int, str, str | None]] = []
+    if crowded:  # 300 strings take the codes below 255 first
+        words = [(i, "w", f"word{i}") for i in range(300)]
+        for db in dbs:
+            db.insert("t", words)
+            db.commit()
+        live += words
+    k = 1000
+    for flags in ("AN", "NA", "ANR", "RF", "ANRFO", "O", "FAN"):
+        rows = []
+        for _ in range(200):
+            rows.append((k % 50, rng.choice(flags), rng.choice(["x", "y", None])))
+            k += 1
+        tbl = pa.table(
+            {
+                "k": pa.array([r[0] for r in rows], pa.int64()),
+                "f": pa.array([r[1] for r in rows], pa.string()),
+                "g": pa.array([r[2] for r in rows], pa.string()),
+            }
+        )
+        for db in dbs:
+            db.insert("t", tbl)
+            db.commit()
+        live += rows
+        assert Counter(dict(((f,), c) for f, c in every.rows())) == Counter((r[1],) for r in live)
+        want = Counter((r[1], r[2]) for r in live if r[0] >= 3)
+        assert Counter({(f, g): c for f, g, c in most.rows()}) == want

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.sql.rows import Field, mask_words, pack
-from ddflow.sql.strings import StringDict
+from ddflow.sql.strings import StringDict, single_bytes
 
 __all__ = [
     "ArrowCol",
@@ -272,6 +272,17 @@ class ArrowCol:
         return Phys(v, nl)
 
 
+def _kept_byte_codes(c: LazyStrings, rows: np.ndarray, strings: StringDict) -> np.ndarray | None:
+    """The codes of the rows ``rows`` (a mask) marks of a string column of one-byte strings
+    held as Arrow, when each of those bytes has a small code already; else None."""
+    if isinstance(c.raw, list):
+        return None
+    one = single_bytes(c.raw)
+    if one is None:
+        return None
+    return strings.byte_codes(one[rows])
+
+
 class LazyStrings:
     """A string column as given (Arrow array or list of ``str``/``None``)."""
 
@@ -387,6 +398,14 @@ class RowBatch:
             if nl is not None:
                 nl = nl[rows]
             raw = c.in_place() if isinstance(c, ArrowCol) and c._v is None else None
+            if raw is None and isinstance(c, LazyStrings) and c.codes is None and nl is None:
+                # one-byte strings (flags): the kept rows' bytes made codes, when all are
+                # known (``StringDict.byte_codes``), without codes for every row first
+                v = _kept_byte_codes(c, rows, strings)
+                if v is not None:
+                    vals.append(v)
+                    nulls.append(None)
+                    continue
             if raw is not None:
                 # read in place and taken in one pass (no converted copy of every row)
                 v = raw[rows]
