@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.sql.rows import Field, mask_words, pack
-from ddflow.sql.strings import StringDict
+from ddflow.sql.strings import StringDict, single_bytes
 
 __all__ = [
     "ArrowCol",
@@ -31,9 +31,33 @@ __all__ = [
     "RowBatch",
     "arrow_bits",
     "arrow_true",
+    "is_ones",
     "low_words_fit",
+    "ones",
     "plain_arrow",
 ]
+
+
+#: the counts of inserted rows: slices of one read-only array of ones (``ones``), so an
+#: insert makes no array and its readers know, by ``is_ones``, that every count is 1
+_ONES = np.ones(1 << 17, np.int64)
+_ONES.flags.writeable = False
+
+
+def ones(n: int) -> np.ndarray:
+    """``n`` ones (``int64``), read-only: a view of a shared array (``is_ones``)."""
+    global _ONES
+    if n > len(_ONES):
+        grown = np.ones(max(n, 2 * len(_ONES)), np.int64)
+        grown.flags.writeable = False
+        _ONES = grown
+    return _ONES[:n]
+
+
+def is_ones(d: Any) -> bool:
+    """Whether ``d`` is a view of ``ones``' shared array (so every value is 1; False for
+    other arrays of ones, and for views of the array ``ones`` used before it grew)."""
+    return isinstance(d, np.ndarray) and d.base is _ONES
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
@@ -114,10 +138,13 @@ def plain_arrow(at: Any, t: Any) -> bool:
 def low_words_fit(words: np.ndarray, low: np.ndarray) -> bool:
     """Whether each 128-bit integer of ``words`` (low word, high word, ...) is its low word
     (``low``, the low words): every high word is 0 and every low word non-negative (the
-    usual case, checked first), or every high word is its low word's sign."""
+    usual case, checked first: no word has its sign bit set, one pass over all of them,
+    and the greatest high word is 0), or every high word is its low word's sign."""
     high = words[1::2]
-    if not high.any():
-        return bool(low.min() >= 0)
+    if not len(high):
+        return True
+    if np.bitwise_or.reduce(words) >= 0:  # (cheaper than high.any() and low.min())
+        return bool(high.max() == 0)
     return bool(np.array_equal(high, low >> 63))
 
 
@@ -245,6 +272,17 @@ class ArrowCol:
         return Phys(v, nl)
 
 
+def _kept_byte_codes(c: LazyStrings, rows: np.ndarray, strings: StringDict) -> np.ndarray | None:
+    """The codes of the rows ``rows`` (a mask) marks of a string column of one-byte strings
+    held as Arrow, when each of those bytes has a small code already; else None."""
+    if isinstance(c.raw, list):
+        return None
+    one = single_bytes(c.raw)
+    if one is None:
+        return None
+    return strings.byte_codes(one[rows])
+
+
 class LazyStrings:
     """A string column as given (Arrow array or list of ``str``/``None``)."""
 
@@ -360,6 +398,14 @@ class RowBatch:
             if nl is not None:
                 nl = nl[rows]
             raw = c.in_place() if isinstance(c, ArrowCol) and c._v is None else None
+            if raw is None and isinstance(c, LazyStrings) and c.codes is None and nl is None:
+                # one-byte strings (flags): the kept rows' bytes made codes, when all are
+                # known (``StringDict.byte_codes``), without codes for every row first
+                v = _kept_byte_codes(c, rows, strings)
+                if v is not None:
+                    vals.append(v)
+                    nulls.append(None)
+                    continue
             if raw is not None:
                 # read in place and taken in one pass (no converted copy of every row)
                 v = raw[rows]

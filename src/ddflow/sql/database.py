@@ -28,7 +28,7 @@ from ddflow.core.errors import DataError, DDError, OperatorError
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.dataflow.worker import Worker
 from ddflow.engine.operator import Operator, Stream
-from ddflow.sql.batch import LazyStrings, Phys, RowBatch
+from ddflow.sql.batch import LazyStrings, Phys, RowBatch, is_ones, ones
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx, evaluate, predicate_mask
 from ddflow.sql.ingest import to_batch
@@ -133,7 +133,12 @@ class _Table:
         from ddflow.core.diff import INT_DIFF
 
         ups = [
-            Updates(self.records(b), np.zeros((b.n, 1), np.int64), np.asarray(k), INT_DIFF)
+            Updates(
+                self.records(b),
+                np.zeros((b.n, 1), np.int64),
+                np.array(k) if is_ones(k) else np.asarray(k),
+                INT_DIFF,
+            )
             for b, k in parts
             if b.n
         ]
@@ -604,6 +609,9 @@ class Database:
             # ``delete`` and the DELETE / UPDATE statements make them so)
             removals = []
             for b, d in t.pending:
+                if is_ones(d):  # (inserted rows)
+                    t.store.append(b, d)
+                    continue
                 pos = d > 0
                 if pos.all():
                     t.store.append(b, d)
@@ -632,7 +640,7 @@ class Database:
         t = self._table(table)
         b = to_batch(rows, t.fields, self.strings, t.name)
         if b.n:
-            t.pending.append((b, np.ones(b.n, np.int64)))
+            t.pending.append((b, ones(b.n)))  # (read-only, shared: no array made)
         return b.n
 
     def delete(self, table: str, rows: Any) -> int:
@@ -1042,6 +1050,8 @@ def _feed(
     prefilter keeps, the columns ``pick``."""
     if not b.n:
         return
+    # inserted rows (every count 1): the session makes its own ones (``None``)
+    inserted = is_ones(diffs)
     if prefilter is not None:
         mask = keep(prefilter, b, t.strings)
         if not mask.all():
@@ -1052,12 +1062,14 @@ def _feed(
                 # most rows kept: the kept rows of each column read at once (cheaper than
                 # taking Arrow arrays, strings among them, and converting)
                 recs = t.records(b, pick, rows=mask)
-                session.insert_columns(recs, diffs=np.asarray(diffs)[mask])
+                session.insert_columns(recs, diffs=None if inserted else np.asarray(diffs)[mask])
                 return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)
-            b, diffs = b.take(idx, only=pick), np.asarray(diffs)[idx]
-    session.insert_columns(t.records(b, pick), diffs=diffs)
+            b = b.take(idx, only=pick)
+            if not inserted:
+                diffs = np.asarray(diffs)[idx]
+    session.insert_columns(t.records(b, pick), diffs=None if inserted else diffs)
 
 
 def _reads(plan: Plan, table: str) -> bool:

@@ -399,6 +399,11 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
         num = [p for p in conj if _has_numeric(p, b)]
         strs = _string_conds([p for p in conj if not any(p is q for q in num)])
         parts = [_compile(p, b) for p in num]
+        if strs and any(t is not None for _, _, t in strs):
+            # equalities with literals: their lengths first (they leave few rows), then the
+            # number conditions on those rows alone, then the bytes (``_strings_where``)
+            cols = sorted(set().union(*(uses(p) for p in num)))
+            return lambda bb, s: _strings_where(strs, bb, None, (parts, cols, s))
         if strs:
             return lambda bb, s: _strings_where(strs, bb, _combine(parts, bb, s, np.logical_and))
         return lambda bb, s: _combine(parts, bb, s, np.logical_and)
@@ -424,16 +429,32 @@ def _cheap_first(conds: list[Expr]) -> list[Expr]:
     return sorted(conds, key=lambda c: (_passes(c) is None, _passes(c) or 0))
 
 
-def _strings_where(conds: list[StringCond], b: RowBatch, mask: np.ndarray | None) -> np.ndarray:
+#: number conditions of an AND beside its string conditions: their masks, the columns they
+#: read and the string dictionary (``_strings_where``)
+Numbers = tuple[list[Mask], list[int], Any]
+
+
+def _strings_where(
+    conds: list[StringCond],
+    b: RowBatch,
+    mask: np.ndarray | None,
+    numbers: Numbers | None = None,
+) -> np.ndarray:
     """``mask`` (the rows an AND's other conditions keep; None: every row) narrowed to the
-    rows where each string condition of ``conds`` (with the columns it reads) is TRUE too.
-    Equalities with literals go first, by length and then by bytes (``_literal_rows``);
-    then the others one after another: each is evaluated only on the rows still kept,
-    taken out of the batch, when they are few enough for that to cost less
-    (``_subset_under``)."""
+    rows where each string condition of ``conds`` (with the columns it reads) is TRUE too,
+    and the AND's ``numbers`` (if given) TRUE as well. Equalities with literals go first,
+    by length, then ``numbers`` on the rows of the right lengths (``_number_rows``), then
+    by bytes (``_literal_rows``); then the others one after another: each is evaluated
+    only on the rows still kept, taken out of the batch, when they are few enough for
+    that to cost less (``_subset_under``)."""
     rest = conds
     if any(t is not None for _, _, t in conds):
-        mask, rest = _literal_rows(conds, b, mask)
+        mask, rest = _literal_rows(conds, b, mask, numbers)
+        numbers = None
+    if numbers is not None:
+        parts, _, strings = numbers
+        num = _combine(parts, b, strings, np.logical_and)
+        mask = num if mask is None else mask & num
     for e, cols, _ in rest:
         if mask is None:
             mask = _arrow_true(e, b)
@@ -501,13 +522,17 @@ _NO_BYTES = np.zeros(0, np.uint8)
 
 
 def _literal_rows(
-    conds: list[StringCond], b: RowBatch, mask: np.ndarray | None
+    conds: list[StringCond],
+    b: RowBatch,
+    mask: np.ndarray | None,
+    numbers: Numbers | None = None,
 ) -> tuple[np.ndarray | None, list[StringCond]]:
     """``mask`` narrowed by the equalities with literals of ``conds`` whose columns are held
-    as Arrow strings, and the conditions left. A string equals a literal only if it has
-    the literal's length in bytes: the lengths (from the offsets, one pass per column)
-    leave few rows, and only those rows' bytes are compared, 8 at a time, where Arrow's
-    kernels would read every row's bytes."""
+    as Arrow strings (and by ``numbers``, if given), and the conditions left. A string
+    equals a literal only if it has the literal's length in bytes: the lengths (from the
+    offsets, one pass per column) leave few rows, ``numbers`` are decided on those rows
+    (``_number_rows``), and only the rows left have their bytes compared, 8 at a time,
+    where Arrow's kernels would read every row's bytes."""
     tests = []
     rest = []
     for cond in conds:
@@ -529,9 +554,17 @@ def _literal_rows(
         mask = m if mask is None else mask & m
         tests.append((offs, data, lits, len(sizes) == 1))
     if not tests:
+        if numbers is not None:
+            num = _combine(numbers[0], b, numbers[2], np.logical_and)
+            mask = num if mask is None else mask & num
         return mask, rest
     assert mask is not None
     idx = np.flatnonzero(mask)
+    if numbers is not None and len(idx):
+        idx = _number_rows(numbers, b, idx)
+    # the bytes of the cheaper tests first (fewer words read per row: literals of under 8
+    # bytes share one), so the costlier ones read the rows those leave
+    tests.sort(key=_bytes_cost)
     for offs, data, lits, one_size in tests:
         if not len(idx):
             break
@@ -539,6 +572,25 @@ def _literal_rows(
     out = np.zeros(b.n, dtype=bool)
     out[idx] = True
     return out, rest
+
+
+def _bytes_cost(test: tuple[Any, Any, tuple[bytes, ...], bool]) -> int:
+    """The words ``_equal_bytes`` reads per row for a test's literals (and the lengths
+    when they differ)."""
+    lits, one_size = test[2], test[3]
+    short = any(len(x) < 8 for x in lits)
+    return short + sum((len(x) + 7) // 8 for x in lits if len(x) >= 8) + (not one_size)
+
+
+def _number_rows(numbers: Numbers, b: RowBatch, idx: np.ndarray) -> np.ndarray:
+    """The rows ``idx`` (ascending) where the number conditions ``numbers`` are TRUE. When
+    they are few, those rows of the columns the conditions read are taken (a decimal's
+    words read and checked on those rows only: ``ArrowCol.take``) and the conditions
+    decided on them; else on the whole batch (each column read in place)."""
+    parts, cols, strings = numbers
+    if 4 * len(idx) >= b.n:
+        return idx[_combine(parts, b, strings, np.logical_and)[idx]]
+    return idx[_combine(parts, b.take(idx, only=cols), strings, np.logical_and)]
 
 
 def _equal_bytes(

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
-from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch
+from ddflow.sql.batch import ArrowCol, LazyStrings, Phys, RowBatch, is_ones
 from ddflow.sql.strings import StringDict
 
 __all__ = ["TableStore", "distinct_rows", "freeze", "row_hashes", "thaw"]
@@ -325,7 +325,9 @@ class TableStore:
         if not b.n:
             return
         kept: Any = freeze(b, self.specs) if self.frozen else b
-        self.chunks.append((kept, np.asarray(counts, dtype=np.int64).copy()))
+        # (``ones``' shared counts are kept as they are, copied when a removal changes them)
+        c = counts if is_ones(counts) else np.asarray(counts, dtype=np.int64).copy()
+        self.chunks.append((kept, c))
         self.offsets.append(self.offsets[-1] + b.n)
 
     def batch(self, ci: int) -> RowBatch:
@@ -387,12 +389,12 @@ class TableStore:
             elif kept[2][kc][0] == "arrow":
                 arr = kept[1].column(kept[2][kc][1]).chunk(0)  # (frozen: not thawed)
             if arr is not None and len(arr) and _plain_ints(arr):
-                # a column not converted yet: its least and greatest value are read in
-                # Arrow (they are its physical values: integers without NULLs)
-                import pyarrow.compute as pc
-
-                mm = pc.min_max(arr)
-                self.zones.append((int(mm["min"].as_py()), int(mm["max"].as_py())))
+                # a column not converted yet: its least and greatest value are read from
+                # its data buffer (they are its physical values: integers without NULLs)
+                n, off = len(arr), arr.offset
+                dt = np.dtype(f"int{arr.type.bit_width}")
+                v = np.frombuffer(arr.buffers()[1], dtype=dt, count=off + n)[off:]
+                self.zones.append((int(v.min()), int(v.max())))
                 continue
             b = self.batch(ci)
             if not b.n:
@@ -515,6 +517,9 @@ class TableStore:
             sel = np.flatnonzero((which == ci) & (take > 0))
             local = ea[sel] - self.offsets[ci]
             c = self.chunks[ci][1]
+            if not c.flags.writeable:  # (``ones``' shared counts)
+                c = c.copy()
+                self.chunks[ci] = (self.chunks[ci][0], c)
             c[local] -= take[sel]
             self.dead += int((c[local] == 0).sum())
         if self.dead > max(1024, len(self) // 2):

@@ -71,9 +71,33 @@ def single_bytes(arr: Any) -> np.ndarray | None:
         return None
     off = np.frombuffer(bufs[1], dtype=np.int32, count=arr.offset + n + 1)[arr.offset :]
     start = int(off[0])
-    if int(off[-1]) - start != n or (n > 1 and not (off[1:] - off[:-1] == 1).all()):
+    if int(off[-1]) - start != n:
         return None
+    if n > 1:
+        # every string one byte long: the offsets are start, start + 1, ..., start + n
+        # (compared with a slice of a kept arange, one pass; else by their differences)
+        steps = _steps(start + n + 1)
+        if steps is not None:
+            if not np.array_equal(off, steps[start : start + n + 1]):
+                return None
+        elif not (off[1:] - off[:-1] == 1).all():
+            return None
     return np.frombuffer(bufs[2], dtype=np.uint8, count=start + n)[start:]
+
+
+_STEPS = np.arange(1 << 16, dtype=np.int32)
+_STEPS_MAX = 1 << 24
+
+
+def _steps(n: int) -> np.ndarray | None:
+    """``0, 1, ..., n - 1`` and on (``int32``, kept and grown as needed), or None beyond
+    ``_STEPS_MAX``."""
+    global _STEPS
+    if n > len(_STEPS):
+        if n > _STEPS_MAX:
+            return None
+        _STEPS = np.arange(max(n, 2 * len(_STEPS)), dtype=np.int32)
+    return _STEPS
 
 
 class StringDict:
@@ -102,6 +126,9 @@ class StringDict:
         # ones may be, so they also keep which bytes are known)
         self._byte_codes = np.full(256, -1, np.int64)
         self._byte_known = np.zeros(256, bool)
+        # the same as a byte translation table for the codes below 255 (255: no such code
+        # yet), so bytes whose codes are all small become codes by ``bytes.translate``
+        self._byte_small = bytearray(b"\xff" * 256)
         # the empty string first: a NULL's physical value (0) then always decodes
         self.code("")
         if hashed:
@@ -204,6 +231,9 @@ class StringDict:
             return np.zeros(0, np.int64)
         one = single_bytes(arr)
         if one is not None:
+            small = self.byte_codes(one)
+            if small is not None:
+                return small
             one = one.astype(np.intp)  # (numpy indexes by intp; a uint8 index is slow)
             codes = self._byte_codes.take(one)
             if self._byte_known[one].all() if self.hashed else codes.min() >= 0:
@@ -211,8 +241,24 @@ class StringDict:
             codes = self._encode_short(arr)
             self._byte_codes[one] = codes
             self._byte_known[one] = True
+            if not self.hashed:
+                bc = self._byte_codes
+                for b in np.flatnonzero((bc >= 0) & (bc < 255)).tolist():
+                    self._byte_small[b] = int(bc[b])
             return codes
         return self._encode_short(arr)
+
+    def byte_codes(self, one: np.ndarray) -> np.ndarray | None:
+        """The codes of one-byte strings given as their bytes (``uint8``, ``single_bytes``)
+        when every one of them has a code below 255 already (sequential codes only): the
+        bytes translated to their codes (``bytes.translate``, no index array) and widened
+        once; else None (``encode_arrow`` assigns codes)."""
+        if self.hashed:
+            return None
+        small = np.frombuffer(one.tobytes().translate(self._byte_small), dtype=np.uint8)
+        if len(small) and small.max() == 255:
+            return None
+        return small.astype(np.int64)
 
     def _encode_short(self, arr: Any) -> np.ndarray:
         import pyarrow as pa
