@@ -475,3 +475,13 @@ def explain_over(ddl: str | Iterable[str], sql: str) -> str:
     for stmt in _statements(ddl):
         db.execute(stmt)
     return db.explain(sql)
+
+
+def apply_commit(db: Any, live: list[tuple[Any, ...]], ins: list[Any], dels: list[Any]) -> None:
+    """One commit of ``ins`` and ``dels`` on table ``t`` of ``db``, mirrored in ``live``."""
+    db.insert("t", ins)
+    db.delete("t", dels)
+    db.commit()
+    for r in dels:
+        live.remove(r)
+    live.extend(ins)

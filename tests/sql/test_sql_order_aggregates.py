@@ -20,20 +20,11 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from oracle import apply_commit
 
 import ddflow.sql as dsql
 
 _FRACTIONS = [0.0, 0.25, 0.3, 1 / 3, 0.5, 0.9, 1.0]
-
-
-def _apply(db: dsql.Database, live: list[tuple[Any, ...]], ins: list[Any], dels: list[Any]) -> None:
-    """One commit of ``ins`` and ``dels`` on table ``t``, mirrored in ``live``."""
-    db.insert("t", ins)
-    db.delete("t", dels)
-    db.commit()
-    for r in dels:
-        live.remove(r)
-    live.extend(ins)
 
 
 def _double(v: Any) -> float:
@@ -116,7 +107,7 @@ def test_percentiles_equal_their_definition_after_every_commit(kind: str) -> Non
     )
     live: list[tuple[Any, ...]] = []
     for ins, dels in _stream(kind, seed=len(kind)):
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
         want = set()
         for g in {r[0] for r in live}:
             vals = [r[1] for r in live if r[0] == g and r[1] is not None]
@@ -152,7 +143,7 @@ def test_percentile_approx_is_the_exact_discrete_percentile_of_the_column_type()
             for _ in range(rng.randint(1, 9))
         ]
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
 
         def at(vals: list[Any], p: float) -> Any:
             vals = sorted(vals)
@@ -204,7 +195,7 @@ def test_max_by_and_min_by_follow_the_ordering_column() -> None:
                 )
             )
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 3)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
         want = set()
         for g in {r[0] for r in live}:
             row: list[Any] = [g]
@@ -243,7 +234,7 @@ def test_mode_is_the_most_frequent_value_and_the_least_of_ties() -> None:
             for _ in range(rng.randint(1, 10))
         ]
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 5)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
 
         def mode(vals: list[Any]) -> Any:
             if not vals:
@@ -298,7 +289,7 @@ def test_mode_within_group_ties_go_to_the_least_or_with_desc_the_greatest() -> N
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 5)))
         if step == 6:
             dels = [r for r in live if r[0] == 1]  # a group emptied
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
 
         def mode(vals: list[Any], greatest: bool) -> Any:
             if not vals:
@@ -482,7 +473,7 @@ def test_joint_spreads_and_moments_equal_their_definitions_after_every_commit() 
                 )
             )
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 5)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
         got = {r[0]: r for r in view.rows()}
         assert set(got) == {r[0] for r in live}
         for g, row in got.items():
@@ -550,7 +541,7 @@ def test_bitwise_folds_equal_their_definition_after_every_commit() -> None:
         if live:
             ins.append(rng.choice(live))  # a duplicate
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
 
         def fold(op: Any, vals: list[int]) -> int | None:
             return functools.reduce(op, vals) if vals else None
@@ -593,7 +584,7 @@ def test_listagg_joins_texts_in_order_after_every_commit() -> None:
             for _ in range(rng.randint(1, 7))
         ]
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
 
         def joined(sep: str, items: list[tuple[Any, str]]) -> str | None:
             return sep.join(t for _, t in sorted(items)) if items else None

@@ -16,18 +16,9 @@ import random
 from typing import Any
 
 import pytest
+from oracle import apply_commit
 
 import ddflow.sql as dsql
-
-
-def _apply(db: dsql.Database, live: list[tuple[Any, ...]], ins: list[Any], dels: list[Any]) -> None:
-    """One commit of ``ins`` and ``dels`` on table ``t``, mirrored in ``live``."""
-    db.insert("t", ins)
-    db.delete("t", dels)
-    db.commit()
-    for r in dels:
-        live.remove(r)
-    live.extend(ins)
 
 
 def _sorted(rows: list[tuple[Any, ...]], desc: bool, nulls_first: bool) -> list[tuple[Any, ...]]:
@@ -83,7 +74,7 @@ def test_order_by_all_sorts_by_every_column_after_every_commit(how: str) -> None
         if step == 3 and live:
             ins.append(live[0])  # a duplicate
         dels = rng.sample(live, k=min(len(live), rng.randint(0, 4)))
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
         assert plain.rows() == _sorted([(c, a, b) for a, b, c in live], desc, nulls_first)
         sums = [(b, None if a is None or c is None else a + c) for a, b, c in live]
         assert expr.rows() == _sorted(sums, desc, nulls_first)

@@ -24,20 +24,11 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
+from oracle import apply_commit
 
 import ddflow.sql as dsql
 
 _UNIT = 2**59  # (16 of them are 2**63: a few rows of these leave BIGINT's range)
-
-
-def _apply(db: dsql.Database, live: list[tuple[Any, ...]], ins: list[Any], dels: list[Any]) -> None:
-    """One commit of ``ins`` and ``dels`` on table ``t``, mirrored in ``live``."""
-    db.insert("t", ins)
-    db.delete("t", dels)
-    db.commit()
-    for r in dels:
-        live.remove(r)
-    live.extend(ins)
 
 
 def _try_sum_int(vals: Sequence[int]) -> int | None:
@@ -167,7 +158,7 @@ def test_try_sum_and_try_avg_equal_their_definition_after_every_commit(seed: int
         if step == 6:
             dels = [r for r in live if r[0] == 1]  # a group emptied
         before = {r[0]: r[1] for r in _grouped(live)}
-        _apply(db, live, ins, dels)
+        apply_commit(db, live, ins, dels)
         want = _grouped(live)
         assert set(grouped.rows()) == want
         for r in want:

@@ -1220,6 +1220,16 @@ def _ordinal_item(x: Node, sel: Node) -> Node:
     return item.copy()
 
 
+def _map_children(node: Node, f: Any) -> Node:
+    """``node`` with each child expression (alone or in a list) replaced by ``f`` of it."""
+    for k, v in list(node.args.items()):
+        if isinstance(v, exp.Expression):
+            node.set(k, f(v))
+        elif isinstance(v, list):
+            node.set(k, [f(x) if isinstance(x, exp.Expression) else x for x in v])
+    return node
+
+
 def _windows_over_groups(sel: Node, spark: bool) -> Node:
     """A SELECT grouped by grouping sets with window functions as a SELECT of the windows
     over the grouped rows of all sets: ``SELECT <windows> FROM (SELECT <what they read>
@@ -1246,11 +1256,7 @@ def _windows_over_groups(sel: Node, spark: bool) -> Node:
         if isinstance(node, exp.Window):
             f = node.this
             target = f.this if isinstance(f, (exp.IgnoreNulls, exp.RespectNulls)) else f
-            for k, v in list(target.args.items()):
-                if isinstance(v, exp.Expression):
-                    target.set(k, value(v))
-                elif isinstance(v, list):
-                    target.set(k, [value(x) if isinstance(x, exp.Expression) else x for x in v])
+            _map_children(target, value)
             node.set("partition_by", [value(x) for x in node.args.get("partition_by") or []])
             order = node.args.get("order")
             if order is not None:
@@ -1259,12 +1265,7 @@ def _windows_over_groups(sel: Node, spark: bool) -> Node:
             return node
         if not any(isinstance(n, exp.Window) for n in node.walk()):
             return value(node)
-        for k, v in list(node.args.items()):
-            if isinstance(v, exp.Expression):
-                node.set(k, conv(v))
-            elif isinstance(v, list):
-                node.set(k, [conv(x) if isinstance(x, exp.Expression) else x for x in v])
-        return node
+        return _map_children(node, conv)
 
     items = []
     for x in sel.expressions:
@@ -1346,12 +1347,7 @@ def _expand_grouping_sets(tree: Node, spark: bool) -> Node:
                     # a grouping expression of the set is its group's value, whole (its
                     # columns may be grouped by alone in other sets, and NULL there)
                     return node if key in inside else exp.Null()
-                for k, v in list(node.args.items()):
-                    if isinstance(v, exp.Expression):
-                        node.set(k, strip(v))
-                    elif isinstance(v, list):
-                        node.set(k, [strip(x) if isinstance(x, exp.Expression) else x for x in v])
-                return node
+                return _map_children(node, strip)
 
             b = sel.copy()
             for k in ("order", "limit", "offset"):
@@ -2581,6 +2577,20 @@ def _walk_no_subqueries(node: Node) -> Any:
             stack.append(child)
 
 
+#: aggregates of the values of a group in order or of their powers, not kept over an
+#: ordered window or a frame
+_WHOLE_GROUP_AGGS = (
+    _Percentile,
+    _TrySum,
+    _TryAvg,
+    _OrderedMode,
+    exp.ArgMax,
+    exp.ArgMin,
+    exp.Mode,
+    exp.Skewness,
+    exp.Kurtosis,
+)
+
 _AGGS = (
     exp.Count,
     exp.Sum,
@@ -2592,15 +2602,7 @@ _AGGS = (
     exp.StddevPop,
     exp.Variance,
     exp.VariancePop,
-    _Percentile,
-    _TrySum,
-    _TryAvg,
-    _OrderedMode,
-    exp.ArgMax,
-    exp.ArgMin,
-    exp.Mode,
-    exp.Skewness,
-    exp.Kurtosis,
+    *_WHOLE_GROUP_AGGS,
     exp.BitwiseAndAgg,
     exp.BitwiseOrAgg,
     exp.BitwiseXorAgg,
@@ -4832,20 +4834,7 @@ class Planner:
             )
         if isinstance(node, _AGGS):
             if (
-                isinstance(
-                    node,
-                    (
-                        _Percentile,
-                        _TrySum,
-                        _TryAvg,
-                        _OrderedMode,
-                        exp.ArgMax,
-                        exp.ArgMin,
-                        exp.Mode,
-                        exp.Skewness,
-                        exp.Kurtosis,
-                    ),
-                )
+                isinstance(node, _WHOLE_GROUP_AGGS)
                 or type(node) in _PAIR_NODES
                 or type(node) in _BIT_FOLD_NODES
                 or isinstance(node, exp.GroupConcat)
