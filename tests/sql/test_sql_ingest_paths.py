@@ -131,6 +131,7 @@ def test_shared_ones_are_never_written() -> None:
     assert not is_ones(np.ones(5, np.int64)) and not is_ones(a.copy()) and not is_ones(None)
     big = ones(300_000)  # (grows the shared array)
     assert is_ones(big) and len(big) == 300_000
+    assert is_ones(a)  # (a view made before the growth is still known)
     db = dsql.Database()
     db.execute("CREATE TABLE t (k BIGINT NOT NULL, v INT)")
     view = db.view("SELECT k, v FROM t")
@@ -154,6 +155,31 @@ def test_shared_ones_are_never_written() -> None:
         db.delete("t", rows[5:6])
     db.commit()
     assert Counter(view.rows()) == Counter(rows[8:])
+
+
+def test_inserts_before_and_after_the_shared_ones_grow_in_one_commit() -> None:
+    """A commit whose first insert was counted by the shared ones before a larger insert
+    grew them: both are applied, and a delete of the first's rows finds them."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (k BIGINT NOT NULL, v INT)")
+    view = db.view("SELECT count(*), sum(v) FROM t")
+    db.insert("t", [(1, 5), (2, 7)])
+    size = len(ones(1).base) + 1  # more rows than the shared ones hold now
+    db.insert(
+        "t",
+        pa.table(
+            {
+                "k": pa.array(np.arange(10, 10 + size), pa.int64()),
+                "v": pa.array(np.ones(size, np.int32)),
+            }
+        ),
+    )
+    db.delete("t", [(1, 5)])
+    db.commit()
+    assert view.rows() == [(size + 1, size + 7)]
+    db.delete("t", [(2, 7)])
+    db.commit()
+    assert view.rows() == [(size, size)]
 
 
 def _decimals(words: list[int], valid: list[bool] | None = None) -> pa.Array:

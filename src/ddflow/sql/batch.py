@@ -44,6 +44,10 @@ _ONES = np.ones(1 << 17, np.int64)
 _ONES.flags.writeable = False
 
 
+#: every array ``ones`` has handed out views of (it grows by doubling: a few)
+_ONES_MADE = [_ONES]
+
+
 def ones(n: int) -> np.ndarray:
     """``n`` ones (``int64``), read-only: a view of a shared array (``is_ones``)."""
     global _ONES
@@ -51,13 +55,16 @@ def ones(n: int) -> np.ndarray:
         grown = np.ones(max(n, 2 * len(_ONES)), np.int64)
         grown.flags.writeable = False
         _ONES = grown
+        _ONES_MADE.append(grown)
     return _ONES[:n]
 
 
 def is_ones(d: Any) -> bool:
-    """Whether ``d`` is a view of ``ones``' shared array (so every value is 1; False for
-    other arrays of ones, and for views of the array ``ones`` used before it grew)."""
-    return isinstance(d, np.ndarray) and d.base is _ONES
+    """Whether ``d`` is a view ``ones`` made (so every value is 1; False for other arrays
+    of ones)."""
+    if not isinstance(d, np.ndarray) or d.base is None:
+        return False
+    return d.base is _ONES or any(d.base is a for a in _ONES_MADE)
 
 
 def _arrow_take(arr: Any, idx: np.ndarray) -> Any:
