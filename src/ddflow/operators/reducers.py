@@ -159,6 +159,17 @@ def _firsts(iq: np.ndarray) -> np.ndarray:
     return first
 
 
+def _copies(inp: Group, error: str) -> list[Any]:
+    """A reference reducer's input as each value repeated its count times, in order
+    (``DataError`` with ``error`` for a negative count)."""
+    flat: list[Any] = []
+    for v, c in inp:
+        if c < 0:
+            raise DataError(error)
+        flat.extend([v] * int(c))
+    return flat
+
+
 def _counts(isum: Any, what: str) -> np.ndarray:
     """A key's accumulated counts as int64, which a multiset's reducer needs: every count
     non-negative and within 64 bits (``DataError`` naming ``what`` otherwise)."""
@@ -352,11 +363,7 @@ class Quantile(Min):
     ) -> Group:
         if not inp:
             return []
-        flat: list[Any] = []
-        for v, c in inp:
-            if c < 0:
-                raise DataError("a quantile needs non-negative counts that fit 64 bits")
-            flat.extend([v] * int(c))
+        flat = _copies(inp, "a quantile needs non-negative counts that fit 64 bits")
         lo, hi = self.ranks(np.array([len(flat)]))
         return [((flat[int(lo[0])], flat[int(hi[0])], len(flat)), 1)]
 
@@ -473,11 +480,8 @@ class Concat(Reducer):
     ) -> Group:
         if not inp:
             return []
-        parts: list[str] = []
-        for v, c in inp:
-            if c < 0:
-                raise DataError("a concatenation needs non-negative counts")
-            parts.extend([v[-1] if isinstance(v, tuple) else v] * int(c))
+        copies = _copies(inp, "a concatenation needs non-negative counts")
+        parts = [v[-1] if isinstance(v, tuple) else v for v in copies]
         return [(self.sep.join(parts), 1)]
 
 

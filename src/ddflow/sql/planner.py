@@ -1205,6 +1205,15 @@ def _grouping_sets(group: Node) -> list[list[Node]] | None:
     return sets
 
 
+def _distinct_one(node: Node, func: str) -> tuple[Node, bool]:
+    """An aggregate's one argument and whether it was written ``DISTINCT``."""
+    if not isinstance(node, exp.Distinct):
+        return node, False
+    if len(node.expressions) != 1:
+        raise SQLError(f"{func}(DISTINCT ...) takes one argument")
+    return node.expressions[0], True
+
+
 def _ordinal_item(x: Node, sel: Node) -> Node:
     """A grouping set's item: an integer literal ``k`` is the SELECT's ``k``-th item (as in
     GROUP BY), anything else itself."""
@@ -4466,12 +4475,7 @@ class Planner:
             av = _fold(self.bind(acc, scope), self)
             if not isinstance(av, Lit) or av.type.kind != "int" or not 0 < int(av.value) < 2**31:
                 raise SQLError(f"the accuracy of {func} must be a positive constant integer")
-        arg_node = n.this
-        distinct = isinstance(arg_node, exp.Distinct)
-        if distinct:
-            if len(arg_node.expressions) != 1:
-                raise SQLError(f"{func}(DISTINCT ...) takes one argument")
-            arg_node = arg_node.expressions[0]
+        arg_node, distinct = _distinct_one(n.this, func)
         arg = self._agg_argument(arg_node, scope, func)
         q = n.args.get("quantile")
         if q is None:
@@ -4570,11 +4574,7 @@ class Planner:
             # SQLite joins in the order its plan reads rows (a table's in rowid order),
             # which a view cannot follow; its answer is not the texts in order
             raise UnsupportedSQL("group_concat without ORDER BY (SQLite's scan order)")
-        distinct = isinstance(body, exp.Distinct)
-        if distinct:
-            if len(body.expressions) != 1:
-                raise SQLError(f"{func}(DISTINCT ...) takes one argument")
-            body = body.expressions[0]
+        body, distinct = _distinct_one(body, func)
         raw = self._agg_argument(body, scope, func)
         value = Lit(None, STRING) if raw.type.kind == "null" else self._cast(raw, STRING)
         sep = "," if self.dialect == "sqlite" else ""
