@@ -386,21 +386,34 @@ class RowBatch:
     def record(
         self,
         fields: Sequence[Field],
-        idxs: Sequence[int],
+        idxs: Sequence[int | tuple[int, tuple[str, ...]]],
         strings: StringDict,
         rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (values, then null masks); with
         ``rows`` (a boolean mask), of the rows it marks only (``pack`` zeroes the slots of
-        NULLs, which hold anything in an Arrow buffer)."""
-        sub = [fields[i] for i in idxs]
-        if rows is None:
-            vals = [self.column(i, strings) for i in idxs]
-            nulls = [self.null(i) for i in idxs]
+        NULLs, which hold anything in an Arrow buffer). An entry ``(i, literals)`` of
+        ``idxs`` is string column ``i``'s class among ``literals`` (``Scan.classes``)."""
+        sub = [fields[i if isinstance(i, int) else i[0]] for i in idxs]
+        plain = [i for i in idxs if isinstance(i, int)]
+        if rows is None and len(plain) == len(idxs):
+            vals = [self.column(i, strings) for i in plain]
+            nulls = [self.null(i) for i in plain]
             return pack(vals, nulls, mask_words(sub), self.n)
         vals, nulls = [], []
         for i in idxs:
+            if not isinstance(i, int):
+                from ddflow.sql.rawfilter import string_classes
+
+                cv, cn = string_classes(self.cols[i[0]], i[1], strings, rows)
+                vals.append(cv)
+                nulls.append(cn)
+                continue
             c = self.cols[i]
+            if rows is None:
+                vals.append(self.column(i, strings))
+                nulls.append(self.null(i))
+                continue
             nl = c.nulls()
             if nl is not None:
                 nl = nl[rows]
@@ -422,4 +435,5 @@ class RowBatch:
                 v = c.values(strings)[rows]
             vals.append(v)
             nulls.append(nl if nl is not None and nl.any() else None)
-        return pack(vals, nulls, mask_words(sub), int(np.count_nonzero(rows)))
+        n = self.n if rows is None else int(np.count_nonzero(rows))
+        return pack(vals, nulls, mask_words(sub), n)

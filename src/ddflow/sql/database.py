@@ -34,7 +34,7 @@ from ddflow.sql.expr import Ctx, evaluate, predicate_mask
 from ddflow.sql.ingest import to_batch
 from ddflow.sql.lower import Env, Lowering
 from ddflow.sql.optimize import prune
-from ddflow.sql.plan import Plan, SortKey, explain
+from ddflow.sql.plan import InputItem, Plan, SortKey, explain, input_items
 from ddflow.sql.planner import (
     DIALECTS,
     Planned,
@@ -43,7 +43,7 @@ from ddflow.sql.planner import (
     parse_statements,
     sql_type,
 )
-from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rawfilter import classify, keep, split
 from ddflow.sql.rewrite import rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore, distinct_rows
@@ -89,7 +89,10 @@ class _Table:
         self.keys: list[frozenset[int]] = []
 
     def records(
-        self, b: RowBatch, idxs: Sequence[int] | None = None, rows: np.ndarray | None = None
+        self,
+        b: RowBatch,
+        idxs: Sequence[InputItem] | None = None,
+        rows: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
         """Dataflow records of the columns ``idxs`` (all by default) of ``b``, of the rows
         the boolean mask ``rows`` marks (all by default)."""
@@ -272,7 +275,7 @@ def optimized(plan: Plan) -> Plan:
     """The plan as it runs: unused columns pruned, outer joins made inner where a filter
     allows, aggregates restricted to the groups asked about, string conditions moved into
     the scans."""
-    return prune(split(prune(rewrite(prune(plan)))))
+    return classify(prune(split(prune(rewrite(prune(plan))))))
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -409,8 +412,8 @@ class Database:
         self._probes: list[Any] = []
         self._wtime = 0
         self._stale = True
-        self._input_cols: dict[tuple[str, Any], tuple[int, ...]] = {}
-        self._inputs: list[tuple[tuple[str, Any], tuple[int, ...], Any]] = []
+        self._input_cols: dict[tuple[str, Any], tuple[InputItem, ...]] = {}
+        self._inputs: list[tuple[tuple[str, Any], tuple[InputItem, ...], Any]] = []
 
     # -- catalog ----------------------------------------------------------------------------
     @property
@@ -543,7 +546,7 @@ class Database:
         w = Worker()
         sessions = {}
         colls = {}
-        self._input_cols = _input_columns([v.plan for v in self._views.values()])
+        self._input_cols = input_items([v.plan for v in self._views.values()])
         for key, cols in self._input_cols.items():
             s, c = w.new_collection()
             sessions[key] = s
@@ -791,7 +794,7 @@ class Database:
         w = Worker()
         colls = {}
         sessions = {}
-        pick = _input_columns([v.plan])
+        pick = input_items([v.plan])
         for key, cols_ in pick.items():
             s, c = w.new_collection()
             sessions[key], colls[key] = s, (c, cols_, self._tables[key[0]].fields)
@@ -1027,24 +1030,13 @@ def _visible_plan(planned: Planned) -> Plan:
     return Project(p, tuple(Col(i, f.type, f.nullable, f.name) for i, f in enumerate(fs)), fs)
 
 
-def _input_columns(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
-    """The dataflow's inputs: for each table and string prefilter some scan reads it with,
-    the columns those scans read (sorted)."""
-    from ddflow.sql.plan import Scan
-
-    used: dict[tuple[str, Any], set[int]] = {}
-    stack = list(plans)
-    while stack:
-        p = stack.pop()
-        if isinstance(p, Scan):
-            cols = p.columns if p.columns is not None else range(len(p.fields))
-            used.setdefault((p.table, p.prefilter), set()).update(cols)
-        stack.extend(p.inputs())
-    return {key: tuple(sorted(c)) for key, c in used.items()}
-
-
 def _feed(
-    session: Any, t: _Table, b: RowBatch, diffs: np.ndarray, pick: tuple[int, ...], prefilter: Any
+    session: Any,
+    t: _Table,
+    b: RowBatch,
+    diffs: np.ndarray,
+    pick: tuple[InputItem, ...],
+    prefilter: Any,
 ) -> None:
     """Feeds rows ``b`` (with ``diffs``) into an input of the dataflow: the rows its string
     prefilter keeps, the columns ``pick``."""
@@ -1066,7 +1058,7 @@ def _feed(
                 return
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone)
-            b = b.take(idx, only=pick)
+            b = b.take(idx, only=[p if isinstance(p, int) else p[0] for p in pick])
             if not inserted:
                 diffs = np.asarray(diffs)[idx]
     session.insert_columns(t.records(b, pick), diffs=None if inserted else diffs)

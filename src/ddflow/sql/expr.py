@@ -33,7 +33,7 @@ import numpy as np
 
 from ddflow.core.errors import DataError
 from ddflow.sql.errors import SQLError, UnsupportedSQL
-from ddflow.sql.rows import Frame
+from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import (
     BIGINT,
@@ -115,6 +115,8 @@ def show(e: Expr, names: list[str] | None = None) -> str:
             return repr(e.value)
         return str(e.value)
     assert isinstance(e, Call)
+    if e.op == "class_map":
+        return show(e.extra[0])  # (read through the field's name)
     a = [show(x, names) for x in e.args]
     infix = {
         "add": "+",
@@ -900,6 +902,28 @@ def _case(e: Call, f: Frame, ctx: Ctx) -> Result:
     if out.dtype == object and e.type.kind != "string":
         out = narrow(out)
     return out, (nulls if nulls.any() else None)
+
+
+def _class_map(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """An expression over one string's class among ``k`` literals (``Scan.classes``) and
+    constants, ``extra = (expression over field 0, k)``: its value for each class and for
+    NULL, computed once, then looked up by each row's class."""
+    inner, k = e.extra
+    m = ctx.memo_for(("class_map", e))
+    table = m.get("t")
+    if table is None:
+        classes = np.arange(k + 2, dtype=np.int64)
+        classes[-1] = 0
+        nulls = np.zeros(k + 2, bool)
+        nulls[-1] = True  # the last entry: a NULL string
+        one = [Field("class", BIGINT, True)]
+        fr = Frame(pack([classes], [nulls], mask_words(one), k + 2), 1, k + 2)
+        tv, tn = evaluate(inner, fr, ctx)
+        table = m["t"] = (tv, tn if tn is not None and tn.any() else None)
+    tv, tn = table
+    a, an = evaluate(e.args[0], f, ctx)
+    idx = a if an is None else np.where(an, k + 1, a)
+    return tv[idx], (None if tn is None else tn[idx])
 
 
 def _coalesce(e: Call, f: Frame, ctx: Ctx) -> Result:
@@ -3108,6 +3132,7 @@ def _bin_fn(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 _OPS: dict[str, Any] = {
+    "class_map": _class_map,
     "add": _numeric_binary,
     "sub": _numeric_binary,
     "mul": _numeric_binary,

@@ -41,6 +41,7 @@ from ddflow.sql.plan import (
     Aggregate,
     Distinct,
     Filter,
+    InputItem,
     Join,
     Plan,
     Project,
@@ -54,6 +55,8 @@ from ddflow.sql.plan import (
     UnionAll,
     Values,
     Window,
+    item_field,
+    scan_items,
 )
 from ddflow.sql.rows import Field, Frame, mask_words, pack, select_columns
 from ddflow.sql.types import BOOLEAN, encode_values, float_from_keys
@@ -148,7 +151,7 @@ class Lowering:
     def __init__(
         self,
         worker: Any,
-        tables: dict[Any, tuple[Any, tuple[int, ...], tuple[Field, ...]]],
+        tables: dict[Any, tuple[Any, tuple[InputItem, ...], tuple[Field, ...]]],
         ctx: Ctx,
     ) -> None:
         self.worker = worker
@@ -286,16 +289,13 @@ class Lowering:
         self, plan: Plan, env: Env, keys: tuple[Expr, ...], null_safe: bool
     ) -> tuple[Any, Any]:
         if isinstance(plan, Scan) and keys and all(isinstance(k, Col) for k in keys):
-            _coll, input_cols, table_fields = self.tables[(plan.table, plan.prefilter)]
-            cols = plan.columns if plan.columns is not None else tuple(range(len(table_fields)))
-            pos = {c: i for i, c in enumerate(input_cols)}
-            in_fields = tuple(table_fields[c] for c in input_cols)
+            in_fields, idxs = _scan_positions(plan, self)
             ikeys = tuple(
                 Col(
-                    pos[cols[k.index]],  # type: ignore[attr-defined]
-                    in_fields[pos[cols[k.index]]].type,  # type: ignore[attr-defined]
-                    in_fields[pos[cols[k.index]]].nullable,  # type: ignore[attr-defined]
-                    in_fields[pos[cols[k.index]]].name,  # type: ignore[attr-defined]
+                    idxs[k.index],  # type: ignore[attr-defined]
+                    in_fields[idxs[k.index]].type,  # type: ignore[attr-defined]
+                    in_fields[idxs[k.index]].nullable,  # type: ignore[attr-defined]
+                    in_fields[idxs[k.index]].name,  # type: ignore[attr-defined]
                 )
                 for k in keys
             )
@@ -314,7 +314,6 @@ class Lowering:
                 base = self._keyed_arrangement(entered, in_fields, ikeys, null_safe)
                 self.memo[shared] = base
             arr, full = base
-            idxs = [pos[c] for c in cols]
             if idxs == list(range(len(in_fields))):
                 return arr, full
 
@@ -457,19 +456,25 @@ def _(plan: Scan, lw: Lowering, env: Env) -> Any:
 def _scan_input(plan: Scan, lw: Lowering, env: Env) -> tuple[Any, list[tuple[Any, ...]]]:
     """The table's input collection (entered into ``env``'s scope) and the stage that
     picks this scan's columns from the input's."""
-    coll, input_cols, table_fields = lw.tables[(plan.table, plan.prefilter)]
+    coll = lw.tables[(plan.table, plan.prefilter)][0]
     key = ("scan", plan.table, plan.prefilter, id(env.scope))
     entered = lw.memo.get(key)
     if entered is None:
         entered = coll if env.scope is coll.scope else coll.enter(env.scope)
         lw.memo[key] = entered
-    cols = plan.columns if plan.columns is not None else tuple(range(len(table_fields)))
-    if tuple(cols) == tuple(input_cols):
+    in_fields, idxs = _scan_positions(plan, lw)
+    if idxs == list(range(len(in_fields))):
         return entered, []
-    in_fields = tuple(table_fields[c] for c in input_cols)
-    pos = {c: i for i, c in enumerate(input_cols)}
-    exprs = tuple(Col(pos[c], table_fields[c].type, table_fields[c].nullable) for c in cols)
+    exprs = tuple(Col(i, in_fields[i].type, in_fields[i].nullable) for i in idxs)
     return entered, [("project", in_fields, exprs, plan.fields)]
+
+
+def _scan_positions(plan: Scan, lw: Lowering) -> tuple[tuple[Field, ...], list[int]]:
+    """The fields of the input ``plan`` reads (its table's, with the prefilter) and the
+    position in them of each of the scan's fields."""
+    _coll, items, table_fields = lw.tables[(plan.table, plan.prefilter)]
+    pos = {item: i for i, item in enumerate(items)}
+    return tuple(item_field(table_fields, it) for it in items), [pos[it] for it in scan_items(plan)]
 
 
 class _Taken:

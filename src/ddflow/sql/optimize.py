@@ -129,10 +129,15 @@ def _prune(p: Plan, need: set[int]) -> tuple[Plan, dict[int, int]]:
     if isinstance(p, Scan):
         cols = p.columns if p.columns is not None else tuple(range(len(p.fields)))
         keep = sorted(need) if need else [0]
+        at = {old: j for j, old in enumerate(keep)}
         new = Scan(
-            p.table, tuple(p.fields[i] for i in keep), tuple(cols[i] for i in keep), p.prefilter
+            p.table,
+            tuple(p.fields[i] for i in keep),
+            tuple(cols[i] for i in keep),
+            p.prefilter,
+            tuple((at[i], lits) for i, lits in p.classes if i in at),
         )
-        return new, {old: j for j, old in enumerate(keep)}
+        return new, at
     if isinstance(p, Filter):
         inner, m = _prune(p.input, need | uses(p.predicate))
         return Filter(inner, remap(p.predicate, m)), m

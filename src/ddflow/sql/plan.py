@@ -17,12 +17,14 @@ from typing import Any
 
 from ddflow.sql.expr import Col, Expr, show
 from ddflow.sql.rows import Field
+from ddflow.sql.types import BIGINT
 
 __all__ = [
     "Agg",
     "Aggregate",
     "Distinct",
     "Filter",
+    "InputItem",
     "Join",
     "Plan",
     "Project",
@@ -37,6 +39,9 @@ __all__ = [
     "UnionAll",
     "Values",
     "WinFunc",
+    "input_items",
+    "item_field",
+    "scan_items",
     "Window",
     "explain",
     "grouped_by_join_key",
@@ -66,6 +71,54 @@ class Scan(Plan):
     fields: tuple[Field, ...]
     columns: tuple[int, ...] | None = None
     prefilter: Expr | None = None
+    #: string fields read only to be compared with literals, each as ``(field, literals)``:
+    #: the field holds the string's class, ``i + 1`` where it is ``literals[i]`` and 0 for
+    #: any other string (a ``BIGINT``; NULL stays NULL), found on the raw strings as rows
+    #: come, so the column needs no dictionary codes
+    classes: tuple[tuple[int, tuple[str, ...]], ...] = ()
+
+
+#: What a table's dataflow input carries for a scan's field: a table column (its position)
+#: or a string column's class among literals (``(position, literals)``: ``Scan.classes``).
+InputItem = int | tuple[int, tuple[str, ...]]
+
+
+def scan_items(scan: Scan) -> tuple[InputItem, ...]:
+    """What ``scan`` reads of its table's input, field by field."""
+    cols = scan.columns if scan.columns is not None else tuple(range(len(scan.fields)))
+    items: list[InputItem] = list(cols)
+    for i, lits in scan.classes:
+        items[i] = (cols[i], lits)
+    return tuple(items)
+
+
+def input_items(plans: list[Plan]) -> dict[tuple[str, Any], tuple[InputItem, ...]]:
+    """The dataflow's inputs: for each table and prefilter some scan reads it with, what
+    those scans read of it (table columns by position, then string classes), in one order
+    for every caller."""
+    used: dict[tuple[str, Any], set[InputItem]] = {}
+    stack = list(plans)
+    while stack:
+        p = stack.pop()
+        if isinstance(p, Scan):
+            used.setdefault((p.table, p.prefilter), set()).update(scan_items(p))
+        stack.extend(p.inputs())
+    return {
+        key: tuple(sorted(items, key=_item_order))
+        for key, items in sorted(used.items(), key=lambda kv: (kv[0][0], repr(kv[0][1])))
+    }
+
+
+def _item_order(item: InputItem) -> tuple[int, int, tuple[str, ...]]:
+    return (0, item, ()) if isinstance(item, int) else (1, item[0], item[1])
+
+
+def item_field(table_fields: tuple[Field, ...], item: InputItem) -> Field:
+    """The field an input item holds: the table's column, or its class (``BIGINT``)."""
+    if isinstance(item, int):
+        return table_fields[item]
+    f = table_fields[item[0]]
+    return Field(f.name, BIGINT, f.nullable, f.source)
 
 
 @dataclass(frozen=True)
@@ -464,7 +517,10 @@ def _describe(p: Plan) -> str:
         pre = ""
         if p.prefilter is not None:
             pre = f" where {show(p.prefilter)}"
-        return f"Scan {p.table} [{', '.join(f.name for f in p.fields)}]{pre}"
+        names = [f.name for f in p.fields]
+        for i, lits in p.classes:
+            names[i] = f"class of {names[i]} in ({', '.join(map(repr, lits))})"
+        return f"Scan {p.table} [{', '.join(names)}]{pre}"
     if isinstance(p, Values):
         return f"Values {len(p.rows)} row(s) [{', '.join(f.name for f in p.fields)}]"
     if isinstance(p, Filter):

@@ -14,6 +14,7 @@ row is kept when the condition is TRUE).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -21,11 +22,12 @@ import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
-from ddflow.sql.optimize import uses
-from ddflow.sql.plan import Filter, Plan, Scan
-from ddflow.sql.types import BOOLEAN, I64_MAX, I64_MIN
+from ddflow.sql.optimize import remap, uses
+from ddflow.sql.plan import Aggregate, Filter, Plan, Project, Scan
+from ddflow.sql.rows import Field
+from ddflow.sql.types import BIGINT, BOOLEAN, I64_MAX, I64_MIN
 
-__all__ = ["keep", "split"]
+__all__ = ["classify", "keep", "split", "string_classes"]
 
 _CMP = {
     "eq": "equal",
@@ -216,8 +218,6 @@ def _and(parts: list[Expr]) -> Expr | None:
 
 def split(plan: Plan) -> Plan:
     """``plan`` with string conditions on scans moved into the scans' prefilters."""
-    import dataclasses
-
     if isinstance(plan, Filter):
         # the conditions of a run of filters directly over a scan
         conj: list[Expr] = []
@@ -235,14 +235,15 @@ def split(plan: Plan) -> Plan:
             rest = [c for c, m in zip(conj, movable, strict=True) if not m]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
-            new_scan = Scan(scan.table, scan.fields, scan.columns, _and(pre))
+            new_scan = dataclasses.replace(scan, prefilter=_and(pre))
             kept = _and(rest)
             return new_scan if kept is None else Filter(new_scan, kept)
-    kids = plan.inputs()
-    if not kids:
-        return plan
-    new = [split(k) for k in kids]
-    if all(a is b for a, b in zip(new, kids, strict=True)):
+    return _with_inputs(plan, [split(k) for k in plan.inputs()])
+
+
+def _with_inputs(plan: Plan, new: list[Plan]) -> Plan:
+    """``plan`` over the inputs ``new`` (itself when they are its inputs)."""
+    if all(a is b for a, b in zip(new, plan.inputs(), strict=True)):
         return plan
     # rebuild the node with its new inputs (the dataclass fields that hold plans)
     changes: dict[str, Any] = {}
@@ -254,6 +255,210 @@ def split(plan: Plan) -> Plan:
         elif isinstance(v, tuple) and v and all(isinstance(x, Plan) for x in v):
             changes[f.name] = tuple(next(it) for _ in v)
     return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
+
+
+# -- strings read only to be compared with literals --------------------------------------
+
+
+def classify(plan: Plan) -> Plan:
+    """``plan`` with each string field of a scan that the projection over it (and the
+    filters between) read only in comparisons with literals (``=``, ``<>``, ``IN``,
+    ``IS [NOT] NULL``) made the string's class among those literals (``Scan.classes``):
+    the comparisons become comparisons of small integers, and rows coming in need no
+    dictionary codes for the column, only a look at the bytes of the strings whose
+    length is a literal's."""
+    memo: dict[int, Plan] = {}
+
+    def go(p: Plan) -> Plan:
+        got = memo.get(id(p))
+        if got is None:
+            got = _classified(p)
+            if got is None:
+                got = _with_inputs(p, [go(k) for k in p.inputs()])
+            memo[id(p)] = got
+        return got
+
+    return go(plan)
+
+
+def _classified(p: Plan) -> Plan | None:
+    """A projection or aggregate over filters over a scan with its eligible string fields
+    made classes; None when ``p`` is no such chain or no field is eligible."""
+    if isinstance(p, Project):
+        top = list(p.exprs)
+    elif isinstance(p, Aggregate):
+        top = [*p.keys, *(a.arg for a in p.aggs if a.arg is not None)]
+    else:
+        return None
+    filters: list[Filter] = []
+    node = p.input
+    while isinstance(node, Filter):
+        filters.append(node)
+        node = node.input
+    if not isinstance(node, Scan):
+        return None
+    scan = node
+    preds = [f.predicate for f in filters]  # (the top one first)
+    exprs = top
+    fields = list(scan.fields)
+    classes = list(scan.classes)
+    done = {i for i, _ in classes}
+    for i, f in enumerate(scan.fields):
+        if f.type.kind != "string" or i in done:
+            continue
+        lits: list[str] = []
+        if not all(_class_uses(e, i, lits) for e in preds + exprs):
+            continue
+        names = tuple(dict.fromkeys(lits))
+        if len(names) > _LITERALS:
+            continue
+        code = {s: k + 1 for k, s in enumerate(names)}
+        col = Col(i, BIGINT, f.nullable, f.name)
+        preds = [_as_class(e, i, col, code) for e in preds]
+        exprs = [_as_class(e, i, col, code) for e in exprs]
+        fields[i] = Field(f.name, BIGINT, f.nullable, f.source)
+        classes.append((i, names))
+    if len(classes) == len(scan.classes):
+        return None
+    sizes = {i: len(lits) for i, lits in classes}
+    preds = [_mapped(e, sizes) for e in preds]
+    exprs = [_mapped(e, sizes) for e in exprs]
+    cols = scan.columns if scan.columns is not None else tuple(range(len(scan.fields)))
+    out: Plan = Scan(scan.table, tuple(fields), cols, scan.prefilter, tuple(sorted(classes)))
+    for pred in reversed(preds):
+        out = Filter(out, pred)
+    if isinstance(p, Project):
+        return Project(out, tuple(exprs), p.fields)
+    it = iter(exprs[len(p.keys) :])
+    aggs = tuple(a if a.arg is None else dataclasses.replace(a, arg=next(it)) for a in p.aggs)
+    return dataclasses.replace(p, input=out, keys=tuple(exprs[: len(p.keys)]), aggs=aggs)
+
+
+def _class_uses(e: Expr, i: int, lits: list[str]) -> bool:
+    """Whether ``e`` reads field ``i`` only in comparisons with string literals (or tests
+    for NULL); the literals go into ``lits``."""
+    if isinstance(e, Col):
+        return e.index != i
+    if isinstance(e, Lit):
+        return True
+    if not isinstance(e, Call):
+        return False
+    if e.op in ("eq", "ne") and e.extra is None:
+        a, b = e.args
+        if isinstance(b, Col) and b.index == i:
+            a, b = b, a
+        if isinstance(a, Col) and a.index == i:
+            if isinstance(b, Lit) and isinstance(b.value, str):
+                lits.append(b.value)
+                return True
+            return False
+    elif e.op == "in" and isinstance(e.args[0], Col) and e.args[0].index == i:
+        if len(e.args) == 1 and all(v is None or isinstance(v, str) for v in e.extra):
+            lits.extend(v for v in e.extra if v is not None)
+            return True
+        return False
+    elif e.op in ("is_null", "is_not_null") and isinstance(e.args[0], Col):
+        return True
+    return all(_class_uses(a, i, lits) for a in e.args)
+
+
+def _as_class(e: Expr, i: int, col: Col, code: dict[str, int]) -> Expr:
+    """``e`` (which ``_class_uses`` accepts for field ``i``) reading ``col``, the class of
+    field ``i``, and comparing it with the literals' classes ``code``."""
+    if isinstance(e, Col):
+        return col if e.index == i else e
+    if not isinstance(e, Call):
+        return e
+    if e.op in ("eq", "ne") and any(isinstance(a, Col) and a.index == i for a in e.args):
+        args: tuple[Expr, ...] = tuple(
+            col if isinstance(a, Col) else Lit(code[a.value], BIGINT)  # type: ignore[attr-defined]
+            for a in e.args
+        )
+        return Call(e.op, args, e.type, e.nullable, e.extra)
+    if e.op == "in" and isinstance(e.args[0], Col) and e.args[0].index == i:
+        extra = tuple(None if v is None else code[v] for v in e.extra)
+        return Call("in", (col,), e.type, e.nullable, extra)
+    args = tuple(_as_class(a, i, col, code) for a in e.args)
+    if all(a is b for a, b in zip(args, e.args, strict=True)):
+        return e
+    return Call(e.op, args, e.type, e.nullable, e.extra)
+
+
+#: operators that cannot fail, so an expression of them may be evaluated on every class
+_SAFE = frozenset(
+    ("eq", "ne", "and", "or", "not", "is_null", "is_not_null", "in", "case", "coalesce")
+)
+
+
+def _mapped(e: Expr, sizes: dict[int, int]) -> Expr:
+    """``e`` with each largest part that reads one class field (of ``sizes[field]``
+    literals) and constants only, through operators that cannot fail, made a
+    ``class_map``: its value per class, computed once, looked up by each row's class."""
+    if not isinstance(e, Call):
+        return e
+    cols: set[int] = set()
+    if _class_only(e, cols) and len(cols) == 1:
+        (i,) = cols
+        if i in sizes:
+            inner = remap(e, {i: 0})
+            col = Col(i, BIGINT, True)
+            return Call("class_map", (col,), e.type, e.nullable, (inner, sizes[i]))
+    args = tuple(_mapped(a, sizes) for a in e.args)
+    if all(a is b for a, b in zip(args, e.args, strict=True)):
+        return e
+    return Call(e.op, args, e.type, e.nullable, e.extra)
+
+
+def _class_only(e: Expr, cols: set[int]) -> bool:
+    """Whether ``e`` is made of ``_SAFE`` operators over fields and constants (the fields
+    it reads go into ``cols``)."""
+    if isinstance(e, Col):
+        cols.add(e.index)
+        return True
+    if isinstance(e, Lit):
+        return True
+    return isinstance(e, Call) and e.op in _SAFE and all(_class_only(a, cols) for a in e.args)
+
+
+def string_classes(
+    c: Any, lits: tuple[str, ...], strings: Any, rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The class among ``lits`` of each string of column ``c`` (of the rows the boolean
+    mask ``rows`` marks, all by default): ``k + 1`` where it is ``lits[k]``, 0 for another
+    string or NULL; and the NULL mask (None: no NULLs). An Arrow string column is read in
+    place: the lengths from its offsets, then the bytes of the strings of a literal's
+    length only."""
+    nl = c.nulls()
+    if nl is not None:
+        nl = nl if rows is None else nl[rows]
+        if not nl.any():
+            nl = None
+    got = _string_buffers(c)
+    if got is not None:
+        offs, data = got
+        idx = None if rows is None else np.flatnonzero(rows)
+        lens = offs[1:] - offs[:-1]
+        if idx is not None:
+            lens = lens[idx]
+        out = np.zeros(len(lens), np.int64)
+        for k, lit in enumerate(lits):
+            raw = lit.encode()
+            at = np.flatnonzero(lens == len(raw))
+            if len(at):
+                src = at if idx is None else idx[at]
+                out[at[_equal_bytes(offs, data, (raw,), True, src)]] = k + 1
+    else:  # (strings given as Python values, or as a dictionary: their codes compared)
+        codes = c.values(strings)
+        if rows is not None:
+            codes = codes[rows]
+        out = np.zeros(len(codes), np.int64)
+        for k, lit in enumerate(lits):
+            known = strings.find(lit)
+            if known is not None:
+                out[codes == known] = k + 1
+    if nl is not None:
+        out[nl] = 0
+    return out, nl
 
 
 _NP_CMP = {

@@ -392,7 +392,9 @@ def unique_sets(
         declared = keys.get(p.table, [])
         if p.columns is None:
             return list(declared)
-        at = {c: j for j, c in enumerate(p.columns)}
+        # (a string's class among literals is no key: other strings share class 0)
+        classed = {p.columns[i] for i, _ in p.classes}
+        at = {c: j for j, c in enumerate(p.columns) if c not in classed}
         return [frozenset(at[c] for c in k) for k in declared if k <= at.keys()]
     if isinstance(p, Project):
         out = []

@@ -48,9 +48,9 @@ from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import Ctx
 from ddflow.sql.lower import Env, Lowering
 from ddflow.sql.optimize import prune
-from ddflow.sql.plan import Plan, Scan, SortKey
+from ddflow.sql.plan import Plan, SortKey, input_items, item_field
 from ddflow.sql.planner import Planner
-from ddflow.sql.rawfilter import keep, split
+from ddflow.sql.rawfilter import classify, keep, split
 from ddflow.sql.rows import Field, mask_words
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decimal_type, decode_values
@@ -155,7 +155,7 @@ class SqlJob:
         self.plans = plans
         self.dialect = dialect
         self.known = known or {}
-        self.inputs = _input_keys(list(plans.values()))
+        self.inputs = input_items(list(plans.values()))
         self.input_names = {key: f"{key[0]}#{i}" for i, key in enumerate(self.inputs)}
         self._strings: StringDict | None = None
         self._max_time: int | None = None
@@ -194,7 +194,7 @@ class SqlJob:
             fields = self.tables[table]
             t = rows.get(table)
             name = self.input_names[key]
-            width = len(cols) + mask_words([fields[c] for c in cols])
+            width = len(cols) + mask_words([item_field(fields, c) for c in cols])
             if t is None or t.num_rows == 0:
                 logs[name] = Changes(
                     tuple(np.zeros(0, np.int64) for _ in range(width)),
@@ -247,21 +247,6 @@ class SqlJob:
             "max_time": self._max_time,
             "seconds": dict(self._seconds),
         }
-
-
-def _input_keys(plans: list[Plan]) -> dict[tuple[str, Any], tuple[int, ...]]:
-    used: dict[tuple[str, Any], set[int]] = {}
-    stack = list(plans)
-    while stack:
-        p = stack.pop()
-        if isinstance(p, Scan):
-            cols = p.columns if p.columns is not None else range(len(p.fields))
-            used.setdefault((p.table, p.prefilter), set()).update(cols)
-        stack.extend(p.inputs())
-    return {
-        key: tuple(sorted(c))
-        for key, c in sorted(used.items(), key=lambda kv: (kv[0][0], repr(kv[0][1])))
-    }
 
 
 # -- results ---------------------------------------------------------------------------------------
@@ -799,7 +784,7 @@ def _plan_views(
     meta: _Meta = {}
     for vname, sql in views.items():
         planned = planner.plan_sql(sql)
-        plan = prune(split(prune(planned.plan)))
+        plan = classify(prune(split(prune(planned.plan))))
         plans[vname] = plan
         visible = planned.visible
         meta[vname] = (

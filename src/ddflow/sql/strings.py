@@ -157,6 +157,10 @@ class StringDict:
             self._strings.append(s)
         return c
 
+    def find(self, s: str) -> int | None:
+        """The code of ``s`` if it has one (no string gets a code here)."""
+        return self._codes.get(s)
+
     def take_new(self) -> dict[int, str] | None:
         """The strings this dictionary made since the last call (for its peers), or None."""
         if not self._unsent:
