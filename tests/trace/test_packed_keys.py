@@ -143,3 +143,41 @@ def test_a_restored_batch_packs_again() -> None:
     b2 = pickle.loads(pickle.dumps(b))
     assert b2._packed is None
     _check(b2, [c[10:90] for c in cols])
+
+
+@pytest.mark.parametrize("lead_unique", [True, False])
+@pytest.mark.parametrize("width", [2, 7])
+def test_wide_keys_are_searched_by_their_first_column(lead_unique: bool, width: int) -> None:
+    # keys too wide to pack (a customer key beside codes of its name, address, comment,
+    # ...): found by the first column when it leaves one candidate per probe key, then
+    # compared whole; a first column shared by several keys takes the general search
+    rng = np.random.default_rng(7 + width + lead_unique)
+    n = 2000
+    first = (
+        rng.permutation(n * 3)[:n].astype(np.int64)
+        if lead_unique
+        else (rng.permutation(n) // 2).astype(np.int64)  # (two keys per first value)
+    )
+    rest = [rng.integers(I64_MIN, I64_MAX, n, dtype=np.int64) for _ in range(width - 1)]
+    cols = [first, *rest]
+    b = _batch([np.repeat(c, 2) for c in cols], seed=8)  # (two rows per key)
+    assert b._packed_keys() is None
+    for _ in range(20):
+        size = int(rng.integers(8, 300))
+        pick = rng.integers(0, n, size)
+        probe = [c[pick].copy() for c in cols]
+        # some keys differ from the batch's in one later column only, or in the first
+        later = rng.random(size) < 0.3
+        probe[width - 1][later] += 1
+        lead = rng.random(size) < 0.2
+        probe[0][lead] += n * 3
+        _check(b, probe)
+    assert (b._lead_keys() is not None) is True
+    # key fields that are not all int64 words: rows compared as numpy compares them
+    spread = rng.permutation(n).astype(np.int64) * (1 << 52) + I64_MIN
+    second = rng.integers(-(1 << 31), 1 << 31, n).astype(np.int32)
+    b2 = _batch([spread, second], seed=9)
+    assert b2._packed_keys() is None and b2._lead_keys() is not None
+    probe2 = [spread[:300].copy(), second[:300].copy()]
+    probe2[1][::4] += 1
+    _check(b2, probe2)

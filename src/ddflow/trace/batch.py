@@ -270,6 +270,27 @@ class _Packed:
         return inside, packed
 
 
+def _same_rows(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> np.ndarray:
+    """Whether row ``ia[j]`` of structured array ``a`` equals row ``ib[j]`` of ``b`` (of the
+    same dtype), for each ``j``: as rows of int64 words when the fields are int64 words
+    without gaps (numpy compares structured rows field by field, slowly), else as numpy
+    compares them."""
+    dt = a.dtype
+    names = dt.names or ()
+    w = len(names)
+    if (
+        w
+        and dt.itemsize == 8 * w
+        and all(dt[f] == np.int64 for f in names)
+        and a.flags.c_contiguous
+        and b.flags.c_contiguous
+    ):
+        wa = a.view(np.int64).reshape(-1, w)
+        wb = b.view(np.int64).reshape(-1, w)
+        return np.asarray((wa[ia] == wb[ib]).all(axis=1), dtype=bool)
+    return np.asarray(a[ia] == b[ib], dtype=bool)
+
+
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
@@ -285,6 +306,7 @@ class TraceBatch:
         "_table",
         "_index",
         "_packed",
+        "_lead",
         "_bound",
         "__weakref__",
     )
@@ -316,6 +338,7 @@ class TraceBatch:
         self._table: tuple[int, np.ndarray] | None | bool = None
         self._index: dict[int, int] | None = None
         self._packed: _Packed | None | bool = None
+        self._lead: np.ndarray | None | bool = None
         self._bound: int | None = None
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
@@ -335,6 +358,16 @@ class TraceBatch:
                     table[keys - lo] = np.arange(nk, dtype=table.dtype)
                     self._table = (lo, table)
         return self._table if isinstance(self._table, tuple) else None
+
+    def _lead_keys(self) -> np.ndarray | None:
+        """For a key index of several columns whose first is an integer: that column on its
+        own (contiguous, sorted as the keys are), built once; else None."""
+        if self._lead is None:
+            self._lead = False
+            names = self.keys.dtype.names
+            if names and self.keys.dtype[names[0]].kind in "iu":
+                self._lead = np.ascontiguousarray(self.keys[names[0]])
+        return self._lead if isinstance(self._lead, np.ndarray) else None
 
     def _packed_keys(self) -> _Packed | None:
         """For a key index of several integer columns (a structured array, which numpy
@@ -459,7 +492,29 @@ class TraceBatch:
             if table is None and probe.dtype.names and probe.shape[0] >= 8
             else None
         )
-        if packed is not None:
+        lead = (
+            self._lead_keys()
+            if table is None and packed is None and probe.dtype.names and probe.shape[0] >= 8
+            else None
+        )
+        if lead is not None:
+            # keys too wide to pack: searched by their first column, when that column alone
+            # leaves each probe key one candidate (a customer key beside the customer's
+            # name and address), the candidates then compared whole
+            first = probe[self.keys.dtype.names[0]]  # type: ignore[index]
+            at = np.searchsorted(lead, first, "left")
+            span = np.searchsorted(lead, first, "right") - at
+            if span.max() > 1:
+                lead = None
+            else:
+                cand = np.flatnonzero(span)
+                kp = at[cand]
+                ok = _same_rows(self.keys, kp, probe, cand)
+                hit = cand[ok]
+                kpos = kp[ok]
+        if lead is not None:
+            pass
+        elif packed is not None:
             pk = packed.keys
             inside, pp = packed.pack(probe)
             pos = np.searchsorted(pk, pp)
@@ -547,7 +602,7 @@ class TraceBatch:
         state = {
             k: getattr(self, k)
             for k in self.__slots__
-            if k not in ("_table", "_index", "_packed", "_bound", "__weakref__")
+            if k not in ("_table", "_index", "_packed", "_lead", "_bound", "__weakref__")
         }
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
@@ -559,6 +614,7 @@ class TraceBatch:
         self._table = None
         self._index = None
         self._packed = None
+        self._lead = None
         self._bound = None
 
     def __repr__(self) -> str:
