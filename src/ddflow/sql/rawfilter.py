@@ -24,6 +24,7 @@ from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
 from ddflow.sql.optimize import remap, uses
 from ddflow.sql.plan import Aggregate, Filter, Plan, Project, Scan
+from ddflow.sql.rewrite import with_inputs
 from ddflow.sql.rows import Field
 from ddflow.sql.types import BIGINT, BOOLEAN, I64_MAX, I64_MIN
 
@@ -238,23 +239,7 @@ def split(plan: Plan) -> Plan:
             new_scan = dataclasses.replace(scan, prefilter=_and(pre))
             kept = _and(rest)
             return new_scan if kept is None else Filter(new_scan, kept)
-    return _with_inputs(plan, [split(k) for k in plan.inputs()])
-
-
-def _with_inputs(plan: Plan, new: list[Plan]) -> Plan:
-    """``plan`` over the inputs ``new`` (itself when they are its inputs)."""
-    if all(a is b for a, b in zip(new, plan.inputs(), strict=True)):
-        return plan
-    # rebuild the node with its new inputs (the dataclass fields that hold plans)
-    changes: dict[str, Any] = {}
-    it = iter(new)
-    for f in dataclasses.fields(plan):  # type: ignore[arg-type]
-        v = getattr(plan, f.name)
-        if isinstance(v, Plan):
-            changes[f.name] = next(it)
-        elif isinstance(v, tuple) and v and all(isinstance(x, Plan) for x in v):
-            changes[f.name] = tuple(next(it) for _ in v)
-    return dataclasses.replace(plan, **changes)  # type: ignore[type-var]
+    return with_inputs(plan, [split(k) for k in plan.inputs()])
 
 
 # -- strings read only to be compared with literals --------------------------------------
@@ -274,7 +259,7 @@ def classify(plan: Plan) -> Plan:
         if got is None:
             got = _classified(p)
             if got is None:
-                got = _with_inputs(p, [go(k) for k in p.inputs()])
+                got = with_inputs(p, [go(k) for k in p.inputs()])
             memo[id(p)] = got
         return got
 
