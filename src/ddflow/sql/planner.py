@@ -597,6 +597,41 @@ def _as_decimal(t: SqlType) -> SqlType:
     return decimal_type({8: 3, 16: 5, 32: 10, 64: 20}[t.bits], 0)
 
 
+def _attach(
+    tree: Plan, right: Plan, lkeys: list[Expr], rkeys: list[Expr], lookup: bool, lookups: set[int]
+) -> Plan:
+    """``tree`` inner-joined with ``right`` on ``lkeys`` (over ``tree``'s fields) equal to
+    ``rkeys``; ``lookups`` holds (by id) the joins made so far whose right side was looked
+    up by a key of its own. A ``lookup`` (each row finds at most one ``right`` row) whose
+    keys read only the right side of such a join at the top of ``tree`` joins that side
+    instead: ``(A join D1) join D2`` becomes ``A join (D1 join D2)``, the same rows and
+    fields in the same order. A dimension reached through another (a customer's nation)
+    is then joined to it once, and the rows of ``A``, a stream of facts, go through one
+    join where they went through two."""
+    if lookup and isinstance(tree, Join) and id(tree) in lookups and lkeys:
+        nl = len(tree.left.fields)
+        used = set().union(*(_uses(k) for k in lkeys))
+        if min(used, default=-1) >= nl:
+            shifted = [_shift(k, -nl) for k in lkeys]
+            inner = _attach(tree.right, right, shifted, rkeys, True, lookups)
+            out = Join(
+                tree.left,
+                inner,
+                "inner",
+                tree.left_keys,
+                tree.right_keys,
+                None,
+                tree.left.fields + inner.fields,
+            )
+            lookups.add(id(out))
+            return out
+    fields = tree.fields + right.fields
+    out = Join(tree, right, "inner", tuple(lkeys), tuple(rkeys), None, fields)
+    if lookup:
+        lookups.add(id(out))
+    return out
+
+
 def _semi_joins_as_exists(sel: Node) -> None:
     """``a LEFT SEMI JOIN b ON c`` keeps the rows of ``a`` for which ``EXISTS (SELECT 1 FROM
     b WHERE c)``; ``LEFT ANTI JOIN`` those for which ``NOT EXISTS``. Written so when the
@@ -3545,6 +3580,7 @@ class Planner:
         remaining = [i for i in range(len(items)) if i != first]
         current: Plan = plans[first]
         pos = {first: 0}  # source -> offset in current
+        lookups: set[int] = set()  # (the joins ``_attach`` may join below)
         width = len(plans[first].fields)
         while remaining:
             connected = [
@@ -3560,6 +3596,7 @@ class Planner:
             ]
             have = set(order)
             pick = min(connected or remaining, key=lambda i: (join_kind(i, have), rank[i], i))
+            pick_kind = join_kind(pick, have) if connected else 2
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
@@ -3576,8 +3613,7 @@ class Planner:
                 bound.remove(u)
             right = plans[pick]
             lkeys, rkeys = self._coerce_keys(lkeys, rkeys)
-            fields = current.fields + right.fields
-            current = Join(current, right, "inner", tuple(lkeys), tuple(rkeys), None, fields)
+            current = _attach(current, right, lkeys, rkeys, pick_kind == 0, lookups)
             pos[pick] = width
             width += len(right.fields)
             order.append(pick)
