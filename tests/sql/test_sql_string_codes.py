@@ -103,3 +103,26 @@ def test_one_byte_string_columns_equal_duckdb(sql: str) -> None:
         [Del("f", third[:10] + first[20:])],
     ]:
         o.commit(c)
+
+
+@pytest.mark.parametrize("hashed", [False, True], ids=["sequential", "hashed"])
+def test_distinct_strings_get_the_codes_one_by_one_would(hashed: bool) -> None:
+    # columns of mostly new, mostly distinct strings (names, comments) are coded through
+    # their Arrow dictionary, each distinct string looked up once; the codes must be what
+    # coding the strings one at a time gives, whatever was coded before
+    fast, slow = StringDict(hashed=hashed), StringDict(hashed=hashed)
+    rng = random.Random(5)
+    pool = [f"customer#{i:05d} {'x' * (i % 13)}" for i in range(400)] + ["", "é", "a"]
+    for step in range(12):
+        values = [rng.choice(pool) if rng.random() < 0.9 else None for _ in range(300)]
+        if step % 4 == 3:
+            values = [f"only now {step} {i}" for i in range(50)]  # all new
+        if step % 5 == 4:
+            values = [v for v in values if v is not None][:40]  # all known
+        arr = pa.array(values, pa.large_string() if step % 2 else pa.string())
+        got = fast.encode_arrow(arr).tolist()
+        want = _expect(slow, values)
+        assert [g for g, w in zip(got, want, strict=True) if w is not None] == [
+            w for w in want if w is not None
+        ]
+    assert fast.encode_distinct([]).tolist() == []

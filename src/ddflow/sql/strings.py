@@ -12,6 +12,7 @@ physical values stored in traces stay meaningful.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -213,6 +214,26 @@ class StringDict:
             got = list(map(codes.__getitem__, values))
         return np.array(got, dtype=np.int64).reshape(len(got))
 
+    def encode_distinct(self, values: Sequence[str]) -> np.ndarray:
+        """Codes of ``values``, which are distinct (an Arrow dictionary's, ``np.unique``'s),
+        assigning new ones: each string looked up once and, when new, stored once (no
+        second pass to read back the codes just given)."""
+        codes = self._codes
+        n = len(values)
+        got = np.fromiter(map(codes.get, values, itertools.repeat(-1)), np.int64, n)
+        miss = np.flatnonzero(got < 0) if n else got
+        if not len(miss):
+            return got
+        new = values if len(miss) == n else [values[i] for i in miss.tolist()]
+        if self.hashed:
+            got[miss] = [self.code(v) for v in new]
+            return got
+        start = len(self._strings)
+        codes.update(zip(new, range(start, start + len(new)), strict=True))
+        self._strings.extend(new)
+        got[miss] = np.arange(start, start + len(new), dtype=np.int64)
+        return got
+
     def encode_arrow(self, arr: Any) -> np.ndarray:
         """Codes of an Arrow string column (``string``, ``large_string``, or a dictionary of
         them; one chunk). A NULL row's code is unspecified: callers mask NULLs themselves."""
@@ -303,12 +324,12 @@ class StringDict:
         idx = enc.indices
         if idx.null_count:
             idx = idx.fill_null(0)
-        codes = self.encode_list(uniq) if uniq else np.zeros(1, np.int64)
+        codes = self.encode_distinct(uniq) if uniq else np.zeros(1, np.int64)
         return codes[np.asarray(idx.to_numpy(zero_copy_only=False), dtype=np.intp)]
 
     def encode_unique(self, uniques: Sequence[str], inverse: np.ndarray) -> np.ndarray:
         """Codes of rows given as distinct strings and each row's index into them."""
-        codes = self.encode_list(list(uniques))
+        codes = self.encode_distinct(list(uniques))
         return codes[inverse] if len(inverse) else np.zeros(0, dtype=np.int64)
 
     def array(self) -> np.ndarray:
