@@ -623,6 +623,7 @@ def _attach(
                 None,
                 tree.left.fields + inner.fields,
             )
+            lookups.discard(id(tree))  # (``tree`` is dropped: its id may be reused)
             lookups.add(id(out))
             return out
     fields = tree.fields + right.fields
