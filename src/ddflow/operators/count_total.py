@@ -283,7 +283,12 @@ class CountTotal(Operator):
         dt = batch.diff_type
         assert isinstance(dt, TupleDiff)
         bounds = batch.bounds.tolist()
-        rows = list(zip(*(c.tolist() for c in batch.diffs), strict=True))
+        m = getattr(batch.diffs, "matrix", None)
+        rows = (
+            m.T.tolist()  # (a ``Rows`` column: all parts listed in one call)
+            if m is not None
+            else list(zip(*(c.tolist() for c in batch.diffs), strict=True))
+        )
         old: list[list[int]] = []
         new: list[list[int]] = []
         finals: list[list[int]] = []

@@ -158,7 +158,10 @@ def compact_column(a: Any) -> Any:
     columns) with every constant integer array replaced by a zero-stride, read-only view of
     its first row; other columns are returned as they are."""
     if isinstance(a, tuple):
-        return tuple(compact_column(c) for c in a)
+        if not a or a[0].shape[0] < COMPACT_MIN_ROWS:
+            return a  # (a ``Rows`` column stays one)
+        out = tuple(compact_column(c) for c in a)
+        return a if all(x is y for x, y in zip(out, a, strict=True)) else out
     if (
         not isinstance(a, np.ndarray)
         or a.ndim == 0
@@ -409,10 +412,14 @@ class TraceBatch:
         it down: the merge of batches holds, per key, sums of their rows, so the sum of
         their bounds bounds it too, without a pass over the merged diffs."""
         if self._bound is None:
-            mags = [
-                _column_magnitude(c)
-                for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
-            ]
+            m = getattr(self.diffs, "matrix", None)
+            if m is not None and m.dtype == np.int64 and m.size:
+                mags: list[int | None] = [max(int(m.max()), -int(m.min()))]
+            else:
+                mags = [
+                    _column_magnitude(c)
+                    for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
+                ]
             if any(m is None for m in mags):
                 return None
             mag = max([0, *(m for m in mags if m is not None)])
