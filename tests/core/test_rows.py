@@ -92,3 +92,31 @@ def test_consolidate_of_rows_equals_consolidate_of_plain_tuples(n: int) -> None:
         b = consolidate(Updates((ku,), tu, tuple(c.copy() for c in full), T3))
         assert a.data[0].tolist() == b.data[0].tolist()
         assert _plain(a.diffs) == _plain(b.diffs)
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("parts", [2, 3, 6])
+def test_consolidate_of_a_few_tuple_rows_matches_the_general_path(
+    seed: int, parts: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Python path for a few rows of int tuple diffs (``Rows`` or plain) gives the
+    columns of the numpy path: rows sorted by (data, time), sums, zero sums dropped."""
+    import ddflow.core.updates as updates_mod
+
+    rng = np.random.default_rng(seed)
+    dt = TupleDiff((INT_DIFF,) * parts)
+    n = int(rng.integers(1, updates_mod.SMALL_ROWS + 1))
+    keys = (rng.integers(0, 4, n), rng.integers(-2, 2, n).astype(np.int32))
+    times = rng.integers(0, 2, (n, 1)).astype(np.int64) if seed % 2 else np.zeros((n, 1), np.int64)
+    vals = tuple(rng.choice(np.array([-1, 0, 1, 2], np.int64), n) for _ in range(parts))
+    if seed % 5 == 0 and parts > 1:
+        vals[1][:] = I64_MAX  # (sums leave int64: the general path is exact)
+    for diffs in (dt.from_columns(vals, n), tuple(v.copy() for v in vals)):
+        u = Updates(keys, times, diffs, dt)
+        small = consolidate(u)
+        with monkeypatch.context() as m:
+            m.setattr(updates_mod, "SMALL_ROWS", 0)
+            general = consolidate(u)
+        assert [c.tolist() for c in small.data] == [c.tolist() for c in general.data]
+        assert small.times.tolist() == general.times.tolist()
+        assert _plain(small.diffs) == _plain(general.diffs)

@@ -105,6 +105,7 @@ class CountTotal(Operator):
         #: each key's count so far, when kept (``KeyTotals``); None: not yet made (it is
         #: made from the trace at the next batch); False: not kept (the trace is read)
         self.totals: KeyTotals | None | Literal[False] = None
+        self._layout: tuple[DiffType, Layout] | None = None
 
     def state(self) -> State:
         return {"handle": self.handle.state()}
@@ -126,6 +127,14 @@ class CountTotal(Operator):
             if out is not None:
                 self.output.push(*out)
         self.handle.set_compaction(frontier, frontier)
+
+    def _count_layout(self, dt: DiffType) -> Layout:
+        """The layout of ``(key, count)`` records for counts of type ``dt`` (made once)."""
+        if self._layout is None or self._layout[0] != dt:
+            key_layout = self.arrangement.key_layout
+            assert key_layout is not None
+            self._layout = (dt, Tup((key_layout, dt.value_layout())))
+        return self._layout[1]
 
     def _key_totals(self, batch: TraceBatch) -> KeyTotals | None:
         """The kept totals if they can take ``batch`` (made from the trace first if need
@@ -192,7 +201,7 @@ class CountTotal(Operator):
             cols = tuple(np.concatenate([c[ro], c[rn]]) for c in key_cols) + vals
             out_t = np.concatenate([times[ro], times[rn]])
             out_d = np.concatenate([np.full(len(ro), -1, np.int64), np.ones(len(rn), np.int64)])
-            layout: Layout = Tup((key_layout, dt.value_layout()))
+            layout: Layout = self._count_layout(dt)
             if not len(out_d):
                 return None
             return Updates(cols, out_t, out_d, INT_DIFF), layout
@@ -298,11 +307,12 @@ class CountTotal(Operator):
                 acc = [a + d for a, d in zip(acc, rows[r], strict=True)]
                 new.append(acc)
             finals.append(acc)
-        for v in (*old, *new):
-            for x in v:
-                if not I64_MIN <= x <= I64_MAX:
-                    return False
-        if totals is not None:
+        if totals is None:  # (kept totals prove every count fits: ``KeyTotals.admit``)
+            for v in (*old, *new):
+                for x in v:
+                    if not I64_MIN <= x <= I64_MAX:
+                        return False
+        else:
             totals.store_list(batch, finals)
         n = len(new)
         key_cols = batch.data[: self.arrangement.key_width]
@@ -320,7 +330,7 @@ class CountTotal(Operator):
             vals = np.array(list(zip(*values, strict=True)), dtype=np.int64)
             out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
             cols = tuple(c[idx] for c in key_cols) + tuple(vals)
-            return Updates(cols, times[idx], out_d, INT_DIFF), Tup((key_layout, dt.value_layout()))
+            return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [any(new[r]) - any(old[r]) for r in range(n)]
         keep = [r for r in range(n) if d[r]]
@@ -385,7 +395,7 @@ class KeyTotals:
     def _admit_diffs(self, batch: TraceBatch) -> bool:
         """Whether ``batch``'s diffs are of this type, in int64 columns, and every key's
         total stays in int64 with them (then the bound grows by the batch's)."""
-        if batch.diff_type != self.dt:
+        if batch.diff_type is not self.dt and batch.diff_type != self.dt:
             return False
         cols = batch.diffs if isinstance(batch.diffs, tuple) else (batch.diffs,)
         if not all(c.dtype == np.int64 for c in cols):
@@ -518,13 +528,16 @@ class DictTotals(KeyTotals):
         self.totals: dict[Any, Any] = {}
         self.keys: list[Any] = []  # the admitted batch's keys, as Python values
         self.zero: Any = 0 if type(dt) is IntDiff else (0,) * self.width
+        self.key_dtype: np.dtype | None = None  # a key dtype known to be integer fields
 
     def admit(self, batch: TraceBatch) -> bool:
         kd = batch.keys.dtype
+        if kd != self.key_dtype:  # (checked once per key dtype)
+            if not kd.names or not all(_packable_int(kd[f]) for f in kd.names):
+                return False
+            self.key_dtype = kd
         if (
-            not kd.names
-            or not all(_packable_int(kd[f]) for f in kd.names)
-            or batch.num_keys > DICT_BATCH_KEYS
+            batch.num_keys > DICT_BATCH_KEYS
             or len(self.totals) + batch.num_keys > DICT_KEYS
             or not self._admit_diffs(batch)
         ):
