@@ -210,3 +210,32 @@ def test_totals_survive_a_run_that_raises() -> None:
     worker.step_while(lambda: probe.less_than(6), at_least_once=True)
     assert dict(cap.at(5)) == {k: (6 * (1 + k % 3)) ** 2 for k in range(40)}
     assert isinstance(op.totals, DenseTotals)
+
+
+@pytest.mark.parametrize("tuple_diffs", [False, True])
+def test_one_row_per_key_batches_with_dense_totals(
+    tuple_diffs: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of one time with many keys (the matrix path of dense totals) count like a
+    from-scratch count and like the trace path, keys dropping to zero and coming back."""
+    rng = np.random.default_rng(11)
+    stream = []
+    current: Counter[int] = Counter()
+    for _ in range(25):
+        changes = []
+        for k in rng.choice(200, 60, replace=False).tolist():
+            d = -current[k] if current[k] and rng.random() < 0.3 else int(rng.integers(1, 4))
+            changes.append((0, k, d))
+            current[k] += d
+        changes += [(0, 5, 7), (0, 5, -7)]  # (cancels within the batch)
+        stream.append(changes)
+    ran = []
+    original = CountTotal._batch_dense_count
+    monkeypatch.setattr(
+        CountTotal, "_batch_dense_count", lambda self, *a: ran.append(1) or original(self, *a)
+    )
+    updates, at, totals = _run(stream, "count", tuple_diffs)
+    assert ran and isinstance(totals, DenseTotals)
+    assert at == _reference(stream, "count", tuple_diffs)
+    monkeypatch.setattr(KeyTotals, "make", staticmethod(lambda *a: None))
+    assert _run(stream, "count", tuple_diffs)[:2] == (updates, at)
