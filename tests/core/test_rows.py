@@ -120,3 +120,18 @@ def test_consolidate_of_a_few_tuple_rows_matches_the_general_path(
         assert [c.tolist() for c in small.data] == [c.tolist() for c in general.data]
         assert small.times.tolist() == general.times.tolist()
         assert _plain(small.diffs) == _plain(general.diffs)
+
+
+def test_large_rows_group_sums_and_columns_stay_plain() -> None:
+    """Above ``ROWS_MAX_N`` rows a grouped sum of a ``Rows`` column (made by a merge or a
+    concatenation) adds part by part, with the same sums; ``from_columns`` makes plain
+    tuples there."""
+    from ddflow.core.diff import ROWS_MAX_N
+
+    rng = np.random.default_rng(3)
+    n = ROWS_MAX_N + 5
+    cols = _cols(rng, n, False)
+    group = rng.integers(0, 7, n)
+    rows = Rows(np.stack(cols))
+    assert _plain(T3.sum_groups(rows, group, 7)) == _plain(T3.sum_groups(cols, group, 7))
+    assert type(T3.from_columns(cols, n)) is tuple

@@ -438,6 +438,9 @@ class FloatDiff(IntDiff):
 #: tuple diffs of at least this many int parts are made ``Rows`` columns (for fewer, the
 #: copy into one matrix costs about what the fused calls save)
 ROWS_MIN_PARTS = 3
+#: ... and of at most this many rows (on large columns numpy's per-call cost is small
+#: beside the work, and the copy into the matrix is not)
+ROWS_MAX_N = 8192
 
 
 class Rows(tuple):
@@ -523,7 +526,7 @@ class TupleDiff(DiffType):
         if not isinstance(cols, tuple) or len(cols) != len(self.parts):
             raise DiffTypeError(f"expected a tuple of {len(self.parts)} diff columns")
         if (
-            n
+            0 < n <= ROWS_MAX_N
             and len(cols) >= ROWS_MIN_PARTS
             and self.ints
             and all(type(c) is np.ndarray and c.dtype == np.int64 and c.shape == (n,) for c in cols)
@@ -598,10 +601,14 @@ class TupleDiff(DiffType):
             k, n = m.shape
             if n and n * _matrix_magnitude(m) > I64_MAX:
                 return None  # (the sorted path's sums are exact beyond int64)
-            # all parts in one grouped sum: part i's group g is cell i * groups + g
-            cells = (np.arange(0, k * groups, groups)[:, None] + group).ravel()
             sums = np.zeros(k * groups, dtype=np.int64)
-            np.add.at(sums, cells, m.ravel())
+            if n <= ROWS_MAX_N:
+                # all parts in one grouped sum: part i's group g is cell i * groups + g
+                cells = (np.arange(0, k * groups, groups)[:, None] + group).ravel()
+                np.add.at(sums, cells, m.ravel())
+            else:  # (the cell index would cost more than the calls it saves)
+                for i in range(k):
+                    np.add.at(sums[i * groups : (i + 1) * groups], group, m[i])
             return Rows(sums.reshape(k, groups))
         out = []
         for p, c in zip(self.parts, d, strict=True):
