@@ -22,6 +22,7 @@ from ddflow.core.columns import (
     Layout,
     Ranges,
     concat_columns,
+    const_view,
     int_ranges,
     lex_order,
     pack_small,
@@ -116,7 +117,7 @@ def consolidate(
     starts = run_starts(scols, n)
     dt = u.diff_type
     if compact and _constant_ints(u.diffs):
-        sorted_diffs = np.broadcast_to(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
+        sorted_diffs = const_view(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
     else:
         sorted_diffs = dt.take(u.diffs, order)
     diffs = dt.sum_segments(sorted_diffs, starts, bounded=bounded)
@@ -210,7 +211,7 @@ def _constant_ints(d: Any) -> bool:
 def _one_time(times: np.ndarray, n: int, compact: bool) -> np.ndarray:
     """``n`` copies of ``times[0]``: a zero-stride view of a copied row if ``compact``."""
     row = times[:1].copy()
-    return np.broadcast_to(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
+    return const_view(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
 
 
 def _consolidate_counting(

@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, run_starts
+from ddflow.core.columns import Columns, const_view, run_starts
 from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
@@ -171,9 +171,9 @@ def compact_column(a: Any) -> Any:
     ):
         return a
     first = a[0]
-    if np.any(a[-1] != first) or not bool((a == first).all()):
+    if (a[-1] != first if a.ndim == 1 else (a[-1] != first).any()) or not bool((a == first).all()):
         return a
-    return np.broadcast_to(a[:1].copy(), a.shape)
+    return const_view(a[:1].copy(), a.shape)
 
 
 def is_zero_stride(a: Any) -> bool:
@@ -232,7 +232,7 @@ def _unpack(a: Any) -> Any:
     if isinstance(a, tuple):
         return tuple(_unpack(c) for c in a)
     if isinstance(a, _Const):
-        return np.broadcast_to(a.row, a.shape)
+        return const_view(np.ascontiguousarray(a.row), a.shape)
     return a
 
 
