@@ -173,7 +173,11 @@ class CountTotal(Operator):
                 if totals is not None
                 else tuple_key_sums_small(history, batch.keys, width)
             )
-            out = self._batch_small_tuple(batch, prior_lists, totals)
+            out = (
+                self._batch_small(batch, [p[0] for p in prior_lists], totals)
+                if width == 1  # (counted as ints: Q13's histogram of order counts)
+                else self._batch_small_tuple(batch, prior_lists, totals)
+            )
             if out is not False:
                 return out
         # counts before and during the batch are sums of these batches' diffs (kept in
@@ -258,15 +262,17 @@ class CountTotal(Operator):
     def _batch_small(
         self, batch: TraceBatch, prior: list[int], totals: KeyTotals | None
     ) -> tuple[Updates, Layout] | None | Literal[False]:
-        """``_batch`` for a few rows of int diffs (``count`` and ``distinct``), the counts
-        as exact Python ints, ``prior`` each key's count before the batch: the same output,
-        in the same order, without the fixed cost of some forty numpy calls on tiny arrays.
-        ``False`` when a count leaves int64 (the general path then gives the exact column).
-        Stores each key's final count in ``totals`` if given."""
+        """``_batch`` for a few rows of int diffs or one-part tuples of them (``count`` and
+        ``distinct``), the counts as exact Python ints, ``prior`` each key's count before
+        the batch: the same output, in the same order, without the fixed cost of some forty
+        numpy calls on tiny arrays. ``False`` when a count leaves int64 (the general path
+        then gives the exact column). Stores each key's final count in ``totals`` if given."""
         if not len(batch):
             return None
+        dt = batch.diff_type
+        one_part = type(dt) is not IntDiff  # (a tuple of one int part)
         bounds = batch.bounds.tolist()
-        diffs = batch.diffs.tolist()
+        diffs = (batch.diffs[0] if one_part else batch.diffs).tolist()
         old: list[int] = []
         new: list[int] = []
         finals: list[int] = []
@@ -280,7 +286,7 @@ class CountTotal(Operator):
         if not (lo >= I64_MIN and hi <= I64_MAX):
             return False
         if totals is not None:
-            totals.store_list(batch, finals)
+            totals.store_list(batch, [[f] for f in finals] if one_part else finals)
         n = len(new)
         key_cols = batch.data[: self.arrangement.key_width]
         key_layout = self.arrangement.key_layout
@@ -295,9 +301,7 @@ class CountTotal(Operator):
             vals = np.array([old[r] for r in ro] + [new[r] for r in rn], dtype=np.int64)
             out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
             cols = tuple(c[idx] for c in key_cols) + (vals,)
-            return Updates(cols, times[idx], out_d, INT_DIFF), Tup(
-                (key_layout, INT_DIFF.value_layout())
-            )
+            return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [(new[r] != 0) - (old[r] != 0) for r in range(n)]
         keep = [r for r in range(n) if d[r]]
