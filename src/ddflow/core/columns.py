@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -99,8 +100,9 @@ class Leaf(Layout):
 class Tup(Layout):
     children: tuple[Layout, ...]
 
-    @property
+    @cached_property
     def width(self) -> int:  # type: ignore[override]
+        # (cached: read on every batch; a frozen value's children never change)
         return sum(c.width for c in self.children)
 
     def to_columns(self, records: Sequence[Any]) -> Columns:
@@ -156,8 +158,9 @@ class Struct(Layout):
     names: tuple[str, ...]
     children: tuple[Layout, ...]
 
-    @property
+    @cached_property
     def width(self) -> int:  # type: ignore[override]
+        # (cached: read on every batch; a frozen value's children never change)
         return sum(c.width for c in self.children)
 
     def to_columns(self, records: Sequence[Any]) -> Columns:

@@ -531,7 +531,8 @@ class TupleDiff(DiffType):
             and self.ints
             and all(type(c) is np.ndarray and c.dtype == np.int64 and c.shape == (n,) for c in cols)
         ):
-            return Rows(np.stack(cols))  # (one copy of all parts, then one call per operation)
+            # one copy of all parts (``np.stack`` costs twice this), then one call per operation
+            return Rows(np.concatenate(cols).reshape(len(cols), n))
         return tuple(p.from_columns(c, n) for p, c in zip(self.parts, cols, strict=True))
 
     def to_values(self, d: tuple[Any, ...]) -> list[Any]:

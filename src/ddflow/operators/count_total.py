@@ -543,7 +543,7 @@ class DenseTotals(KeyTotals):
         return p[0].tolist() if type(self.dt) is IntDiff else p.T.tolist()
 
     def store(self, batch: TraceBatch, finals: Any) -> None:
-        self.m[:, self.idx] = np.stack(_diff_rows(finals))
+        self.m[:, self.idx] = _diff_matrix(finals)
 
     def store_list(self, batch: TraceBatch, finals: list[Any]) -> None:
         if type(self.dt) is IntDiff:
@@ -560,7 +560,10 @@ def _diff_rows(d: Any) -> tuple[np.ndarray, ...]:
 def _diff_matrix(d: Any) -> np.ndarray:
     """The parts of an int64 diff column as the rows of one matrix."""
     m = getattr(d, "matrix", None)
-    return m if m is not None else np.stack(_diff_rows(d))
+    if m is not None:
+        return m
+    rows = _diff_rows(d)
+    return np.concatenate(rows).reshape(len(rows), len(rows[0]))
 
 
 class DictTotals(KeyTotals):
