@@ -122,8 +122,12 @@ def test_merges_in_chunks_agree_with_the_fast_path_off(
             m = Merge(a, b, since)
             while not m.work(fuel):
                 pass
-            assert m.result is not None
-            return m.result.updates()
+            r = m.result
+            assert r is not None
+            plain = TraceBatch(1, r.updates(), r.desc)  # (key runs looked for)
+            assert r.keys.tolist() == plain.keys.tolist()
+            assert r.bounds.tolist() == plain.bounds.tolist()
+            return r.updates()
 
         calls = []
         with monkeypatch.context() as mp:

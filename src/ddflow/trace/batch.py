@@ -292,7 +292,11 @@ class TraceBatch:
         "__weakref__",
     )
 
-    def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
+    def __init__(
+        self, key_width: int, u: Updates, desc: Description, *, distinct_keys: bool = False
+    ) -> None:
+        """``distinct_keys``: the caller knows every row has a key of its own (a merge of
+        runs of one row per key), so the key runs need not be looked for."""
         self.key_width = key_width
         self.data: Columns = u.data
         self.times = compact_column(u.times)
@@ -301,7 +305,12 @@ class TraceBatch:
         self.desc = desc
         n = len(u)
         kcols = u.data[:key_width]
-        if n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
+        self.keys: np.ndarray
+        self.bounds: np.ndarray
+        if distinct_keys and n:
+            self.keys = key_index(kcols)
+            self.bounds = np.arange(n + 1, dtype=np.int32 if n < 2**31 else np.int64)
+        elif n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
             # a few rows of one int key: the runs found in Python (numpy's per-call cost
             # dominates there)
             kl = kcols[0].tolist()

@@ -56,6 +56,8 @@ class Merge:
         self.result: TraceBatch | None = None
         self.size = len(a) + len(b)
         self.credit = 0
+        # every chunk so far merged by ``merge_unique_runs``: one row per key
+        self.distinct = True
         # sums of a key's rows in the merge cannot leave int64 when the bounds say so
         self.bound = merged_bound([a, b])
         self.bounded = self.bound is not None and self.bound <= I64_MAX
@@ -75,6 +77,7 @@ class Merge:
                     self.chunks.append(merged)
                 self.ka, self.kb = ka_end, kb_end
                 return
+        self.distinct = False  # (a chunk of the general path: keys may repeat)
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
@@ -149,7 +152,7 @@ class Merge:
                 a.diff_type.take(a.diffs, slice(0, 0)),
                 a.diff_type,
             )
-        self.result = TraceBatch(a.key_width, u, desc)
+        self.result = TraceBatch(a.key_width, u, desc, distinct_keys=self.distinct)
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
