@@ -229,10 +229,10 @@ def test_one_row_per_key_batches_with_dense_totals(
             current[k] += d
         changes += [(0, 5, 7), (0, 5, -7)]  # (cancels within the batch)
         stream.append(changes)
-    ran = []
-    original = CountTotal._batch_dense_count
+    ran = []  # (only the one-row-per-key path stores a whole matrix of totals)
+    original = DenseTotals.store_matrix
     monkeypatch.setattr(
-        CountTotal, "_batch_dense_count", lambda self, *a: ran.append(1) or original(self, *a)
+        DenseTotals, "store_matrix", lambda self, *a: ran.append(1) or original(self, *a)
     )
     updates, at, totals = _run(stream, "count", tuple_diffs)
     assert ran and isinstance(totals, DenseTotals)
