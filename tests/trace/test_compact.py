@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import ddflow as dd
+from ddflow.core.columns import const_view
 from ddflow.core.diff import INT_DIFF, diff_type_of
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates
@@ -374,3 +375,21 @@ def test_fuel_in_small_amounts_makes_chunks_worth_their_cost():
     # a chunk takes about half its fuel from one batch, up to a key's boundary
     assert sizes and all(n >= MIN_CHUNK_ROWS // 4 for n in sizes), sizes
     assert m.result is not None and _rows(m.result) == _rows(at_once)
+
+
+def test_const_view_is_a_read_only_broadcast() -> None:
+    """``const_view`` repeats one row like ``np.broadcast_to``: same values and shape, zero
+    strides, read-only, and it survives a pickle of a compact batch."""
+    for row, shape in ((np.array([5], np.int64), (7,)), (np.array([[1, 2]], np.int64), (4, 2))):
+        v = const_view(row, shape)
+        want = np.broadcast_to(row, shape)
+        assert v.shape == want.shape and v.tolist() == want.tolist()
+        assert v.strides[0] == 0 and not v.flags.writeable
+        with pytest.raises(ValueError):
+            v[0] = 3
+    n = 200
+    u = Updates((np.arange(n),), np.zeros((n, 1), np.int64), np.ones(n, np.int64), INT_DIFF)
+    b = TraceBatch.build(1, u, _desc(0, 1))
+    assert b.is_compact
+    back = pickle.loads(pickle.dumps(b))
+    assert back.is_compact and back.diffs.tolist() == [1] * n and back.times.tolist() == [[0]] * n

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -34,6 +35,7 @@ __all__ = [
     "Struct",
     "Tup",
     "concat_columns",
+    "const_view",
     "infer_layout",
     "layout_of_view",
     "int_ranges",
@@ -98,8 +100,9 @@ class Leaf(Layout):
 class Tup(Layout):
     children: tuple[Layout, ...]
 
-    @property
+    @cached_property
     def width(self) -> int:  # type: ignore[override]
+        # (cached: read on every batch; a frozen value's children never change)
         return sum(c.width for c in self.children)
 
     def to_columns(self, records: Sequence[Any]) -> Columns:
@@ -155,8 +158,9 @@ class Struct(Layout):
     names: tuple[str, ...]
     children: tuple[Layout, ...]
 
-    @property
+    @cached_property
     def width(self) -> int:  # type: ignore[override]
+        # (cached: read on every batch; a frozen value's children never change)
         return sum(c.width for c in self.children)
 
     def to_columns(self, records: Sequence[Any]) -> Columns:
@@ -529,6 +533,15 @@ def _int_order(cols: list[np.ndarray], ranges: Ranges, n: int, runs: bool) -> np
         return _sort_words([packed >> word_bits, low], n, row_bits)
     keyed = np.sort((packed << row_bits) | np.arange(n, dtype=np.int64))
     return keyed & ((1 << row_bits) - 1)
+
+
+def const_view(row: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """A read-only, zero-stride view of shape ``shape`` repeating ``row`` (a C-contiguous
+    array of one row: shape ``(1,)`` or ``(1, d)``): what ``np.broadcast_to(row, shape)``
+    gives, at half its cost."""
+    out = np.ndarray(shape, dtype=row.dtype, buffer=row, strides=(0, *row.strides[1:]))
+    out.flags.writeable = False
+    return out
 
 
 def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray:

@@ -22,13 +22,14 @@ from ddflow.core.columns import (
     Layout,
     Ranges,
     concat_columns,
+    const_view,
     int_ranges,
     lex_order,
     pack_small,
     run_starts,
     take_columns,
 )
-from ddflow.core.diff import I64_MAX, I64_MIN, DiffType, IntDiff
+from ddflow.core.diff import I64_MAX, I64_MIN, DiffType, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import TimeKind
 
@@ -116,7 +117,7 @@ def consolidate(
     starts = run_starts(scols, n)
     dt = u.diff_type
     if compact and _constant_ints(u.diffs):
-        sorted_diffs = np.broadcast_to(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
+        sorted_diffs = const_view(u.diffs[:1].copy(), u.diffs.shape)  # any order: equal
     else:
         sorted_diffs = dt.take(u.diffs, order)
     diffs = dt.sum_segments(sorted_diffs, starts, bounded=bounded)
@@ -135,15 +136,28 @@ def consolidate(
 
 
 #: updates of at most this many rows are consolidated in Python (``_consolidate_small``)
-SMALL_ROWS = 16
+SMALL_ROWS = 32
 
 
 def _consolidate_small(u: Updates, compact: bool) -> Updates | None:
-    """``consolidate`` of a few updates with integer data and int64 diffs, in Python: the
-    same result (rows sorted by ``(data, time)``, equal rows summed, zeros dropped) without
-    numpy's per-call cost, which dominates on a handful of rows. None when a column is not
-    integer (the numpy path decides how those compare) or a sum leaves int64."""
-    if type(u.diff_type) is not IntDiff or u.diffs.dtype != np.int64:
+    """``consolidate`` of a few updates with integer data and int64 diffs (or tuples of
+    them), in Python: the same result (rows sorted by ``(data, time)``, equal rows summed,
+    zeros dropped) without numpy's per-call cost, which dominates on a handful of rows.
+    None when a column is not integer (the numpy path decides how those compare) or a sum
+    leaves int64."""
+    dt = u.diff_type
+    if type(dt) is IntDiff:
+        if u.diffs.dtype != np.int64:
+            return None
+        parts = None
+    elif isinstance(dt, TupleDiff) and dt.ints and all(c.dtype == np.int64 for c in u.diffs):
+        m = getattr(u.diffs, "matrix", None)
+        parts = (
+            m.T.tolist()
+            if m is not None
+            else [list(r) for r in zip(*(c.tolist() for c in u.diffs), strict=True)]
+        )
+    else:
         return None
     for c in u.data:
         if c.dtype.kind not in "biu":
@@ -151,21 +165,40 @@ def _consolidate_small(u: Updates, compact: bool) -> Updates | None:
     times = u.times
     tl = [tuple(t) for t in times.tolist()]
     const_time = tl.count(tl[0]) == len(tl)
-    acc: dict[tuple[Any, ...], int] = {}
     keys = zip(*[c.tolist() for c in u.data], tl, strict=True)
-    for k, v in zip(keys, u.diffs.tolist(), strict=True):
-        acc[k] = acc.get(k, 0) + v
-    items = sorted(kv for kv in acc.items() if kv[1])
-    if items and not all(I64_MIN <= v <= I64_MAX for _, v in items):
-        return None
+    if parts is None:
+        acc: dict[tuple[Any, ...], Any] = {}
+        for k, v in zip(keys, u.diffs.tolist(), strict=True):
+            acc[k] = acc.get(k, 0) + v
+        items = sorted(kv for kv in acc.items() if kv[1])
+        if items and not all(I64_MIN <= v <= I64_MAX for _, v in items):
+            return None
+    else:
+        acc = {}
+        for k, v in zip(keys, parts, strict=True):
+            got = acc.get(k)
+            acc[k] = v if got is None else [a + b for a, b in zip(got, v, strict=True)]
+        items = sorted(kv for kv in acc.items() if any(kv[1]))
+        if not all(I64_MIN <= x <= I64_MAX for _, v in items for x in v):
+            return None
     m = len(items)
     data = tuple(np.array([k[i] for k, _ in items], dtype=c.dtype) for i, c in enumerate(u.data))
     if const_time:
         out_t = _one_time(times, m, compact)
     else:
         out_t = np.array([k[-1] for k, _ in items], dtype=np.int64).reshape(m, times.shape[1])
-    diffs = np.array([v for _, v in items], dtype=np.int64)
-    return Updates(data, out_t, diffs, u.diff_type)
+    if parts is None:
+        diffs: Any = np.array([v for _, v in items], dtype=np.int64)
+    else:
+        assert isinstance(dt, TupleDiff)
+        width = len(dt.parts)
+        cols = np.array([v for _, v in items], dtype=np.int64).reshape(m, width).T
+        diffs = (
+            dt.from_columns(tuple(np.ascontiguousarray(c) for c in cols), m)
+            if m
+            else tuple(np.empty(0, np.int64) for _ in range(width))
+        )
+    return Updates(data, out_t, diffs, dt)
 
 
 def _constant_ints(d: Any) -> bool:
@@ -178,7 +211,7 @@ def _constant_ints(d: Any) -> bool:
 def _one_time(times: np.ndarray, n: int, compact: bool) -> np.ndarray:
     """``n`` copies of ``times[0]``: a zero-stride view of a copied row if ``compact``."""
     row = times[:1].copy()
-    return np.broadcast_to(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
+    return const_view(row, (n, times.shape[1])) if compact else row.repeat(n, axis=0)
 
 
 def _consolidate_counting(
@@ -215,7 +248,7 @@ def _consolidate_counting(
     if not keep.all():
         rep = rep[keep]
         diffs = dt.take(diffs, np.flatnonzero(keep))
-    data = tuple(np.take(c, rep) for c in u.data)
+    data = tuple(c.take(rep, axis=0) for c in u.data)
     times = _one_time(u.times, len(rep), compact) if const_time else u.times[rep]
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 

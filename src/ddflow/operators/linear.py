@@ -253,7 +253,7 @@ class Explode(_PerBatch):
             rows = np.arange(n)
             if keep is not None:
                 rows = np.flatnonzero(keep)
-                cols = tuple(np.take(c, rows, axis=0) for c in cols)
+                cols = tuple(c.take(rows, axis=0) for c in cols)
                 dcol = dt.take(dcol, rows)
         else:
             if not outs:

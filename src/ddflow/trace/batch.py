@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import Columns, run_starts
+from ddflow.core.columns import Columns, const_view, run_starts
 from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, consolidate
@@ -158,7 +158,10 @@ def compact_column(a: Any) -> Any:
     columns) with every constant integer array replaced by a zero-stride, read-only view of
     its first row; other columns are returned as they are."""
     if isinstance(a, tuple):
-        return tuple(compact_column(c) for c in a)
+        if not a or a[0].shape[0] < COMPACT_MIN_ROWS:
+            return a  # (a ``Rows`` column stays one)
+        out = tuple(compact_column(c) for c in a)
+        return a if all(x is y for x, y in zip(out, a, strict=True)) else out
     if (
         not isinstance(a, np.ndarray)
         or a.ndim == 0
@@ -168,9 +171,9 @@ def compact_column(a: Any) -> Any:
     ):
         return a
     first = a[0]
-    if np.any(a[-1] != first) or not bool((a == first).all()):
+    if (a[-1] != first if a.ndim == 1 else (a[-1] != first).any()) or not bool((a == first).all()):
         return a
-    return np.broadcast_to(a[:1].copy(), a.shape)
+    return const_view(a[:1].copy(), a.shape)
 
 
 def is_zero_stride(a: Any) -> bool:
@@ -229,7 +232,7 @@ def _unpack(a: Any) -> Any:
     if isinstance(a, tuple):
         return tuple(_unpack(c) for c in a)
     if isinstance(a, _Const):
-        return np.broadcast_to(a.row, a.shape)
+        return const_view(np.ascontiguousarray(a.row), a.shape)
     return a
 
 
@@ -311,7 +314,11 @@ class TraceBatch:
         "__weakref__",
     )
 
-    def __init__(self, key_width: int, u: Updates, desc: Description) -> None:
+    def __init__(
+        self, key_width: int, u: Updates, desc: Description, *, distinct_keys: bool = False
+    ) -> None:
+        """``distinct_keys``: the caller knows every row has a key of its own (a merge of
+        runs of one row per key), so the key runs need not be looked for."""
         self.key_width = key_width
         self.data: Columns = u.data
         self.times = compact_column(u.times)
@@ -320,7 +327,12 @@ class TraceBatch:
         self.desc = desc
         n = len(u)
         kcols = u.data[:key_width]
-        if n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
+        self.keys: np.ndarray
+        self.bounds: np.ndarray
+        if distinct_keys and n:
+            self.keys = key_index(kcols)
+            self.bounds = np.arange(n + 1, dtype=np.int32 if n < 2**31 else np.int64)
+        elif n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
             # a few rows of one int key: the runs found in Python (numpy's per-call cost
             # dominates there)
             kl = kcols[0].tolist()
@@ -442,10 +454,14 @@ class TraceBatch:
         it down: the merge of batches holds, per key, sums of their rows, so the sum of
         their bounds bounds it too, without a pass over the merged diffs."""
         if self._bound is None:
-            mags = [
-                _column_magnitude(c)
-                for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
-            ]
+            m = getattr(self.diffs, "matrix", None)
+            if m is not None and m.dtype == np.int64 and m.size:
+                mags: list[int | None] = [max(int(m.max()), -int(m.min()))]
+            else:
+                mags = [
+                    _column_magnitude(c)
+                    for c in (self.diffs if isinstance(self.diffs, tuple) else (self.diffs,))
+                ]
             if any(m is None for m in mags):
                 return None
             mag = max([0, *(m for m in mags if m is not None)])

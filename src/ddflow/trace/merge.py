@@ -26,13 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from ddflow.core.columns import take_columns
-from ddflow.core.diff import I64_MAX
+from ddflow.core.diff import I64_MAX, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch, merged_bound
 
-__all__ = ["Merge", "merge_all"]
+__all__ = ["Merge", "merge_all", "merge_unique_runs"]
 
 
 #: fuel (rows) a merge in progress collects before it works at all, unless the whole
@@ -56,6 +56,8 @@ class Merge:
         self.result: TraceBatch | None = None
         self.size = len(a) + len(b)
         self.credit = 0
+        # every chunk so far merged by ``merge_unique_runs``: one row per key
+        self.distinct = True
         # sums of a key's rows in the merge cannot leave int64 when the bounds say so
         self.bound = merged_bound([a, b])
         self.bounded = self.bound is not None and self.bound <= I64_MAX
@@ -65,6 +67,17 @@ class Merge:
         ra = slice(int(a.bounds[self.ka]), int(a.bounds[ka_end]))
         rb = slice(int(b.bounds[self.kb]), int(b.bounds[kb_end]))
         ua, ub = _slice(a, ra), _slice(b, rb)
+        one_row_per_key = (
+            ra.stop - ra.start == ka_end - self.ka and rb.stop - rb.start == kb_end - self.kb
+        )
+        if one_row_per_key and self.bounded and len(ua) and len(ub):
+            merged = merge_unique_runs(ua, ub, a.key_width, self.since.arr)
+            if merged is not None:
+                if len(merged):
+                    self.chunks.append(merged)
+                self.ka, self.kb = ka_end, kb_end
+                return
+        self.distinct = False  # (a chunk of the general path: keys may repeat)
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
@@ -139,10 +152,69 @@ class Merge:
                 a.diff_type.take(a.diffs, slice(0, 0)),
                 a.diff_type,
             )
-        self.result = TraceBatch(a.key_width, u, desc)
+        self.result = TraceBatch(a.key_width, u, desc, distinct_keys=self.distinct)
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
+
+
+def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
+    """The diff columns of ``u`` if its diffs are ints or tuples of ints in int64 columns."""
+    dt = u.diff_type
+    if type(dt) is IntDiff:
+        cols: tuple[np.ndarray, ...] = (u.diffs,)
+    elif type(dt) is TupleDiff and all(type(p) is IntDiff for p in dt.parts):
+        cols = u.diffs
+    else:
+        return None
+    return cols if all(c.dtype == np.int64 for c in cols) else None
+
+
+def merge_unique_runs(
+    ua: Updates, ub: Updates, key_width: int, since: np.ndarray
+) -> Updates | None:
+    """The merge of two consolidated runs of a batch by one integer key column, each
+    holding one row per key, whose times all advance to one time (the common case once
+    compaction follows the frontier): one stable sort of the keys (a merge of the two
+    runs), the diffs of keys in both added to one row (rows whose sum is zero dropped),
+    without ``consolidate``'s general machinery (packing, run starts, segmented sums, one
+    take per diff column). The same updates as ``consolidate`` of both, advanced by ``since``;
+    None when the runs are not of that form (or the diffs not int64 ints or tuples of
+    them). The caller knows that sums of a key's diffs stay in int64."""
+    if key_width != 1 or len(ua.data) != 1 or since.shape[0] != 1:
+        return None
+    ka, kb = ua.data[0], ub.data[0]
+    if ka.dtype != kb.dtype or ka.dtype.kind not in "iub":
+        return None
+    da, db = _int64_diffs(ua), _int64_diffs(ub)
+    if da is None or db is None or ua.diff_type != ub.diff_type:
+        return None
+    f = since[0]
+    if not (bool((ua.times <= f).all()) and bool((ub.times <= f).all())):
+        return None  # (times beyond ``since`` keep their own values)
+    # A stable sort of the two runs one after the other: timsort finds the two runs and
+    # merges them in linear time, and a key in both has a's row just before b's.
+    both = np.concatenate((ka, kb))
+    order = np.argsort(both, kind="stable")
+    keys = both[order]
+    sums = [np.concatenate((x, y))[order] for x, y in zip(da, db, strict=True)]
+    pair = np.flatnonzero(keys[1:] == keys[:-1])  # (a's row of each key in both)
+    if len(pair):
+        for c in sums:
+            c[pair] += c[pair + 1]
+        keep = np.ones(len(keys), dtype=bool)
+        keep[pair + 1] = False
+        zero = sums[0][pair] == 0
+        for c in sums[1:]:
+            zero &= c[pair] == 0
+        keep[pair[zero]] = False
+        keys = keys[keep]
+        sums = [c[keep] for c in sums]
+    dt = ua.diff_type
+    m = len(keys)
+    times = np.broadcast_to(f, (m, f.shape[0])).astype(np.int64)
+    diffs = sums[0] if type(dt) is IntDiff else tuple(sums)
+    return Updates((keys,), times, diffs, dt)
 
 
 def _slice(batch: TraceBatch, rows: slice) -> Updates:

@@ -36,6 +36,7 @@ __all__ = [
     "Spine",
     "TraceHandle",
     "int_key_sums_small",
+    "tuple_key_sums_small",
     "key_sums",
     "sums_fit",
 ]
@@ -373,6 +374,48 @@ def int_key_sums_small(batches: list[TraceBatch], probe: np.ndarray) -> list[int
         if len(rows):
             for j, v in zip(owner.tolist(), d[rows].tolist(), strict=True):
                 acc[j] += v
+    return acc
+
+
+#: a small batch of at most this many rows has its diff columns listed whole
+_LIST_ROWS = 256
+
+
+def tuple_key_sums_small(
+    batches: list[TraceBatch], probe: np.ndarray, width: int
+) -> list[list[int]]:
+    """``int_key_sums_small`` for tuple diffs of ``width`` int parts: for each probe key
+    (sorted, distinct) its per-part sums as exact Python ints. It is an error to pass
+    batches whose diffs are not tuples of ``width`` int columns."""
+    acc = [[0] * width for _ in range(probe.shape[0])]
+    keys: list[Any] | None = None
+    for b in batches:
+        if b.keys.shape[0] == 0:
+            continue
+        if b.keys.shape[0] <= SMALL_KEYS:
+            if keys is None:
+                keys = probe.tolist()
+            runs = b.key_runs_small(keys)
+            if not runs:
+                continue
+            if len(b) <= _LIST_ROWS:  # every part as a list once, then slices of it
+                cols = [c.tolist() for c in b.diffs]
+                for j, lo, hi in runs:
+                    a = acc[j]
+                    for p in range(width):
+                        a[p] += sum(cols[p][lo:hi])
+            else:  # (long runs: each key's rows listed alone)
+                for j, lo, hi in runs:
+                    a = acc[j]
+                    for p, c in enumerate(b.diffs):
+                        a[p] += sum(c[lo:hi].tolist())
+            continue
+        rows, owner = b.rows_for(probe)
+        if len(rows):
+            js = owner.tolist()
+            for p, c in enumerate(b.diffs):
+                for j, v in zip(js, c[rows].tolist(), strict=True):
+                    acc[j][p] += v
     return acc
 
 
