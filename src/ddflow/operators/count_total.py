@@ -259,6 +259,12 @@ class CountTotal(Operator):
             self._count_layout(dt),
         )
 
+    def _key_parts(self, batch: TraceBatch) -> tuple[Any, Layout, np.ndarray]:
+        """A batch's key columns, the keys' layout and the batch's times."""
+        key_layout = self.arrangement.key_layout
+        assert key_layout is not None
+        return batch.data[: self.arrangement.key_width], key_layout, batch.times
+
     def _batch_small(
         self, batch: TraceBatch, prior: list[int], totals: KeyTotals | None
     ) -> tuple[Updates, Layout] | None | Literal[False]:
@@ -288,10 +294,7 @@ class CountTotal(Operator):
         if totals is not None:
             totals.store_list(batch, [[f] for f in finals] if one_part else finals)
         n = len(new)
-        key_cols = batch.data[: self.arrangement.key_width]
-        key_layout = self.arrangement.key_layout
-        assert key_layout is not None
-        times = batch.times
+        key_cols, key_layout, times = self._key_parts(batch)
         if self.mode == "count":
             ro = [r for r in range(n) if old[r]]
             rn = [r for r in range(n) if new[r]]
@@ -304,19 +307,7 @@ class CountTotal(Operator):
             return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [(new[r] != 0) - (old[r] != 0) for r in range(n)]
-        keep = [r for r in range(n) if d[r]]
-        if not keep:
-            return None
-        idx = np.array(keep, dtype=np.int64)
-        return (
-            Updates(
-                tuple(c[idx] for c in key_cols),
-                times[idx],
-                np.array([d[r] for r in keep], dtype=np.int64),
-                INT_DIFF,
-            ),
-            key_layout,
-        )
+        return _distinct_rows(key_cols, times, d, key_layout)
 
     def _batch_small_tuple(
         self, batch: TraceBatch, prior: list[list[int]], totals: KeyTotals | None
@@ -352,10 +343,7 @@ class CountTotal(Operator):
         else:
             totals.store_list(batch, finals)
         n = len(new)
-        key_cols = batch.data[: self.arrangement.key_width]
-        key_layout = self.arrangement.key_layout
-        assert key_layout is not None
-        times = batch.times
+        key_cols, key_layout, times = self._key_parts(batch)
         if self.mode == "count":
             ro = [r for r in range(n) if any(old[r])]
             rn = [r for r in range(n) if any(new[r])]
@@ -370,19 +358,20 @@ class CountTotal(Operator):
             return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [any(new[r]) - any(old[r]) for r in range(n)]
-        keep = [r for r in range(n) if d[r]]
-        if not keep:
-            return None
-        idx = np.array(keep, dtype=np.int64)
-        return (
-            Updates(
-                tuple(c[idx] for c in key_cols),
-                times[idx],
-                np.array([d[r] for r in keep], dtype=np.int64),
-                INT_DIFF,
-            ),
-            key_layout,
-        )
+        return _distinct_rows(key_cols, times, d, key_layout)
+
+
+def _distinct_rows(
+    key_cols: Any, times: np.ndarray, d: list[int], key_layout: Layout
+) -> tuple[Updates, Layout] | None:
+    """The output of ``distinct`` on a few rows: the keys of the rows whose presence
+    changed, with ``d`` (each row's +1, -1 or 0); None when none did."""
+    keep = [r for r, x in enumerate(d) if x]
+    if not keep:
+        return None
+    idx = np.array(keep, dtype=np.int64)
+    out = np.array([d[r] for r in keep], dtype=np.int64)
+    return Updates(tuple(c[idx] for c in key_cols), times[idx], out, INT_DIFF), key_layout
 
 
 class KeyTotals:
