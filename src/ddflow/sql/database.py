@@ -43,7 +43,14 @@ from ddflow.sql.planner import (
     parse_statements,
     sql_type,
 )
-from ddflow.sql.rawfilter import classify, keep, split
+from ddflow.sql.rawfilter import (
+    classes_over_joins,
+    classify,
+    implied_classes,
+    keep,
+    split,
+    string_classes,
+)
 from ddflow.sql.rewrite import rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore, distinct_rows
@@ -275,7 +282,7 @@ def optimized(plan: Plan) -> Plan:
     """The plan as it runs: unused columns pruned, outer joins made inner where a filter
     allows, aggregates restricted to the groups asked about, string conditions moved into
     the scans."""
-    return classify(prune(split(prune(rewrite(prune(plan))))))
+    return classes_over_joins(implied_classes(classify(prune(split(prune(rewrite(prune(plan))))))))
 
 
 def _unique_names(names: list[str]) -> list[str]:
@@ -1057,11 +1064,31 @@ def _feed(
                 session.insert_columns(recs, diffs=None if inserted else np.asarray(diffs)[mask])
                 return
             # only the columns the input reads are taken (a table's other columns, long
-            # comments among them, are left alone)
-            b = b.take(idx, only=[p if isinstance(p, int) else p[0] for p in pick])
+            # comments among them, are left alone); a string read as its class is not taken
+            # at all: its classes are found on the kept rows of the batch as it came
+            plain = [p for p in pick if isinstance(p, int)]
+            got = b.take(idx, only=plain)
+            if len(plain) < len(pick):
+                pick = tuple(_class_column(got, b, p, mask, t.strings) for p in pick)
+            b = got
             if not inserted:
                 diffs = np.asarray(diffs)[idx]
     session.insert_columns(t.records(b, pick), diffs=None if inserted else diffs)
+
+
+def _class_column(
+    got: RowBatch, b: RowBatch, item: InputItem, mask: np.ndarray, strings: StringDict
+) -> InputItem:
+    """``item`` of a feed's pick for ``got``, the rows of ``b`` that ``mask`` marks: a
+    column position as it is; a string's class among literals found on ``b``'s column for
+    those rows and put in ``got`` at the column's place (which ``take`` left empty), so
+    the class is then read as a plain column."""
+    if isinstance(item, int):
+        return item
+    col, lits = item
+    v, nl = string_classes(b.cols[col], lits, strings, mask)
+    got.cols[col] = Phys(v, nl)
+    return col
 
 
 def _reads(plan: Plan, table: str) -> bool:

@@ -22,13 +22,13 @@ import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
-from ddflow.sql.optimize import remap, uses
-from ddflow.sql.plan import Aggregate, Filter, Plan, Project, Scan
+from ddflow.sql.optimize import remap, subst, uses
+from ddflow.sql.plan import Aggregate, Filter, Join, Plan, Project, Scan
 from ddflow.sql.rewrite import with_inputs
 from ddflow.sql.rows import Field
 from ddflow.sql.types import BIGINT, BOOLEAN, I64_MAX, I64_MIN
 
-__all__ = ["classify", "keep", "split", "string_classes"]
+__all__ = ["classes_over_joins", "classify", "implied_classes", "keep", "split", "string_classes"]
 
 _CMP = {
     "eq": "equal",
@@ -317,6 +317,203 @@ def _classified(p: Plan) -> Plan | None:
     it = iter(exprs[len(p.keys) :])
     aggs = tuple(a if a.arg is None else dataclasses.replace(a, arg=next(it)) for a in p.aggs)
     return dataclasses.replace(p, input=out, keys=tuple(exprs[: len(p.keys)]), aggs=aggs)
+
+
+def implied_classes(plan: Plan) -> Plan:
+    """``plan`` with each string field of a scan whose prefilter holds it to a few literals
+    (a conjunct ``s = 'x'`` or ``s IN ('x', 'y')``: no other string, and no NULL, gets
+    past it) made the string's class among them (``Scan.classes``), and the string put
+    back above the scan from its class (``class_map``: the literal's code, looked up per
+    row). The rows the prefilter keeps then need no dictionary codes, and when it keeps
+    few of them their strings are not taken out of the batch: their classes are read on
+    the batch as it came."""
+    memo: dict[int, Plan] = {}
+
+    def go(p: Plan) -> Plan:
+        got = memo.get(id(p))
+        if got is None:
+            got = _implied(p) if isinstance(p, Scan) else None
+            if got is None:
+                got = with_inputs(p, [go(k) for k in p.inputs()])
+            memo[id(p)] = got
+        return got
+
+    return go(plan)
+
+
+def _implied(scan: Scan) -> Plan | None:
+    """``scan`` with its fields held to literals by its prefilter made classes, under a
+    projection that turns the classes back into the strings; None when no field is."""
+    if scan.prefilter is None:
+        return None
+    cols = scan.columns if scan.columns is not None else tuple(range(len(scan.fields)))
+    done = {i for i, _ in scan.classes}
+    fields = list(scan.fields)
+    classes = list(scan.classes)
+    exprs: list[Expr] = [Col(i, f.type, f.nullable, f.name) for i, f in enumerate(scan.fields)]
+    for i, f in enumerate(scan.fields):
+        if f.type.kind != "string" or i in done:
+            continue
+        lits = _held_to(scan.prefilter, cols[i])
+        if not lits or len(lits) > _LITERALS:
+            continue
+        # class k + 1 is lits[k]; 0 and NULL are never kept (the inner CASE makes them NULL)
+        inner: list[Expr] = []
+        for k, s in enumerate(lits):
+            inner.append(Call("eq", (Col(0, BIGINT, True), Lit(k + 1, BIGINT)), BOOLEAN, True))
+            inner.append(Lit(s, f.type))
+        inner.append(Lit(None, f.type))
+        case = Call("case", tuple(inner), f.type, True)
+        arg = Col(i, BIGINT, f.nullable, f.name)
+        exprs[i] = Call("class_map", (arg,), f.type, f.nullable, (case, len(lits)))
+        fields[i] = Field(f.name, BIGINT, f.nullable, f.source)
+        classes.append((i, lits))
+    if len(classes) == len(scan.classes):
+        return None
+    inner_scan = Scan(scan.table, tuple(fields), cols, scan.prefilter, tuple(sorted(classes)))
+    return Project(inner_scan, tuple(exprs), scan.fields)
+
+
+def classes_over_joins(plan: Plan) -> Plan:
+    """``plan`` with the values an inner join's input computes from one string's class
+    (``class_map``: two or more, as Q12's two CASEs over ``o_orderpriority``) computed
+    after the join instead: the input carries the class alone, one small column where it
+    carried one per value, and the join arranges and matches narrower rows. The values
+    are looked up per row either way; a join input's rows that match nothing are dropped
+    by an inner join, so no padded row sees them."""
+    memo: dict[int, Plan] = {}
+
+    def go(p: Plan) -> Plan:
+        got = memo.get(id(p))
+        if got is None:
+            got = with_inputs(p, [go(k) for k in p.inputs()])
+            if isinstance(got, Join) and got.kind == "inner":
+                got = _pulled(got)
+            memo[id(p)] = got
+        return got
+
+    return go(plan)
+
+
+def _class_groups(side: Plan, used: set[int]) -> dict[int, list[int]]:
+    """For a join input that is a projection: its outputs that are ``class_map`` of one
+    input field, by that field, where two or more are and the join's keys and residual
+    (``used``) read none of them."""
+    groups: dict[int, list[int]] = {}
+    if not isinstance(side, Project):
+        return groups
+    for j, e in enumerate(side.exprs):
+        if (
+            isinstance(e, Call)
+            and e.op == "class_map"
+            and isinstance(e.args[0], Col)
+            and j not in used
+        ):
+            groups.setdefault(e.args[0].index, []).append(j)
+    return {c: js for c, js in groups.items() if len(js) >= 2}
+
+
+def _pulled(j: Join) -> Plan:
+    nl = len(j.left.fields)
+    used_l: set[int] = set().union(*(uses(k) for k in j.left_keys))
+    used_r: set[int] = set().union(*(uses(k) for k in j.right_keys))
+    if j.residual is not None:
+        for i in uses(j.residual):
+            (used_l if i < nl else used_r).add(i if i < nl else i - nl)
+    sides = [j.left, j.right]
+    outs: list[list[Expr]] = []  # per side: each old field as an expression over the new side
+    changed = False
+    for k, used in ((0, used_l), (1, used_r)):
+        side = sides[k]
+        groups = _class_groups(side, used)
+        if not groups:
+            outs.append([Col(i, f.type, f.nullable, f.name) for i, f in enumerate(side.fields)])
+            continue
+        assert isinstance(side, Project)
+        moved = {jj for js in groups.values() for jj in js}
+        exprs: list[Expr] = []
+        fields: list[Field] = []
+        where: dict[int, int] = {}
+        for jj, (e, f) in enumerate(zip(side.exprs, side.fields, strict=True)):
+            if jj not in moved:
+                where[jj] = len(exprs)
+                exprs.append(e)
+                fields.append(f)
+        at: dict[int, int] = {}
+        for c in groups:
+            src = side.input.fields[c]
+            at[c] = len(exprs)
+            exprs.append(Col(c, src.type, src.nullable, src.name))
+            fields.append(Field(f"_class{c}", src.type, src.nullable))
+        out: list[Expr] = []
+        for jj, (e, f) in enumerate(zip(side.exprs, side.fields, strict=True)):
+            if jj in where:
+                out.append(Col(where[jj], f.type, f.nullable, f.name))
+            else:
+                assert isinstance(e, Call) and isinstance(e.args[0], Col)
+                c = e.args[0].index
+                arg = Col(at[c], e.args[0].type, e.args[0].nullable)
+                out.append(Call(e.op, (arg,), e.type, e.nullable, e.extra))
+        sides[k] = Project(side.input, tuple(exprs), tuple(fields))
+        outs.append(out)
+        changed = True
+    if not changed:
+        return j
+    left, right = sides
+    nl2 = len(left.fields)
+
+    def shift(e: Expr, by: int) -> Expr:
+        return remap(e, {i: i + by for i in uses(e)})
+
+    # over the new join's fields: the left side's, then the right side's
+    over = [shift(e, 0) for e in outs[0]] + [shift(e, nl2) for e in outs[1]]
+    keys_l = tuple(subst(k, outs[0]) for k in j.left_keys)
+    keys_r = tuple(subst(k, outs[1]) for k in j.right_keys)
+    residual = None if j.residual is None else subst(j.residual, over)
+    joined = Join(
+        left,
+        right,
+        j.kind,
+        keys_l,
+        keys_r,
+        residual,
+        (*left.fields, *right.fields),
+        j.null_safe,
+    )
+    return Project(joined, tuple(over), j.fields)
+
+
+def _held_to(pred: Expr, col: int) -> tuple[str, ...] | None:
+    """The strings that table column ``col`` can hold on a row where ``pred`` is TRUE, when
+    a conjunct of ``pred`` compares it with string literals (``=`` one, ``IN`` a list:
+    NULL in the list matches no row); None when none does."""
+    held: list[str] | None = None
+    for c in conjuncts(pred):
+        if not isinstance(c, Call):
+            continue
+        got: list[str] | None = None
+        if c.op == "eq" and c.extra is None:
+            a, b = c.args
+            if isinstance(b, Col):
+                a, b = b, a
+            if (
+                isinstance(a, Col)
+                and a.index == col
+                and isinstance(b, Lit)
+                and isinstance(b.value, str)
+            ):
+                got = [b.value]
+        elif (
+            c.op == "in"
+            and len(c.args) == 1
+            and isinstance(c.args[0], Col)
+            and c.args[0].index == col
+            and all(v is None or isinstance(v, str) for v in c.extra)
+        ):
+            got = [v for v in c.extra if v is not None]
+        if got is not None:
+            held = got if held is None else [s for s in held if s in got]
+    return None if held is None else tuple(dict.fromkeys(held))
 
 
 def _class_uses(e: Expr, i: int, lits: list[str]) -> bool:

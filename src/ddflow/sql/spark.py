@@ -50,7 +50,7 @@ from ddflow.sql.lower import Env, Lowering
 from ddflow.sql.optimize import prune
 from ddflow.sql.plan import Plan, SortKey, input_items, item_field
 from ddflow.sql.planner import Planner
-from ddflow.sql.rawfilter import classify, keep, split
+from ddflow.sql.rawfilter import classes_over_joins, classify, implied_classes, keep, split
 from ddflow.sql.rows import Field, mask_words
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import SqlType, decimal_type, decode_values
@@ -784,7 +784,7 @@ def _plan_views(
     meta: _Meta = {}
     for vname, sql in views.items():
         planned = planner.plan_sql(sql)
-        plan = classify(prune(split(prune(planned.plan))))
+        plan = classes_over_joins(implied_classes(classify(prune(split(prune(planned.plan))))))
         plans[vname] = plan
         visible = planned.visible
         meta[vname] = (
