@@ -3577,6 +3577,29 @@ class Planner:
             return 2
 
         first = min(range(len(items)), key=lambda i: (rank[i], i))
+        # With declared keys, a source whose own key holds the whole key of a filtered
+        # source (a line item's order key, inside its (order key, line number)) starts the
+        # joins, matched with that source first: it is a child of that parent, its rows
+        # come grouped by the parent's key (a table's rows are written key by key), so
+        # arranging them by that key costs little, and the parent's filter leaves few of
+        # them for the joins on random keys that follow.
+        forced: list[int] = []
+        parents = []
+        for i in range(len(items)):
+            for j in range(len(items)):
+                if i == j or rank[j] > 1 or not uniq[i] or join_kind(j, {i}) != 0:
+                    continue
+                mine: set[int] = set()
+                for _, e, srcs in bound:
+                    if srcs == {i, j}:
+                        parts = _equi_parts(e, offsets, owner, j, {i})
+                        if parts is not None and isinstance(parts[0], Col):
+                            mine.add(parts[0].index - offsets[i])
+                if mine and any(mine < u for u in uniq[i]):
+                    parents.append((rank[j], i, j))
+        if parents:
+            _, first, child_parent = min(parents)
+            forced.append(child_parent)
         order = [first]
         remaining = [i for i in range(len(items)) if i != first]
         current: Plan = plans[first]
@@ -3596,8 +3619,11 @@ class Planner:
                 )
             ]
             have = set(order)
-            pick = min(connected or remaining, key=lambda i: (join_kind(i, have), rank[i], i))
-            pick_kind = join_kind(pick, have) if connected else 2
+            if forced:
+                pick = forced.pop()
+            else:
+                pick = min(connected or remaining, key=lambda i: (join_kind(i, have), rank[i], i))
+            pick_kind = join_kind(pick, have) if pick in connected else 2
             remaining.remove(pick)
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
