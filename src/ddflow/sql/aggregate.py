@@ -30,7 +30,9 @@ from ddflow.sql.expr import (
     Ctx,
     Expr,
     Result,
+    _div_half_up,
     _mul,
+    _scale_up,
     decimal_checked,
     evaluate,
     intern_exprs,
@@ -915,9 +917,8 @@ def _finish(
         comps = slots[0]
         n = len(comps[0])
         rows = comps[rows_at]
-        keep = None if scalar else np.flatnonzero(rows != 0)
-        if keep is not None and len(keep) == n:
-            keep = None
+        # (every group present is the usual case: one test instead of finding the rows)
+        keep = None if scalar or rows.all() else np.flatnonzero(rows)
 
         def sel(x: np.ndarray) -> np.ndarray:
             return x if keep is None else x[keep]
@@ -1055,8 +1056,6 @@ def linear_value(
         return float_keys(x if empty is None else np.where(empty, 0.0, x)), nl
     if t.kind == "decimal":
         # avg of DECIMAL(p, s) at scale t.scale: round(sum * 10^(t.s - s) / count)
-        from ddflow.sql.expr import _div_half_up, _scale_up
-
         k = t.scale - (at.scale if at.kind == "decimal" else 0)
         if len(cnt) <= FEW_GROUPS:
             r = _avg_decimal_few(np.asarray(total), cnt, k)
@@ -1249,9 +1248,10 @@ def _avg_decimal_few(total: np.ndarray, cnt: np.ndarray, k: int) -> np.ndarray:
         if not c:
             vals.append(0)
             continue
-        n = int(x) * f
-        q, r = divmod(-n if n < 0 else n, -c if c < 0 else c)
-        if 2 * r >= (-c if c < 0 else c):
+        n = x * f  # (Python ints: ``tolist`` of int64 or of object columns)
+        ac = abs(c)
+        q, r = divmod(abs(n), ac)
+        if 2 * r >= ac:
             q += 1
         vals.append(-q if (n < 0) != (c < 0) else q)
     try:
