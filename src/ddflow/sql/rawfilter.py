@@ -360,7 +360,8 @@ def _implied(scan: Scan) -> Plan | None:
         # class k + 1 is lits[k]; 0 and NULL are never kept (the inner CASE makes them NULL)
         inner: list[Expr] = []
         for k, s in enumerate(lits):
-            inner.append(Call("eq", (Col(0, BIGINT, True), Lit(k + 1, BIGINT)), BOOLEAN, True))
+            cls = Col(0, BIGINT, True, f.name)  # (named for explain)
+            inner.append(Call("eq", (cls, Lit(k + 1, BIGINT)), BOOLEAN, True))
             inner.append(Lit(s, f.type))
         inner.append(Lit(None, f.type))
         case = Call("case", tuple(inner), f.type, True)
