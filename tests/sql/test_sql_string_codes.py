@@ -119,6 +119,9 @@ def test_distinct_strings_get_the_codes_one_by_one_would(hashed: bool) -> None:
             values = [f"only now {step} {i}" for i in range(50)]  # all new
         if step % 5 == 4:
             values = [v for v in values if v is not None][:40]  # all known
+        if step % 6 == 5:
+            values = values[:20]  # a few, coded one by one, NULLs among them
+            values[3] = None
         arr = pa.array(values, pa.large_string() if step % 2 else pa.string())
         got = fast.encode_arrow(arr).tolist()
         want = _expect(slow, values)

@@ -86,6 +86,9 @@ def single_bytes(arr: Any) -> np.ndarray | None:
     return np.frombuffer(bufs[2], dtype=np.uint8, count=start + n)[start:]
 
 
+#: at most this many strings are coded one by one (``StringDict.encode_arrow``)
+_FEW_STRINGS = 64
+
 _STEPS = np.arange(1 << 16, dtype=np.int32)
 _STEPS_MAX = 1 << 24
 
@@ -252,8 +255,20 @@ class StringDict:
                 if n
                 else np.zeros(0, np.int64)
             )
-        if len(arr) == 0:
+        n = len(arr)
+        if n == 0:
             return np.zeros(0, np.int64)
+        if n <= _FEW_STRINGS:
+            # a few strings (the rows a filter kept): looked up one by one, which costs less
+            # than the numpy and Arrow calls of the column paths below
+            vals = arr.to_pylist()
+            if None not in vals:
+                return self.encode_list(vals)
+            at = [i for i, v in enumerate(vals) if v is not None]
+            out = np.zeros(n, np.int64)
+            if at:
+                out[at] = self.encode_list([vals[i] for i in at])
+            return out
         one = single_bytes(arr)
         if one is not None:
             small = self.byte_codes(one)
