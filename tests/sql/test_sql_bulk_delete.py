@@ -132,3 +132,61 @@ def test_deleted_strings_get_no_codes() -> None:
     db.commit()
     assert len(db.strings) == before
     assert sorted(v.rows()) == sorted((r[0], r[3]) for r in rows[1::2] if r[3] > 1)
+
+
+@pytest.mark.parametrize("arrow", [False, True])
+def test_deletes_find_rows_by_the_key_ranges_of_chunks(arrow: bool) -> None:
+    """Rows coming in key order, chunk by chunk (each chunk's least and greatest key are
+    noted as it comes, for Arrow integer columns), then deleted across chunks: rows that
+    are there go, a row that is not raises and changes nothing, and after enough deletes
+    the kept rows are packed again (new chunks, new key ranges) and deletes still find
+    them."""
+    import pyarrow as pa
+
+    db = dsql.Database()
+    db.execute("CREATE TABLE e (k BIGINT NOT NULL, s STRING, v INTEGER)")
+    view = db.view("SELECT count(*), sum(k), sum(v) FROM e")
+    live: list[tuple[Any, ...]] = []
+
+    def feed(rows: list[tuple[Any, ...]], op: Any) -> None:
+        if arrow:
+            op(
+                "e",
+                pa.table(
+                    {
+                        "k": pa.array([r[0] for r in rows], pa.int64()),
+                        "s": pa.array([r[1] for r in rows], pa.string()),
+                        "v": pa.array([r[2] for r in rows], pa.int32()),
+                    }
+                ),
+            )
+        else:
+            op("e", rows)
+
+    rng = random.Random(11)
+    for chunk in range(30):
+        rows = [
+            (chunk * 100 + i, rng.choice(["a", None, "bb"]), rng.randrange(9)) for i in range(100)
+        ]
+        feed(rows, db.insert)
+        live += rows
+        db.commit()
+    for step in range(6):
+        gone = rng.sample(live, 300)
+        feed(gone, db.delete)
+        for r in gone:
+            live.remove(r)
+        db.commit()
+        want = (len(live), sum(r[0] for r in live) or None, sum(r[2] for r in live) or None)
+        assert view.rows() == [want], step
+        with pytest.raises(DataError):
+            feed([gone[0]], db.delete)  # (deleted already)
+        assert view.rows() == [want], step
+        # one row alone, the least or greatest key of its chunk: its chunk's key range must
+        # hold it exactly
+        edge = min((r for r in live if r[0] % 100 in (0, 99)), key=lambda r: r[0], default=None)
+        if edge is not None:
+            feed([edge], db.delete)
+            live.remove(edge)
+            db.commit()
+            assert view.rows()[0][0] == len(live), step

@@ -312,6 +312,8 @@ class TableStore:
         self.thawed: dict[int, RowBatch] = {}
         self.key_cols: list[int] | None = None
         self.zones: list[tuple[int, int]] = []  # per chunk: least and greatest key
+        #: the column ``zones`` are of (the first non-string one until ``key_cols`` is chosen)
+        self.zone_col: int | None = None
         self.chunks: list[tuple[Any, np.ndarray]] = []  # (RowBatch or Frozen, counts)
         self.offsets: list[int] = [0]
         self.runs: list[tuple[np.ndarray, np.ndarray]] = []  # (sorted hashes, entry ids)
@@ -324,11 +326,39 @@ class TableStore:
     def append(self, b: RowBatch, counts: np.ndarray) -> None:
         if not b.n:
             return
+        if len(self.zones) == len(self.chunks):
+            self._zone_now(b)
         kept: Any = freeze(b, self.specs) if self.frozen else b
         # (``ones``' shared counts are kept as they are, copied when a removal changes them)
         c = counts if is_ones(counts) else np.asarray(counts, dtype=np.int64).copy()
         self.chunks.append((kept, c))
         self.offsets.append(self.offsets[-1] + b.n)
+
+    def _zone_now(self, b: RowBatch) -> None:
+        """A new chunk's zone, while its rows are at hand, when its zone column holds
+        integers (converted already, or an Arrow column without NULLs read in place): the
+        first delete then reads no chunk to find the zones of all, a pause proportional to
+        the whole table."""
+        if self.zone_col is None:
+            numeric = [i for i, c in enumerate(b.cols) if not isinstance(c, LazyStrings)]
+            if not numeric:
+                return
+            self.zone_col = numeric[0]
+        c = b.cols[self.zone_col]
+        v: Any = None
+        if isinstance(c, Phys):
+            v = c.v
+        elif isinstance(c, ArrowCol):
+            if c._v is not None:  # (converted already: the dataflow read it)
+                v = c._v
+            elif _plain_ints(c.arr):
+                arr = c.arr
+                n, off = len(arr), arr.offset
+                dt = np.dtype(f"int{arr.type.bit_width}")
+                v = np.frombuffer(arr.buffers()[1], dtype=dt, count=off + n)[off:]
+        if v is not None and len(v) and v.dtype != object:
+            # (a NULL's slot holds 0 in converted values, as in the keys a delete looks for)
+            self.zones.append((int(v.min()), int(v.max())))
 
     def batch(self, ci: int) -> RowBatch:
         """Chunk ``ci``'s rows (thawed if frozen; the last few thawed are kept)."""
@@ -378,6 +408,8 @@ class TableStore:
         """Per chunk, the least and greatest key (the index's single key column)."""
         assert self.key_cols is not None
         kc = self.key_cols[0]
+        if self.zone_col != kc:  # (zones of another column, found as chunks came)
+            self.zones, self.zone_col = [], kc
         while len(self.zones) < len(self.chunks):
             ci = len(self.zones)
             kept = self.chunks[ci][0]
