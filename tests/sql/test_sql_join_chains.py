@@ -138,6 +138,15 @@ def test_a_child_is_joined_with_its_filtered_parent_first() -> None:
         below = text.splitlines()[first_line_join + 1 :]
         assert any("Scan line " in ln for ln in below), q
         assert not any("part = pk" in ln or "pk = part" in ln for ln in below), q
+    # the parent's own lookups (an order's customer) join the parent before the child
+    # meets it; the child's other lookups (its part) come after
+    lines = db.explain(FAMILY_QUERIES[1]).splitlines()
+    at = {
+        name: next(i for i, ln in enumerate(lines) if "Join" in ln and cond in ln)
+        for name, cond in (("child", "= ok"), ("cust", "= ck"), ("part", "= pk"))
+    }
+    depth = {name: len(lines[i]) - len(lines[i].lstrip()) for name, i in at.items()}
+    assert depth["part"] < depth["child"] < depth["cust"], lines
     # a parent with no filter of its own: the pinned dimension starts, as before
     joins = _joins(db.explain(FAMILY_QUERIES[2]))
     assert "pk = part" in joins[-1] or "part = pk" in joins[-1]

@@ -3597,9 +3597,23 @@ class Planner:
                             mine.add(parts[0].index - offsets[i])
                 if mine and any(mine < u for u in uniq[i]):
                     parents.append((rank[j], i, j))
+        # the parent and the tables looked up from it (by their own keys, reading the
+        # parent's side only): these join one another before the child's other joins, so
+        # the parent side the child meets is as restricted as it gets (an order's customer
+        # in the region asked for), as ``_attach`` nests them
+        family: set[int] | None = None
         if parents:
             _, first, child_parent = min(parents)
             forced.append(child_parent)
+            family = {child_parent}
+
+        def other_sides(i: int, have: set[int]) -> set[int]:
+            out: set[int] = set()
+            for _, e, srcs in bound:
+                if i in srcs and (srcs - {i}) <= have and _equi_parts(e, offsets, owner, i, have):
+                    out |= srcs - {i}
+            return out
+
         order = [first]
         remaining = [i for i in range(len(items)) if i != first]
         current: Plan = plans[first]
@@ -3619,8 +3633,19 @@ class Planner:
                 )
             ]
             have = set(order)
+            nested = []
+            if family is not None and not forced:
+                nested = [
+                    i
+                    for i in connected
+                    if join_kind(i, have) == 0 and other_sides(i, have) <= family
+                ]
             if forced:
                 pick = forced.pop()
+            elif nested:
+                pick = min(nested, key=lambda i: (rank[i], i))
+                assert family is not None
+                family.add(pick)
             else:
                 pick = min(connected or remaining, key=lambda i: (join_kind(i, have), rank[i], i))
             pick_kind = join_kind(pick, have) if pick in connected else 2
