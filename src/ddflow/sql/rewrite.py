@@ -48,7 +48,7 @@ import dataclasses
 from typing import Any
 
 from ddflow.sql.expr import Call, Col, Expr, conjuncts
-from ddflow.sql.optimize import _shift, uses
+from ddflow.sql.optimize import _shift, remap, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
     MOMENT_FUNCS,
@@ -67,6 +67,7 @@ from ddflow.sql.plan import (
 )
 
 __all__ = [
+    "absorb_semijoins",
     "drop_distinct",
     "equi_filters",
     "inner_outer",
@@ -82,8 +83,10 @@ __all__ = [
 def rewrite(plan: Plan) -> Plan:
     """Both rewrites, outer joins first (an inner join lets more aggregates be restricted)."""
     return merge_semijoins(
-        share_partials(
-            drop_distinct(keyed_scalars(restrict_groups(equi_filters(inner_outer(plan)))))
+        absorb_semijoins(
+            share_partials(
+                drop_distinct(keyed_scalars(restrict_groups(equi_filters(inner_outer(plan)))))
+            )
         )
     )
 
@@ -369,6 +372,180 @@ def merge_semijoins(plan: Plan) -> Plan:
     """``plan`` with two semi / anti joins on the same keys (not both anti) made one semi
     join, the two right sides' keys met first."""
     return _bottom_up(plan, _merge_semi)
+
+
+# -- a semi join that a later join repeats ------------------------------------------------
+
+
+def _lineage(p: Plan, col: int) -> list[tuple[Plan, int, int]] | None:
+    """The nodes from ``p`` down to a semi join (not anti, not null-safe) through filters,
+    inner joins, projections of columns and semi joins' left sides, following field
+    ``col``: per node, the input taken (0 / 1) and the field there; the semi join last (with
+    its left field). None when the field is computed or the path meets another node."""
+    path: list[tuple[Plan, int, int]] = []
+    while True:
+        if isinstance(p, SemiJoin):
+            if not p.anti and not p.null_safe:
+                path.append((p, 0, col))
+                return path
+            path.append((p, 0, col))
+            p = p.left
+        elif isinstance(p, Filter):
+            path.append((p, 0, col))
+            p = p.input
+        elif isinstance(p, Project):
+            e = p.exprs[col]
+            if not isinstance(e, Col):
+                return None
+            path.append((p, 0, col))
+            col, p = e.index, p.input
+        elif isinstance(p, Join) and p.kind == "inner" and not p.null_safe:
+            nl = len(p.left.fields)
+            if col < nl:
+                path.append((p, 0, col))
+                p = p.left
+            else:
+                path.append((p, 1, col - nl))
+                col, p = col - nl, p.right
+        else:
+            return None
+
+
+def _absorb(j: Plan) -> Plan:
+    """``_absorb_right``, and the same with the relation on the join's left side."""
+    got = _absorb_right(j)
+    if got is not j or not isinstance(j, Join) or j.kind != "inner":
+        return got
+    nl, nr = len(j.left.fields), len(j.right.fields)
+    swap = {i: (i + nr if i < nl else i - nl) for i in range(nl + nr)}
+    mirrored = Join(
+        j.right,
+        j.left,
+        "inner",
+        j.right_keys,
+        j.left_keys,
+        None if j.residual is None else remap(j.residual, swap),
+        (*j.right.fields, *j.left.fields),
+        j.null_safe,
+    )
+    got = _absorb_right(mirrored)
+    if got is mirrored:
+        return j
+    fs = got.fields
+    order = [*range(nr, nr + nl), *range(nr)]
+    return Project(
+        got, tuple(Col(i, fs[i].type, fs[i].nullable, fs[i].name) for i in order), j.fields
+    )
+
+
+def _absorb_right(j: Plan) -> Plan:
+    """``(.. L ⋉ keys(R) ..) ⋈ R`` on the same key, ``R`` distinct on it: the semi join
+    becomes the join with ``R`` (each row of ``L`` meets at most one row of ``R``, the one
+    the join above would meet: the key is the same value all the way up), the join above is
+    dropped, and ``R`` is matched and arranged once, where the rows are fewest."""
+    if not (
+        isinstance(j, Join)
+        and j.kind == "inner"
+        and not j.null_safe
+        and len(j.left_keys) == 1
+        and isinstance(j.left_keys[0], Col)
+        and isinstance(j.right_keys[0], Col)
+    ):
+        return j
+    r = j.right
+    rk = j.right_keys[0].index
+    if frozenset({rk}) not in unique_sets(r) and frozenset() not in unique_sets(r):
+        return j
+    path = _lineage(j.left, j.left_keys[0].index)
+    if path is None:
+        return j
+    semi, _, scol = path[-1]
+    assert isinstance(semi, SemiJoin)
+    keys = semi.right
+    sk = semi.right_keys[0] if len(semi.right_keys) == 1 else None
+    if not (
+        len(semi.left_keys) == 1
+        and isinstance(semi.left_keys[0], Col)
+        and semi.left_keys[0].index == scol
+        and isinstance(sk, Col)
+        and isinstance(keys, Project)
+        and keys.input == r
+        and isinstance(keys.exprs[sk.index], Col)
+        and keys.exprs[sk.index].index == rk  # type: ignore[attr-defined]
+    ):
+        return j
+    m = len(r.fields)
+    # the semi join made the join: its left rows with R's fields after them
+    out: Plan = Join(
+        semi.left,
+        r,
+        "inner",
+        semi.left_keys,
+        (Col(rk, j.right_keys[0].type),),
+        None,
+        (*semi.left.fields, *r.fields),
+    )
+    # each node above, R's fields kept after its own
+    for node, side, _ in reversed(path[:-1]):
+        width = len(node.fields)
+        if isinstance(node, (Filter, SemiJoin)):
+            out = with_inputs(node, [out] if isinstance(node, Filter) else [out, node.right])
+            if isinstance(node, SemiJoin):  # (its fields are its left side's: R's included)
+                continue
+        elif isinstance(node, Project):
+            inner_w = len(node.input.fields)
+            extra = [Col(inner_w + i, f.type, f.nullable, f.name) for i, f in enumerate(r.fields)]
+            out = Project(out, (*node.exprs, *extra), (*node.fields, *r.fields))
+        else:
+            assert isinstance(node, Join)
+            nl = len(node.left.fields)
+            if side == 1:
+                out = Join(
+                    node.left,
+                    out,
+                    node.kind,
+                    node.left_keys,
+                    node.right_keys,
+                    node.residual,
+                    (*node.fields, *r.fields),
+                    node.null_safe,
+                )
+            else:
+                # R's fields land between the sides: the residual's right fields move by m,
+                # and a projection puts them last again
+                shift = {i: (i if i < nl else i + m) for i in range(width)}
+                residual = None if node.residual is None else remap(node.residual, shift)
+                joined = Join(
+                    out,
+                    node.right,
+                    node.kind,
+                    node.left_keys,
+                    node.right_keys,
+                    residual,
+                    (*node.left.fields, *r.fields, *node.right.fields),
+                    node.null_safe,
+                )
+                order = [*range(nl), *range(nl + m, width + m), *range(nl, nl + m)]
+                fs = joined.fields
+                out = Project(
+                    joined,
+                    tuple(Col(i, fs[i].type, fs[i].nullable, fs[i].name) for i in order),
+                    tuple(fs[i] for i in order),
+                )
+    # the join above: its rows are those of ``out`` (fields: L's, then R's)
+    if j.residual is not None:
+        out = Filter(out, j.residual)
+    return Project(
+        out,
+        tuple(Col(i, f.type, f.nullable, f.name) for i, f in enumerate(j.fields)),
+        j.fields,
+    )
+
+
+def absorb_semijoins(plan: Plan) -> Plan:
+    """``plan`` with a semi join on the keys of a relation that a join above meets on the
+    same key made that join (see ``_absorb``)."""
+    return _bottom_up(plan, _absorb)
 
 
 # -- rows known to be distinct ----------------------------------------------------------------
