@@ -17,22 +17,30 @@ Two forms, with the same result:
 * ``merge_all``: several adjacent batches merged at once (the spine's small tail batches,
   and rebuilding a merge from its sources).
 
+Two batches whose ``(key, val)`` ranges overlap little (each holding each of its
+``(key, val)`` once) merge as a concatenation (``merge_ranges``): only the overlap is sorted
+and added up; the rows around it keep their order. Arrangements whose keys grow with time
+(orders by key, ids handed out in order) merge that way while they load, at about the cost
+of copying the columns once.
+
 Invariant: a merged batch's ``diff_bound`` is the sum of its sources' bounds when they
 have one (a merge sums rows of one key), handed down without a pass over the merged diffs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ddflow.core.columns import take_columns
+from ddflow.core.columns import const_view, take_columns
 from ddflow.core.diff import I64_MAX, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, merged_bound
+from ddflow.trace.batch import Description, TraceBatch, is_zero_stride, merged_bound
 
-__all__ = ["Merge", "merge_all", "merge_unique_runs"]
+__all__ = ["Merge", "merge_all", "merge_ranges", "merge_unique_runs"]
 
 
 #: fuel (rows) a merge in progress collects before it works at all, unless the whole
@@ -98,6 +106,11 @@ class Merge:
         if fuel < MIN_WORK_ROWS and fuel < self.size:
             self.credit = fuel
             return False
+        if self.ka == 0 and self.kb == 0 and self.result is None:
+            whole = merge_ranges(a, b, self.since)
+            if whole is not None:
+                self.result = whole
+                return True
         while self.result is None:
             if fuel <= 0:
                 return False
@@ -156,6 +169,118 @@ class Merge:
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
+
+
+def _one_time_row(t: np.ndarray) -> np.ndarray | None:
+    """The one time of every row of the time column ``t`` (shape ``(1, d)``), or None if
+    its rows hold several times."""
+    if not (is_zero_stride(t) or len(t) == 1 or bool((t == t[0]).all())):
+        return None
+    return np.ascontiguousarray(t[:1], dtype=np.int64)
+
+
+def _row(batch: TraceBatch, i: int) -> tuple[int, ...]:
+    return tuple(int(c[i]) for c in batch.data)
+
+
+def _advanced(t: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The time column ``t`` advanced by the frontier ``f``: a zero-stride view when its
+    rows hold one time (so the batch made of it stays compact)."""
+    one = _one_time_row(t)
+    if one is None:
+        return columns_advance_by(t, f)
+    one = columns_advance_by(one, f)
+    return const_view(one, (len(t), one.shape[1]))
+
+
+def merge_ranges(a: TraceBatch, b: TraceBatch, since: Antichain) -> TraceBatch | None:
+    """The merge of ``a`` (older) and ``b`` advanced by ``since``, when their ``(key, val)``
+    ranges overlap in at most a quarter of their rows: the rows before the overlap, the
+    overlap merged as ``Merge`` merges a chunk, and the rows after it, concatenated. None
+    when the overlap is larger (``Merge`` then works through it in chunks) or the batches
+    are not of this form: data columns integers of the same dtypes in both, and each batch
+    holding each ``(key, val)`` once (``TraceBatch.unique_rows``). Exact: outside the
+    overlap no ``(key, val)`` is in both batches nor twice in one, so advancing times makes
+    none equal and consolidating would keep those rows as they are, in this order."""
+    kw = a.key_width
+    if not len(a) or not len(b) or kw < 1 or b.key_width != kw or a.diff_type != b.diff_type:
+        return None
+    if len(a.data) != len(b.data) or a.keys.dtype != b.keys.dtype:
+        return None
+    for x, y in zip(a.data, b.data, strict=True):
+        if x.dtype != y.dtype or x.dtype.kind not in "iub":
+            return None
+    lo, hi = (a, b) if _row(a, 0) <= _row(b, 0) else (b, a)
+    n, n_lo, n_hi = len(a) + len(b), len(lo), len(hi)
+    if _row(lo, -1)[:kw] < _row(hi, 0)[:kw]:
+        ka, ra, kb, rb = lo.num_keys, n_lo, 0, 0  # (no key in both)
+    else:
+        # the keys from hi's first to lo's last are merged; around them, rows are copied
+        ka = int(np.searchsorted(lo.keys, hi.keys[:1], side="left")[0])
+        kb = int(np.searchsorted(hi.keys, lo.keys[-1:], side="right")[0])
+        ra, rb = int(lo.bounds[ka]), int(hi.bounds[kb])
+        if (n_lo - ra) + rb > n // 4:
+            return None
+    if not (a.unique_rows() and b.unique_rows()):
+        return None
+    f = since.arr
+    dt = a.diff_type
+    parts = [_slice(lo, slice(0, ra))]
+    mid_keys: np.ndarray | None = None
+    mid_bounds: np.ndarray | None = None
+    if ra < n_lo or rb > 0:
+        bound = merged_bound([a, b])
+        u = concat_updates([_slice(lo, slice(ra, n_lo)), _slice(hi, slice(0, rb))])
+        u = u.with_times(columns_advance_by(u.times, f))
+        u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
+        mid = TraceBatch(kw, u, lo.desc)  # (for its key index only)
+        mid_keys, mid_bounds = mid.keys, mid.bounds
+        parts.append(u)
+    parts.append(_slice(hi, slice(rb, n_hi)))
+    parts = [p for p in parts if len(p)]
+    data = tuple(np.concatenate([p.data[i] for p in parts]) for i in range(len(a.data)))
+    tparts = [_advanced(p.times, f) for p in parts]
+    t0 = _one_time_row(tparts[0]) if all(is_zero_stride(t) or len(t) == 1 for t in tparts) else None
+    m = len(data[0])
+    if t0 is not None and all(np.array_equal(t[:1], t0) for t in tparts):
+        times = const_view(t0, (m, t0.shape[1]))
+    else:
+        times = np.concatenate(tparts)
+    ds = [p.diffs for p in parts]
+    if all(isinstance(d, np.ndarray) and is_zero_stride(d) for d in ds) and all(
+        d.dtype == ds[0].dtype and d[0] == ds[0][0] for d in ds
+    ):
+        diffs: Any = const_view(ds[0][:1].copy(), (m, *ds[0].shape[1:]))  # (e.g. all 1)
+    else:
+        diffs = dt.concat(ds) if len(ds) > 1 else ds[0]
+    nk = ka + (0 if mid_keys is None else len(mid_keys)) + hi.num_keys - kb
+    bounds = np.empty(nk + 1, np.int32 if m < 2**31 else np.int64)
+    keys: np.ndarray
+    if nk == m:
+        # one row per key: the bounds count rows, and a key of one column is its own index
+        bounds[:] = np.arange(m + 1)
+        kparts = [lo.keys[:ka], *([] if mid_keys is None else [mid_keys]), hi.keys[kb:]]
+        keys = data[0] if kw == 1 else np.concatenate(kparts)
+    else:
+        bounds[:ka] = lo.bounds[:ka]
+        at, j = ra, ka
+        key_parts = [lo.keys[:ka]]
+        if mid_keys is not None and mid_bounds is not None:
+            key_parts.append(mid_keys)
+            np.add(mid_bounds[:-1], at, out=bounds[j : j + len(mid_keys)], casting="unsafe")
+            at, j = at + int(mid_bounds[-1]), j + len(mid_keys)
+        np.add(hi.bounds[kb:], at - rb, out=bounds[j:], casting="unsafe")
+        key_parts.append(hi.keys[kb:])
+        keys = np.concatenate(key_parts)
+    desc = Description(a.desc.lower, b.desc.upper, since)
+    out = TraceBatch(kw, Updates(data, times, diffs, dt), desc, index=(keys, bounds))
+    if mid_keys is None or _one_time_row(times) is not None:
+        out.set_unique_rows()  # (the merged overlap: consolidated, so unique if one time)
+    ba, bb = a.diff_bound(), b.diff_bound()
+    if ba is not None and bb is not None:
+        # (a key's rows come from one of the two, but in the overlap: from both)
+        out.set_diff_bound(max(ba, bb) if mid_keys is None else ba + bb)
+    return out
 
 
 def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
