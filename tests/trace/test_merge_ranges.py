@@ -1,6 +1,7 @@
-"""The merge of two batches whose ``(key, val)`` ranges overlap little (``merge_ranges``:
-the rows around the overlap copied, the overlap merged) against ``merge_all`` (concatenate,
-advance, ``consolidate``), on random batches: disjoint ranges either way round, a key on
+"""Merges of batches of distinct rows against ``merge_all`` (concatenate, advance,
+``consolidate``): ``merge_ranges`` (ranges that overlap little: the rows around the overlap
+copied, the overlap merged) and ``merge_interleaved`` (rows placed by a search, when no row
+is in both), on random batches: disjoint ranges either way round, a key on
 both sides of the boundary, overlaps that cancel, one or two key columns, values, times
 at, behind and beyond ``since``, int, tuple and constant diffs; and a spine fed keys that
 grow, checked against the updates it was given."""
@@ -8,15 +9,17 @@ grow, checked against the updates it was given."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ddflow as dd
 from ddflow.core.diff import INT_DIFF, DiffType, TupleDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates
+from ddflow.core.time import columns_advance_by
+from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch
-from ddflow.trace.merge import Merge, merge_all, merge_ranges
+from ddflow.trace.merge import Merge, merge_all, merge_interleaved, merge_ranges
 
 PAIR = TupleDiff((INT_DIFF, INT_DIFF))
 
@@ -172,3 +175,78 @@ def test_a_count_over_growing_keys_matches_the_input() -> None:
             w.step_while(lambda h=t + 1: bool(probe.less_than(h)))
             want = {(kv, c): 1 for kv, c in expected.items() if c}
             assert cap.at(t) == want
+
+
+def _general(ua: Updates, ub: Updates, since: np.ndarray) -> Updates:
+    u = concat_updates([ua, ub])
+    u = u.with_times(columns_advance_by(u.times, since))
+    return consolidate(u, runs=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    na=st.integers(0, 60),
+    nb=st.integers(0, 60),
+    width=st.sampled_from([1, 2, 3]),
+    span=st.sampled_from([4, 50, 2**40]),
+    tuple_diffs=st.booleans(),
+    constant=st.booleans(),
+    several_times=st.booleans(),
+    since=st.sampled_from([0, 2, 5]),
+)
+def test_interleaved_merge_is_the_general_merge(
+    seed: int,
+    na: int,
+    nb: int,
+    width: int,
+    span: int,
+    tuple_diffs: bool,
+    constant: bool,
+    several_times: bool,
+    since: int,
+) -> None:
+    """Whenever ``merge_interleaved`` merges two runs of distinct rows, it gives the very
+    updates the general merge gives; rows in both runs (which add up) are left to it."""
+    rng = np.random.default_rng(seed)
+    dt = PAIR if tuple_diffs else INT_DIFF
+    fr = Antichain.of([(since,)], 1)
+    runs = []
+    for n, times in ((na, [0, 1]), (nb, [2, 3])):
+        rows = _rows(rng, n, 0, span, width) if n else np.empty((0, width), np.int64)
+        b = _batch(rng, rows, 1, dt, times if several_times else times[:1], constant, times[0])
+        runs.append(b.updates())
+    ua, ub = runs
+    got = merge_interleaved(ua, ub, fr.arr)
+    want = _general(ua, ub, fr.arr)
+    rows_a = {tuple(int(c[i]) for c in ua.data) for i in range(len(ua))}
+    rows_b = {tuple(int(c[i]) for c in ub.data) for i in range(len(ub))}
+    if rows_a & rows_b:
+        assert got is None
+    if span > 2**32 and width == 1 and not rows_a & rows_b:
+        assert got is not None  # (one column of distinct values: no ties)
+    if got is not None:
+        assert [c.tolist() for c in got.data] == [c.tolist() for c in want.data]
+        assert np.asarray(got.times).tolist() == np.asarray(want.times).tolist()
+        dg = got.diffs if isinstance(got.diffs, tuple) else (got.diffs,)
+        dw = want.diffs if isinstance(want.diffs, tuple) else (want.diffs,)
+        assert [np.asarray(c).tolist() for c in dg] == [np.asarray(c).tolist() for c in dw]
+
+
+@pytest.mark.parametrize("fuel", [1, 5000, 1 << 62])
+def test_merges_of_distinct_rows_in_chunks_are_merge_all(fuel: int) -> None:
+    """A ``Merge`` of two batches of distinct rows (some in both, cancelling or adding up),
+    done in chunks, gives the batch ``merge_all`` gives."""
+    rng = np.random.default_rng(11)
+    for dt in (INT_DIFF, PAIR):
+        ra = _rows(rng, 9000, 0, 3000, 3)
+        rb = np.concatenate([_rows(rng, 4000, 0, 3000, 3), ra[::50]])
+        rb = np.unique(rb, axis=0)
+        a = _batch(rng, ra, 1, dt, [0], False, 0)
+        b = _batch(rng, rb, 1, dt, [1], False, 1)
+        fr = Antichain.of([(2,)], 1)
+        m = Merge(a, b, fr)
+        while not m.work(fuel):
+            pass
+        assert m.result is not None
+        _same(m.result, merge_all([a, b], fr))

@@ -33,14 +33,14 @@ from typing import Any
 
 import numpy as np
 
-from ddflow.core.columns import const_view, take_columns
+from ddflow.core.columns import concat_columns, const_view, take_columns
 from ddflow.core.diff import I64_MAX, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch, is_zero_stride, merged_bound
 
-__all__ = ["Merge", "merge_all", "merge_ranges", "merge_unique_runs"]
+__all__ = ["Merge", "merge_all", "merge_interleaved", "merge_ranges", "merge_unique_runs"]
 
 
 #: fuel (rows) a merge in progress collects before it works at all, unless the whole
@@ -69,6 +69,8 @@ class Merge:
         # sums of a key's rows in the merge cannot leave int64 when the bounds say so
         self.bound = merged_bound([a, b])
         self.bounded = self.bound is not None and self.bound <= I64_MAX
+        # each (key, val) on one row of either batch: chunks may be interleaved, not sorted
+        self.unique = a.unique_rows() and b.unique_rows()
 
     def _chunk(self, ka_end: int, kb_end: int) -> None:
         a, b = self.a, self.b
@@ -86,6 +88,13 @@ class Merge:
                 self.ka, self.kb = ka_end, kb_end
                 return
         self.distinct = False  # (a chunk of the general path: keys may repeat)
+        if self.unique:
+            merged = merge_interleaved(ua, ub, self.since.arr)
+            if merged is not None:
+                if len(merged):
+                    self.chunks.append(merged)
+                self.ka, self.kb = ka_end, kb_end
+                return
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
@@ -157,7 +166,7 @@ class Merge:
         a, b = self.a, self.b
         desc = Description(a.desc.lower, b.desc.upper, self.since)
         if self.chunks:
-            u = concat_updates(self.chunks)
+            u = _concat_chunks(self.chunks)
         else:
             u = Updates(
                 take_columns(a.data, slice(0, 0)),
@@ -169,6 +178,32 @@ class Merge:
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
+
+
+def _concat_chunks(chunks: list[Updates]) -> Updates:
+    """``concat_updates`` of a merge's chunks, keeping a time column (and an int diff
+    column) that is one zero-stride row in every chunk as one such view: copied out, it
+    would only be checked and made a view again by the batch."""
+    if len(chunks) == 1:
+        return chunks[0]
+    n = sum(len(c) for c in chunks)
+    t0 = chunks[0].times[:1]
+    if not all(is_zero_stride(c.times) and np.array_equal(c.times[:1], t0) for c in chunks):
+        return concat_updates(chunks)
+    ds = [c.diffs for c in chunks]
+    d0 = ds[0]
+    width = len(chunks[0].data)
+    data = tuple(concat_columns([c.data[i] for c in chunks]) for i in range(width))
+    dt = chunks[0].diff_type
+    if isinstance(d0, np.ndarray) and all(
+        isinstance(d, np.ndarray) and is_zero_stride(d) and d.dtype == d0.dtype and d[0] == d0[0]
+        for d in ds
+    ):
+        diffs: Any = const_view(d0[:1].copy(), (n, *d0.shape[1:]))
+    else:
+        diffs = dt.concat(ds)
+    times = const_view(np.ascontiguousarray(t0, dtype=np.int64), (n, t0.shape[1]))
+    return Updates(data, times, diffs, dt)
 
 
 def _one_time_row(t: np.ndarray) -> np.ndarray | None:
@@ -186,6 +221,8 @@ def _row(batch: TraceBatch, i: int) -> tuple[int, ...]:
 def _advanced(t: np.ndarray, f: np.ndarray) -> np.ndarray:
     """The time column ``t`` advanced by the frontier ``f``: a zero-stride view when its
     rows hold one time (so the batch made of it stays compact)."""
+    if not len(t):
+        return t
     one = _one_time_row(t)
     if one is None:
         return columns_advance_by(t, f)
@@ -281,6 +318,86 @@ def merge_ranges(a: TraceBatch, b: TraceBatch, since: Antichain) -> TraceBatch |
         # (a key's rows come from one of the two, but in the overlap: from both)
         out.set_diff_bound(max(ba, bb) if mid_keys is None else ba + bb)
     return out
+
+
+def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | None:
+    """The merge of two consolidated runs ``ua`` and ``ub`` (rows sorted by ``(key, val)``,
+    each ``(key, val)`` on one row of its run) advanced by the frontier ``since``, when no
+    row of ``ub`` ties with a row of ``ua`` on the leading columns that pack into one int64
+    (then no ``(key, val)`` is in both and nothing adds up): the rows of ``ub`` are placed
+    among those of ``ua`` by one ``searchsorted`` of those packed columns, without sorting.
+    None when some row ties, or a data column is not an integer of the same dtype in both
+    (the caller then sorts and adds up). Rows of one run that tie keep their order, which
+    is that of the run."""
+    na, nb = len(ua), len(ub)
+    if not nb or not na:
+        u = ua if na else ub
+        return u.with_times(_advanced(u.times, since))
+    if len(ua.data) != len(ub.data) or ua.diff_type != ub.diff_type:
+        return None
+    for x, y in zip(ua.data, ub.data, strict=True):
+        if x.dtype != y.dtype or not (
+            x.dtype.kind in "ib" or (x.dtype.kind == "u" and x.itemsize < 8)
+        ):
+            return None
+    # the leading columns whose ranges fit 62 bits together (the first is sorted: its range
+    # is read off the ends)
+    fields: list[tuple[np.ndarray, np.ndarray, int, int]] = []
+    total = 0
+    for j, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
+        if j == 0:
+            lo, hi = min(int(x[0]), int(y[0])), max(int(x[-1]), int(y[-1]))
+        else:
+            lo, hi = min(int(x.min()), int(y.min())), max(int(x.max()), int(y.max()))
+        bits = (hi - lo).bit_length()
+        if total + bits > 62:
+            break
+        fields.append((x, y, lo, bits))
+        total += bits
+    if not fields:
+        return None
+    pa: Any = None
+    pb: Any = None
+    shift = total
+    for x, y, lo, bits in fields:
+        shift -= bits
+        ta = x.astype(np.int64) - lo
+        tb = y.astype(np.int64) - lo
+        if shift:
+            ta <<= shift
+            tb <<= shift
+        pa = ta if pa is None else pa | ta
+        pb = tb if pb is None else pb | tb
+    left = np.searchsorted(pa, pb)
+    if bool((pa[np.minimum(left, na - 1)] == pb).any()):
+        return None  # (a row of ub ties with one of ua: maybe the same (key, val))
+    n = na + nb
+    posb = left + np.arange(nb)
+    from_a = np.ones(n, dtype=bool)
+    from_a[posb] = False
+    order = np.empty(n, dtype=np.int64)
+    order[posb] = np.arange(na, n)
+    order[from_a] = np.arange(na)
+    data = tuple(np.concatenate((x, y)).take(order) for x, y in zip(ua.data, ub.data, strict=True))
+    dt = ua.diff_type
+    da, db = ua.diffs, ub.diffs
+    if (
+        isinstance(da, np.ndarray)
+        and isinstance(db, np.ndarray)
+        and is_zero_stride(da)
+        and is_zero_stride(db)
+        and da.dtype == db.dtype
+        and da[0] == db[0]
+    ):
+        diffs: Any = const_view(da[:1].copy(), (n, *da.shape[1:]))
+    else:
+        diffs = dt.take(dt.concat([da, db]), order)
+    t1, t2 = _advanced(ua.times, since), _advanced(ub.times, since)
+    if is_zero_stride(t1) and is_zero_stride(t2) and np.array_equal(t1[:1], t2[:1]):
+        times = const_view(np.ascontiguousarray(t1[:1]), (n, t1.shape[1]))
+    else:
+        times = np.concatenate((t1, t2)).take(order, axis=0)
+    return Updates(data, times, diffs, dt)
 
 
 def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
