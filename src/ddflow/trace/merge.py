@@ -52,6 +52,11 @@ MIN_WORK_ROWS = 4096
 #: went on chunks of a few rows each
 MIN_CHUNK_ROWS = 2048
 
+#: the most rows a merge works through in one chunk, however much fuel it has (a large
+#: merge completed at once, too): sorting a chunk that fits in the caches is several times
+#: faster per row than sorting millions of rows at once
+MAX_CHUNK_ROWS = 1 << 17
+
 
 class Merge:
     """A merge in progress of two adjacent batches (``a`` older than ``b``), done in key chunks."""
@@ -71,6 +76,41 @@ class Merge:
         self.bounded = self.bound is not None and self.bound <= I64_MAX
         # each (key, val) on one row of either batch: chunks may be interleaved, not sorted
         self.unique = a.unique_rows() and b.unique_rows()
+        # the merged data columns, written chunk after chunk from row ``pos`` on (so that
+        # ``_finish`` need not concatenate them); ``spilled`` once a chunk's columns came in
+        # other dtypes (then ``_finish`` concatenates the chunks after all)
+        self.out: list[np.ndarray] | None = None
+        self.pos = 0
+        self.spilled = False
+
+    def _slots(self, m: int) -> list[np.ndarray] | None:
+        """Views of the merged columns for the next ``m`` rows (None once spilled)."""
+        if self.spilled:
+            return None
+        if self.out is None:
+            self.out = [np.empty(self.size, dtype=c.dtype) for c in self.a.data]
+        return [o[self.pos : self.pos + m] for o in self.out]
+
+    def _keep(self, u: Updates, placed: bool = False) -> None:
+        """Add the merged chunk ``u`` (its data written into ``_slots`` already if
+        ``placed``)."""
+        m = len(u)
+        if not m:
+            return
+        if not placed and not self.spilled:
+            slots = self._slots(m)
+            assert slots is not None
+            if len(slots) == len(u.data) and all(
+                s.dtype == c.dtype for s, c in zip(slots, u.data, strict=True)
+            ):
+                for s, c in zip(slots, u.data, strict=True):
+                    s[...] = c
+                u = Updates(tuple(slots), u.times, u.diffs, u.diff_type)
+            else:
+                self.spilled = True
+        if not self.spilled:
+            self.pos += m
+        self.chunks.append(u)
 
     def _chunk(self, ka_end: int, kb_end: int) -> None:
         a, b = self.a, self.b
@@ -83,24 +123,22 @@ class Merge:
         if one_row_per_key and self.bounded and len(ua) and len(ub):
             merged = merge_unique_runs(ua, ub, a.key_width, self.since.arr)
             if merged is not None:
-                if len(merged):
-                    self.chunks.append(merged)
+                self._keep(merged)
                 self.ka, self.kb = ka_end, kb_end
                 return
         self.distinct = False  # (a chunk of the general path: keys may repeat)
         if self.unique:
-            merged = merge_interleaved(ua, ub, self.since.arr)
+            slots = self._slots(len(ua) + len(ub))
+            merged = merge_interleaved(ua, ub, self.since.arr, out=slots)
             if merged is not None:
-                if len(merged):
-                    self.chunks.append(merged)
+                self._keep(merged, placed=slots is not None)
                 self.ka, self.kb = ka_end, kb_end
                 return
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
             u = consolidate(u, runs=True, bounded=self.bounded)
-            if len(u):
-                self.chunks.append(u)
+            self._keep(u)
         self.ka, self.kb = ka_end, kb_end
 
     def work(self, fuel: int) -> bool:
@@ -129,7 +167,12 @@ class Merge:
                 if fuel < left:
                     self.credit = fuel
                     return False
-            if self.ka >= na or self.kb >= nb or fuel >= self.size or a.keys.dtype != b.keys.dtype:
+            if (
+                self.ka >= na
+                or self.kb >= nb
+                or (fuel >= self.size and self.size <= MAX_CHUNK_ROWS)
+                or a.keys.dtype != b.keys.dtype
+            ):
                 # (keys of two representations, e.g. int64 and Python ints, are not
                 # compared to cut chunks: the whole merge is one chunk, made exact by
                 # ``concat_columns``)
@@ -137,7 +180,7 @@ class Merge:
                 fuel = 0
                 self._finish()
                 break
-            half = max(fuel // 2, 1)
+            half = min(max(fuel // 2, 1), MAX_CHUNK_ROWS // 2)
             ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
             ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
             ia = min(max(ia, self.ka + 1), na)
@@ -165,7 +208,13 @@ class Merge:
     def _finish(self) -> None:
         a, b = self.a, self.b
         desc = Description(a.desc.lower, b.desc.upper, self.since)
-        if self.chunks:
+        if self.chunks and self.out is not None and not self.spilled:
+            m = self.pos
+            # (a result much shorter than both batches, as when updates cancel, is copied
+            # out of the columns sized for both)
+            data = tuple(o[:m] if 4 * m >= 3 * self.size else o[:m].copy() for o in self.out)
+            u = _concat_chunks(self.chunks, data)
+        elif self.chunks:
             u = _concat_chunks(self.chunks)
         else:
             u = Updates(
@@ -178,23 +227,29 @@ class Merge:
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
+        self.out = None
 
 
-def _concat_chunks(chunks: list[Updates]) -> Updates:
+def _concat_chunks(chunks: list[Updates], data: tuple[np.ndarray, ...] | None = None) -> Updates:
     """``concat_updates`` of a merge's chunks, keeping a time column (and an int diff
     column) that is one zero-stride row in every chunk as one such view: copied out, it
-    would only be checked and made a view again by the batch."""
-    if len(chunks) == 1:
-        return chunks[0]
+    would only be checked and made a view again by the batch. ``data``: the chunks' data
+    columns one after another, when the merge wrote them so."""
+    dt = chunks[0].diff_type
+    if data is None:
+        if len(chunks) == 1:
+            return chunks[0]
+        width = len(chunks[0].data)
+        data = tuple(concat_columns([c.data[i] for c in chunks]) for i in range(width))
+    elif len(chunks) == 1:
+        return Updates(data, chunks[0].times, chunks[0].diffs, dt)
     n = sum(len(c) for c in chunks)
     t0 = chunks[0].times[:1]
-    if not all(is_zero_stride(c.times) and np.array_equal(c.times[:1], t0) for c in chunks):
-        return concat_updates(chunks)
     ds = [c.diffs for c in chunks]
     d0 = ds[0]
-    width = len(chunks[0].data)
-    data = tuple(concat_columns([c.data[i] for c in chunks]) for i in range(width))
-    dt = chunks[0].diff_type
+    if not all(is_zero_stride(c.times) and np.array_equal(c.times[:1], t0) for c in chunks):
+        times = np.concatenate([c.times for c in chunks])
+        return Updates(data, times, dt.concat(ds), dt)
     if isinstance(d0, np.ndarray) and all(
         isinstance(d, np.ndarray) and is_zero_stride(d) and d.dtype == d0.dtype and d[0] == d0[0]
         for d in ds
@@ -320,7 +375,9 @@ def merge_ranges(a: TraceBatch, b: TraceBatch, since: Antichain) -> TraceBatch |
     return out
 
 
-def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | None:
+def merge_interleaved(
+    ua: Updates, ub: Updates, since: np.ndarray, out: list[np.ndarray] | None = None
+) -> Updates | None:
     """The merge of two consolidated runs ``ua`` and ``ub`` (rows sorted by ``(key, val)``,
     each ``(key, val)`` on one row of its run) advanced by the frontier ``since``, when no
     row of ``ub`` ties with a row of ``ua`` on the leading columns that pack into one int64
@@ -328,10 +385,15 @@ def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | 
     among those of ``ua`` by one ``searchsorted`` of those packed columns, without sorting.
     None when some row ties, or a data column is not an integer of the same dtype in both
     (the caller then sorts and adds up). Rows of one run that tie keep their order, which
-    is that of the run."""
+    is that of the run. ``out``: columns of ``len(ua) + len(ub)`` rows, of the data
+    columns' dtypes, to write the merged data columns into (they are then the result's)."""
     na, nb = len(ua), len(ub)
     if not nb or not na:
         u = ua if na else ub
+        if out is not None:
+            for o, c in zip(out, u.data, strict=True):
+                o[...] = c
+            u = Updates(tuple(out), u.times, u.diffs, u.diff_type)
         return u.with_times(_advanced(u.times, since))
     if len(ua.data) != len(ub.data) or ua.diff_type != ub.diff_type:
         return None
@@ -340,9 +402,15 @@ def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | 
             x.dtype.kind in "ib" or (x.dtype.kind == "u" and x.itemsize < 8)
         ):
             return None
-    # the leading columns whose ranges fit 62 bits together (the first is sorted: its range
-    # is read off the ends)
-    fields: list[tuple[np.ndarray, np.ndarray, int, int]] = []
+    # The leading columns whose ranges fit beside the row number in 63 bits (the first is
+    # sorted: its range is read off the ends), packed with the row number of ``ua`` then
+    # ``ub`` in the low bits: one sort of that (much faster than a stable argsort or a
+    # searchsorted) orders the rows by those columns, ties by run then row.
+    n = na + nb
+    row_bits = (n - 1).bit_length()
+    budget = 63 - row_bits
+    # (a column that does not fit whole gives its high bits, and is the last)
+    fields: list[tuple[np.ndarray, np.ndarray, int, int, int]] = []
     total = 0
     for j, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
         if j == 0:
@@ -350,35 +418,75 @@ def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | 
         else:
             lo, hi = min(int(x.min()), int(y.min())), max(int(x.max()), int(y.max()))
         bits = (hi - lo).bit_length()
-        if total + bits > 62:
+        if total + bits > budget:
+            if budget > total:
+                fields.append((x, y, lo, budget - total, bits - (budget - total)))
+                total = budget
             break
-        fields.append((x, y, lo, bits))
+        fields.append((x, y, lo, bits, 0))
         total += bits
     if not fields:
         return None
-    pa: Any = None
-    pb: Any = None
-    shift = total
-    for x, y, lo, bits in fields:
+    keyed = np.empty(n, dtype=np.int64)
+    ka, kb = keyed[:na], keyed[na:]
+    shift = total + row_bits
+    for j, (x, y, lo, bits, drop) in enumerate(fields):
         shift -= bits
-        ta = x.astype(np.int64) - lo
-        tb = y.astype(np.int64) - lo
-        if shift:
-            ta <<= shift
-            tb <<= shift
-        pa = ta if pa is None else pa | ta
-        pb = tb if pb is None else pb | tb
-    left = np.searchsorted(pa, pb)
-    if bool((pa[np.minimum(left, na - 1)] == pb).any()):
-        return None  # (a row of ub ties with one of ua: maybe the same (key, val))
-    n = na + nb
-    posb = left + np.arange(nb)
-    from_a = np.ones(n, dtype=bool)
-    from_a[posb] = False
-    order = np.empty(n, dtype=np.int64)
-    order[posb] = np.arange(na, n)
-    order[from_a] = np.arange(na)
-    data = tuple(np.concatenate((x, y)).take(order) for x, y in zip(ua.data, ub.data, strict=True))
+        for src, dst in ((x, ka), (y, kb)):
+            t = src.astype(np.int64, copy=False)
+            if j == 0:
+                np.subtract(t, lo, out=dst)
+                if drop:
+                    dst >>= drop
+                if shift:
+                    dst <<= shift
+            else:
+                t = t - lo
+                if drop:
+                    t >>= drop
+                if shift:
+                    t <<= shift
+                dst |= t
+    ka |= np.arange(na, dtype=np.int64)
+    kb |= np.arange(na, n, dtype=np.int64)
+    keyed.sort()
+    mask = (1 << row_bits) - 1
+    order = keyed & mask
+    prefix = keyed >> row_bits
+    tie = prefix[1:] == prefix[:-1]
+    if bool(tie.any()):
+        # Rows that tie on the packed columns are in run order: sorted again by all their
+        # columns (they are few); two equal rows (to add up) leave the merge to the caller.
+        t = np.flatnonzero(tie)
+        sel = np.union1d(t, t + 1)  # (positions in runs of ties, in order)
+        idx = order[sel]
+        in_a = idx < na
+        cols = []
+        for x, y in zip(ua.data, ub.data, strict=True):
+            v = np.empty(len(idx), dtype=x.dtype)
+            v[in_a] = x[idx[in_a]]
+            v[~in_a] = y[idx[~in_a] - na]
+            cols.append(v)
+        group = prefix[sel]
+        perm = np.lexsort((*reversed(cols), group))
+        same = group[perm][1:] == group[perm][:-1]
+        for v in cols:
+            sv = v[perm]
+            same &= sv[1:] == sv[:-1]
+        if bool(same.any()):
+            return None  # (a row in both runs: its diffs add up)
+        order[sel] = idx[perm]
+    # each row written where it goes (two scatters per column: no concatenation first)
+    # (each run's rows keep their order: the k-th row of ua goes to the k-th place that
+    # takes a row of ua)
+    from_b = order >= na
+    at_a, at_b = np.flatnonzero(~from_b), np.flatnonzero(from_b)
+    data = []
+    for i, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
+        col = out[i] if out is not None else np.empty(n, dtype=x.dtype)
+        col[at_a] = x
+        col[at_b] = y
+        data.append(col)
     dt = ua.diff_type
     da, db = ua.diffs, ub.diffs
     if (
@@ -397,7 +505,7 @@ def merge_interleaved(ua: Updates, ub: Updates, since: np.ndarray) -> Updates | 
         times = const_view(np.ascontiguousarray(t1[:1]), (n, t1.shape[1]))
     else:
         times = np.concatenate((t1, t2)).take(order, axis=0)
-    return Updates(data, times, diffs, dt)
+    return Updates(tuple(data), times, diffs, dt)
 
 
 def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
