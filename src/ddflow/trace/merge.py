@@ -52,6 +52,10 @@ MIN_WORK_ROWS = 4096
 #: went on chunks of a few rows each
 MIN_CHUNK_ROWS = 2048
 
+#: merges (``merge_ranges``) and chunks (``merge_interleaved``) of fewer rows go the general
+#: way without trying the shortcuts first: on a few rows their checks cost more than they save
+MIN_SHORTCUT_ROWS = 2048
+
 #: the most rows a merge works through in one chunk, however much fuel it has (a large
 #: merge completed at once, too): sorting a chunk that fits in the caches is several times
 #: faster per row than sorting millions of rows at once
@@ -76,6 +80,7 @@ class Merge:
         self.bounded = self.bound is not None and self.bound <= I64_MAX
         # each (key, val) on one row of either batch: chunks may be interleaved, not sorted
         self.unique = a.unique_rows() and b.unique_rows()
+        self.misses = 0  # chunks ``merge_interleaved`` left to the general path
         # the merged data columns, written chunk after chunk from row ``pos`` on (so that
         # ``_finish`` need not concatenate them); ``spilled`` once a chunk's columns came in
         # other dtypes (then ``_finish`` concatenates the chunks after all)
@@ -84,11 +89,26 @@ class Merge:
         self.spilled = False
 
     def _slots(self, m: int) -> list[np.ndarray] | None:
-        """Views of the merged columns for the next ``m`` rows (None once spilled)."""
-        if self.spilled:
+        """Views of the merged columns for the next ``m`` rows: None for the first chunk
+        (which may be the whole merge, then kept as it is) and once spilled."""
+        if self.spilled or not self.chunks:
             return None
         if self.out is None:
+            # (the second chunk: the first is copied in)
+            first = self.chunks[0]
+            if len(first.data) != len(self.a.data) or any(
+                c.dtype != d.dtype for c, d in zip(first.data, self.a.data, strict=True)
+            ):
+                self.spilled = True
+                return None
             self.out = [np.empty(self.size, dtype=c.dtype) for c in self.a.data]
+            k = len(first)
+            for o, c in zip(self.out, first.data, strict=True):
+                o[:k] = c
+            self.chunks[0] = Updates(
+                tuple(o[:k] for o in self.out), first.times, first.diffs, first.diff_type
+            )
+            self.pos = k
         return [o[self.pos : self.pos + m] for o in self.out]
 
     def _keep(self, u: Updates, placed: bool = False) -> None:
@@ -99,7 +119,9 @@ class Merge:
             return
         if not placed and not self.spilled:
             slots = self._slots(m)
-            assert slots is not None
+            if slots is None:  # (the first chunk)
+                self.chunks.append(u)
+                return
             if len(slots) == len(u.data) and all(
                 s.dtype == c.dtype for s, c in zip(slots, u.data, strict=True)
             ):
@@ -127,13 +149,16 @@ class Merge:
                 self.ka, self.kb = ka_end, kb_end
                 return
         self.distinct = False  # (a chunk of the general path: keys may repeat)
-        if self.unique:
+        if self.unique and len(ua) + len(ub) >= MIN_SHORTCUT_ROWS:
             slots = self._slots(len(ua) + len(ub))
             merged = merge_interleaved(ua, ub, self.since.arr, out=slots)
             if merged is not None:
                 self._keep(merged, placed=slots is not None)
                 self.ka, self.kb = ka_end, kb_end
                 return
+            self.misses += 1
+            if self.misses >= 1:
+                self.unique = False  # (rows that pack small, or repeat: not worth trying)
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
@@ -153,7 +178,7 @@ class Merge:
         if fuel < MIN_WORK_ROWS and fuel < self.size:
             self.credit = fuel
             return False
-        if self.ka == 0 and self.kb == 0 and self.result is None:
+        if self.ka == 0 and self.kb == 0 and self.result is None and self.size >= MIN_SHORTCUT_ROWS:
             whole = merge_ranges(a, b, self.since)
             if whole is not None:
                 self.result = whole
@@ -208,7 +233,7 @@ class Merge:
     def _finish(self) -> None:
         a, b = self.a, self.b
         desc = Description(a.desc.lower, b.desc.upper, self.since)
-        if self.chunks and self.out is not None and not self.spilled:
+        if len(self.chunks) > 1 and self.out is not None and not self.spilled:
             m = self.pos
             # (a result much shorter than both batches, as when updates cancel, is copied
             # out of the columns sized for both)
@@ -410,14 +435,21 @@ def merge_interleaved(
     row_bits = (n - 1).bit_length()
     budget = 63 - row_bits
     # (a column that does not fit whole gives its high bits, and is the last)
-    fields: list[tuple[np.ndarray, np.ndarray, int, int, int]] = []
-    total = 0
+    spans = []
     for j, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
         if j == 0:
             lo, hi = min(int(x[0]), int(y[0])), max(int(x[-1]), int(y[-1]))
         else:
             lo, hi = min(int(x.min()), int(y.min())), max(int(x.max()), int(y.max()))
-        bits = (hi - lo).bit_length()
+        spans.append((x, y, lo, (hi - lo).bit_length()))
+    if sum(b for *_, b in spans) <= 62:
+        # Rows that pack into one word whole: ``consolidate`` merges those with one stable
+        # sort about as fast, and adds up rows in both runs (common where rows repeat:
+        # such a merge would find its ties here, only to be done again there)
+        return None
+    fields: list[tuple[np.ndarray, np.ndarray, int, int, int]] = []
+    total = 0
+    for x, y, lo, bits in spans:
         if total + bits > budget:
             if budget > total:
                 fields.append((x, y, lo, budget - total, bits - (budget - total)))
