@@ -416,19 +416,24 @@ def q5(inp: dict[str, Any], d: Tables) -> Any:
         .semijoin(nations)
         .map(lambda r: (r[1], r[0]), vectorized=True)
     )  # custkey -> nation
+    # Line items are matched with the year's Asian orders first, by order key: the line
+    # items arrive in order-key order, so their arrangement merges by concatenation, and
+    # the few that match (about 1 in 35) are then matched with their suppliers, by
+    # (supplier, nation): the supplier must be of the customer's nation.
     orders = (
         inp["orders"]
         .filter(lambda r: (r[2] >= lo) & (r[2] < hi), vectorized=True)
         .map(lambda r: (r[1], r[0]), vectorized=True)
-        .join_map(cust, lambda c, o, n: ((o, n), 0), vectorized=True)
-    )  # (okey, nation)
-    supp = inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True)
-    items = (
+        .join_map(cust, lambda c, o, n: (o, n), vectorized=True)
+    )  # okey -> nation
+    supp = inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True)  # (suppkey, nation)
+    local = (
         inp["lineitem"]
-        .map(lambda r: (r[1], (r[0], r[2] * (100 - r[3]))), vectorized=True)
-        .join_map(supp, lambda s, x, n: ((x[0], n), x[1]), vectorized=True)
-    )  # (okey, nation) -> rev
-    local = items.join_map(orders, lambda k, rev, _z: (k[1], rev), vectorized=True)
+        .map(lambda r: (r[0], (r[1], r[2] * (100 - r[3]))), vectorized=True)
+        .join_map(orders, lambda o, x, n: ((x[0], n), x[1]), vectorized=True)
+        .semijoin(supp)
+        .map(lambda r: (r[0][1], r[1]), vectorized=True)
+    )  # (nation, rev)
     names = inp["nation"].map(lambda r: (r[0], r[1]), vectorized=True)
     return (
         _sum_total(local, lambda r: (r[0], (r[1],)))
@@ -609,13 +614,16 @@ def q8(inp: dict[str, Any], d: Tables) -> Any:
         .map(lambda r: (r[1], r[0]), vectorized=True)
         .join_map(is_brazil, lambda n, s, b: (s, b), vectorized=True)
     )  # suppkey -> brazil?
+    # Line items are matched with the orders first, by order key (they arrive in order-key
+    # order, so their arrangement merges by concatenation), then the few that match
+    # (about 1 in 16) with the parts of the type.
     items = (
         inp["lineitem"]
-        .map(lambda r: (r[1], (r[0], r[2], r[3] * (100 - r[4]))), vectorized=True)
+        .map(lambda r: (r[0], (r[1], r[2], r[3] * (100 - r[4]))), vectorized=True)
+        .join_map(orders, lambda o, x, y: (x[0], (x[1], x[2], y)), vectorized=True)
         .semijoin(parts)
-        .map(lambda r: (r[1][1], (r[1][0], r[1][2])), vectorized=True)
-        .join_map(supp, lambda s, x, b: (x[0], (x[1], b)), vectorized=True)
-        .join_map(orders, lambda o, x, y: (y, x[0], x[1]), vectorized=True)
+        .map(lambda r: (r[1][0], (r[1][1], r[1][2])), vectorized=True)
+        .join_map(supp, lambda s, x, b: (x[1], x[0], b), vectorized=True)
     )  # (year, vol, brazil)
     return _sum_total(items, lambda r: (r[0], (r[1] * r[2], r[1])))
 
@@ -1383,28 +1391,31 @@ limit 100""",
 def q21(inp: dict[str, Any], d: Tables) -> Any:
     # For a late line item of supplier s in order o: "another supplier in o" is "o has at
     # least 2 distinct suppliers"; "no other supplier of o is late" is "o has exactly 1
-    # distinct late supplier" (s itself).
+    # distinct late supplier" (s itself). One count per (order, supplier) of its line items
+    # and late ones, then one count per order of (distinct suppliers, distinct late
+    # suppliers, status 'F'), give the qualifying orders; their late line items are then
+    # counted per supplier.
     saudi, final = d.code("n_name", "SAUDI ARABIA"), d.code("o_orderstatus", "F")
-    pairs = inp["lineitem"].map(lambda r: (r[0], r[1]), vectorized=True)
-    late = (
-        inp["lineitem"]
-        .filter(lambda r: r[3] > r[2], vectorized=True)
-        .map(lambda r: (r[0], r[1]), vectorized=True)
+    li = inp["lineitem"]
+    late = li.filter(lambda r: r[3] > r[2], vectorized=True).map(
+        lambda r: (r[0], r[1]), vectorized=True
     )
-
-    def suppliers_per_order(c: Any) -> Any:
-        return _sum_total(c.distinct_total(), lambda r: (r[0], (_ones(r[0]),))).map(
-            lambda kc: (kc[0], kc[1][0]), vectorized=True
-        )  # (okey, #suppliers)
-
+    per_pair = _sum_total(
+        li, lambda r: ((r[0], r[1]), (_ones(r[0]), (r[3] > r[2]).astype(np.int64)))
+    )  # ((okey, suppkey), (line items, late ones))
+    zero = lambda x: np.zeros(len(x), np.int64)  # noqa: E731
+    suppliers = per_pair.explode(
+        lambda kc: (kc[0][0], (_ones(kc[0][0]), (kc[1][1] > 0).astype(np.int64), zero(kc[0][0]))),
+        vectorized=True,
+    )
+    final_orders = inp["orders"].explode(
+        lambda r: (r[0], (zero(r[0]), zero(r[0]), _ones(r[0])), r[1] == final), vectorized=True
+    )
     lonely = (
-        suppliers_per_order(pairs)
-        .filter(lambda r: r[1] >= 2, vectorized=True)
-        .join_map(
-            suppliers_per_order(late).filter(lambda r: r[1] == 1, vectorized=True),
-            lambda o, a, b: o,
-            vectorized=True,
-        )
+        suppliers.concat(final_orders)
+        .count_total()
+        .filter(lambda kc: (kc[1][0] >= 2) & (kc[1][1] == 1) & (kc[1][2] == 1), vectorized=True)
+        .map(lambda kc: kc[0], vectorized=True)
     )  # qualifying orders
     nations = (
         inp["nation"]
@@ -1417,14 +1428,8 @@ def q21(inp: dict[str, Any], d: Tables) -> Any:
         .semijoin(nations)
         .map(lambda r: r[1], vectorized=True)
     )  # suppkey -> name
-    orders = (
-        inp["orders"]
-        .filter(lambda r: r[1] == final, vectorized=True)
-        .map(lambda r: r[0], vectorized=True)
-    )
     waits = (
-        late.semijoin(orders)
-        .semijoin(lonely)
+        late.semijoin(lonely)
         .map(lambda r: (r[1], r[0]), vectorized=True)
         .join_map(supp, lambda s, o, name: name, vectorized=True)
     )

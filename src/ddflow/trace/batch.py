@@ -311,14 +311,23 @@ class TraceBatch:
         "_packed",
         "_lead",
         "_bound",
+        "_unique",
         "__weakref__",
     )
 
     def __init__(
-        self, key_width: int, u: Updates, desc: Description, *, distinct_keys: bool = False
+        self,
+        key_width: int,
+        u: Updates,
+        desc: Description,
+        *,
+        distinct_keys: bool = False,
+        index: tuple[np.ndarray, np.ndarray] | None = None,
     ) -> None:
         """``distinct_keys``: the caller knows every row has a key of its own (a merge of
-        runs of one row per key), so the key runs need not be looked for."""
+        runs of one row per key), so the key runs need not be looked for. ``index``: the
+        caller has the ``(keys, bounds)`` of these rows already (a merge that concatenates
+        two batches whose key ranges do not overlap)."""
         self.key_width = key_width
         self.data: Columns = u.data
         self.times = compact_column(u.times)
@@ -329,7 +338,9 @@ class TraceBatch:
         kcols = u.data[:key_width]
         self.keys: np.ndarray
         self.bounds: np.ndarray
-        if distinct_keys and n:
+        if index is not None:
+            self.keys, self.bounds = index
+        elif distinct_keys and n:
             self.keys = key_index(kcols)
             self.bounds = np.arange(n + 1, dtype=np.int32 if n < 2**31 else np.int64)
         elif n <= 16 and len(kcols) == 1 and kcols[0].dtype.kind in "iu":
@@ -352,6 +363,7 @@ class TraceBatch:
         self._packed: _Packed | None | bool = None
         self._lead: np.ndarray | None | bool = None
         self._bound: int | None = None
+        self._unique = False
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -475,6 +487,25 @@ class TraceBatch:
             )
             self._bound = run * mag
         return self._bound
+
+    def unique_rows(self) -> bool:
+        """Whether each ``(key, val)`` is on one row of this batch: known when all its
+        rows have one time (the batch is consolidated) or recorded by ``set_unique_rows``.
+        False means not known."""
+        if not self._unique:
+            t = self.times
+            self._unique = (
+                len(t) <= 1
+                or is_zero_stride(t)
+                or bool((t[-1] == t[0]).all() and (t == t[0]).all())
+            )
+        return self._unique
+
+    def set_unique_rows(self) -> None:
+        """Record that each ``(key, val)`` is on one row (a concatenation of two batches of
+        which that holds, with no ``(key, val)`` in both). It is an error to record it of
+        a batch where it does not hold: merges then keep rows that should add up."""
+        self._unique = True
 
     def set_diff_bound(self, bound: int) -> None:
         """Record a ``diff_bound`` known from how the batch was made (a merge hands down the
@@ -618,7 +649,7 @@ class TraceBatch:
         state = {
             k: getattr(self, k)
             for k in self.__slots__
-            if k not in ("_table", "_index", "_packed", "_lead", "_bound", "__weakref__")
+            if k not in ("_table", "_index", "_packed", "_lead", "_bound", "_unique", "__weakref__")
         }
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
@@ -632,6 +663,7 @@ class TraceBatch:
         self._packed = None
         self._lead = None
         self._bound = None
+        self._unique = False
 
     def __repr__(self) -> str:
         d = self.desc

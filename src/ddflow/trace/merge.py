@@ -17,22 +17,30 @@ Two forms, with the same result:
 * ``merge_all``: several adjacent batches merged at once (the spine's small tail batches,
   and rebuilding a merge from its sources).
 
+Two batches whose ``(key, val)`` ranges overlap little (each holding each of its
+``(key, val)`` once) merge as a concatenation (``merge_ranges``): only the overlap is sorted
+and added up; the rows around it keep their order. Arrangements whose keys grow with time
+(orders by key, ids handed out in order) merge that way while they load, at about the cost
+of copying the columns once.
+
 Invariant: a merged batch's ``diff_bound`` is the sum of its sources' bounds when they
 have one (a merge sums rows of one key), handed down without a pass over the merged diffs.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ddflow.core.columns import take_columns
+from ddflow.core.columns import concat_columns, const_view, take_columns
 from ddflow.core.diff import I64_MAX, IntDiff, TupleDiff
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.trace.batch import Description, TraceBatch, merged_bound
+from ddflow.trace.batch import Description, TraceBatch, is_zero_stride, merged_bound
 
-__all__ = ["Merge", "merge_all", "merge_unique_runs"]
+__all__ = ["Merge", "merge_all", "merge_interleaved", "merge_ranges", "merge_unique_runs"]
 
 
 #: fuel (rows) a merge in progress collects before it works at all, unless the whole
@@ -43,6 +51,15 @@ MIN_WORK_ROWS = 4096
 #: each chunk costs tens of numpy calls, and without a floor the last of a call's fuel
 #: went on chunks of a few rows each
 MIN_CHUNK_ROWS = 2048
+
+#: merges (``merge_ranges``) and chunks (``merge_interleaved``) of fewer rows go the general
+#: way without trying the shortcuts first: on a few rows their checks cost more than they save
+MIN_SHORTCUT_ROWS = 2048
+
+#: the most rows a merge works through in one chunk, however much fuel it has (a large
+#: merge completed at once, too): sorting a chunk that fits in the caches is several times
+#: faster per row than sorting millions of rows at once
+MAX_CHUNK_ROWS = 1 << 17
 
 
 class Merge:
@@ -61,6 +78,61 @@ class Merge:
         # sums of a key's rows in the merge cannot leave int64 when the bounds say so
         self.bound = merged_bound([a, b])
         self.bounded = self.bound is not None and self.bound <= I64_MAX
+        # each (key, val) on one row of either batch: chunks may be interleaved, not sorted
+        self.unique = a.unique_rows() and b.unique_rows()
+        self.misses = 0  # chunks ``merge_interleaved`` left to the general path
+        # the merged data columns, written chunk after chunk from row ``pos`` on (so that
+        # ``_finish`` need not concatenate them); ``spilled`` once a chunk's columns came in
+        # other dtypes (then ``_finish`` concatenates the chunks after all)
+        self.out: list[np.ndarray] | None = None
+        self.pos = 0
+        self.spilled = False
+
+    def _slots(self, m: int) -> list[np.ndarray] | None:
+        """Views of the merged columns for the next ``m`` rows: None for the first chunk
+        (which may be the whole merge, then kept as it is) and once spilled."""
+        if self.spilled or not self.chunks:
+            return None
+        if self.out is None:
+            # (the second chunk: the first is copied in)
+            first = self.chunks[0]
+            if len(first.data) != len(self.a.data) or any(
+                c.dtype != d.dtype for c, d in zip(first.data, self.a.data, strict=True)
+            ):
+                self.spilled = True
+                return None
+            self.out = [np.empty(self.size, dtype=c.dtype) for c in self.a.data]
+            k = len(first)
+            for o, c in zip(self.out, first.data, strict=True):
+                o[:k] = c
+            self.chunks[0] = Updates(
+                tuple(o[:k] for o in self.out), first.times, first.diffs, first.diff_type
+            )
+            self.pos = k
+        return [o[self.pos : self.pos + m] for o in self.out]
+
+    def _keep(self, u: Updates, placed: bool = False) -> None:
+        """Add the merged chunk ``u`` (its data written into ``_slots`` already if
+        ``placed``)."""
+        m = len(u)
+        if not m:
+            return
+        if not placed and not self.spilled:
+            slots = self._slots(m)
+            if slots is None:  # (the first chunk)
+                self.chunks.append(u)
+                return
+            if len(slots) == len(u.data) and all(
+                s.dtype == c.dtype for s, c in zip(slots, u.data, strict=True)
+            ):
+                for s, c in zip(slots, u.data, strict=True):
+                    s[...] = c
+                u = Updates(tuple(slots), u.times, u.diffs, u.diff_type)
+            else:
+                self.spilled = True
+        if not self.spilled:
+            self.pos += m
+        self.chunks.append(u)
 
     def _chunk(self, ka_end: int, kb_end: int) -> None:
         a, b = self.a, self.b
@@ -73,17 +145,25 @@ class Merge:
         if one_row_per_key and self.bounded and len(ua) and len(ub):
             merged = merge_unique_runs(ua, ub, a.key_width, self.since.arr)
             if merged is not None:
-                if len(merged):
-                    self.chunks.append(merged)
+                self._keep(merged)
                 self.ka, self.kb = ka_end, kb_end
                 return
         self.distinct = False  # (a chunk of the general path: keys may repeat)
+        if self.unique and len(ua) + len(ub) >= MIN_SHORTCUT_ROWS:
+            slots = self._slots(len(ua) + len(ub))
+            merged = merge_interleaved(ua, ub, self.since.arr, out=slots)
+            if merged is not None:
+                self._keep(merged, placed=slots is not None)
+                self.ka, self.kb = ka_end, kb_end
+                return
+            self.misses += 1
+            if self.misses >= 1:
+                self.unique = False  # (rows that pack small, or repeat: not worth trying)
         u = concat_updates([ua, ub])
         if len(u):
             u = u.with_times(columns_advance_by(u.times, self.since.arr))
             u = consolidate(u, runs=True, bounded=self.bounded)
-            if len(u):
-                self.chunks.append(u)
+            self._keep(u)
         self.ka, self.kb = ka_end, kb_end
 
     def work(self, fuel: int) -> bool:
@@ -98,6 +178,11 @@ class Merge:
         if fuel < MIN_WORK_ROWS and fuel < self.size:
             self.credit = fuel
             return False
+        if self.ka == 0 and self.kb == 0 and self.result is None and self.size >= MIN_SHORTCUT_ROWS:
+            whole = merge_ranges(a, b, self.since)
+            if whole is not None:
+                self.result = whole
+                return True
         while self.result is None:
             if fuel <= 0:
                 return False
@@ -107,7 +192,12 @@ class Merge:
                 if fuel < left:
                     self.credit = fuel
                     return False
-            if self.ka >= na or self.kb >= nb or fuel >= self.size or a.keys.dtype != b.keys.dtype:
+            if (
+                self.ka >= na
+                or self.kb >= nb
+                or (fuel >= self.size and self.size <= MAX_CHUNK_ROWS)
+                or a.keys.dtype != b.keys.dtype
+            ):
                 # (keys of two representations, e.g. int64 and Python ints, are not
                 # compared to cut chunks: the whole merge is one chunk, made exact by
                 # ``concat_columns``)
@@ -115,7 +205,7 @@ class Merge:
                 fuel = 0
                 self._finish()
                 break
-            half = max(fuel // 2, 1)
+            half = min(max(fuel // 2, 1), MAX_CHUNK_ROWS // 2)
             ia = int(np.searchsorted(a.bounds, a.bounds[self.ka] + half, side="right")) - 1
             ib = int(np.searchsorted(b.bounds, b.bounds[self.kb] + half, side="right")) - 1
             ia = min(max(ia, self.ka + 1), na)
@@ -143,8 +233,14 @@ class Merge:
     def _finish(self) -> None:
         a, b = self.a, self.b
         desc = Description(a.desc.lower, b.desc.upper, self.since)
-        if self.chunks:
-            u = concat_updates(self.chunks)
+        if len(self.chunks) > 1 and self.out is not None and not self.spilled:
+            m = self.pos
+            # (a result much shorter than both batches, as when updates cancel, is copied
+            # out of the columns sized for both)
+            data = tuple(o[:m] if 4 * m >= 3 * self.size else o[:m].copy() for o in self.out)
+            u = _concat_chunks(self.chunks, data)
+        elif self.chunks:
+            u = _concat_chunks(self.chunks)
         else:
             u = Updates(
                 take_columns(a.data, slice(0, 0)),
@@ -156,6 +252,292 @@ class Merge:
         if self.bounded and self.bound is not None:  # (else computed when asked: maybe smaller)
             self.result.set_diff_bound(self.bound)
         self.chunks = []
+        self.out = None
+
+
+def _concat_chunks(chunks: list[Updates], data: tuple[np.ndarray, ...] | None = None) -> Updates:
+    """``concat_updates`` of a merge's chunks, keeping a time column (and an int diff
+    column) that is one zero-stride row in every chunk as one such view: copied out, it
+    would only be checked and made a view again by the batch. ``data``: the chunks' data
+    columns one after another, when the merge wrote them so."""
+    dt = chunks[0].diff_type
+    if data is None:
+        if len(chunks) == 1:
+            return chunks[0]
+        width = len(chunks[0].data)
+        data = tuple(concat_columns([c.data[i] for c in chunks]) for i in range(width))
+    elif len(chunks) == 1:
+        return Updates(data, chunks[0].times, chunks[0].diffs, dt)
+    n = sum(len(c) for c in chunks)
+    t0 = chunks[0].times[:1]
+    ds = [c.diffs for c in chunks]
+    d0 = ds[0]
+    if not all(is_zero_stride(c.times) and np.array_equal(c.times[:1], t0) for c in chunks):
+        times = np.concatenate([c.times for c in chunks])
+        return Updates(data, times, dt.concat(ds), dt)
+    if isinstance(d0, np.ndarray) and all(
+        isinstance(d, np.ndarray) and is_zero_stride(d) and d.dtype == d0.dtype and d[0] == d0[0]
+        for d in ds
+    ):
+        diffs: Any = const_view(d0[:1].copy(), (n, *d0.shape[1:]))
+    else:
+        diffs = dt.concat(ds)
+    times = const_view(np.ascontiguousarray(t0, dtype=np.int64), (n, t0.shape[1]))
+    return Updates(data, times, diffs, dt)
+
+
+def _one_time_row(t: np.ndarray) -> np.ndarray | None:
+    """The one time of every row of the time column ``t`` (shape ``(1, d)``), or None if
+    its rows hold several times."""
+    if not (is_zero_stride(t) or len(t) == 1 or bool((t == t[0]).all())):
+        return None
+    return np.ascontiguousarray(t[:1], dtype=np.int64)
+
+
+def _row(batch: TraceBatch, i: int) -> tuple[int, ...]:
+    return tuple(int(c[i]) for c in batch.data)
+
+
+def _advanced(t: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """The time column ``t`` advanced by the frontier ``f``: a zero-stride view when its
+    rows hold one time (so the batch made of it stays compact)."""
+    if not len(t):
+        return t
+    one = _one_time_row(t)
+    if one is None:
+        return columns_advance_by(t, f)
+    one = columns_advance_by(one, f)
+    return const_view(one, (len(t), one.shape[1]))
+
+
+def merge_ranges(a: TraceBatch, b: TraceBatch, since: Antichain) -> TraceBatch | None:
+    """The merge of ``a`` (older) and ``b`` advanced by ``since``, when their ``(key, val)``
+    ranges overlap in at most a quarter of their rows: the rows before the overlap, the
+    overlap merged as ``Merge`` merges a chunk, and the rows after it, concatenated. None
+    when the overlap is larger (``Merge`` then works through it in chunks) or the batches
+    are not of this form: data columns integers of the same dtypes in both, and each batch
+    holding each ``(key, val)`` once (``TraceBatch.unique_rows``). Exact: outside the
+    overlap no ``(key, val)`` is in both batches nor twice in one, so advancing times makes
+    none equal and consolidating would keep those rows as they are, in this order."""
+    kw = a.key_width
+    if not len(a) or not len(b) or kw < 1 or b.key_width != kw or a.diff_type != b.diff_type:
+        return None
+    if len(a.data) != len(b.data) or a.keys.dtype != b.keys.dtype:
+        return None
+    for x, y in zip(a.data, b.data, strict=True):
+        if x.dtype != y.dtype or x.dtype.kind not in "iub":
+            return None
+    lo, hi = (a, b) if _row(a, 0) <= _row(b, 0) else (b, a)
+    n, n_lo, n_hi = len(a) + len(b), len(lo), len(hi)
+    if _row(lo, -1)[:kw] < _row(hi, 0)[:kw]:
+        ka, ra, kb, rb = lo.num_keys, n_lo, 0, 0  # (no key in both)
+    else:
+        # the keys from hi's first to lo's last are merged; around them, rows are copied
+        ka = int(np.searchsorted(lo.keys, hi.keys[:1], side="left")[0])
+        kb = int(np.searchsorted(hi.keys, lo.keys[-1:], side="right")[0])
+        ra, rb = int(lo.bounds[ka]), int(hi.bounds[kb])
+        if (n_lo - ra) + rb > n // 4:
+            return None
+    if not (a.unique_rows() and b.unique_rows()):
+        return None
+    f = since.arr
+    dt = a.diff_type
+    parts = [_slice(lo, slice(0, ra))]
+    mid_keys: np.ndarray | None = None
+    mid_bounds: np.ndarray | None = None
+    if ra < n_lo or rb > 0:
+        bound = merged_bound([a, b])
+        u = concat_updates([_slice(lo, slice(ra, n_lo)), _slice(hi, slice(0, rb))])
+        u = u.with_times(columns_advance_by(u.times, f))
+        u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
+        mid = TraceBatch(kw, u, lo.desc)  # (for its key index only)
+        mid_keys, mid_bounds = mid.keys, mid.bounds
+        parts.append(u)
+    parts.append(_slice(hi, slice(rb, n_hi)))
+    parts = [p for p in parts if len(p)]
+    data = tuple(np.concatenate([p.data[i] for p in parts]) for i in range(len(a.data)))
+    tparts = [_advanced(p.times, f) for p in parts]
+    t0 = _one_time_row(tparts[0]) if all(is_zero_stride(t) or len(t) == 1 for t in tparts) else None
+    m = len(data[0])
+    if t0 is not None and all(np.array_equal(t[:1], t0) for t in tparts):
+        times = const_view(t0, (m, t0.shape[1]))
+    else:
+        times = np.concatenate(tparts)
+    ds = [p.diffs for p in parts]
+    if all(isinstance(d, np.ndarray) and is_zero_stride(d) for d in ds) and all(
+        d.dtype == ds[0].dtype and d[0] == ds[0][0] for d in ds
+    ):
+        diffs: Any = const_view(ds[0][:1].copy(), (m, *ds[0].shape[1:]))  # (e.g. all 1)
+    else:
+        diffs = dt.concat(ds) if len(ds) > 1 else ds[0]
+    nk = ka + (0 if mid_keys is None else len(mid_keys)) + hi.num_keys - kb
+    bounds = np.empty(nk + 1, np.int32 if m < 2**31 else np.int64)
+    keys: np.ndarray
+    if nk == m:
+        # one row per key: the bounds count rows, and a key of one column is its own index
+        bounds[:] = np.arange(m + 1)
+        kparts = [lo.keys[:ka], *([] if mid_keys is None else [mid_keys]), hi.keys[kb:]]
+        keys = data[0] if kw == 1 else np.concatenate(kparts)
+    else:
+        bounds[:ka] = lo.bounds[:ka]
+        at, j = ra, ka
+        key_parts = [lo.keys[:ka]]
+        if mid_keys is not None and mid_bounds is not None:
+            key_parts.append(mid_keys)
+            np.add(mid_bounds[:-1], at, out=bounds[j : j + len(mid_keys)], casting="unsafe")
+            at, j = at + int(mid_bounds[-1]), j + len(mid_keys)
+        np.add(hi.bounds[kb:], at - rb, out=bounds[j:], casting="unsafe")
+        key_parts.append(hi.keys[kb:])
+        keys = np.concatenate(key_parts)
+    desc = Description(a.desc.lower, b.desc.upper, since)
+    out = TraceBatch(kw, Updates(data, times, diffs, dt), desc, index=(keys, bounds))
+    if mid_keys is None or _one_time_row(times) is not None:
+        out.set_unique_rows()  # (the merged overlap: consolidated, so unique if one time)
+    ba, bb = a.diff_bound(), b.diff_bound()
+    if ba is not None and bb is not None:
+        # (a key's rows come from one of the two, but in the overlap: from both)
+        out.set_diff_bound(max(ba, bb) if mid_keys is None else ba + bb)
+    return out
+
+
+def merge_interleaved(
+    ua: Updates, ub: Updates, since: np.ndarray, out: list[np.ndarray] | None = None
+) -> Updates | None:
+    """The merge of two consolidated runs ``ua`` and ``ub`` (rows sorted by ``(key, val)``,
+    each ``(key, val)`` on one row of its run) advanced by the frontier ``since``, when no
+    row of ``ub`` ties with a row of ``ua`` on the leading columns that pack into one int64
+    (then no ``(key, val)`` is in both and nothing adds up): the rows of ``ub`` are placed
+    among those of ``ua`` by one ``searchsorted`` of those packed columns, without sorting.
+    None when some row ties, or a data column is not an integer of the same dtype in both
+    (the caller then sorts and adds up). Rows of one run that tie keep their order, which
+    is that of the run. ``out``: columns of ``len(ua) + len(ub)`` rows, of the data
+    columns' dtypes, to write the merged data columns into (they are then the result's)."""
+    na, nb = len(ua), len(ub)
+    if not nb or not na:
+        u = ua if na else ub
+        if out is not None:
+            for o, c in zip(out, u.data, strict=True):
+                o[...] = c
+            u = Updates(tuple(out), u.times, u.diffs, u.diff_type)
+        return u.with_times(_advanced(u.times, since))
+    if len(ua.data) != len(ub.data) or ua.diff_type != ub.diff_type:
+        return None
+    for x, y in zip(ua.data, ub.data, strict=True):
+        if x.dtype != y.dtype or not (
+            x.dtype.kind in "ib" or (x.dtype.kind == "u" and x.itemsize < 8)
+        ):
+            return None
+    # The leading columns whose ranges fit beside the row number in 63 bits (the first is
+    # sorted: its range is read off the ends), packed with the row number of ``ua`` then
+    # ``ub`` in the low bits: one sort of that (much faster than a stable argsort or a
+    # searchsorted) orders the rows by those columns, ties by run then row.
+    n = na + nb
+    row_bits = (n - 1).bit_length()
+    budget = 63 - row_bits
+    # (a column that does not fit whole gives its high bits, and is the last)
+    spans = []
+    for j, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
+        if j == 0:
+            lo, hi = min(int(x[0]), int(y[0])), max(int(x[-1]), int(y[-1]))
+        else:
+            lo, hi = min(int(x.min()), int(y.min())), max(int(x.max()), int(y.max()))
+        spans.append((x, y, lo, (hi - lo).bit_length()))
+    if sum(b for *_, b in spans) <= 62:
+        # Rows that pack into one word whole: ``consolidate`` merges those with one stable
+        # sort about as fast, and adds up rows in both runs (common where rows repeat:
+        # such a merge would find its ties here, only to be done again there)
+        return None
+    fields: list[tuple[np.ndarray, np.ndarray, int, int, int]] = []
+    total = 0
+    for x, y, lo, bits in spans:
+        if total + bits > budget:
+            if budget > total:
+                fields.append((x, y, lo, budget - total, bits - (budget - total)))
+                total = budget
+            break
+        fields.append((x, y, lo, bits, 0))
+        total += bits
+    if not fields:
+        return None
+    keyed = np.empty(n, dtype=np.int64)
+    ka, kb = keyed[:na], keyed[na:]
+    shift = total + row_bits
+    for j, (x, y, lo, bits, drop) in enumerate(fields):
+        shift -= bits
+        for src, dst in ((x, ka), (y, kb)):
+            t = src.astype(np.int64, copy=False)
+            if j == 0:
+                np.subtract(t, lo, out=dst)
+                if drop:
+                    dst >>= drop
+                if shift:
+                    dst <<= shift
+            else:
+                t = t - lo
+                if drop:
+                    t >>= drop
+                if shift:
+                    t <<= shift
+                dst |= t
+    ka |= np.arange(na, dtype=np.int64)
+    kb |= np.arange(na, n, dtype=np.int64)
+    keyed.sort()
+    mask = (1 << row_bits) - 1
+    order = keyed & mask
+    prefix = keyed >> row_bits
+    tie = prefix[1:] == prefix[:-1]
+    if bool(tie.any()):
+        # Rows that tie on the packed columns are in run order: sorted again by all their
+        # columns (they are few); two equal rows (to add up) leave the merge to the caller.
+        t = np.flatnonzero(tie)
+        sel = np.union1d(t, t + 1)  # (positions in runs of ties, in order)
+        idx = order[sel]
+        in_a = idx < na
+        cols = []
+        for x, y in zip(ua.data, ub.data, strict=True):
+            v = np.empty(len(idx), dtype=x.dtype)
+            v[in_a] = x[idx[in_a]]
+            v[~in_a] = y[idx[~in_a] - na]
+            cols.append(v)
+        group = prefix[sel]
+        perm = np.lexsort((*reversed(cols), group))
+        same = group[perm][1:] == group[perm][:-1]
+        for v in cols:
+            sv = v[perm]
+            same &= sv[1:] == sv[:-1]
+        if bool(same.any()):
+            return None  # (a row in both runs: its diffs add up)
+        order[sel] = idx[perm]
+    # each row written where it goes (two scatters per column: no concatenation first)
+    # (each run's rows keep their order: the k-th row of ua goes to the k-th place that
+    # takes a row of ua)
+    from_b = order >= na
+    at_a, at_b = np.flatnonzero(~from_b), np.flatnonzero(from_b)
+    data = []
+    for i, (x, y) in enumerate(zip(ua.data, ub.data, strict=True)):
+        col = out[i] if out is not None else np.empty(n, dtype=x.dtype)
+        col[at_a] = x
+        col[at_b] = y
+        data.append(col)
+    dt = ua.diff_type
+    da, db = ua.diffs, ub.diffs
+    if (
+        isinstance(da, np.ndarray)
+        and isinstance(db, np.ndarray)
+        and is_zero_stride(da)
+        and is_zero_stride(db)
+        and da.dtype == db.dtype
+        and da[0] == db[0]
+    ):
+        diffs: Any = const_view(da[:1].copy(), (n, *da.shape[1:]))
+    else:
+        diffs = dt.take(dt.concat([da, db]), order)
+    t1, t2 = _advanced(ua.times, since), _advanced(ub.times, since)
+    if is_zero_stride(t1) and is_zero_stride(t2) and np.array_equal(t1[:1], t2[:1]):
+        times = const_view(np.ascontiguousarray(t1[:1]), (n, t1.shape[1]))
+    else:
+        times = np.concatenate((t1, t2)).take(order, axis=0)
+    return Updates(tuple(data), times, diffs, dt)
 
 
 def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
