@@ -119,6 +119,10 @@ FAMILY_QUERIES = [
     # no filter on the parent: the written order and the other rules decide
     "SELECT kind, count(*) FROM part, line, ord WHERE pk = part AND lok = ok AND kind = 'b' "
     "GROUP BY kind",
+    # a parent without a filter: the customers join the lines that met their orders, not
+    # every order (TPC-H Q7's shape)
+    "SELECT seg, sum(qty) FROM line, ord, cust, part "
+    "WHERE lok = ok AND cust = ck AND part = pk AND kind = 'a' GROUP BY seg",
 ]
 
 
@@ -147,6 +151,14 @@ def test_a_child_is_joined_with_its_filtered_parent_first() -> None:
     }
     depth = {name: len(lines[i]) - len(lines[i].lstrip()) for name, i in at.items()}
     assert depth["part"] < depth["child"] < depth["cust"], lines
+    # an unfiltered parent's lookups are not joined into its side
+    lines = db.explain(FAMILY_QUERIES[3]).splitlines()
+    at = {
+        name: next(i for i, ln in enumerate(lines) if "Join" in ln and cond in ln)
+        for name, cond in (("child", "= ok"), ("cust", "= ck"))
+    }
+    depth = {name: len(lines[i]) - len(lines[i].lstrip()) for name, i in at.items()}
+    assert depth["cust"] < depth["child"], lines
     # a parent with no filter of its own: the pinned dimension starts, as before
     joins = _joins(db.explain(FAMILY_QUERIES[2]))
     assert "pk = part" in joins[-1] or "part = pk" in joins[-1]

@@ -598,7 +598,13 @@ def _as_decimal(t: SqlType) -> SqlType:
 
 
 def _attach(
-    tree: Plan, right: Plan, lkeys: list[Expr], rkeys: list[Expr], lookup: bool, lookups: set[int]
+    tree: Plan,
+    right: Plan,
+    lkeys: list[Expr],
+    rkeys: list[Expr],
+    lookup: bool,
+    lookups: set[int],
+    nestable: bool = True,
 ) -> Plan:
     """``tree`` inner-joined with ``right`` on ``lkeys`` (over ``tree``'s fields) equal to
     ``rkeys``; ``lookups`` holds (by id) the joins made so far whose right side was looked
@@ -628,7 +634,7 @@ def _attach(
             return out
     fields = tree.fields + right.fields
     out = Join(tree, right, "inner", tuple(lkeys), tuple(rkeys), None, fields)
-    if lookup:
+    if lookup and nestable:
         lookups.add(id(out))
     return out
 
@@ -3585,9 +3591,10 @@ class Planner:
         # them for the joins on random keys that follow.
         forced: list[int] = []
         parents = []
+        bare: set[int] = set()  # parents without a filter of their own
         for i in range(len(items)):
             for j in range(len(items)):
-                if i == j or rank[j] > 1 or not uniq[i] or join_kind(j, {i}) != 0:
+                if i == j or not uniq[i] or join_kind(j, {i}) != 0:
                     continue
                 mine: set[int] = set()
                 for _, e, srcs in bound:
@@ -3596,7 +3603,10 @@ class Planner:
                         if parts is not None and isinstance(parts[0], Col):
                             mine.add(parts[0].index - offsets[i])
                 if mine and any(mine < u for u in uniq[i]):
-                    parents.append((rank[j], i, j))
+                    if rank[j] > 1:
+                        bare.add(j)
+                    else:
+                        parents.append((rank[j], i, j))
         # the parent and the tables looked up from it (by their own keys, reading the
         # parent's side only): these join one another before the child's other joins, so
         # the parent side the child meets is as restricted as it gets (an order's customer
@@ -3665,7 +3675,12 @@ class Planner:
                 bound.remove(u)
             right = plans[pick]
             lkeys, rkeys = self._coerce_keys(lkeys, rkeys)
-            current = _attach(current, right, lkeys, rkeys, pick_kind == 0, lookups)
+            # (nothing is joined into an unfiltered parent's side: all its rows would be
+            # arranged by the next table's key, where the child's rows that meet it are
+            # fewer; TPC-H Q7's orders of all customers, 1.5 M at SF 1)
+            current = _attach(
+                current, right, lkeys, rkeys, pick_kind == 0, lookups, pick not in bare
+            )
             pos[pick] = width
             width += len(right.fields)
             order.append(pick)
