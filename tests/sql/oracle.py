@@ -25,8 +25,9 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -452,6 +453,28 @@ def churn(
     if dups:
         commits.append([Del(table, dups)])
     return commits
+
+
+def random_changes(
+    live: dict[str, list[tuple[Any, ...]]],
+    new_rows: Callable[[str], list[tuple[Any, ...]]],
+    most_deleted: int = 4,
+) -> list[Change]:
+    """One commit of random changes over the tables of ``live`` (each one's rows, kept up
+    to date here): the rows ``new_rows(table)`` inserted and up to ``most_deleted - 1`` of
+    its rows deleted."""
+    changes: list[Change] = []
+    for t, rows in live.items():
+        ins = new_rows(t)
+        dels = random.sample(rows, min(len(rows), random.randrange(0, most_deleted)))
+        for r in dels:
+            rows.remove(r)
+        rows.extend(ins)
+        if ins:
+            changes.append(Ins(t, ins))
+        if dels:
+            changes.append(Del(t, dels))
+    return changes
 
 
 def case(

@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from oracle import Del, Ins, Oracle
+from oracle import Oracle, random_changes
 
 import ddflow.sql as dsql
 
@@ -86,18 +86,12 @@ def test_chains_against_duckdb(seed: int) -> None:
         o.view(q)
     live: dict[str, list[tuple[Any, ...]]] = {t: [] for t in ("sale", "item", "shop", "city")}
     for step in range(10):
-        changes: list[Any] = []
-        for t in live:
-            ins = _rows(t, random.randrange(0, 6 if t != "sale" else 25), 3 if step % 3 == 2 else 8)
-            dels = random.sample(live[t], min(len(live[t]), random.randrange(0, 4)))
-            for r in dels:
-                live[t].remove(r)
-            live[t].extend(ins)
-            if ins:
-                changes.append(Ins(t, ins))
-            if dels:
-                changes.append(Del(t, dels))
-        o.commit(changes)
+        span = 3 if step % 3 == 2 else 8
+        o.commit(
+            random_changes(
+                live, lambda t: _rows(t, random.randrange(0, 6 if t != "sale" else 25), span)
+            )
+        )
 
 
 # -- a child table joined with its filtered parent first ---------------------------------
@@ -192,15 +186,8 @@ def test_child_first_against_duckdb(seed: int) -> None:
         o.view(q)
     live: dict[str, list[tuple[Any, ...]]] = {t: [] for t in ("ord", "line", "part", "cust")}
     for _ in range(10):
-        changes: list[Any] = []
-        for t in live:
-            ins = _family_rows(t, random.randrange(0, 20 if t == "line" else 5))
-            dels = random.sample(live[t], min(len(live[t]), random.randrange(0, 4)))
-            for r in dels:
-                live[t].remove(r)
-            live[t].extend(ins)
-            if ins:
-                changes.append(Ins(t, ins))
-            if dels:
-                changes.append(Del(t, dels))
-        o.commit(changes)
+        o.commit(
+            random_changes(
+                live, lambda t: _family_rows(t, random.randrange(0, 20 if t == "line" else 5))
+            )
+        )

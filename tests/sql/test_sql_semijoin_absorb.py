@@ -12,7 +12,7 @@ import random
 from typing import Any
 
 import pytest
-from oracle import Del, Ins, Oracle
+from oracle import Del, Oracle, random_changes
 
 import ddflow.sql as dsql
 
@@ -75,16 +75,7 @@ def test_absorbed_semijoins_against_duckdb(seed: int) -> None:
         o.view(sql)
     live: dict[str, list[tuple[Any, ...]]] = {t: [] for t in ("o", "l", "c", "x")}
     for _ in range(10):
-        changes: list[Any] = []
-        for t in live:
-            ins = _rows(t, random.randrange(0, 12 if t == "l" else 5))
-            dels = random.sample(live[t], min(len(live[t]), random.randrange(0, 4)))
-            for r in dels:
-                live[t].remove(r)
-            live[t].extend(ins)
-            if ins:
-                changes.append(Ins(t, ins))
-            if dels:
-                changes.append(Del(t, dels))
-        o.commit(changes)
+        o.commit(
+            random_changes(live, lambda t: _rows(t, random.randrange(0, 12 if t == "l" else 5)))
+        )
     o.commit([Del(t, list(rows)) for t, rows in live.items() if rows])

@@ -252,12 +252,19 @@ def classify(plan: Plan) -> Plan:
     the comparisons become comparisons of small integers, and rows coming in need no
     dictionary codes for the column, only a look at the bytes of the strings whose
     length is a literal's."""
+    return _replaced(plan, _classified)
+
+
+def _replaced(plan: Plan, f: Any) -> Plan:
+    """``plan`` with each node for which ``f`` gives a plan replaced by it (its inputs
+    left as ``f`` made them), the others rebuilt over their replaced inputs; a subtree
+    met twice (shared) is replaced once."""
     memo: dict[int, Plan] = {}
 
     def go(p: Plan) -> Plan:
         got = memo.get(id(p))
         if got is None:
-            got = _classified(p)
+            got = f(p)
             if got is None:
                 got = with_inputs(p, [go(k) for k in p.inputs()])
             memo[id(p)] = got
@@ -327,18 +334,7 @@ def implied_classes(plan: Plan) -> Plan:
     row). The rows the prefilter keeps then need no dictionary codes, and when it keeps
     few of them their strings are not taken out of the batch: their classes are read on
     the batch as it came."""
-    memo: dict[int, Plan] = {}
-
-    def go(p: Plan) -> Plan:
-        got = memo.get(id(p))
-        if got is None:
-            got = _implied(p) if isinstance(p, Scan) else None
-            if got is None:
-                got = with_inputs(p, [go(k) for k in p.inputs()])
-            memo[id(p)] = got
-        return got
-
-    return go(plan)
+    return _replaced(plan, lambda p: _implied(p) if isinstance(p, Scan) else None)
 
 
 def _implied(scan: Scan) -> Plan | None:
