@@ -22,9 +22,9 @@ import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
-from ddflow.sql.optimize import remap, subst, uses
+from ddflow.sql.optimize import _shift, remap, subst, uses
 from ddflow.sql.plan import Aggregate, Filter, Join, Plan, Project, Scan
-from ddflow.sql.rewrite import with_inputs
+from ddflow.sql.rewrite import _bottom_up, with_inputs
 from ddflow.sql.rows import Field
 from ddflow.sql.types import BIGINT, BOOLEAN, I64_MAX, I64_MIN
 
@@ -378,18 +378,9 @@ def classes_over_joins(plan: Plan) -> Plan:
     carried one per value, and the join arranges and matches narrower rows. The values
     are looked up per row either way; a join input's rows that match nothing are dropped
     by an inner join, so no padded row sees them."""
-    memo: dict[int, Plan] = {}
-
-    def go(p: Plan) -> Plan:
-        got = memo.get(id(p))
-        if got is None:
-            got = with_inputs(p, [go(k) for k in p.inputs()])
-            if isinstance(got, Join) and got.kind == "inner":
-                got = _pulled(got)
-            memo[id(p)] = got
-        return got
-
-    return go(plan)
+    return _bottom_up(
+        plan, lambda p: _pulled(p) if isinstance(p, Join) and p.kind == "inner" else p
+    )
 
 
 def _class_groups(side: Plan, used: set[int]) -> dict[int, list[int]]:
@@ -457,13 +448,8 @@ def _pulled(j: Join) -> Plan:
     if not changed:
         return j
     left, right = sides
-    nl2 = len(left.fields)
-
-    def shift(e: Expr, by: int) -> Expr:
-        return remap(e, {i: i + by for i in uses(e)})
-
     # over the new join's fields: the left side's, then the right side's
-    over = [shift(e, 0) for e in outs[0]] + [shift(e, nl2) for e in outs[1]]
+    over = outs[0] + [_shift(e, len(left.fields)) for e in outs[1]]
     keys_l = tuple(subst(k, outs[0]) for k in j.left_keys)
     keys_r = tuple(subst(k, outs[1]) for k in j.right_keys)
     residual = None if j.residual is None else subst(j.residual, over)
@@ -482,35 +468,16 @@ def _pulled(j: Join) -> Plan:
 
 def _held_to(pred: Expr, col: int) -> tuple[str, ...] | None:
     """The strings that table column ``col`` can hold on a row where ``pred`` is TRUE, when
-    a conjunct of ``pred`` compares it with string literals (``=`` one, ``IN`` a list:
-    NULL in the list matches no row); None when none does."""
+    a conjunct of ``pred`` is an equality of it with literals (``_literal_test``: ``=`` one,
+    ``IN`` a few, a NULL in the list matching no row); None when none is."""
     held: list[str] | None = None
     for c in conjuncts(pred):
-        if not isinstance(c, Call):
+        t = _literal_test(c)
+        if t is None or t[0] != col:
             continue
-        got: list[str] | None = None
-        if c.op == "eq" and c.extra is None:
-            a, b = c.args
-            if isinstance(b, Col):
-                a, b = b, a
-            if (
-                isinstance(a, Col)
-                and a.index == col
-                and isinstance(b, Lit)
-                and isinstance(b.value, str)
-            ):
-                got = [b.value]
-        elif (
-            c.op == "in"
-            and len(c.args) == 1
-            and isinstance(c.args[0], Col)
-            and c.args[0].index == col
-            and all(v is None or isinstance(v, str) for v in c.extra)
-        ):
-            got = [v for v in c.extra if v is not None]
-        if got is not None:
-            held = got if held is None else [s for s in held if s in got]
-    return None if held is None else tuple(dict.fromkeys(held))
+        got = [b.decode() for b in t[1]]
+        held = got if held is None else [s for s in held if s in got]
+    return None if held is None else tuple(held)
 
 
 def _class_uses(e: Expr, i: int, lits: list[str]) -> bool:

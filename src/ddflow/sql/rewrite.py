@@ -488,10 +488,8 @@ def _absorb_right(j: Plan) -> Plan:
     # each node above, R's fields kept after its own
     for node, side, _ in reversed(path[:-1]):
         width = len(node.fields)
-        if isinstance(node, (Filter, SemiJoin)):
-            out = with_inputs(node, [out] if isinstance(node, Filter) else [out, node.right])
-            if isinstance(node, SemiJoin):  # (its fields are its left side's: R's included)
-                continue
+        if isinstance(node, (Filter, SemiJoin)):  # (fields: their first input's)
+            out = with_inputs(node, [out, *node.inputs()[1:]])
         elif isinstance(node, Project):
             inner_w = len(node.input.fields)
             extra = [Col(inner_w + i, f.type, f.nullable, f.name) for i, f in enumerate(r.fields)]
