@@ -51,7 +51,7 @@ from ddflow.sql.rawfilter import (
     split,
     string_classes,
 )
-from ddflow.sql.rewrite import rewrite
+from ddflow.sql.rewrite import fuse_counts, rewrite
 from ddflow.sql.rows import Field, Frame, mask_words, pack
 from ddflow.sql.store import TableStore, distinct_rows
 from ddflow.sql.strings import StringDict
@@ -282,7 +282,9 @@ def optimized(plan: Plan) -> Plan:
     """The plan as it runs: unused columns pruned, outer joins made inner where a filter
     allows, aggregates restricted to the groups asked about, string conditions moved into
     the scans."""
-    return classes_over_joins(implied_classes(classify(prune(split(prune(rewrite(prune(plan))))))))
+    return classes_over_joins(
+        implied_classes(classify(prune(split(prune(rewrite(prune(fuse_counts(plan))))))))
+    )
 
 
 def _unique_names(names: list[str]) -> list[str]:

@@ -154,6 +154,16 @@ def conjuncts(e: Expr, op: str = "and") -> list[Expr]:
     return [e]
 
 
+def conjoin(parts: list[Expr], op: str = "and") -> Expr | None:
+    """``parts`` joined by nested ``op`` calls (``and`` by default), None for no parts."""
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = Call(op, (out, p), BOOLEAN, out.nullable or p.nullable)
+    return out
+
+
 class Ctx:
     """What evaluation needs besides the batch: the string dictionary, the dialect, and
     per-expression memo tables that outlive a batch."""

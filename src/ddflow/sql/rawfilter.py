@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
-from ddflow.sql.expr import Call, Col, Expr, Lit, conjuncts
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjoin, conjuncts
 from ddflow.sql.optimize import _shift, remap, subst, uses
 from ddflow.sql.plan import Aggregate, Filter, Join, Plan, Project, Scan
 from ddflow.sql.rewrite import _bottom_up, with_inputs
@@ -208,15 +208,6 @@ def _to_table(e: Expr, scan: Scan) -> Expr:
     return e
 
 
-def _and(parts: list[Expr]) -> Expr | None:
-    if not parts:
-        return None
-    out = parts[0]
-    for p in parts[1:]:
-        out = Call("and", (out, p), BOOLEAN, out.nullable or p.nullable)
-    return out
-
-
 def split(plan: Plan) -> Plan:
     """``plan`` with string conditions on scans moved into the scans' prefilters."""
     if isinstance(plan, Filter):
@@ -236,8 +227,8 @@ def split(plan: Plan) -> Plan:
             rest = [c for c, m in zip(conj, movable, strict=True) if not m]
             pre = [scan.prefilter] if scan.prefilter is not None else []
             pre += [_to_table(c, scan) for c in moved]
-            new_scan = dataclasses.replace(scan, prefilter=_and(pre))
-            kept = _and(rest)
+            new_scan = dataclasses.replace(scan, prefilter=conjoin(pre))
+            kept = conjoin(rest)
             return new_scan if kept is None else Filter(new_scan, kept)
     return with_inputs(plan, [split(k) for k in plan.inputs()])
 

@@ -37,6 +37,13 @@ with the keys of one right side that the other does (does not) hold: ``L ⋉ (A 
 ``L ⋉ (A ▷ B)`` / ``L ⋉ (B ▷ A)``. The large side is matched and arranged once, and the two
 key sets (TPC-H Q21: orders with two suppliers, orders with two late ones) meet each other.
 
+``fuse_counts``: two semi / anti joins of the same rows on the groups of two aggregates of
+one input, one aggregate over rows a filter keeps, become one aggregate of the input whose
+narrower aggregates look only at the flagged rows (a CASE of the filter inside them; under a
+DISTINCT, the flagged copies of each row counted), and one join with the groups meeting
+both conditions (Q21: each order's suppliers and its late suppliers counted in one pass).
+It compares whole subtrees, so it runs before the plan is pruned.
+
 ``drop_distinct``: a DISTINCT over rows that are distinct already (the group keys of an
 aggregate, kept through filters and projections) is dropped; ``unique_sets`` says which
 column sets of a plan hold no two equal rows.
@@ -47,8 +54,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ddflow.sql.expr import Call, Col, Expr, conjuncts
-from ddflow.sql.optimize import _shift, remap, uses
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjoin, conjuncts
+from ddflow.sql.optimize import _shift, remap, subst, uses
 from ddflow.sql.optimize import _strict as strict
 from ddflow.sql.plan import (
     MOMENT_FUNCS,
@@ -65,11 +72,14 @@ from ddflow.sql.plan import (
     Scan,
     SemiJoin,
 )
+from ddflow.sql.rows import Field
+from ddflow.sql.types import BIGINT, BOOLEAN
 
 __all__ = [
     "absorb_semijoins",
     "drop_distinct",
     "equi_filters",
+    "fuse_counts",
     "inner_outer",
     "keyed_scalars",
     "merge_semijoins",
@@ -544,6 +554,209 @@ def absorb_semijoins(plan: Plan) -> Plan:
     """``plan`` with a semi join on the keys of a relation that a join above meets on the
     same key made that join (see ``_absorb``)."""
     return _bottom_up(plan, _absorb)
+
+
+# -- two aggregates of one input, one of them over a filter of it ------------------------------
+
+#: aggregates that skip NULL arguments, so restricting one to some rows is aggregating a CASE
+#: that is NULL on the others (``count_star`` counts the rows where a constant is not NULL)
+_SKIPPING = ("count_star", "count", "sum", "avg", "min", "max")
+
+_FLAG = Field("_flag", BOOLEAN, False)
+
+
+def _is_true(e: Expr) -> Expr:
+    """TRUE where ``e`` is TRUE, FALSE where it is FALSE or NULL."""
+    return Call("coalesce", (e, Lit(False, BOOLEAN)), BOOLEAN, False) if e.nullable else e
+
+
+def _extra_filter(a: Plan, b: Plan) -> Expr | None:
+    """The condition ``b`` adds to ``a`` when ``b`` is ``a``'s rows that meet it: ``b`` a
+    filter over ``a``, or both filters of one input and ``b``'s conjuncts ``a``'s and more."""
+    if not isinstance(b, Filter):
+        return None
+    if b.input == a:
+        return b.predicate
+    if isinstance(a, Filter) and a.input == b.input:
+        mine = conjuncts(a.predicate)
+        theirs = conjuncts(b.predicate)
+        if all(c in theirs for c in mine):
+            return conjoin([c for c in theirs if c not in mine]) or Lit(True, BOOLEAN)
+    return None
+
+
+def _flagged(a: Plan, b: Plan) -> Plan | None:
+    """``a``'s rows with one more column, a flag TRUE exactly on the rows ``b`` holds, when
+    ``b`` is ``a`` with one more filter somewhere below projections, filters and DISTINCTs
+    that both share; None when the two are not of that shape. Under a DISTINCT a row is
+    flagged when any of its copies is (the rows grouped, the flagged copies counted)."""
+    cols = [Col(i, f.type, f.nullable, f.name) for i, f in enumerate(a.fields)]
+    extra = _extra_filter(a, b)
+    if extra is not None:
+        return Project(a, (*cols, _is_true(extra)), (*a.fields, _FLAG))
+    if type(a) is not type(b) or not isinstance(a, (Filter, Project, Distinct)):
+        return None
+    if (
+        any(
+            getattr(a, f.name) != getattr(b, f.name)
+            for f in dataclasses.fields(a)
+            if f.name not in ("input", "fields")
+        )
+        or a.fields != b.fields
+    ):
+        return None
+    inner = _flagged(a.input, b.input)  # type: ignore[attr-defined]
+    if inner is None:
+        return None
+    flag = Col(len(a.input.fields), BOOLEAN, False)
+    if isinstance(a, Filter):
+        return Filter(inner, a.predicate)
+    if isinstance(a, Project):
+        return Project(inner, (*a.exprs, flag), (*a.fields, _FLAG))
+    counted = Aggregate(
+        inner,
+        tuple(cols),
+        (Agg("count", _only(flag, Lit(1, BIGINT))),),
+        False,
+        (*a.fields, Field("_flagged", BIGINT, False)),
+    )
+    n = Col(len(cols), BIGINT, False)
+    return Project(
+        counted, (*cols, Call("gt", (n, Lit(0, BIGINT)), BOOLEAN, False)), (*a.fields, _FLAG)
+    )
+
+
+def _only(flag: Expr, value: Expr) -> Expr:
+    """``value`` where ``flag`` is TRUE, NULL elsewhere."""
+    return Call("case", (flag, value, Lit(None, value.type)), value.type, True)
+
+
+def _keyset(p: Plan) -> tuple[Aggregate, Expr | None, list[int]] | None:
+    """``p`` as the groups of an aggregate kept by conditions, one row per group: the
+    aggregate, the conditions over its fields (None for every group) and its key column
+    of each of ``p``'s columns; None for any other shape (DISTINCTs, projections and
+    filters down to the aggregate). The columns must tell the groups apart: every key of
+    the aggregate is one of them or equal to one of them."""
+    cols: list[Expr] = [Col(i, f.type, f.nullable, f.name) for i, f in enumerate(p.fields)]
+    conds: list[Expr] = []
+    while not isinstance(p, Aggregate):
+        if isinstance(p, Project):
+            cols = [subst(c, p.exprs) for c in cols]
+            conds = [subst(c, p.exprs) for c in conds]
+        elif isinstance(p, Filter):
+            conds.extend(conjuncts(p.predicate))
+        elif not isinstance(p, Distinct):
+            return None
+        p = p.input
+    if p.scalar:
+        return None
+    nk = len(p.keys)
+    picked = [c.index for c in cols if isinstance(c, Col) and c.index < nk]
+    if len(picked) != len(cols) or {p.keys[j] for j in picked} != set(p.keys):
+        return None
+    return p, conjoin(conds), picked
+
+
+def _fuse_counts(p: Plan) -> Plan:
+    """``(L ⋉ A) ⋉ B`` (either or both anti joins) on the same keys of ``L``, where ``A``
+    and ``B`` are the groups of two aggregates with the same keys kept by conditions, one
+    aggregate's input the other's with a filter more: one aggregate over the wider input,
+    the narrower one's aggregates taken over its flagged rows, and one semi (or anti) join
+    with the groups meeting both conditions."""
+    if not (isinstance(p, SemiJoin) and isinstance(p.left, SemiJoin)):
+        return p
+    first = p.left
+    ka, kb = _keyset(first.right), _keyset(p.right)
+    if (
+        ka is None
+        or kb is None
+        or first.left_keys != p.left_keys
+        or first.null_safe != p.null_safe
+        or any(not isinstance(k, Col) for k in (*first.right_keys, *p.right_keys))
+    ):
+        return p
+    (agg_a, cond_a, pick_a), (agg_b, cond_b, pick_b) = ka, kb
+    # the key column of each aggregate that each key of L meets
+    meet_a = [pick_a[k.index] for k in first.right_keys]  # type: ignore[attr-defined]
+    meet_b = [pick_b[k.index] for k in p.right_keys]  # type: ignore[attr-defined]
+    nk = len(agg_a.keys)
+    if (
+        meet_a != meet_b
+        or agg_a.keys != agg_b.keys
+        or agg_a.fields[:nk] != agg_b.fields[:nk]
+        or any(g.func not in _SKIPPING for g in (*agg_a.aggs, *agg_b.aggs))
+    ):
+        return p
+    sides = [(agg_a, cond_a, first.anti), (agg_b, cond_b, p.anti)]
+    base = _flagged(agg_a.input, agg_b.input)
+    if base is None:
+        sides.reverse()
+        base = _flagged(agg_b.input, agg_a.input)
+        if base is None:
+            return p
+    (wide, wide_cond, wide_anti), (narrow, narrow_cond, narrow_anti) = sides
+    flag = Col(len(wide.input.fields), BOOLEAN, False)
+    aggs: list[Agg] = []
+    fields: list[Field] = list(wide.fields[:nk])
+
+    def slot(g: Agg, f: Field) -> int:
+        if g not in aggs:
+            aggs.append(g)
+            fields.append(f)
+        return nk + aggs.index(g)
+
+    wide_at = {nk + i: slot(g, wide.fields[nk + i]) for i, g in enumerate(wide.aggs)}
+    narrow_at = {}
+    for i, g in enumerate(narrow.aggs):
+        arg = Lit(1, BIGINT) if g.func == "count_star" else g.arg
+        assert arg is not None
+        func = "count" if g.func == "count_star" else g.func
+        f = narrow.fields[nk + i]
+        name = f.name if f.name not in [w.name for w in wide.fields] else f"{f.name}_where"
+        narrow_at[nk + i] = slot(
+            dataclasses.replace(g, func=func, arg=_only(flag, arg)),
+            Field(name, f.type, f.nullable or g.func not in ("count_star", "count")),
+        )
+    counted = slot(Agg("count", _only(flag, Lit(1, BIGINT))), Field("_rows_where", BIGINT, False))
+    present = Col(counted, BIGINT, False)
+    fused = Aggregate(base, wide.keys, tuple(aggs), False, tuple(fields))
+    keys_at = {i: i for i in range(nk)}
+    held_wide = _is_true(remap(wide_cond, {**keys_at, **wide_at})) if wide_cond else None
+    held_narrow = conjoin(
+        [
+            Call("gt", (present, Lit(0, BIGINT)), BOOLEAN, False),
+            *([_is_true(remap(narrow_cond, {**keys_at, **narrow_at}))] if narrow_cond else []),
+        ]
+    )
+    assert held_narrow is not None
+    if wide_anti and narrow_anti:
+        # rows of L whose key is in neither set of groups
+        anti, parts = True, [held_wide or Lit(True, BOOLEAN), held_narrow]
+        keep = conjoin(parts, "or")
+    else:
+        # at least one semi join: the key is among the wide aggregate's groups
+        anti, parts = False, []
+        for held, is_anti in ((held_wide, wide_anti), (held_narrow, narrow_anti)):
+            if held is None:
+                held = Lit(True, BOOLEAN)
+            parts.append(Call("not", (held,), BOOLEAN, False) if is_anti else held)
+        keep = conjoin(parts)
+    assert keep is not None
+    groups = Project(
+        Filter(fused, keep),
+        tuple(Col(j, fields[j].type, fields[j].nullable, fields[j].name) for j in meet_a),
+        tuple(fields[j] for j in meet_a),
+    )
+    right = tuple(Col(i, f.type, f.nullable, f.name) for i, f in enumerate(groups.fields))
+    return SemiJoin(first.left, groups, p.left_keys, right, anti, p.null_safe)
+
+
+def fuse_counts(plan: Plan) -> Plan:
+    """``plan`` with two semi / anti joins on the groups of two aggregates of one input, one
+    of them over a filter of it, made one join on the groups of one aggregate (TPC-H Q21:
+    orders with two suppliers, and with two late ones: one count of each order's suppliers
+    and of its late suppliers)."""
+    return _bottom_up(plan, _fuse_counts)
 
 
 # -- rows known to be distinct ----------------------------------------------------------------
