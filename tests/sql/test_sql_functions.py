@@ -243,6 +243,21 @@ def _ts(*args: int) -> dt.datetime:
         ("format_number(x * 1234.5, 1)", ["9,876.0", "-33,331.5", None]),
         ("format_number(a * 1000000, b + 3)", ["7,000,000", "-7,000,000.000000", None]),
         ("format_number(CAST(a AS DECIMAL(10,3)) / 8, 2)", ["0.88", "-0.88", None]),
+        # text read for its time of day: a timestamp's, or a time alone
+        ("hour('2024-03-01 10:11:12')", [10, 10, 10]),
+        ("minute(concat('2024-03-01 10:', CAST(a + 10 AS STRING), ':12'))", [17, 3, None]),
+        ("second('2024-03-01 10:11:12.5')", [12, 12, 12]),
+        ("hour(concat(CAST(b + 10 AS STRING), ':11'))", [7, 13, None]),
+        ("hour('2024-03-01')", [0, 0, 0]),
+        ("extract(MINUTE FROM concat('2024-03-01 10:', CAST(b + 30 AS STRING)))", [27, 33, None]),
+        # the first place at or after a position (none before 1 or at NULL)
+        ("locate('l', s, a)", [10, 0, 0]),
+        ("locate(substr(s, 3, 1), s, 2)", [3, 3, None]),
+        ("locate('', s, b + 4)", [1, 1, 0]),
+        # text moved by days or a time: a TIMESTAMP written back as text
+        ("'2024-02-28' + INTERVAL 1 DAY", ["2024-02-29 00:00:00"] * 3),
+        ("'2024-03-01 10:00:00' - INTERVAL 2 HOURS", ["2024-03-01 08:00:00"] * 3),
+        ("d < '2024-02-28' + INTERVAL 2 DAY", [True, True, None]),
     ],
 )
 def test_function_equals_spark(expr: str, want: list[Any]) -> None:
@@ -297,6 +312,8 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT format_number(x, '#,##0.0') FROM t", dsql.UnsupportedSQL, "pattern"),
         ("SELECT format_number(s, 2) FROM t", dsql.SQLError, "needs a number"),
         ("SELECT format_number(x, 2L) FROM t", dsql.SQLError, "INT count"),
+        ("SELECT '2024-01-31' + INTERVAL 1 MONTH FROM t", dsql.SQLError, "STRING \\+ INTERVAL"),
+        ("SELECT s - INTERVAL '2' YEAR FROM t", dsql.SQLError, "STRING - INTERVAL"),
     ],
 )
 def test_patterns_refused_by_name(sql: str, error: type[Exception], words: str) -> None:

@@ -48,6 +48,7 @@ from ddflow.sql.types import (
     float_from_keys,
     float_keys,
     int_column,
+    parse_clock_text,
     parse_date_text,
     parse_timestamp_text,
     timestamp_micros,
@@ -1314,6 +1315,23 @@ def _parse_strings(
     out = phys[inv]
     nl = bad[inv]
     return out, _or(an, nl if nl.any() else None)
+
+
+def _clock_text(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """Text read as a timestamp for its time of day (``parse_clock_text``: a time alone
+    too); NULL where it is neither."""
+    a, an = evaluate(e.args[0], f, ctx)
+    table: dict[int, int | None] = ctx.memo_for(("clock_text",)).setdefault("t", {})
+    uniq, inv = np.unique(np.asarray(a, dtype=np.int64), return_inverse=True)
+    vals = []
+    for c, s in zip(uniq.tolist(), ctx.strings.decode(uniq).tolist(), strict=True):
+        if c not in table:
+            ts = parse_clock_text(s)
+            table[c] = None if ts is None else timestamp_micros(ts)
+        vals.append(table[c])
+    bad = np.array([v is None for v in vals], dtype=bool)[inv.reshape(-1)]
+    out = np.array([0 if v is None else v for v in vals], dtype=np.int64)[inv.reshape(-1)]
+    return out, _or(an, bad if bad.any() else None)
 
 
 # -- strings -------------------------------------------------------------------------------
@@ -3173,6 +3191,7 @@ _OPS: dict[str, Any] = {
     "greatest": _greatest,
     "least": _greatest,
     "cast": _cast,
+    "clock_text": _clock_text,
     "try_cast": _try_cast,
     "like": _like,
     "concat": _concat,

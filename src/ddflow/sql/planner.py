@@ -5460,8 +5460,21 @@ class Planner:
             n = folded.value
         if op == "sub":
             n = -n
+        if a.type.kind == "string" and self.dialect == "spark":
+            # Spark reads the text as a TIMESTAMP and writes the sum back as text; months
+            # and years are not added to text there
+            if unit in ("month", "year"):
+                raise SQLError(
+                    f"type mismatch: STRING {'+' if op == 'add' else '-'} INTERVAL {unit}"
+                )
+            moved = self._interval_of(self._cast(a, TIMESTAMP), unit, n, op)
+            return self._cast(moved, STRING)
         if a.type.kind == "string":
             a = self._cast(a, DATE)
+        return self._interval_of(a, unit, n, op)
+
+    def _interval_of(self, a: Expr, unit: str, n: int, op: str) -> Expr:
+        """``a`` (a DATE or TIMESTAMP) moved by ``n`` of ``unit``."""
         if a.type.kind == "date":
             if unit == "day":
                 return Call("date_add_days", (a, Lit(n, BIGINT)), DATE, a.nullable)
@@ -5963,7 +5976,10 @@ class Planner:
             "qtr": "quarter",
         }
         part = aliases.get(part, part)
-        if a.type.kind == "string":
+        if a.type.kind == "string" and part in ("hour", "minute", "second"):
+            # (a time of day from text: a timestamp's, or a time written alone)
+            a = Call("clock_text", (a,), TIMESTAMP, True)
+        elif a.type.kind == "string":
             a = self._cast(a, DATE)
         if a.type.kind not in ("date", "timestamp", "null"):
             raise SQLError(f"EXTRACT({part}) needs a date or timestamp, got {a.type}")
@@ -6968,7 +6984,37 @@ class Planner:
     def _b_StrPosition(self, node: Node, scope: Scope) -> Expr:
         s = self.bind(node.this, scope)
         sub = self.bind(node.args["substr"], scope)
-        return Call("instr", (s, sub), INT, s.nullable or sub.nullable)
+        found = Call("instr", (s, sub), INT, s.nullable or sub.nullable)
+        if node.args.get("position") is None:
+            return found
+        # ``locate(sub, s, pos)``: the first place at or after character ``pos`` (1-based);
+        # 0 for a ``pos`` below 1 or NULL, 1 for an empty ``sub`` (Spark's rules)
+        pos = self.bind(node.args["position"], scope)
+        if pos.type.kind != "int":
+            pos = self._cast(pos, INT)
+        rest = Call("substr", (s, pos), STRING, s.nullable or pos.nullable)
+        at = Call("instr", (rest, sub), INT, True)
+        zero = Lit(0, INT)
+
+        def test(op: str, *args: Expr) -> Expr:
+            return Call(op, args, BOOLEAN, True)
+
+        return Call(
+            "case",
+            (
+                test("is_null", pos),
+                zero,
+                test("lt", pos, Lit(1, INT)),
+                zero,
+                test("eq", at, zero),
+                zero,
+                test("eq", Call("length", (sub,), INT, sub.nullable), zero),
+                Lit(1, INT),
+                Call("sub", (Call("add", (at, pos), INT, True), Lit(1, INT)), INT, True),
+            ),
+            INT,
+            True,
+        )
 
     def _b_Pad(self, node: Node, scope: Scope) -> Expr:
         op = "lpad" if node.args.get("is_left") else "rpad"

@@ -342,6 +342,25 @@ def parse_timestamp_text(text: str) -> _dt.datetime | None:
     return out
 
 
+def parse_clock_text(text: str) -> _dt.datetime | None:
+    """A timestamp as ``parse_timestamp_text`` reads one, or a time of day alone
+    (``[h]h:[m]m[:[s]s[.fraction]]``, which Spark reads as that time today) on 1970-01-01:
+    what ``hour``, ``minute`` and ``second`` read from text; None for anything else."""
+    got = parse_timestamp_text(text)
+    if got is not None:
+        return got
+    m = _TIME_TEXT.fullmatch(text.strip())
+    if m is None or m.group(5):
+        return None
+    h, mi, sec, frac, _ = m.groups()
+    try:
+        return _dt.datetime(
+            1970, 1, 1, int(h), int(mi), int(sec or 0), int(((frac or "") + "000000")[:6])
+        )
+    except ValueError:
+        return None
+
+
 def timestamp_micros(v: _dt.datetime) -> int:
     """Microseconds since the epoch of a naive (or aware, taken as UTC) datetime."""
     if v.tzinfo is not None:
