@@ -250,6 +250,8 @@ def _ts(*args: int) -> dt.datetime:
         ("hour(concat(CAST(b + 10 AS STRING), ':11'))", [7, 13, None]),
         ("hour('2024-03-01')", [0, 0, 0]),
         ("extract(MINUTE FROM concat('2024-03-01 10:', CAST(b + 30 AS STRING)))", [27, 33, None]),
+        ("weekday(d)", [3, 2, None]),
+        ("weekday('2024-03-03 10:00:00')", [6, 6, 6]),
         # the first place at or after a position (none before 1 or at NULL)
         ("locate('l', s, a)", [10, 0, 0]),
         ("locate(substr(s, 3, 1), s, 2)", [3, 3, None]),
@@ -312,6 +314,8 @@ def test_every_some_any_are_bool_and_bool_or() -> None:
         ("SELECT format_number(x, '#,##0.0') FROM t", dsql.UnsupportedSQL, "pattern"),
         ("SELECT format_number(s, 2) FROM t", dsql.SQLError, "needs a number"),
         ("SELECT format_number(x, 2L) FROM t", dsql.SQLError, "INT count"),
+        ("SELECT * FROM t PIVOT (sum(a) FOR s IN ('x', 'y'))", dsql.UnsupportedSQL, "^PIVOT$"),
+        ("SELECT * FROM t UNPIVOT (v FOR c IN (a, b))", dsql.UnsupportedSQL, "^UNPIVOT$"),
         ("SELECT '2024-01-31' + INTERVAL 1 MONTH FROM t", dsql.SQLError, "STRING \\+ INTERVAL"),
         ("SELECT s - INTERVAL '2' YEAR FROM t", dsql.SQLError, "STRING - INTERVAL"),
     ],

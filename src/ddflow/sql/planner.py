@@ -2932,6 +2932,10 @@ class Planner:
         tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
+        pivot = tree.find(exp.Pivot)
+        if pivot is not None:
+            # (named before qualification, which would misread its columns)
+            raise UnsupportedSQL(f"{'UNPIVOT' if pivot.args.get('unpivot') else 'PIVOT'}")
         if self.dialect == "spark":
             _ranges_as_values(tree)
         self._check_tables(tree)
@@ -6180,6 +6184,10 @@ class Planner:
         if name in ("length", "char_length", "character_length", "len") and len(args) == 1:
             a = self._cast(args[0], STRING) if args[0].type.kind != "string" else args[0]
             return Call("length", (a,), INT, nullable)
+        if name == "weekday" and len(args) == 1:
+            # Monday 0 to Sunday 6
+            iso = self._extract("dayofweek_iso", args[0])
+            return Call("sub", (iso, Lit(1, iso.type)), iso.type, iso.nullable)
         if name in ("abs",) and len(args) == 1:
             a = args[0]
             if a.type.kind == "string" and self.dialect == "spark":
