@@ -87,6 +87,26 @@ def test_commits_without_reading_then_rows_and_changes() -> None:
     assert v.changes() == []
 
 
+def test_changes_of_many_commits_unread() -> None:
+    """Two hundred commits without a read: changes() hands out each commit's changes."""
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (a INT)")
+    v = db.view("SELECT count(*) FROM t")
+    times = []
+    for i in range(200):
+        db.insert("t", [(i,)])
+        times.append(db.commit())
+    ch = v.changes()
+    want = []  # (the view held its count 0 from the start)
+    for i in range(200):
+        want += [(i, times[i], -1), (i + 1, times[i], 1)]
+    assert sorted(ch, key=lambda r: (r[1], r[2])) == sorted(want, key=lambda r: (r[1], r[2]))
+    assert [c[-2] for c in ch] == sorted(c[-2] for c in ch)
+    db.insert("t", [(-1,)])
+    last = db.commit()
+    assert sorted(v.changes()) == [(200, last, -1), (201, last, 1)]
+
+
 def test_commit_with_no_changes_changes_nothing() -> None:
     """An empty commit leaves rows() as they were and adds nothing to changes()."""
     db = dsql.Database()

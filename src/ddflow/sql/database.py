@@ -202,6 +202,9 @@ class View:
             self._contents = [self._consolidated()]
         if time is not None:
             self._log.append(base.with_times(np.full((len(u), 1), time, np.int64)))
+            if len(self._log) > 64:
+                # (held as one block until read: the changes themselves must stay)
+                self._log = [concat_updates(self._log)]
 
     def _consolidated(self) -> Updates:
         if not self._contents:
