@@ -250,6 +250,14 @@ def _ts(*args: int) -> dt.datetime:
         ("hour(concat(CAST(b + 10 AS STRING), ':11'))", [7, 13, None]),
         ("hour('2024-03-01')", [0, 0, 0]),
         ("extract(MINUTE FROM concat('2024-03-01 10:', CAST(b + 30 AS STRING)))", [27, 33, None]),
+        # floor / ceil to places: a DECIMAL (an integer as one of its digits, a DOUBLE as
+        # a DECIMAL(30, 15))
+        ("ceil(a * 1.25, 1)", [_DEC("8.8"), _DEC("-8.7"), None]),
+        ("floor(x / 7, 2)", [_DEC("1.14"), _DEC("-3.86"), None]),
+        ("ceil(a, -1)", [_DEC("10"), _DEC("0"), None]),
+        ("floor(a, -1)", [_DEC("0"), _DEC("-10"), None]),
+        ("typeof(ceil(x, 2))", ["decimal(18,2)"] * 3),
+        ("typeof(floor(a, 3))", ["decimal(11,0)"] * 3),
         ("weekday(d)", [3, 2, None]),
         ("weekday('2024-03-03 10:00:00')", [6, 6, 6]),
         # the first place at or after a position (none before 1 or at NULL)

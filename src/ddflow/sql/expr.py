@@ -2555,6 +2555,24 @@ def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
     return float_keys(y), an
 
 
+def _floor_ceil_to(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """``floor(x, d)`` / ``ceil(x, d)`` of a DECIMAL: down / up to a multiple of
+    ``10^-d`` (``d`` in ``extra``; tens or more for ``d < 0``)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    s, d = e.args[0].type.scale, int(e.extra)
+    if d >= s:
+        return rescale(a, s, e.type.scale), an
+    k = 10 ** (s - d)
+    up = e.op == "ceil_to"
+    if a.dtype == object or k > I64_MAX:
+        vals = [(-((-x) // k) if up else x // k) for x in _obj(a).tolist()]
+        q = narrow(np.array(vals, dtype=object))
+    else:
+        q = -np.floor_divide(-a, k) if up else np.floor_divide(a, k)
+    out = rescale(q, d, e.type.scale) if d >= 0 else _scale_up(q, -d)
+    return decimal_checked(out, e.type, show(e), nulls=an), an
+
+
 def _round_text(v: float, d: int, mode: str = _decimal.ROUND_HALF_UP) -> float:
     """``v`` rounded (halves away from zero, or by ``mode``) at ``d`` places of its
     shortest decimal form."""
@@ -3260,6 +3278,8 @@ _OPS: dict[str, Any] = {
     "sign": _math1,
     "floor": _math1,
     "ceil": _math1,
+    "floor_to": _floor_ceil_to,
+    "ceil_to": _floor_ceil_to,
     "sqrt": _math1,
     "exp": _math1,
     "ln": _math1,

@@ -6939,6 +6939,22 @@ class Planner:
                 a = self._cast(a, DOUBLE)
             return Call(op, (a,), t, a.nullable, d)
         # floor / ceil
+        if d_expr is not None and self.dialect == "spark":
+            # to ``d`` places (tens or more for d < 0): a DECIMAL, as Spark gives; an
+            # integer is a DECIMAL of its digits, a DOUBLE a DECIMAL(30, 15) first
+            if t.kind in ("int", "null"):
+                a = self._cast(a, decimal_type({8: 3, 16: 5, 32: 10}.get(t.bits, 20), 0))
+            elif t.kind in ("double", "string"):
+                # (text is read as a DOUBLE)
+                a = self._cast(
+                    a if t.kind == "double" else self._cast(a, DOUBLE), decimal_type(30, 15)
+                )
+            elif t.kind != "decimal":
+                raise SQLError(f"{op.upper()} needs a number, got {t}")
+            t = a.type
+            s = max(min(d, t.scale), 0)
+            p = t.precision - t.scale + s + 1 if d >= 0 else max(t.precision - t.scale + 1, 1 - d)
+            return Call(f"{op}_to", (a,), decimal_type(min(38, p), s), a.nullable, d)
         if d != 0:
             raise UnsupportedSQL(f"{op.upper()} with a scale")
         if t.kind == "decimal":
