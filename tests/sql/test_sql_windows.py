@@ -104,6 +104,43 @@ def test_window_functions_equal_duckdb(sql: str) -> None:
     check_stream(_DDL, [(sql, None, False)], _COMMITS)
 
 
+# QUALIFY: rows kept by conditions on window functions, before DISTINCT, ORDER BY and LIMIT
+_QUALIFY = [
+    f"SELECT g, a, c FROM w QUALIFY row_number() OVER (PARTITION BY g ORDER BY {_ALL}) = 1",
+    "SELECT * FROM w QUALIFY rank() OVER (PARTITION BY g ORDER BY a DESC NULLS LAST) <= 1",
+    f"SELECT g, a, row_number() OVER (PARTITION BY g ORDER BY {_ALL}) AS rn FROM w "
+    "QUALIFY rn <= 2 AND a > 1",
+    "SELECT g, e FROM w WHERE a > 0 QUALIFY count(*) OVER (PARTITION BY g) > 1 "
+    "AND max(c) OVER (PARTITION BY g) = c",
+    f"SELECT DISTINCT g FROM w QUALIFY row_number() OVER (PARTITION BY g ORDER BY {_ALL}) <= 2",
+    "SELECT g, sum(a) AS s FROM w GROUP BY g QUALIFY rank() OVER (ORDER BY sum(a) DESC "
+    "NULLS LAST) <= 2",
+]
+
+
+@pytest.mark.parametrize("sql", _QUALIFY)
+def test_qualify_equals_duckdb(sql: str) -> None:
+    check_stream(_DDL, [(sql, None, False)], _COMMITS)
+
+
+def test_qualify_then_order_and_limit() -> None:
+    """ORDER BY and LIMIT apply to the rows QUALIFY keeps (not the other way round)."""
+    db = dsql.Database()
+    db.execute(_DDL[0])
+    v = db.view(
+        f"SELECT g, a AS n FROM w QUALIFY row_number() OVER (PARTITION BY g ORDER BY {_ALL}) "
+        "= 1 ORDER BY w.g DESC NULLS LAST, n LIMIT 2"
+    )
+    db.insert("w", _FIRST)
+    db.commit()
+    assert v.rows() == [("y", None), ("x", 1)]  # (NULLS FIRST in each group's order)
+    db.delete("w", [r for r in _FIRST if r[0] == "y"])
+    db.commit()
+    assert v.rows() == [("x", 1), (None, None)]
+    with pytest.raises(UnsupportedSQL, match="not selected"):
+        db.view("SELECT g FROM w QUALIFY rank() OVER (ORDER BY a) = 1 ORDER BY a")
+
+
 # RANGE frames with offsets from the one ORDER BY value (ascending and descending, over
 # INT, DOUBLE, DECIMAL and DATE values, NULLs forming their own peers)
 _RANGES = [

@@ -42,6 +42,7 @@ from sqlglot.dialects.spark import Spark
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 from sqlglot.optimizer import qualify_columns as _qualify_columns
 from sqlglot.optimizer.qualify import qualify
+from sqlglot.transforms import eliminate_qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import (
@@ -2886,6 +2887,37 @@ def _project_all(p: Plan) -> list[Expr]:
 TRUE = Lit(True, BOOLEAN)
 
 
+def _qualify_as_where(node: Node) -> Node:
+    """``SELECT .. QUALIFY c``: the window functions ``c`` reads computed in a derived table
+    and ``c`` a WHERE over it (sqlglot's rewrite); a ``*`` leaves out the columns added."""
+    if not (isinstance(node, exp.Select) and node.args.get("qualify")):
+        return node
+    star = node.is_star
+    before = set(node.named_selects)
+    # DISTINCT, ORDER BY and LIMIT come after QUALIFY: they move to the outer query
+    after = {k: node.args.get(k) for k in ("distinct", "order", "limit", "offset")}
+    for k in after:
+        node.set(k, None)
+    out = eliminate_qualify(node)
+    if not isinstance(out, exp.Select):
+        return out
+    if star:
+        inner = out.args["from_"].this.this
+        added = [n for n in inner.named_selects if n not in before]
+        if added:
+            out.set("expressions", [exp.Star(except_=[exp.column(a) for a in added])])
+    order = after["order"]
+    if order is not None:
+        for col in order.find_all(exp.Column):
+            if not star and col.name not in before:
+                raise UnsupportedSQL("ORDER BY a column that is not selected, with QUALIFY")
+            col.set("table", None)
+    for k, v in after.items():
+        if v is not None:
+            out.set(k, v)
+    return out
+
+
 class Planner:
     """Plans queries over a catalog of tables (name -> fields) in one dialect."""
 
@@ -2932,6 +2964,8 @@ class Planner:
         tree = parse_statements(sql, self.dialect)[0] if isinstance(sql, str) else sql
         if not isinstance(tree, exp.Query):
             raise UnsupportedSQL(f"expected a query, got {type(tree).__name__.upper()}")
+        if tree.find(exp.Qualify) is not None:
+            tree = tree.transform(_qualify_as_where)
         pivot = tree.find(exp.Pivot)
         if pivot is not None:
             # (named before qualification, which would misread its columns)
