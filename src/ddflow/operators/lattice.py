@@ -22,6 +22,15 @@ over the output history plus the corrections made at earlier ranks; the differen
 emitted at ``t``. Every time of the closure that is ``<= t`` was handled at an earlier
 rank, so after rank ``r`` the output accumulated at each of its times is the desired one.
 
+Chains: history times are advanced by ``lower`` and by the meet of each owner's starting
+times (every time evaluated for the owner is beyond it). Inside a loop this folds history
+from earlier outer times onto the outer time at work, and often every owner's times then
+differ in one column only: they form a chain. There the closure is the starting times and
+the history times after the earliest of them, and no rank loop is needed: the correction at
+``t_r`` is ``fix(t_r) - fix(t_{r-1})`` with ``fix(t)`` the desired output minus the output
+trace at ``t``, for all queries at once (``adds_only`` reducers, which see the corrections of
+earlier ranks, keep the rank loop).
+
 What is desired at a time, and how the difference is emitted, is the reducer's
 (``ddflow.operators.reducers``): ``desired`` gives the output rows from the accumulated
 input, ``corrections`` what to emit given the current output (desired minus current, or for
@@ -39,7 +48,7 @@ from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.operators.reducers import Reducer, group_starts
+from ddflow.operators.reducers import Reducer, Rows, group_starts
 from ddflow.trace.batch import ranges_to_indices
 
 if TYPE_CHECKING:
@@ -284,6 +293,126 @@ def _accumulate(
     return qi[keep], tuple(v[keep] for v in vals), dt.take(sums, nz)
 
 
+def _owner_meets(owner: np.ndarray, times: np.ndarray, n_owner: int) -> np.ndarray:
+    """``(n_owner, d)``: per owner the meet (componentwise least) of its ``times`` (the
+    int64 maximum for owners without any)."""
+    out = np.full((n_owner, times.shape[1]), np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(out, owner, times)
+    return out
+
+
+def _chain_column(
+    base: np.ndarray,
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+) -> int | None:
+    """The one time column in which the starting times ``c`` and history times ``h``
+    (advanced, so beyond their owner's ``base``) may differ from their owner's ``base``
+    (the last if none does), or None if times differ from it in several columns. When it
+    exists, each owner's times form a chain: the partial order is that column's order."""
+    dim = c_times.shape[1]
+    if not len(c_times):
+        return None
+    if dim == 1:
+        return 0
+    var = (c_times != base[c_owner]).any(axis=0)
+    if len(h_times):
+        var |= (h_times != base[h_owner]).any(axis=0)
+    cols = np.flatnonzero(var)
+    if len(cols) > 1:
+        return None
+    return int(cols[0]) if len(cols) else dim - 1
+
+
+def _chain_times(
+    base: np.ndarray,
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+    col: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``interesting_times`` when each owner's times form a chain in column ``col``
+    (``_chain_column``): the join of two times is the later one, so the closure of an
+    owner's starting times is them and its history times after the earliest of them (whose
+    ``col`` is the owner's ``base``).
+
+    Returns distinct rows sorted by owner, then time."""
+    cv = c_times[:, col]
+    if len(h_owner):
+        later = np.flatnonzero(h_times[:, col] > base[h_owner, col])
+        o = np.concatenate([c_owner, h_owner[later]])
+        v = np.concatenate([cv, h_times[later, col]])
+    else:
+        o, v = c_owner, cv
+    lo = int(v.min())
+    span = int(v.max()) - lo + 1
+    if span.bit_length() + max(1, len(base).bit_length()) <= 62:
+        code = np.unique(o.astype(np.int64) * span + (v - lo))
+        o, v = code // span, code % span + lo
+    else:
+        order = np.lexsort((v, o))
+        o, v = o[order], v[order]
+        keep = np.ones(len(o), dtype=bool)
+        keep[1:] = (o[1:] != o[:-1]) | (v[1:] != v[:-1])
+        o, v = o[keep], v[keep]
+    times = base[o]
+    times[:, col] = v
+    return o, times
+
+
+def _chain_reduce(
+    reducer: Reducer,
+    op: Operator,
+    probe_cols: tuple[np.ndarray, ...],
+    q_o: np.ndarray,
+    q_t: np.ndarray,
+    in_owner: np.ndarray,
+    in_u: Updates | None,
+    out_owner: np.ndarray,
+    out_u: Updates | None,
+    kw: int,
+    in_dt: DiffType,
+    out_dt: DiffType,
+) -> Updates | None:
+    """The output corrections at the query rows ``(q_o, q_t)`` (sorted by owner, then time)
+    when each owner's times form a chain, all queries at once instead of rank by rank.
+
+    Let ``fix(t)`` be the desired output at ``t`` minus the output trace accumulated at
+    ``t``. Along a chain ``t_1 < t_2 < ...`` the corrections emitted at ``t_1 .. t_r`` must
+    add up to ``fix(t_r)`` for every ``r``, so the one emitted at ``t_r`` is
+    ``fix(t_r) - fix(t_{r-1})`` (``fix(t_1)`` at the first): both are reducer outputs
+    and trace sums at fixed times, computed for every query together."""
+    nq = len(q_o)
+    empty_q = np.empty(0, dtype=np.int64)
+    if in_u is not None and len(in_u):
+        iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw)
+    else:
+        iq, iv, isum = empty_q, (), in_dt.empty()
+    if out_u is not None and len(out_u):
+        cur_o, cur_u = _sorted_rows(out_owner, out_u, kw)
+        have: Rows = _accumulate(q_o, q_t, cur_o, cur_u, kw)
+    else:
+        have = (empty_q, (), out_dt.empty())
+    want = reducer.desired(op, nq, iq, iv, isum, in_dt)
+    fq, fv, fd = reducer.corrections(nq, want, have, out_dt)
+    if not len(fq):
+        return None
+    # fix(t_{r-1}) moved to the next query of the same owner, and subtracted
+    nxt = fq + 1
+    s = np.flatnonzero(nxt < nq)
+    s = s[q_o[nxt[s]] == q_o[fq[s]]]
+    if len(s):
+        prev: Rows = (nxt[s], tuple(c[s] for c in fv), out_dt.take(fd, s))
+        fq, fv, fd = Reducer.corrections(reducer, nq, (fq, fv, fd), prev, out_dt)
+        if not len(fq):
+            return None
+    keys = tuple(c[q_o[fq]] for c in probe_cols)
+    return Updates(keys + tuple(fv), q_t[fq], fd, out_dt)
+
+
 def lattice_reduce(
     reducer: Reducer,
     op: Operator,
@@ -310,15 +439,20 @@ def lattice_reduce(
     columns, ``kw`` key columns). Output records are ``key columns + output value columns``
     with ``out_dt`` diffs. A reducer without ``closure`` is evaluated at the starting times
     only (see ``SolveMin``)."""
+    # History times are advanced by ``lower`` and by the meet of each owner's starting
+    # times: every time evaluated for an owner is beyond both, and there the advanced
+    # times compare exactly like the originals (``advance_by``), while times that differ
+    # only before them collapse (history from earlier outer times of a loop, for one).
     la = lower.arr
+    base = _owner_meets(c_owner, c_times, n_probe)
     h_parts_o, h_parts_t = [], []
     if in_u is not None and len(in_u):
-        in_u = in_u.with_times(columns_advance_by(in_u.times, la))
+        in_u = in_u.with_times(np.maximum(columns_advance_by(in_u.times, la), base[in_owner]))
         in_owner, in_u = _sorted_rows(in_owner, in_u, kw)
         h_parts_o.append(in_owner)
         h_parts_t.append(in_u.times)
     if out_u is not None and len(out_u):
-        out_u = out_u.with_times(columns_advance_by(out_u.times, la))
+        out_u = out_u.with_times(np.maximum(columns_advance_by(out_u.times, la), base[out_owner]))
         h_parts_o.append(out_owner)
         h_parts_t.append(out_u.times)
     if h_parts_o:
@@ -327,7 +461,14 @@ def lattice_reduce(
     else:
         h_o = np.empty(0, dtype=np.int64)
         h_t = np.empty((0, dim), dtype=np.int64)
-    if reducer.closure:
+    col = (
+        _chain_column(base, c_owner, c_times, h_o, h_t)
+        if reducer.closure and not reducer.adds_only
+        else None
+    )
+    if col is not None:
+        t_owner, t_times = _chain_times(base, c_owner, c_times, h_o, h_t, col)
+    elif reducer.closure:
         t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
     else:
         t_owner, t_times = unique_rows(c_owner, c_times)
@@ -336,6 +477,25 @@ def lattice_reduce(
     now_o, now_t = t_owner[~later], t_times[~later]
     if not len(now_o):
         return None, pend_o, pend_t
+    if col is not None:
+        return (
+            _chain_reduce(
+                reducer,
+                op,
+                probe_cols,
+                now_o,
+                now_t,
+                in_owner,
+                in_u,
+                out_owner,
+                out_u,
+                kw,
+                in_dt,
+                out_dt,
+            ),
+            pend_o,
+            pend_t,
+        )
     # ranks: position of each time among its owner's times (rows sorted by owner, time)
     n = len(now_o)
     first = np.empty(n, dtype=bool)
