@@ -460,6 +460,10 @@ def _runs_by_words(words: list[np.ndarray], n: int) -> np.ndarray:
     return np.argsort(key, kind="stable")
 
 
+#: at most this many integer rows are sorted by ``np.lexsort`` directly in ``lex_order``
+_SMALL_SORT = 256
+
+
 def lex_order(
     cols: Sequence[np.ndarray], *, runs: bool = False, ranges: Ranges | None = None
 ) -> np.ndarray:
@@ -479,6 +483,13 @@ def lex_order(
         for c in cols:
             _check_orderable(c)  # (the rows may meet others later, in a merge)
         return np.arange(n)
+    if n <= _SMALL_SORT and all(c.dtype.kind in "biu" for c in cols):
+        # a few integer rows: one stable lexsort (packing first costs a dozen numpy calls)
+        return (
+            np.lexsort(tuple(reversed(cols)))
+            if len(cols) > 1
+            else np.argsort(cols[0], kind="stable")
+        )
     if ranges is None:
         ranges = int_ranges(cols)
     if ranges is not None:
