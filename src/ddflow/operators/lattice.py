@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.columns import lex_order
+from ddflow.core.columns import concat_columns, lex_order
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
@@ -369,6 +369,7 @@ def _chain_reduce(
     probe_cols: tuple[np.ndarray, ...],
     q_o: np.ndarray,
     q_t: np.ndarray,
+    col: int,
     in_owner: np.ndarray,
     in_u: Updates | None,
     out_owner: np.ndarray,
@@ -378,37 +379,66 @@ def _chain_reduce(
     out_dt: DiffType,
 ) -> Updates | None:
     """The output corrections at the query rows ``(q_o, q_t)`` (sorted by owner, then time)
-    when each owner's times form a chain, all queries at once instead of rank by rank.
+    when each owner's times form a chain in column ``col``, all queries at once instead of
+    rank by rank.
 
-    Let ``fix(t)`` be the desired output at ``t`` minus the output trace accumulated at
-    ``t``. Along a chain ``t_1 < t_2 < ...`` the corrections emitted at ``t_1 .. t_r`` must
-    add up to ``fix(t_r)`` for every ``r``, so the one emitted at ``t_r`` is
-    ``fix(t_r) - fix(t_{r-1})`` (``fix(t_1)`` at the first): both are reducer outputs
-    and trace sums at fixed times, computed for every query together."""
+    Along an owner's chain ``t_1 < t_2 < ...`` the output accumulated at each ``t_r`` must
+    become the desired one, ``want(t_r)``; it is ``out(t_r)`` (the output trace) plus the
+    corrections emitted at ``t_1 .. t_r``. So the correction at ``t_r`` is
+    ``want(t_r) - want(t_{r-1}) - (out(t_r) - out(t_{r-1}))`` (with ``want(t_0) =
+    out(t_0) = 0``), and ``out(t_r) - out(t_{r-1})`` is the sum of the output rows at times
+    in ``(t_{r-1}, t_r]``: each output row counts once, at the first query not before it."""
     nq = len(q_o)
     empty_q = np.empty(0, dtype=np.int64)
     if in_u is not None and len(in_u):
         iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw)
     else:
         iq, iv, isum = empty_q, (), in_dt.empty()
+    wq, wv, wd = reducer.desired(op, nq, iq, iv, isum, in_dt)
+    # subtracted: want(t_{r-1}) moved to the next query of the same owner ...
+    sub_q, sub_v, sub_d = [], [], []
+    if len(wq):
+        nxt = wq + 1
+        s = np.flatnonzero(nxt < nq)
+        s = s[q_o[nxt[s]] == q_o[wq[s]]]
+        if len(s):
+            sub_q.append(nxt[s])
+            sub_v.append(tuple(c[s] for c in wv))
+            sub_d.append(out_dt.take(wd, s))
+    # ... and each output row, at the first query of its owner not before it
     if out_u is not None and len(out_u):
-        cur_o, cur_u = _sorted_rows(out_owner, out_u, kw)
-        have: Rows = _accumulate(q_o, q_t, cur_o, cur_u, kw)
+        nr = len(out_u)
+        order = lex_order(
+            (
+                np.concatenate([q_o, out_owner]),
+                np.concatenate([q_t[:, col], out_u.times[:, col]]),
+                np.concatenate([np.ones(nq, dtype=np.int8), np.zeros(nr, dtype=np.int8)]),
+            )
+        )
+        at = np.full(nq + nr, nq + nr, dtype=np.int64)
+        at[order < nq] = np.flatnonzero(order < nq)
+        first_after = np.minimum.accumulate(at[::-1])[::-1]  # sorted position of the query
+        pos = np.empty(nq + nr, dtype=np.int64)
+        pos[order] = np.arange(nq + nr)
+        qi = np.append(order, nq)[first_after[pos[nq:]]]  # the query of each output row
+        ok = np.flatnonzero(qi < nq)
+        ok = ok[q_o[np.minimum(qi[ok], nq - 1)] == out_owner[ok]]
+        if len(ok):
+            sub_q.append(qi[ok])
+            sub_v.append(tuple(c[ok] for c in out_u.data[kw:]))
+            sub_d.append(out_dt.take(out_u.diffs, ok))
+    if sub_q:
+        nv = len(sub_v[0])
+        have: Rows = (
+            np.concatenate(sub_q),
+            tuple(concat_columns([v[k] for v in sub_v]) for k in range(nv)),
+            out_dt.concat(sub_d),
+        )
     else:
         have = (empty_q, (), out_dt.empty())
-    want = reducer.desired(op, nq, iq, iv, isum, in_dt)
-    fq, fv, fd = reducer.corrections(nq, want, have, out_dt)
+    fq, fv, fd = reducer.corrections(nq, (wq, wv, wd), have, out_dt)
     if not len(fq):
         return None
-    # fix(t_{r-1}) moved to the next query of the same owner, and subtracted
-    nxt = fq + 1
-    s = np.flatnonzero(nxt < nq)
-    s = s[q_o[nxt[s]] == q_o[fq[s]]]
-    if len(s):
-        prev: Rows = (nxt[s], tuple(c[s] for c in fv), out_dt.take(fd, s))
-        fq, fv, fd = Reducer.corrections(reducer, nq, (fq, fv, fd), prev, out_dt)
-        if not len(fq):
-            return None
     keys = tuple(c[q_o[fq]] for c in probe_cols)
     return Updates(keys + tuple(fv), q_t[fq], fd, out_dt)
 
@@ -485,6 +515,7 @@ def lattice_reduce(
                 probe_cols,
                 now_o,
                 now_t,
+                col,
                 in_owner,
                 in_u,
                 out_owner,

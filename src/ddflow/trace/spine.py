@@ -259,8 +259,10 @@ class Spine:
 
         It is an error to ask for a frontier the physical compaction has passed.
         """
-        out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
-        return out
+        bs = self.batches()
+        if not bs or frontier.dominates(bs[-1].desc.upper):
+            return bs  # (uppers grow along the spine: the youngest's is the largest)
+        return [b for b in bs if frontier.dominates(b.desc.upper)]
 
     def gather(
         self, probe: np.ndarray, batches: list[TraceBatch]
