@@ -296,8 +296,19 @@ def _accumulate(
 def _owner_meets(owner: np.ndarray, times: np.ndarray, n_owner: int) -> np.ndarray:
     """``(n_owner, d)``: per owner the meet (componentwise least) of its ``times`` (the
     int64 maximum for owners without any)."""
-    out = np.full((n_owner, times.shape[1]), np.iinfo(np.int64).max, dtype=np.int64)
-    np.minimum.at(out, owner, times)
+    big = np.iinfo(np.int64).max
+    d = times.shape[1]
+    if len(owner) <= 16:
+        out = np.full((n_owner, d), big, dtype=np.int64)
+        np.minimum.at(out, owner, times)
+        return out
+    # (``ufunc.at`` over one contiguous column is an order of magnitude faster than over
+    # rows of a 2-d array)
+    out = np.empty((n_owner, d), dtype=np.int64)
+    for k in range(d):
+        c = np.full(n_owner, big, dtype=np.int64)
+        np.minimum.at(c, owner, np.ascontiguousarray(times[:, k]))
+        out[:, k] = c
     return out
 
 
@@ -443,6 +454,22 @@ def _chain_reduce(
     return Updates(keys + tuple(fv), q_t[fq], fd, out_dt)
 
 
+def _history(
+    in_owner: np.ndarray,
+    in_u: Updates | None,
+    out_owner: np.ndarray,
+    out_u: Updates | None,
+    dim: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The owners and times of the input and output history rows, together."""
+    parts = [(o, u.times) for o, u in ((in_owner, in_u), (out_owner, out_u)) if u is not None]
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.int64)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
 def lattice_reduce(
     reducer: Reducer,
     op: Operator,
@@ -469,33 +496,35 @@ def lattice_reduce(
     columns, ``kw`` key columns). Output records are ``key columns + output value columns``
     with ``out_dt`` diffs. A reducer without ``closure`` is evaluated at the starting times
     only (see ``SolveMin``)."""
-    # History times are advanced by ``lower`` and by the meet of each owner's starting
-    # times: every time evaluated for an owner is beyond both, and there the advanced
-    # times compare exactly like the originals (``advance_by``), while times that differ
-    # only before them collapse (history from earlier outer times of a loop, for one).
-    la = lower.arr
+    # History times are advanced by the meet of each owner's starting times (``base``):
+    # every time evaluated for an owner is beyond it, and there the advanced times compare
+    # exactly like the originals (``advance_by``), while times that differ only before it
+    # collapse (history from earlier outer times of a loop, for one). Unless the times then
+    # form chains, they are advanced by ``lower`` too (all evaluated times are beyond it),
+    # which keeps the closure small.
     base = _owner_meets(c_owner, c_times, n_probe)
-    h_parts_o, h_parts_t = [], []
     if in_u is not None and len(in_u):
-        in_u = in_u.with_times(np.maximum(columns_advance_by(in_u.times, la), base[in_owner]))
+        in_u = in_u.with_times(np.maximum(in_u.times, base[in_owner]))
         in_owner, in_u = _sorted_rows(in_owner, in_u, kw)
-        h_parts_o.append(in_owner)
-        h_parts_t.append(in_u.times)
-    if out_u is not None and len(out_u):
-        out_u = out_u.with_times(np.maximum(columns_advance_by(out_u.times, la), base[out_owner]))
-        h_parts_o.append(out_owner)
-        h_parts_t.append(out_u.times)
-    if h_parts_o:
-        h_o = np.concatenate(h_parts_o)
-        h_t = np.concatenate(h_parts_t)
     else:
-        h_o = np.empty(0, dtype=np.int64)
-        h_t = np.empty((0, dim), dtype=np.int64)
+        in_u = None
+    if out_u is not None and len(out_u):
+        out_u = out_u.with_times(np.maximum(out_u.times, base[out_owner]))
+    else:
+        out_u = None
+    h_o, h_t = _history(in_owner, in_u, out_owner, out_u, dim)
     col = (
         _chain_column(base, c_owner, c_times, h_o, h_t)
         if reducer.closure and not reducer.adds_only
         else None
     )
+    if col is None and len(lower.arr):
+        la = lower.arr
+        if in_u is not None:
+            in_u = in_u.with_times(columns_advance_by(in_u.times, la))
+        if out_u is not None:
+            out_u = out_u.with_times(columns_advance_by(out_u.times, la))
+        h_o, h_t = _history(in_owner, in_u, out_owner, out_u, dim)
     if col is not None:
         t_owner, t_times = _chain_times(base, c_owner, c_times, h_o, h_t, col)
     elif reducer.closure:
