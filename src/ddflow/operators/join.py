@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates
+from ddflow.core.updates import Updates, concat_updates, take_times
 from ddflow.engine.operator import Operator, State
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
@@ -154,7 +154,7 @@ class Join(Operator):
         kcols = tuple(c[ra] for c in ua.data[:kw])
         va = tuple(c[ra] for c in ua.data[kw:])
         vb = tuple(c[rb] for c in ub.data[kw:])
-        times = np.maximum(ua.times[ra], ub.times[rb])
+        times = np.maximum(take_times(ua.times, ra), take_times(ub.times, rb))
         da, db = ua.diff_type.take(ua.diffs, ra), ub.diff_type.take(ub.diffs, rb)
         dt: DiffType
         if (

@@ -47,7 +47,7 @@ from ddflow.core.columns import concat_columns, lex_order
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import Updates, concat_updates, consolidate, take_times
 from ddflow.operators.reducers import Reducer, Rows, group_starts
 from ddflow.trace.batch import ranges_to_indices
 
@@ -98,7 +98,7 @@ def unique_rows(owner: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.nd
     else:
         both = np.column_stack([owner, times])
         _, idx = np.unique(both, axis=0, return_index=True)
-    return owner[idx], times[idx]
+    return owner[idx], take_times(times, idx)
 
 
 def _new_rows(
@@ -182,7 +182,9 @@ def interesting_times(
         i, j = expand(new_o, base_o)
         if not len(i):
             break
-        joined = np.unique(pk.pack(new_o[i], np.maximum(new_t[i], base_t[j])))
+        joined = np.unique(
+            pk.pack(new_o[i], np.maximum(take_times(new_t, i), take_times(base_t, j)))
+        )
         new = joined[~_members(joined, closure)]
         if len(new):
             closure = np.insert(closure, np.searchsorted(closure, new), new)
@@ -252,7 +254,7 @@ def _interesting_rows(
         if not len(i):
             break
         jo = new_o[i]
-        jt = np.maximum(new_t[i], all_t[j])
+        jt = np.maximum(take_times(new_t, i), take_times(all_t, j))
         jo, jt = unique_rows(jo, jt)
         add_o, add_t = _new_rows(c_owner, c_times, jo, jt)
         if not len(add_o):
@@ -280,7 +282,7 @@ def _accumulate(
     dt = r.diff_type
     qi, rj = expand(q_owner, r_owner)
     if len(qi):
-        ok = np.all(r.times[rj] <= q_times[qi], axis=1)
+        ok = np.all(take_times(r.times, rj) <= take_times(q_times, qi), axis=1)
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
     flags = group_starts(qi, vals)
@@ -328,9 +330,9 @@ def _chain_column(
         return None
     if dim == 1:
         return 0
-    var = (c_times != base[c_owner]).any(axis=0)
+    var = (c_times != take_times(base, c_owner)).any(axis=0)
     if len(h_times):
-        var |= (h_times != base[h_owner]).any(axis=0)
+        var |= (h_times != take_times(base, h_owner)).any(axis=0)
     cols = np.flatnonzero(var)
     if len(cols) > 1:
         return None
@@ -369,7 +371,7 @@ def _chain_times(
         keep = np.ones(len(o), dtype=bool)
         keep[1:] = (o[1:] != o[:-1]) | (v[1:] != v[:-1])
         o, v = o[keep], v[keep]
-    times = base[o]
+    times = take_times(base, o)
     times[:, col] = v
     return o, times
 
@@ -451,7 +453,7 @@ def _chain_reduce(
     if not len(fq):
         return None
     keys = tuple(c[q_o[fq]] for c in probe_cols)
-    return Updates(keys + tuple(fv), q_t[fq], fd, out_dt)
+    return Updates(keys + tuple(fv), take_times(q_t, fq), fd, out_dt)
 
 
 def _history(
@@ -504,12 +506,12 @@ def lattice_reduce(
     # which keeps the closure small.
     base = _owner_meets(c_owner, c_times, n_probe)
     if in_u is not None and len(in_u):
-        in_u = in_u.with_times(np.maximum(in_u.times, base[in_owner]))
+        in_u = in_u.with_times(np.maximum(in_u.times, take_times(base, in_owner)))
         in_owner, in_u = _sorted_rows(in_owner, in_u, kw)
     else:
         in_u = None
     if out_u is not None and len(out_u):
-        out_u = out_u.with_times(np.maximum(out_u.times, base[out_owner]))
+        out_u = out_u.with_times(np.maximum(out_u.times, take_times(base, out_owner)))
     else:
         out_u = None
     h_o, h_t = _history(in_owner, in_u, out_owner, out_u, dim)
@@ -532,8 +534,8 @@ def lattice_reduce(
     else:
         t_owner, t_times = unique_rows(c_owner, c_times)
     later = upper.beyond_mask(t_times)
-    pend_o, pend_t = t_owner[later], t_times[later]
-    now_o, now_t = t_owner[~later], t_times[~later]
+    pend_o, pend_t = t_owner[later], t_times.compress(later, axis=0)
+    now_o, now_t = t_owner[~later], t_times.compress(~later, axis=0)
     if not len(now_o):
         return None, pend_o, pend_t
     if col is not None:
@@ -573,7 +575,7 @@ def lattice_reduce(
     empty_in = in_u is None or not len(in_u)
     for r in range(int(rank.max()) + 1):
         sel = np.flatnonzero(rank == r)
-        q_o, q_t = now_o[sel], now_t[sel]
+        q_o, q_t = now_o[sel], take_times(now_t, sel)
         nq = len(q_o)
         # the input at each query time
         if empty_in:
@@ -595,7 +597,7 @@ def lattice_reduce(
             continue
         owners = q_o[fix_q]
         keys = tuple(c[owners] for c in probe_cols)
-        u = Updates(keys + tuple(fix_v), q_t[fix_q], fix_d, out_dt)
+        u = Updates(keys + tuple(fix_v), take_times(q_t, fix_q), fix_d, out_dt)
         emitted.append(u)
         emitted_o.append(owners)
         if r < rank.max():

@@ -20,7 +20,7 @@ from ddflow.core.columns import Layout, infer_layout, layout_of_view
 from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate, split_complete
+from ddflow.core.updates import Updates, consolidate, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 
@@ -177,7 +177,7 @@ class FlatMap(_PerBatch):
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         dt = u.diff_type
-        return Updates(cols, u.times[rows], dt.take(u.diffs, rows), dt), layout
+        return Updates(cols, take_times(u.times, rows), dt.take(u.diffs, rows), dt), layout
 
 
 class Explode(_PerBatch):
@@ -267,7 +267,7 @@ class Explode(_PerBatch):
         mult = u.diffs[rows]
         if not (mult == 1).all():
             dcol = dt.scale(dcol, mult)
-        return Updates(cols, u.times[rows], dcol, dt), layout
+        return Updates(cols, take_times(u.times, rows), dcol, dt), layout
 
 
 class Negate(_PerBatch):

@@ -38,7 +38,7 @@ import numpy as np
 from ddflow.core.columns import Columns, const_view, run_starts
 from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate
+from ddflow.core.updates import Updates, consolidate, take_times
 
 __all__ = [
     "COMPACT_MIN_ROWS",
@@ -640,7 +640,7 @@ class TraceBatch:
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(
             tuple(c[rows] for c in self.data),
-            self.times[rows],
+            take_times(self.times, rows),
             self.diff_type.take(self.diffs, rows),
             self.diff_type,
         )
