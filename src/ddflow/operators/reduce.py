@@ -35,7 +35,7 @@ from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_o
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import Updates, concat_updates, consolidate, take_times
 from ddflow.engine.operator import Operator, State
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.lattice import lattice_reduce
@@ -241,7 +241,7 @@ class Reduce(Operator):
         # current output of each key, retracted at the key's first new time
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
-            cur_t = times[starts][owner]
+            cur_t = take_times(take_times(times, starts), owner)
             parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs), cur.diff_type))
         # the output of each row's running total, minus that of the total before it
         old = dt.take(new, prev_rows - 1)
@@ -251,7 +251,7 @@ class Reduce(Operator):
             parts.append(
                 Updates(
                     tuple(c[r] for c in key_cols) + vals,
-                    times[r],
+                    take_times(times, r),
                     diffs if sign == 1 else INT_DIFF.negate(diffs),
                     INT_DIFF,
                 )
