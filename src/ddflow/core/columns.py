@@ -563,4 +563,4 @@ def run_starts(cols: Sequence[np.ndarray], n: int) -> np.ndarray:
     change[0] = True
     for c in cols:
         change[1:] |= np.asarray(c[1:] != c[:-1], dtype=bool)
-    return np.flatnonzero(change)
+    return change.nonzero()[0]

@@ -246,7 +246,7 @@ def _consolidate_counting(
         return None
     codes, span = small
     counts = np.bincount(codes, minlength=span)
-    present = np.flatnonzero(counts)
+    present = counts.nonzero()[0]
     if len(present) == span:
         group = codes
     else:
@@ -262,7 +262,7 @@ def _consolidate_counting(
     keep = ~dt.zero_mask(diffs)
     if not keep.all():
         rep = rep[keep]
-        diffs = dt.take(diffs, np.flatnonzero(keep))
+        diffs = dt.take(diffs, keep.nonzero()[0])
     data = tuple(c.take(rep, axis=0) for c in u.data)
     times = _one_time(u.times, len(rep), compact) if const_time else take_times(u.times, rep)
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
@@ -280,7 +280,7 @@ def split_complete(
         return u, []
     if beyond.all():
         return None, [u]
-    return u.take(np.flatnonzero(~beyond)), [u.take(np.flatnonzero(beyond))]
+    return u.take((~beyond).nonzero()[0]), [u.take(beyond.nonzero()[0])]
 
 
 def update_records(
@@ -302,7 +302,7 @@ def accumulated_at(
     if u is None or layout is None or len(u) == 0:
         return {}
     ft = np.array(kind.flatten(t), dtype=np.int64)
-    sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
+    sel = u.take((np.all(u.times <= ft, axis=1)).nonzero()[0])
     if len(sel) == 0:
         return {}
     sel = consolidate(sel.with_times(np.zeros_like(sel.times)))

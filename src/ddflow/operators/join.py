@@ -131,7 +131,7 @@ class Join(Operator):
         ct = np.bincount(owner, minlength=nk)
         cb = np.diff(batch.bounds)
         npairs = cb * ct
-        with_pairs = np.flatnonzero(npairs)
+        with_pairs = npairs.nonzero()[0]
         p, grp = ranges_to_indices(np.zeros(len(with_pairs), np.int64), npairs[with_pairs])
         k = with_pairs[grp]
         ctk = ct[k]

@@ -60,8 +60,8 @@ __all__ = ["expand", "interesting_times", "lattice_reduce", "unique_rows"]
 def expand(a_owner: np.ndarray, b_owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every pair ``(i, j)`` with ``a_owner[i] == b_owner[j]`` (``b_owner`` sorted), grouped
     by ``i`` and, within ``i``, in ``b``'s order."""
-    lo = np.searchsorted(b_owner, a_owner, "left")
-    hi = np.searchsorted(b_owner, a_owner, "right")
+    lo = b_owner.searchsorted(a_owner, "left")
+    hi = b_owner.searchsorted(a_owner, "right")
     j, i = ranges_to_indices(lo, hi)
     return i, j
 
@@ -187,7 +187,7 @@ def interesting_times(
         )
         new = joined[~_members(joined, closure)]
         if len(new):
-            closure = np.insert(closure, np.searchsorted(closure, new), new)
+            closure = np.insert(closure, closure.searchsorted(new), new)
     return pk.unpack(closure)
 
 
@@ -195,7 +195,7 @@ def _members(x: np.ndarray, sorted_: np.ndarray) -> np.ndarray:
     """Which values of ``x`` are in the sorted array ``sorted_``."""
     if not len(sorted_):
         return np.zeros(len(x), dtype=bool)
-    pos = np.searchsorted(sorted_, x)
+    pos = sorted_.searchsorted(x)
     np.minimum(pos, len(sorted_) - 1, out=pos)
     return sorted_[pos] == x
 
@@ -206,7 +206,7 @@ def _insert_new(sorted_: np.ndarray, x: np.ndarray) -> np.ndarray:
     if not len(sorted_):
         return x
     x = x[~_members(x, sorted_)]
-    return np.insert(sorted_, np.searchsorted(sorted_, x), x) if len(x) else sorted_
+    return np.insert(sorted_, sorted_.searchsorted(x), x) if len(x) else sorted_
 
 
 def _interesting_small(
@@ -286,11 +286,11 @@ def _accumulate(
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
     flags = group_starts(qi, vals)
-    starts = np.flatnonzero(flags)
+    starts = flags.nonzero()[0]
     if not len(starts):
         return qi[:0], tuple(v[:0] for v in vals), dt.take(r.diffs, rj[:0])
     sums = dt.sum_segments(dt.take(r.diffs, rj), starts)
-    nz = np.flatnonzero(~dt.zero_mask(sums))
+    nz = (~dt.zero_mask(sums)).nonzero()[0]
     keep = starts[nz]
     return qi[keep], tuple(v[keep] for v in vals), dt.take(sums, nz)
 
@@ -333,7 +333,7 @@ def _chain_column(
     var = (c_times != take_times(base, c_owner)).any(axis=0)
     if len(h_times):
         var |= (h_times != take_times(base, h_owner)).any(axis=0)
-    cols = np.flatnonzero(var)
+    cols = var.nonzero()[0]
     if len(cols) > 1:
         return None
     return int(cols[0]) if len(cols) else dim - 1
@@ -355,7 +355,7 @@ def _chain_times(
     Returns distinct rows sorted by owner, then time."""
     cv = c_times[:, col]
     if len(h_owner):
-        later = np.flatnonzero(h_times[:, col] > base[h_owner, col])
+        later = (h_times[:, col] > base[h_owner, col]).nonzero()[0]
         o = np.concatenate([c_owner, h_owner[later]])
         v = np.concatenate([cv, h_times[later, col]])
     else:
@@ -412,7 +412,7 @@ def _chain_reduce(
     sub_q, sub_v, sub_d = [], [], []
     if len(wq):
         nxt = wq + 1
-        s = np.flatnonzero(nxt < nq)
+        s = (nxt < nq).nonzero()[0]
         s = s[q_o[nxt[s]] == q_o[wq[s]]]
         if len(s):
             sub_q.append(nxt[s])
@@ -429,12 +429,12 @@ def _chain_reduce(
             )
         )
         at = np.full(nq + nr, nq + nr, dtype=np.int64)
-        at[order < nq] = np.flatnonzero(order < nq)
+        at[order < nq] = (order < nq).nonzero()[0]
         first_after = np.minimum.accumulate(at[::-1])[::-1]  # sorted position of the query
         pos = np.empty(nq + nr, dtype=np.int64)
         pos[order] = np.arange(nq + nr)
         qi = np.append(order, nq)[first_after[pos[nq:]]]  # the query of each output row
-        ok = np.flatnonzero(qi < nq)
+        ok = (qi < nq).nonzero()[0]
         ok = ok[q_o[np.minimum(qi[ok], nq - 1)] == out_owner[ok]]
         if len(ok):
             sub_q.append(qi[ok])
@@ -563,7 +563,7 @@ def lattice_reduce(
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.not_equal(now_o[1:], now_o[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
+    starts = first.nonzero()[0]
     rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
     # output rows, sorted by owner then value; corrections join them rank by rank
     if out_u is not None and len(out_u):
@@ -574,7 +574,7 @@ def lattice_reduce(
     emitted_o: list[np.ndarray] = []
     empty_in = in_u is None or not len(in_u)
     for r in range(int(rank.max()) + 1):
-        sel = np.flatnonzero(rank == r)
+        sel = (rank == r).nonzero()[0]
         q_o, q_t = now_o[sel], take_times(now_t, sel)
         nq = len(q_o)
         # the input at each query time

@@ -127,7 +127,7 @@ class Filter(_PerBatch):
                 mask = np.fromiter((bool(self.p(r)) for r in recs), dtype=bool, count=len(recs))
         except Exception as e:
             raise user_error(self, e) from e
-        return u.take(np.flatnonzero(mask)), self.in_layout
+        return u.take(mask.nonzero()[0]), self.in_layout
 
 
 class FlatMap(_PerBatch):
@@ -252,7 +252,7 @@ class Explode(_PerBatch):
             dt, dcol = diff_column_from_view(self.dt, dview, n)
             rows = np.arange(n)
             if keep is not None:
-                rows = np.flatnonzero(keep)
+                rows = keep.nonzero()[0]
                 cols = tuple(c.take(rows, axis=0) for c in cols)
                 dcol = dt.take(dcol, rows)
         else:

@@ -154,7 +154,7 @@ class Reduce(Operator):
         vectorized = reducer.vectorized and not self._total_path()
         if vectorized:
             due_rows = (
-                np.flatnonzero(~upper.beyond_mask(self.pend_times))
+                (~upper.beyond_mask(self.pend_times)).nonzero()[0]
                 if len(self.pend_times)
                 else np.empty(0, dtype=np.int64)
             )
@@ -234,7 +234,7 @@ class Reduce(Operator):
         n = len(nb)
         not_first = np.ones(n, dtype=bool)
         not_first[starts] = False
-        prev_rows = np.flatnonzero(not_first)
+        prev_rows = not_first.nonzero()[0]
         key_cols = nb.data[:kw]
         times = nb.times
         parts: list[Updates] = []
@@ -300,7 +300,7 @@ class Reduce(Operator):
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
             sprobe, pidx = comparable(probe, key_index(pk))
-            pos = np.searchsorted(sprobe, pidx)
+            pos = sprobe.searchsorted(pidx)
             posc = np.minimum(pos, len(probe) - 1)
             hit = np.asarray(sprobe[posc] == pidx, dtype=bool)
             c_owner.append(pos[hit])
@@ -340,7 +340,7 @@ class Reduce(Operator):
         new_keys: list[tuple[np.ndarray, ...]] = []
         new_times: list[np.ndarray] = []
         if pk is not None and keep_pending.any():
-            kp = np.flatnonzero(keep_pending)
+            kp = keep_pending.nonzero()[0]
             new_keys.append(tuple(c[kp] for c in pk))
             new_times.append(self.pend_times[kp])
         if len(pend_o):

@@ -549,12 +549,12 @@ class TraceBatch:
             # leaves each probe key one candidate (a customer key beside the customer's
             # name and address), the candidates then compared whole
             first = probe[self.keys.dtype.names[0]]  # type: ignore[index]
-            at = np.searchsorted(lead, first, "left")
-            span = np.searchsorted(lead, first, "right") - at
+            at = lead.searchsorted(first, "left")
+            span = lead.searchsorted(first, "right") - at
             if span.max() > 1:
                 lead = None
             else:
-                cand = np.flatnonzero(span)
+                cand = span.nonzero()[0]
                 kp = at[cand]
                 ok = _same_rows(self.keys, kp, probe, cand)
                 hit = cand[ok]
@@ -564,28 +564,28 @@ class TraceBatch:
         elif packed is not None:
             pk = packed.keys
             inside, pp = packed.pack(probe)
-            pos = np.searchsorted(pk, pp)
+            pos = pk.searchsorted(pp)
             found = inside & (pk[np.minimum(pos, nk - 1)] == pp)
-            hit = np.flatnonzero(found)
+            hit = found.nonzero()[0]
             kpos = pos[hit]
         elif table is not None:
             lo, tab = table
             rel = probe - lo
-            inside = np.flatnonzero((rel >= 0) & (rel < tab.shape[0]))
+            inside = ((rel >= 0) & (rel < tab.shape[0])).nonzero()[0]
             kp = tab[rel[inside]]
             ok = kp >= 0
             hit = inside[ok]
             kpos = kp[ok].astype(np.int64)
         else:
             try:
-                pos = np.searchsorted(self.keys, probe)
+                pos = self.keys.searchsorted(probe)
             except TypeError:
                 # object keys of types that do not compare (str and bytes, ...): none of them
                 # are equal either, as a dict lookup tells
                 return self._rows_small(probe)
             clipped = np.minimum(pos, nk - 1)
             found = (pos < nk) & np.asarray(self.keys[clipped] == probe, dtype=bool)
-            hit = np.flatnonzero(found)
+            hit = found.nonzero()[0]
             kpos = pos[hit]
         if self.bounds.shape[0] - 1 == self.times.shape[0]:  # one row per key
             return kpos, hit
@@ -601,7 +601,7 @@ class TraceBatch:
         bounds = self.bounds
         wanted = probe.tolist()
         runs = []
-        for j, p in enumerate(np.searchsorted(keys, probe).tolist()):
+        for j, p in enumerate(keys.searchsorted(probe).tolist()):
             if p < nk and keys[p] == wanted[j]:
                 runs.append((j, int(bounds[p]), int(bounds[p + 1])))
         return _expand_runs(runs)

@@ -367,7 +367,7 @@ def int_key_sums_small(batches: list[TraceBatch], probe: np.ndarray) -> list[int
                 keys = probe.tolist()
             nk = bk.shape[0]
             bounds = b.bounds
-            for j, p in enumerate(np.searchsorted(bk, probe).tolist()):
+            for j, p in enumerate(bk.searchsorted(probe).tolist()):
                 if p < nk and bk[p] == keys[j]:
                     for r in range(int(bounds[p]), int(bounds[p + 1])):
                         acc[j] += int(d[r])
@@ -430,7 +430,7 @@ def _key_rows(b: TraceBatch, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     flags = np.empty(len(owner), dtype=bool)
     flags[0] = True
     np.not_equal(owner[1:], owner[:-1], out=flags[1:])
-    starts = np.flatnonzero(flags)
+    starts = flags.nonzero()[0]
     return rows, starts, owner[starts]
 
 
