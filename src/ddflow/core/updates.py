@@ -302,7 +302,7 @@ def accumulated_at(
     if u is None or layout is None or len(u) == 0:
         return {}
     ft = np.array(kind.flatten(t), dtype=np.int64)
-    sel = u.take((np.all(u.times <= ft, axis=1)).nonzero()[0])
+    sel = u.take(np.flatnonzero(np.all(u.times <= ft, axis=1)))
     if len(sel) == 0:
         return {}
     sel = consolidate(sel.with_times(np.zeros_like(sel.times)))

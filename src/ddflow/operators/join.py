@@ -124,7 +124,7 @@ class Join(Operator):
             found, owner = parts[0], owners[0]
         else:
             owner = np.concatenate(owners)
-            by_key = np.argsort(owner, kind="stable")
+            by_key = owner.argsort(kind="stable")
             owner = owner[by_key]
             found = concat_updates(parts).take(by_key)
         nk = batch.num_keys
@@ -135,7 +135,7 @@ class Join(Operator):
         p, grp = ranges_to_indices(np.zeros(len(with_pairs), np.int64), npairs[with_pairs])
         k = with_pairs[grp]
         ctk = ct[k]
-        first_other = (np.cumsum(ct) - ct)[k]
+        first_other = (ct.cumsum() - ct)[k]
         b_rows = batch.bounds[k] + p // ctk
         o_rows = first_other + p % ctk
         mine = (batch.updates(), b_rows, batch.diff_bound())

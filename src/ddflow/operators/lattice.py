@@ -282,7 +282,7 @@ def _accumulate(
     dt = r.diff_type
     qi, rj = expand(q_owner, r_owner)
     if len(qi):
-        ok = np.all(take_times(r.times, rj) <= take_times(q_times, qi), axis=1)
+        ok = (take_times(r.times, rj) <= take_times(q_times, qi)).all(axis=1)
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
     flags = group_starts(qi, vals)
@@ -564,7 +564,7 @@ def lattice_reduce(
     first[0] = True
     np.not_equal(now_o[1:], now_o[:-1], out=first[1:])
     starts = first.nonzero()[0]
-    rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    rank = np.arange(n) - starts.repeat(np.diff(np.append(starts, n)))
     # output rows, sorted by owner then value; corrections join them rank by rank
     if out_u is not None and len(out_u):
         cur_o, cur_u = _sorted_rows(out_owner, out_u, kw)

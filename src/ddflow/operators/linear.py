@@ -173,7 +173,7 @@ class FlatMap(_PerBatch):
         else:
             if not outs:
                 return None
-            rows = np.repeat(np.arange(len(counts)), counts)
+            rows = (np.arange(len(counts))).repeat(counts)
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         dt = u.diff_type
@@ -260,7 +260,7 @@ class Explode(_PerBatch):
                 return None
             dt = self.dt or diff_type_of(dvals[0])
             dcol = dt.from_values(dvals)
-            rows = np.repeat(np.arange(n), counts)
+            rows = (np.arange(n)).repeat(counts)
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         self.dt = dt

@@ -275,8 +275,8 @@ class TopK(Min):
         k = self.k
         if counts.dtype == object or int(counts.sum(dtype=np.float64)) >= 2**62:
             counts = counts.astype(object)  # running counts in Python ints: exact
-        run = np.cumsum(counts)
-        group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
+        run = counts.cumsum()
+        group_start = starts.repeat(np.diff(np.append(starts, len(iq))))
         before = run - counts - (run[group_start] - counts[group_start])
         keep = (before < k).nonzero()[0]
         take = narrow(np.minimum(counts[keep], k - before[keep]))
@@ -348,7 +348,7 @@ class Quantile(Min):
             return iq, (), INT_DIFF.empty()
         counts = _counts(isum, "a quantile")
         starts = (_firsts(iq)).nonzero()[0]
-        run = np.cumsum(counts)  # (running counts over all keys: each key's start is known)
+        run = counts.cumsum()  # (running counts over all keys: each key's start is known)
         before = run[starts] - counts[starts]
         total = np.append(before[1:], run[-1]) - before
         lo, hi = self.ranks(total)
@@ -392,7 +392,7 @@ class Mode(Min):
         counts = _counts(isum, "a mode")
         starts = (_firsts(iq)).nonzero()[0]
         top = np.maximum.reduceat(counts, starts)
-        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(iq))))
+        group = (np.arange(len(starts))).repeat(np.diff(np.append(starts, len(iq))))
         hit = (counts == top[group]).nonzero()[0]
         # rows are sorted by value: the least tied value first, the greatest last
         tied = group[hit]

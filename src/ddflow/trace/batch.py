@@ -125,9 +125,9 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     total = int(lens.sum())
     if total == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    owner = np.repeat(np.arange(len(starts)), lens)
-    offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-    return np.repeat(starts, lens) + offsets, owner
+    owner = (np.arange(len(starts))).repeat(lens)
+    offsets = np.arange(total) - (lens.cumsum() - lens).repeat(lens)
+    return starts.repeat(lens) + offsets, owner
 
 
 #: at most this many rows are listed in Python when a few keys' rows are expanded; beyond,
