@@ -285,17 +285,26 @@ class Reduce(Operator):
             key_parts.append(tuple(b.data[:kw]))
             time_parts.append(b.times)
         pk = self.pend_keys
-        if pk is not None and len(due_rows):
-            key_parts.append(tuple(c[due_rows] for c in pk))
-        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
-        order = lex_order(kcols)
-        kcols = tuple(c[order] for c in kcols)
-        starts = run_starts(kcols, len(order))
-        probe_cols = tuple(c[starts] for c in kcols)
-        probe = key_index(probe_cols)
-        c_owner = [
-            np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
-        ]
+        c_owner: list[np.ndarray]
+        if len(batches) == 1 and not len(due_rows):
+            # the probe keys are the batch's own: its key index, sorted and distinct
+            b = batches[0]
+            starts = b.bounds[:-1]
+            probe_cols = tuple(c[starts] for c in key_parts[0])
+            probe = b.keys
+            c_owner = [np.arange(len(starts)).repeat(b.bounds[1:] - starts)]
+        else:
+            if pk is not None and len(due_rows):
+                key_parts.append(tuple(c[due_rows] for c in pk))
+            kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
+            order = lex_order(kcols)
+            kcols = tuple(c[order] for c in kcols)
+            starts = run_starts(kcols, len(order))
+            probe_cols = tuple(c[starts] for c in kcols)
+            probe = key_index(probe_cols)
+            c_owner = [
+                np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
+            ]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
@@ -304,7 +313,7 @@ class Reduce(Operator):
             posc = np.minimum(pos, len(probe) - 1)
             hit = np.asarray(sprobe[posc] == pidx, dtype=bool)
             c_owner.append(pos[hit])
-            c_times.append(self.pend_times[hit])
+            c_times.append(self.pend_times.compress(hit, axis=0))
             keep_pending = ~hit
         co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
         ct = np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64)

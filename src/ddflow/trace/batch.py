@@ -137,6 +137,8 @@ _EXPAND_IN_PYTHON = 256
 
 def _expand_runs(runs: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
     """``(row indices, probe position)`` of runs ``(probe position, first row, end row)``."""
+    if not runs:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     if sum(hi - lo for _, lo, hi in runs) > _EXPAND_IN_PYTHON:
         arr = np.array(runs, dtype=np.int64).reshape(len(runs), 3)
         at, run = ranges_to_indices(arr[:, 1], arr[:, 2])
@@ -513,12 +515,26 @@ class TraceBatch:
         one: readers trust it to prove that sums cannot leave int64."""
         self._bound = bound
 
-    def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
+    def rows_for(
+        self, probe: np.ndarray, probe_list: list[Any] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``.
+
+        ``probe_list``: the probe keys as Python values (``probe.tolist()``), when a caller
+        searching many batches has them already (a few keys in small batches are looked up
+        in a dict by them)."""
         nk = self.keys.shape[0]
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
+        if (
+            probe_list is not None
+            and nk <= 64
+            and probe.shape[0] <= 64
+            and probe.dtype == self.keys.dtype
+            and self.keys.dtype.kind in "iu"
+        ):
+            return _expand_runs(self.key_runs_small(probe_list))
         if probe.dtype != self.keys.dtype:
             # Keys of another representation (an int64 column beside floats or Python ints,
             # a structured key beside tuples, two keys of different shapes): numpy would

@@ -271,8 +271,10 @@ class Spine:
         index."""
         parts: list[Updates] = []
         owners: list[np.ndarray] = []
+        # (a few probe keys as Python values once, for the dict lookups of small batches)
+        plist = probe.tolist() if probe.shape[0] <= 64 and len(batches) > 1 else None
         for b in batches:
-            rows, owner = b.rows_for(probe)
+            rows, owner = b.rows_for(probe, plist)
             if len(rows):
                 parts.append(b.take_rows(rows))
                 owners.append(owner)
