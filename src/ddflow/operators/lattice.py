@@ -363,7 +363,16 @@ def _chain_times(
     lo = int(v.min())
     span = int(v.max()) - lo + 1
     if span.bit_length() + max(1, len(base).bit_length()) <= 62:
-        code = np.unique(o.astype(np.int64) * span + (v - lo))
+        code = o.astype(np.int64) * span + (v - lo)
+        cells = len(base) * span
+        if cells <= 4 * len(code) + 4096:
+            # distinct codes by marking a table (no sort: loops run few iterations, so
+            # owners times iterations is a small table)
+            seen = np.zeros(cells, dtype=bool)
+            seen[code] = True
+            code = seen.nonzero()[0]
+        else:
+            code = np.unique(code)
         o, v = code // span, code % span + lo
     else:
         order = np.lexsort((v, o))
@@ -374,6 +383,29 @@ def _chain_times(
     times = take_times(base, o)
     times[:, col] = v
     return o, times
+
+
+def _first_query_at_or_after(
+    q_o: np.ndarray, qv: np.ndarray, r_o: np.ndarray, rv: np.ndarray
+) -> np.ndarray:
+    """For each row ``(r_o, rv)`` the index of the first query ``(q_o, qv)`` (sorted by
+    owner, then value) not below it, ``len(q_o)`` if none: by one sort of both, rows
+    before queries on ties."""
+    nq, nr = len(q_o), len(r_o)
+    order = lex_order(
+        (
+            np.concatenate([q_o, r_o]),
+            np.concatenate([qv, rv]),
+            np.concatenate([np.ones(nq, dtype=np.int8), np.zeros(nr, dtype=np.int8)]),
+        )
+    )
+    at = np.full(nq + nr, nq + nr, dtype=np.int64)
+    is_q = order < nq
+    at[is_q] = is_q.nonzero()[0]
+    first_after = np.minimum.accumulate(at[::-1])[::-1]  # sorted position of the query
+    pos = np.empty(nq + nr, dtype=np.int64)
+    pos[order] = np.arange(nq + nr)
+    return np.append(order, nq)[first_after[pos[nq:]]]
 
 
 def _chain_reduce(
@@ -420,20 +452,17 @@ def _chain_reduce(
             sub_d.append(out_dt.take(wd, s))
     # ... and each output row, at the first query of its owner not before it
     if out_u is not None and len(out_u):
-        nr = len(out_u)
-        order = lex_order(
-            (
-                np.concatenate([q_o, out_owner]),
-                np.concatenate([q_t[:, col], out_u.times[:, col]]),
-                np.concatenate([np.ones(nq, dtype=np.int8), np.zeros(nr, dtype=np.int8)]),
-            )
-        )
-        at = np.full(nq + nr, nq + nr, dtype=np.int64)
-        at[order < nq] = (order < nq).nonzero()[0]
-        first_after = np.minimum.accumulate(at[::-1])[::-1]  # sorted position of the query
-        pos = np.empty(nq + nr, dtype=np.int64)
-        pos[order] = np.arange(nq + nr)
-        qi = np.append(order, nq)[first_after[pos[nq:]]]  # the query of each output row
+        qv, rv = q_t[:, col], out_u.times[:, col]
+        lo = min(int(qv.min()), int(rv.min()))
+        span = max(int(qv.max()), int(rv.max())) - lo + 1
+        owners = max(int(q_o[-1]), int(out_owner.max())) + 1
+        if span.bit_length() + owners.bit_length() <= 62:
+            # queries as codes ordered like (owner, time): a row's query is the first
+            # code not below the row's
+            qcode = q_o * span + (qv - lo)
+            qi = qcode.searchsorted(out_owner * span + (rv - lo))
+        else:
+            qi = _first_query_at_or_after(q_o, qv, out_owner, rv)
         ok = (qi < nq).nonzero()[0]
         ok = ok[q_o[np.minimum(qi[ok], nq - 1)] == out_owner[ok]]
         if len(ok):
