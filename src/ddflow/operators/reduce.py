@@ -109,6 +109,8 @@ class Reduce(Operator):
                     -1, self.kind.dim
                 )
             )
+        if len(parts) == 1:
+            return parts[0]
         return np.concatenate(parts) if parts else None
 
     def state(self) -> State:
