@@ -125,6 +125,9 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     total = int(lens.sum())
     if total == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+    if total == len(starts) and bool((lens == 1).all()):
+        # (one index per range, as when each key has one row)
+        return starts.astype(np.int64), np.arange(total)
     owner = (np.arange(len(starts))).repeat(lens)
     offsets = np.arange(total) - (lens.cumsum() - lens).repeat(lens)
     return starts.repeat(lens) + offsets, owner
