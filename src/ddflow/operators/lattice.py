@@ -274,15 +274,24 @@ def _sorted_rows(owner: np.ndarray, u: Updates, kw: int) -> tuple[np.ndarray, Up
 
 
 def _accumulate(
-    q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates, kw: int
+    q_owner: np.ndarray,
+    q_times: np.ndarray,
+    r_owner: np.ndarray,
+    r: Updates,
+    kw: int,
+    col: int | None = None,
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
-    """For each query ``(owner, time)`` (one per owner), the rows' diffs at times ``<= time``
-    summed per value: ``(query index, value columns, sums)``, zero sums dropped, sorted by
-    query then value."""
+    """For each query ``(owner, time)`` (sorted by owner), the rows' diffs at times
+    ``<= time`` summed per value: ``(query index, value columns, sums)``, zero sums
+    dropped, sorted by query then value. ``col``: each owner's times form a chain in that
+    column (``_chain_column``), which alone then decides ``<=``."""
     dt = r.diff_type
     qi, rj = expand(q_owner, r_owner)
     if len(qi):
-        ok = (take_times(r.times, rj) <= take_times(q_times, qi)).all(axis=1)
+        if col is not None:
+            ok = r.times[:, col][rj] <= q_times[:, col][qi]
+        else:
+            ok = (take_times(r.times, rj) <= take_times(q_times, qi)).all(axis=1)
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
     flags = group_starts(qi, vals)
@@ -436,7 +445,7 @@ def _chain_reduce(
     nq = len(q_o)
     empty_q = np.empty(0, dtype=np.int64)
     if in_u is not None and len(in_u):
-        iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw)
+        iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw, col)
     else:
         iq, iv, isum = empty_q, (), in_dt.empty()
     wq, wv, wd = reducer.desired(op, nq, iq, iv, isum, in_dt)
