@@ -71,6 +71,13 @@ class Antichain:
         if self.dim == 1:
             # Totally ordered: the antichain has one element.
             return times[:, 0] >= self.arr[0, 0]
+        if n <= 2:
+            # one or two rows: compared in Python (numpy's per-call cost dominates)
+            es = self.elements
+            return np.array(
+                [any(_le(e, t) for e in es) for t in map(tuple, times.tolist())],
+                dtype=bool,
+            )
         # column by column: a comparison per element and column costs less than one
         # reduction over a 2-d (or 3-d) comparison, at every size
         cols = [times[:, k] for k in range(self.dim)]

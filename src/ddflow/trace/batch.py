@@ -617,13 +617,21 @@ class TraceBatch:
         dozen numpy calls cost more than that on a few keys)."""
         keys = self.keys
         nk = keys.shape[0]
-        bounds = self.bounds
+        pos = keys.searchsorted(probe)
+        found = keys[np.minimum(pos, nk - 1)].tolist()
         wanted = probe.tolist()
-        runs = []
-        for j, p in enumerate(keys.searchsorted(probe).tolist()):
-            if p < nk and keys[p] == wanted[j]:
-                runs.append((j, int(bounds[p]), int(bounds[p + 1])))
-        return _expand_runs(runs)
+        hits = [j for j, k in enumerate(wanted) if found[j] == k]
+        if not hits:
+            e = np.empty(0, dtype=np.int64)
+            return e, e
+        bounds = self.bounds
+        if len(hits) == 1:  # (one key: its rows are one range)
+            j = hits[0]
+            p = int(pos[j])
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            return np.arange(lo, hi), np.full(hi - lo, j)
+        plist = pos.tolist()
+        return _expand_runs([(j, int(bounds[plist[j]]), int(bounds[plist[j] + 1])) for j in hits])
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
