@@ -76,6 +76,26 @@ def test_advance_by_sound(t, frontier, probes):
             )
 
 
+@given(
+    st.integers(1, 3).flatmap(
+        lambda d: st.tuples(
+            st.just(d),
+            st.lists(st.tuples(*[small] * d), max_size=4),
+            st.lists(st.tuples(*[small] * d), max_size=12),
+        )
+    )
+)
+def test_beyond_mask_is_less_equal_per_row(case):
+    """``beyond_mask`` over a column of times marks exactly the times some element of the
+    frontier is ``<=`` (none for the empty frontier), in every dimension."""
+    dim, frontier, times = case
+    f = Antichain.of(frontier, dim)
+    arr = np.array(times, dtype=np.int64).reshape(len(times), dim)
+    assert f.beyond_mask(arr).tolist() == [
+        any(all(x <= y for x, y in zip(e, t, strict=True)) for e in f.elements) for t in times
+    ]
+
+
 diff_values = st.one_of(
     st.lists(st.integers(-5, 5), min_size=3, max_size=3),
     st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), min_size=3, max_size=3),

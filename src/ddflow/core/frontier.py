@@ -71,10 +71,24 @@ class Antichain:
         if self.dim == 1:
             # Totally ordered: the antichain has one element.
             return times[:, 0] >= self.arr[0, 0]
-        if len(self.elements) == 1:
-            return (times >= self.arr[0]).all(axis=1)
-        ge = np.asarray(times[:, None, :] >= self.arr[None, :, :])
-        return np.asarray(np.any(np.all(ge, axis=2), axis=1), dtype=bool)
+        if n <= 2:
+            # one or two rows: compared in Python (numpy's per-call cost dominates)
+            es = self.elements
+            return np.array(
+                [any(_le(e, t) for e in es) for t in map(tuple, times.tolist())],
+                dtype=bool,
+            )
+        # column by column: a comparison per element and column costs less than one
+        # reduction over a 2-d (or 3-d) comparison, at every size
+        cols = [times[:, k] for k in range(self.dim)]
+        out: np.ndarray | None = None
+        for e in self.elements:
+            m = cols[0] >= e[0]
+            for k in range(1, self.dim):
+                m &= cols[k] >= e[k]
+            out = m if out is None else out | m
+        assert out is not None
+        return out
 
     def dominates(self, other: Antichain) -> bool:
         """``other <= self``: every element of ``self`` is beyond ``other``."""

@@ -39,8 +39,23 @@ __all__ = [
     "concat_updates",
     "consolidate",
     "split_complete",
+    "take_times",
     "update_records",
 ]
+
+
+def take_times(times: np.ndarray, idx: Any) -> np.ndarray:
+    """``times[idx]`` for a ``(n, d)`` time column: rows picked by ``ndarray.take`` (fancy
+    indexing of a 2-d array is several times slower: 59 against 5 us for 5000 rows), and a
+    zero-stride column (a compact batch's one time) copied out of its one row. Boolean
+    masks and slices index as usual."""
+    if not isinstance(idx, np.ndarray) or idx.dtype.kind not in "iu":
+        return times[idx]
+    if times.strides[0] == 0 and times.shape[0]:
+        out = np.empty((idx.shape[0], times.shape[1]), dtype=times.dtype)
+        out[...] = times[:1]
+        return out
+    return times.take(idx, axis=0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +73,7 @@ class Updates:
     def take(self, idx: Any) -> Updates:
         return Updates(
             take_columns(self.data, idx),
-            self.times[idx],
+            take_times(self.times, idx),
             self.diff_type.take(self.diffs, idx),
             self.diff_type,
         )
@@ -231,7 +246,7 @@ def _consolidate_counting(
         return None
     codes, span = small
     counts = np.bincount(codes, minlength=span)
-    present = np.flatnonzero(counts)
+    present = counts.nonzero()[0]
     if len(present) == span:
         group = codes
     else:
@@ -247,9 +262,9 @@ def _consolidate_counting(
     keep = ~dt.zero_mask(diffs)
     if not keep.all():
         rep = rep[keep]
-        diffs = dt.take(diffs, np.flatnonzero(keep))
+        diffs = dt.take(diffs, keep.nonzero()[0])
     data = tuple(c.take(rep, axis=0) for c in u.data)
-    times = _one_time(u.times, len(rep), compact) if const_time else u.times[rep]
+    times = _one_time(u.times, len(rep), compact) if const_time else take_times(u.times, rep)
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
 
 
@@ -265,7 +280,7 @@ def split_complete(
         return u, []
     if beyond.all():
         return None, [u]
-    return u.take(np.flatnonzero(~beyond)), [u.take(np.flatnonzero(beyond))]
+    return u.take((~beyond).nonzero()[0]), [u.take(beyond.nonzero()[0])]
 
 
 def update_records(

@@ -133,11 +133,11 @@ class Feedback(Operator):
             later = oc.beyond_mask(u.times)
         else:
             later = np.zeros(len(u), dtype=bool)
-        self.held = [u.take(np.flatnonzero(later))] if later.any() else []
+        self.held = [u.take(later.nonzero()[0])] if later.any() else []
         if not later.all():
             assert self.source is not None
             self.output.push(
-                u.take(np.flatnonzero(~later)) if later.any() else u, self.source.layout
+                u.take((~later).nonzero()[0]) if later.any() else u, self.source.layout
             )
 
     def wakes(self, frontier: Antichain) -> bool:

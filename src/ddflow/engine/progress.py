@@ -76,15 +76,22 @@ __all__ = [
 
 def input_frontier(op: Operator) -> Antichain:
     """The frontier of ``op``'s input (see the module docstring)."""
-    promised = op.source_frontier()
-    if promised is not None:
-        return promised
-    if isinstance(op, Feedback):
-        f = op.scope.progress.iteration_frontier
-        return f if f is not None else op.frontier
-    f = op.inputs[0].producer.frontier
-    for s in op.inputs[1:]:
-        f = f.meet(s.producer.frontier)
+    if op.is_input:
+        promised = op.source_frontier()
+        if promised is not None:
+            return promised
+    inputs = op.inputs
+    if not inputs:
+        if isinstance(op, Feedback):
+            f = op.scope.progress.iteration_frontier
+            return f if f is not None else op.frontier
+        promised = op.source_frontier()
+        return promised if promised is not None else op.frontier
+    f = inputs[0].producer.frontier
+    for s in inputs[1:]:
+        g = s.producer.frontier
+        if g is not f:
+            f = f.meet(g)
     return f
 
 
@@ -109,7 +116,7 @@ def run_operator(op: Operator, multi: bool) -> bool:
     f = input_frontier(op)
     busy = any(op.inbox)
     if not busy and not (multi and op.always_run):
-        if f == op.seen:
+        if f is op.seen or f == op.seen:
             return False
         if not op.wakes(f):
             new = output_frontier(op, f)

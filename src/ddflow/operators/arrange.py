@@ -81,6 +81,8 @@ class Arrange(Operator):
     def outstanding_times(self) -> np.ndarray | None:
         if not self.held:
             return None
+        if len(self.held) == 1:
+            return self.held[0].times
         return np.concatenate([u.times for u in self.held])
 
     def state(self) -> State:

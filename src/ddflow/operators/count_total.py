@@ -32,7 +32,7 @@ from ddflow.core.diff import (
 )
 from ddflow.core.errors import DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate, split_complete
+from ddflow.core.updates import Updates, consolidate, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
@@ -206,7 +206,7 @@ class CountTotal(Operator):
             rn = np.flatnonzero(~dt.zero_mask(new))
             vals = dt.value_columns(dt.concat([dt.take(old, ro), dt.take(new, rn)]))
             cols = tuple(np.concatenate([c[ro], c[rn]]) for c in key_cols) + vals
-            out_t = np.concatenate([times[ro], times[rn]])
+            out_t = np.concatenate([take_times(times, ro), take_times(times, rn)])
             out_d = np.concatenate([np.full(len(ro), -1, np.int64), np.ones(len(rn), np.int64)])
             layout: Layout = self._count_layout(dt)
             if not len(out_d):
@@ -225,7 +225,7 @@ class CountTotal(Operator):
         if not len(keep):
             return None
         return (
-            Updates(tuple(c[keep] for c in key_cols), times[keep], d[keep], INT_DIFF),
+            Updates(tuple(c[keep] for c in key_cols), take_times(times, keep), d[keep], INT_DIFF),
             key_layout,
         )
 
@@ -304,7 +304,7 @@ class CountTotal(Operator):
             vals = np.array([old[r] for r in ro] + [new[r] for r in rn], dtype=np.int64)
             out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
             cols = tuple(c[idx] for c in key_cols) + (vals,)
-            return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
+            return Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [(new[r] != 0) - (old[r] != 0) for r in range(n)]
         return _distinct_rows(key_cols, times, d, key_layout)
@@ -355,7 +355,7 @@ class CountTotal(Operator):
             vals = np.array(list(zip(*values, strict=True)), dtype=np.int64)
             out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
             cols = tuple(c[idx] for c in key_cols) + tuple(vals)
-            return Updates(cols, times[idx], out_d, INT_DIFF), self._count_layout(dt)
+            return Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
         # distinct: (new != 0) - (old != 0)
         d = [any(new[r]) - any(old[r]) for r in range(n)]
         return _distinct_rows(key_cols, times, d, key_layout)
@@ -371,7 +371,9 @@ def _distinct_rows(
         return None
     idx = np.array(keep, dtype=np.int64)
     out = np.array([d[r] for r in keep], dtype=np.int64)
-    return Updates(tuple(c[idx] for c in key_cols), times[idx], out, INT_DIFF), key_layout
+    return Updates(
+        tuple(c[idx] for c in key_cols), take_times(times, idx), out, INT_DIFF
+    ), key_layout
 
 
 class KeyTotals:
@@ -761,7 +763,7 @@ class CountFew(Operator):
         ]
         return Updates(
             tuple(c[idx] for c in u.data) + tuple(cols),
-            u.times[idx],
+            take_times(u.times, idx),
             np.array(signs, dtype=np.int64),
             INT_DIFF,
         )

@@ -24,7 +24,7 @@ import numpy as np
 from ddflow.core.columns import Layout, Tup, infer_layout, layout_of_view
 from ddflow.core.diff import I64_MAX, INT_DIFF, DiffType, IntDiff
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates
+from ddflow.core.updates import Updates, concat_updates, take_times
 from ddflow.engine.operator import Operator, State
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
@@ -105,49 +105,68 @@ class Join(Operator):
             # keys of different shapes (pairs and ints, ((1, 2), 3) and (1, (2, 3))) are
             # never equal records, whatever their columns hold: a dict join matches none
             return []
-        out = []
+        # the rows of the batch's keys in every trace batch, gathered into one table (one
+        # expansion into pairs and one output batch, whatever the number of trace batches)
+        parts: list[Updates] = []
+        owners: list[np.ndarray] = []
+        bound: int | None = 0
         for other in others:
             rows, owner = other.rows_for(batch.keys)
             if not len(rows):
                 continue
-            nk = batch.num_keys
-            ct = np.bincount(owner, minlength=nk)
-            cb = np.diff(batch.bounds)
-            npairs = cb * ct
-            with_pairs = np.flatnonzero(npairs)
-            p, grp = ranges_to_indices(np.zeros(len(with_pairs), np.int64), npairs[with_pairs])
-            k = with_pairs[grp]
-            ctk = ct[k]
-            first_other = (np.cumsum(ct) - ct)[k]
-            b_rows = batch.bounds[k] + p // ctk
-            o_rows = rows[first_other + p % ctk]
-            if batch_is_a:
-                out.append(self._emit(batch, b_rows, other, o_rows))
-            else:
-                out.append(self._emit(other, o_rows, batch, b_rows))
-        return out
+            parts.append(other.take_rows(rows))
+            owners.append(owner)
+            ob = other.diff_bound()
+            bound = None if ob is None or bound is None else max(bound, ob)
+        if not parts:
+            return []
+        if len(parts) == 1:
+            found, owner = parts[0], owners[0]
+        else:
+            owner = np.concatenate(owners)
+            by_key = owner.argsort(kind="stable")
+            owner = owner[by_key]
+            found = concat_updates(parts).take(by_key)
+        nk = batch.num_keys
+        ct = np.bincount(owner, minlength=nk)
+        cb = np.diff(batch.bounds)
+        npairs = cb * ct
+        with_pairs = npairs.nonzero()[0]
+        p, grp = ranges_to_indices(np.zeros(len(with_pairs), np.int64), npairs[with_pairs])
+        k = with_pairs[grp]
+        ctk = ct[k]
+        first_other = (ct.cumsum() - ct)[k]
+        b_rows = batch.bounds[k] + p // ctk
+        o_rows = first_other + p % ctk
+        mine = (batch.updates(), b_rows, batch.diff_bound())
+        theirs = (found, o_rows, bound)
+        return [self._emit(mine, theirs) if batch_is_a else self._emit(theirs, mine)]
 
     def _emit(
-        self, ta: TraceBatch, ra: np.ndarray, tb: TraceBatch, rb: np.ndarray
+        self,
+        a: tuple[Updates, np.ndarray, int | None],
+        b: tuple[Updates, np.ndarray, int | None],
     ) -> tuple[Updates, Layout]:
+        """The output of the pairs of rows ``ra`` of ``ua`` and ``rb`` of ``ub``, each side
+        with a bound on any of its rows' ``|diff|`` (None: unknown)."""
+        (ua, ra, ma), (ub, rb, mb) = a, b
         kw = self.a.key_width
-        kcols = tuple(c[ra] for c in ta.data[:kw])
-        va = tuple(c[ra] for c in ta.data[kw:])
-        vb = tuple(c[rb] for c in tb.data[kw:])
-        times = np.maximum(ta.times[ra], tb.times[rb])
-        da, db = ta.diff_type.take(ta.diffs, ra), tb.diff_type.take(tb.diffs, rb)
-        ma, mb = ta.diff_bound(), tb.diff_bound()  # (bounds on any row's |diff|)
+        kcols = tuple(c[ra] for c in ua.data[:kw])
+        va = tuple(c[ra] for c in ua.data[kw:])
+        vb = tuple(c[rb] for c in ub.data[kw:])
+        times = np.maximum(take_times(ua.times, ra), take_times(ub.times, rb))
+        da, db = ua.diff_type.take(ua.diffs, ra), ub.diff_type.take(ub.diffs, rb)
         dt: DiffType
         if (
-            type(ta.diff_type) is IntDiff
-            and type(tb.diff_type) is IntDiff
+            type(ua.diff_type) is IntDiff
+            and type(ub.diff_type) is IntDiff
             and ma is not None
             and mb is not None
             and ma * mb <= I64_MAX
         ):
             dt, diffs = INT_DIFF, da * db  # int64 products that cannot leave int64
         else:
-            dt, diffs = ta.diff_type.multiply(da, tb.diff_type, db)  # exact, checked
+            dt, diffs = ua.diff_type.multiply(da, ub.diff_type, db)  # exact, checked
         kl, val, vbl = self.a.key_layout, self.a.val_layout, self.b.val_layout
         assert kl is not None and val is not None and vbl is not None
         n = len(times)

@@ -22,6 +22,15 @@ over the output history plus the corrections made at earlier ranks; the differen
 emitted at ``t``. Every time of the closure that is ``<= t`` was handled at an earlier
 rank, so after rank ``r`` the output accumulated at each of its times is the desired one.
 
+Chains: history times are advanced by ``lower`` and by the meet of each owner's starting
+times (every time evaluated for the owner is beyond it). Inside a loop this folds history
+from earlier outer times onto the outer time at work, and often every owner's times then
+differ in one column only: they form a chain. There the closure is the starting times and
+the history times after the earliest of them, and no rank loop is needed: the correction at
+``t_r`` is ``fix(t_r) - fix(t_{r-1})`` with ``fix(t)`` the desired output minus the output
+trace at ``t``, for all queries at once (``adds_only`` reducers, which see the corrections of
+earlier ranks, keep the rank loop).
+
 What is desired at a time, and how the difference is emitted, is the reducer's
 (``ddflow.operators.reducers``): ``desired`` gives the output rows from the accumulated
 input, ``corrections`` what to emit given the current output (desired minus current, or for
@@ -34,12 +43,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ddflow.core.columns import lex_order
+from ddflow.core.columns import concat_columns, lex_order
 from ddflow.core.diff import DiffType
 from ddflow.core.frontier import Antichain
 from ddflow.core.time import columns_advance_by
-from ddflow.core.updates import Updates, concat_updates, consolidate
-from ddflow.operators.reducers import Reducer, group_starts
+from ddflow.core.updates import Updates, concat_updates, consolidate, take_times
+from ddflow.operators.reducers import Reducer, Rows, group_starts
 from ddflow.trace.batch import ranges_to_indices
 
 if TYPE_CHECKING:
@@ -51,8 +60,8 @@ __all__ = ["expand", "interesting_times", "lattice_reduce", "unique_rows"]
 def expand(a_owner: np.ndarray, b_owner: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every pair ``(i, j)`` with ``a_owner[i] == b_owner[j]`` (``b_owner`` sorted), grouped
     by ``i`` and, within ``i``, in ``b``'s order."""
-    lo = np.searchsorted(b_owner, a_owner, "left")
-    hi = np.searchsorted(b_owner, a_owner, "right")
+    lo = b_owner.searchsorted(a_owner, "left")
+    hi = b_owner.searchsorted(a_owner, "right")
     j, i = ranges_to_indices(lo, hi)
     return i, j
 
@@ -89,7 +98,7 @@ def unique_rows(owner: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.nd
     else:
         both = np.column_stack([owner, times])
         _, idx = np.unique(both, axis=0, return_index=True)
-    return owner[idx], times[idx]
+    return owner[idx], take_times(times, idx)
 
 
 def _new_rows(
@@ -173,10 +182,12 @@ def interesting_times(
         i, j = expand(new_o, base_o)
         if not len(i):
             break
-        joined = np.unique(pk.pack(new_o[i], np.maximum(new_t[i], base_t[j])))
+        joined = np.unique(
+            pk.pack(new_o[i], np.maximum(take_times(new_t, i), take_times(base_t, j)))
+        )
         new = joined[~_members(joined, closure)]
         if len(new):
-            closure = np.insert(closure, np.searchsorted(closure, new), new)
+            closure = np.insert(closure, closure.searchsorted(new), new)
     return pk.unpack(closure)
 
 
@@ -184,7 +195,7 @@ def _members(x: np.ndarray, sorted_: np.ndarray) -> np.ndarray:
     """Which values of ``x`` are in the sorted array ``sorted_``."""
     if not len(sorted_):
         return np.zeros(len(x), dtype=bool)
-    pos = np.searchsorted(sorted_, x)
+    pos = sorted_.searchsorted(x)
     np.minimum(pos, len(sorted_) - 1, out=pos)
     return sorted_[pos] == x
 
@@ -195,7 +206,7 @@ def _insert_new(sorted_: np.ndarray, x: np.ndarray) -> np.ndarray:
     if not len(sorted_):
         return x
     x = x[~_members(x, sorted_)]
-    return np.insert(sorted_, np.searchsorted(sorted_, x), x) if len(x) else sorted_
+    return np.insert(sorted_, sorted_.searchsorted(x), x) if len(x) else sorted_
 
 
 def _interesting_small(
@@ -243,7 +254,7 @@ def _interesting_rows(
         if not len(i):
             break
         jo = new_o[i]
-        jt = np.maximum(new_t[i], all_t[j])
+        jt = np.maximum(take_times(new_t, i), take_times(all_t, j))
         jo, jt = unique_rows(jo, jt)
         add_o, add_t = _new_rows(c_owner, c_times, jo, jt)
         if not len(add_o):
@@ -263,25 +274,240 @@ def _sorted_rows(owner: np.ndarray, u: Updates, kw: int) -> tuple[np.ndarray, Up
 
 
 def _accumulate(
-    q_owner: np.ndarray, q_times: np.ndarray, r_owner: np.ndarray, r: Updates, kw: int
+    q_owner: np.ndarray,
+    q_times: np.ndarray,
+    r_owner: np.ndarray,
+    r: Updates,
+    kw: int,
+    col: int | None = None,
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], Any]:
-    """For each query ``(owner, time)`` (one per owner), the rows' diffs at times ``<= time``
-    summed per value: ``(query index, value columns, sums)``, zero sums dropped, sorted by
-    query then value."""
+    """For each query ``(owner, time)`` (sorted by owner), the rows' diffs at times
+    ``<= time`` summed per value: ``(query index, value columns, sums)``, zero sums
+    dropped, sorted by query then value. ``col``: each owner's times form a chain in that
+    column (``_chain_column``), which alone then decides ``<=``."""
     dt = r.diff_type
     qi, rj = expand(q_owner, r_owner)
     if len(qi):
-        ok = np.all(r.times[rj] <= q_times[qi], axis=1)
+        if col is not None:
+            ok = r.times[:, col][rj] <= q_times[:, col][qi]
+        else:
+            ok = (take_times(r.times, rj) <= take_times(q_times, qi)).all(axis=1)
         qi, rj = qi[ok], rj[ok]
     vals = tuple(c[rj] for c in r.data[kw:])
     flags = group_starts(qi, vals)
-    starts = np.flatnonzero(flags)
+    starts = flags.nonzero()[0]
     if not len(starts):
         return qi[:0], tuple(v[:0] for v in vals), dt.take(r.diffs, rj[:0])
     sums = dt.sum_segments(dt.take(r.diffs, rj), starts)
-    nz = np.flatnonzero(~dt.zero_mask(sums))
+    nz = (~dt.zero_mask(sums)).nonzero()[0]
     keep = starts[nz]
     return qi[keep], tuple(v[keep] for v in vals), dt.take(sums, nz)
+
+
+def _owner_meets(owner: np.ndarray, times: np.ndarray, n_owner: int) -> np.ndarray:
+    """``(n_owner, d)``: per owner the meet (componentwise least) of its ``times`` (the
+    int64 maximum for owners without any)."""
+    big = np.iinfo(np.int64).max
+    d = times.shape[1]
+    if len(owner) <= 16:
+        out = np.full((n_owner, d), big, dtype=np.int64)
+        np.minimum.at(out, owner, times)
+        return out
+    # (``ufunc.at`` over one contiguous column is an order of magnitude faster than over
+    # rows of a 2-d array)
+    out = np.empty((n_owner, d), dtype=np.int64)
+    for k in range(d):
+        c = np.full(n_owner, big, dtype=np.int64)
+        np.minimum.at(c, owner, np.ascontiguousarray(times[:, k]))
+        out[:, k] = c
+    return out
+
+
+def _chain_column(
+    base: np.ndarray,
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+) -> int | None:
+    """The one time column in which the starting times ``c`` and history times ``h``
+    (advanced, so beyond their owner's ``base``) may differ from their owner's ``base``
+    (the last if none does), or None if times differ from it in several columns. When it
+    exists, each owner's times form a chain: the partial order is that column's order."""
+    dim = c_times.shape[1]
+    if not len(c_times):
+        return None
+    if dim == 1:
+        return 0
+    var = (c_times != take_times(base, c_owner)).any(axis=0)
+    if len(h_times):
+        var |= (h_times != take_times(base, h_owner)).any(axis=0)
+    cols = var.nonzero()[0]
+    if len(cols) > 1:
+        return None
+    return int(cols[0]) if len(cols) else dim - 1
+
+
+def _chain_times(
+    base: np.ndarray,
+    c_owner: np.ndarray,
+    c_times: np.ndarray,
+    h_owner: np.ndarray,
+    h_times: np.ndarray,
+    col: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``interesting_times`` when each owner's times form a chain in column ``col``
+    (``_chain_column``): the join of two times is the later one, so the closure of an
+    owner's starting times is them and its history times after the earliest of them (whose
+    ``col`` is the owner's ``base``).
+
+    Returns distinct rows sorted by owner, then time."""
+    cv = c_times[:, col]
+    if len(h_owner):
+        later = (h_times[:, col] > base[h_owner, col]).nonzero()[0]
+        o = np.concatenate([c_owner, h_owner[later]])
+        v = np.concatenate([cv, h_times[later, col]])
+    else:
+        o, v = c_owner, cv
+    lo = int(v.min())
+    span = int(v.max()) - lo + 1
+    if span.bit_length() + max(1, len(base).bit_length()) <= 62:
+        code = o.astype(np.int64) * span + (v - lo)
+        cells = len(base) * span
+        if cells <= 4 * len(code) + 4096:
+            # distinct codes by marking a table (no sort: loops run few iterations, so
+            # owners times iterations is a small table)
+            seen = np.zeros(cells, dtype=bool)
+            seen[code] = True
+            code = seen.nonzero()[0]
+        else:
+            code = np.unique(code)
+        o, v = code // span, code % span + lo
+    else:
+        order = np.lexsort((v, o))
+        o, v = o[order], v[order]
+        keep = np.ones(len(o), dtype=bool)
+        keep[1:] = (o[1:] != o[:-1]) | (v[1:] != v[:-1])
+        o, v = o[keep], v[keep]
+    times = take_times(base, o)
+    times[:, col] = v
+    return o, times
+
+
+def _first_query_at_or_after(
+    q_o: np.ndarray, qv: np.ndarray, r_o: np.ndarray, rv: np.ndarray
+) -> np.ndarray:
+    """For each row ``(r_o, rv)`` the index of the first query ``(q_o, qv)`` (sorted by
+    owner, then value) not below it, ``len(q_o)`` if none: by one sort of both, rows
+    before queries on ties."""
+    nq, nr = len(q_o), len(r_o)
+    order = lex_order(
+        (
+            np.concatenate([q_o, r_o]),
+            np.concatenate([qv, rv]),
+            np.concatenate([np.ones(nq, dtype=np.int8), np.zeros(nr, dtype=np.int8)]),
+        )
+    )
+    at = np.full(nq + nr, nq + nr, dtype=np.int64)
+    is_q = order < nq
+    at[is_q] = is_q.nonzero()[0]
+    first_after = np.minimum.accumulate(at[::-1])[::-1]  # sorted position of the query
+    pos = np.empty(nq + nr, dtype=np.int64)
+    pos[order] = np.arange(nq + nr)
+    return np.append(order, nq)[first_after[pos[nq:]]]
+
+
+def _chain_reduce(
+    reducer: Reducer,
+    op: Operator,
+    probe_cols: tuple[np.ndarray, ...],
+    q_o: np.ndarray,
+    q_t: np.ndarray,
+    col: int,
+    in_owner: np.ndarray,
+    in_u: Updates | None,
+    out_owner: np.ndarray,
+    out_u: Updates | None,
+    kw: int,
+    in_dt: DiffType,
+    out_dt: DiffType,
+) -> Updates | None:
+    """The output corrections at the query rows ``(q_o, q_t)`` (sorted by owner, then time)
+    when each owner's times form a chain in column ``col``, all queries at once instead of
+    rank by rank.
+
+    Along an owner's chain ``t_1 < t_2 < ...`` the output accumulated at each ``t_r`` must
+    become the desired one, ``want(t_r)``; it is ``out(t_r)`` (the output trace) plus the
+    corrections emitted at ``t_1 .. t_r``. So the correction at ``t_r`` is
+    ``want(t_r) - want(t_{r-1}) - (out(t_r) - out(t_{r-1}))`` (with ``want(t_0) =
+    out(t_0) = 0``), and ``out(t_r) - out(t_{r-1})`` is the sum of the output rows at times
+    in ``(t_{r-1}, t_r]``: each output row counts once, at the first query not before it."""
+    nq = len(q_o)
+    empty_q = np.empty(0, dtype=np.int64)
+    if in_u is not None and len(in_u):
+        iq, iv, isum = _accumulate(q_o, q_t, in_owner, in_u, kw, col)
+    else:
+        iq, iv, isum = empty_q, (), in_dt.empty()
+    wq, wv, wd = reducer.desired(op, nq, iq, iv, isum, in_dt)
+    # subtracted: want(t_{r-1}) moved to the next query of the same owner ...
+    sub_q, sub_v, sub_d = [], [], []
+    if len(wq):
+        nxt = wq + 1
+        s = (nxt < nq).nonzero()[0]
+        s = s[q_o[nxt[s]] == q_o[wq[s]]]
+        if len(s):
+            sub_q.append(nxt[s])
+            sub_v.append(tuple(c[s] for c in wv))
+            sub_d.append(out_dt.take(wd, s))
+    # ... and each output row, at the first query of its owner not before it
+    if out_u is not None and len(out_u):
+        qv, rv = q_t[:, col], out_u.times[:, col]
+        lo = min(int(qv.min()), int(rv.min()))
+        span = max(int(qv.max()), int(rv.max())) - lo + 1
+        owners = max(int(q_o[-1]), int(out_owner.max())) + 1
+        if span.bit_length() + owners.bit_length() <= 62:
+            # queries as codes ordered like (owner, time): a row's query is the first
+            # code not below the row's
+            qcode = q_o * span + (qv - lo)
+            qi = qcode.searchsorted(out_owner * span + (rv - lo))
+        else:
+            qi = _first_query_at_or_after(q_o, qv, out_owner, rv)
+        ok = (qi < nq).nonzero()[0]
+        ok = ok[q_o[np.minimum(qi[ok], nq - 1)] == out_owner[ok]]
+        if len(ok):
+            sub_q.append(qi[ok])
+            sub_v.append(tuple(c[ok] for c in out_u.data[kw:]))
+            sub_d.append(out_dt.take(out_u.diffs, ok))
+    if sub_q:
+        nv = len(sub_v[0])
+        have: Rows = (
+            np.concatenate(sub_q),
+            tuple(concat_columns([v[k] for v in sub_v]) for k in range(nv)),
+            out_dt.concat(sub_d),
+        )
+    else:
+        have = (empty_q, (), out_dt.empty())
+    fq, fv, fd = reducer.corrections(nq, (wq, wv, wd), have, out_dt)
+    if not len(fq):
+        return None
+    keys = tuple(c[q_o[fq]] for c in probe_cols)
+    return Updates(keys + tuple(fv), take_times(q_t, fq), fd, out_dt)
+
+
+def _history(
+    in_owner: np.ndarray,
+    in_u: Updates | None,
+    out_owner: np.ndarray,
+    out_u: Updates | None,
+    dim: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The owners and times of the input and output history rows, together."""
+    parts = [(o, u.times) for o, u in ((in_owner, in_u), (out_owner, out_u)) if u is not None]
+    if not parts:
+        return np.empty(0, dtype=np.int64), np.empty((0, dim), dtype=np.int64)
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
 
 
 def lattice_reduce(
@@ -310,39 +536,73 @@ def lattice_reduce(
     columns, ``kw`` key columns). Output records are ``key columns + output value columns``
     with ``out_dt`` diffs. A reducer without ``closure`` is evaluated at the starting times
     only (see ``SolveMin``)."""
-    la = lower.arr
-    h_parts_o, h_parts_t = [], []
+    # History times are advanced by the meet of each owner's starting times (``base``):
+    # every time evaluated for an owner is beyond it, and there the advanced times compare
+    # exactly like the originals (``advance_by``), while times that differ only before it
+    # collapse (history from earlier outer times of a loop, for one). Unless the times then
+    # form chains, they are advanced by ``lower`` too (all evaluated times are beyond it),
+    # which keeps the closure small.
+    base = _owner_meets(c_owner, c_times, n_probe)
     if in_u is not None and len(in_u):
-        in_u = in_u.with_times(columns_advance_by(in_u.times, la))
+        in_u = in_u.with_times(np.maximum(in_u.times, take_times(base, in_owner)))
         in_owner, in_u = _sorted_rows(in_owner, in_u, kw)
-        h_parts_o.append(in_owner)
-        h_parts_t.append(in_u.times)
-    if out_u is not None and len(out_u):
-        out_u = out_u.with_times(columns_advance_by(out_u.times, la))
-        h_parts_o.append(out_owner)
-        h_parts_t.append(out_u.times)
-    if h_parts_o:
-        h_o = np.concatenate(h_parts_o)
-        h_t = np.concatenate(h_parts_t)
     else:
-        h_o = np.empty(0, dtype=np.int64)
-        h_t = np.empty((0, dim), dtype=np.int64)
-    if reducer.closure:
+        in_u = None
+    if out_u is not None and len(out_u):
+        out_u = out_u.with_times(np.maximum(out_u.times, take_times(base, out_owner)))
+    else:
+        out_u = None
+    h_o, h_t = _history(in_owner, in_u, out_owner, out_u, dim)
+    col = (
+        _chain_column(base, c_owner, c_times, h_o, h_t)
+        if reducer.closure and not reducer.adds_only
+        else None
+    )
+    if col is None and len(lower.arr):
+        la = lower.arr
+        if in_u is not None:
+            in_u = in_u.with_times(columns_advance_by(in_u.times, la))
+        if out_u is not None:
+            out_u = out_u.with_times(columns_advance_by(out_u.times, la))
+        h_o, h_t = _history(in_owner, in_u, out_owner, out_u, dim)
+    if col is not None:
+        t_owner, t_times = _chain_times(base, c_owner, c_times, h_o, h_t, col)
+    elif reducer.closure:
         t_owner, t_times = interesting_times(c_owner, c_times, h_o, h_t, n_probe)
     else:
         t_owner, t_times = unique_rows(c_owner, c_times)
     later = upper.beyond_mask(t_times)
-    pend_o, pend_t = t_owner[later], t_times[later]
-    now_o, now_t = t_owner[~later], t_times[~later]
+    pend_o, pend_t = t_owner[later], t_times.compress(later, axis=0)
+    now_o, now_t = t_owner[~later], t_times.compress(~later, axis=0)
     if not len(now_o):
         return None, pend_o, pend_t
+    if col is not None:
+        return (
+            _chain_reduce(
+                reducer,
+                op,
+                probe_cols,
+                now_o,
+                now_t,
+                col,
+                in_owner,
+                in_u,
+                out_owner,
+                out_u,
+                kw,
+                in_dt,
+                out_dt,
+            ),
+            pend_o,
+            pend_t,
+        )
     # ranks: position of each time among its owner's times (rows sorted by owner, time)
     n = len(now_o)
     first = np.empty(n, dtype=bool)
     first[0] = True
     np.not_equal(now_o[1:], now_o[:-1], out=first[1:])
-    starts = np.flatnonzero(first)
-    rank = np.arange(n) - np.repeat(starts, np.diff(np.append(starts, n)))
+    starts = first.nonzero()[0]
+    rank = np.arange(n) - starts.repeat(np.diff(np.append(starts, n)))
     # output rows, sorted by owner then value; corrections join them rank by rank
     if out_u is not None and len(out_u):
         cur_o, cur_u = _sorted_rows(out_owner, out_u, kw)
@@ -352,8 +612,8 @@ def lattice_reduce(
     emitted_o: list[np.ndarray] = []
     empty_in = in_u is None or not len(in_u)
     for r in range(int(rank.max()) + 1):
-        sel = np.flatnonzero(rank == r)
-        q_o, q_t = now_o[sel], now_t[sel]
+        sel = (rank == r).nonzero()[0]
+        q_o, q_t = now_o[sel], take_times(now_t, sel)
         nq = len(q_o)
         # the input at each query time
         if empty_in:
@@ -375,7 +635,7 @@ def lattice_reduce(
             continue
         owners = q_o[fix_q]
         keys = tuple(c[owners] for c in probe_cols)
-        u = Updates(keys + tuple(fix_v), q_t[fix_q], fix_d, out_dt)
+        u = Updates(keys + tuple(fix_v), take_times(q_t, fix_q), fix_d, out_dt)
         emitted.append(u)
         emitted_o.append(owners)
         if r < rank.max():

@@ -20,7 +20,7 @@ from ddflow.core.columns import Layout, infer_layout, layout_of_view
 from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate, split_complete
+from ddflow.core.updates import Updates, consolidate, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 
@@ -127,7 +127,7 @@ class Filter(_PerBatch):
                 mask = np.fromiter((bool(self.p(r)) for r in recs), dtype=bool, count=len(recs))
         except Exception as e:
             raise user_error(self, e) from e
-        return u.take(np.flatnonzero(mask)), self.in_layout
+        return u.take(mask.nonzero()[0]), self.in_layout
 
 
 class FlatMap(_PerBatch):
@@ -173,11 +173,11 @@ class FlatMap(_PerBatch):
         else:
             if not outs:
                 return None
-            rows = np.repeat(np.arange(len(counts)), counts)
+            rows = (np.arange(len(counts))).repeat(counts)
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         dt = u.diff_type
-        return Updates(cols, u.times[rows], dt.take(u.diffs, rows), dt), layout
+        return Updates(cols, take_times(u.times, rows), dt.take(u.diffs, rows), dt), layout
 
 
 class Explode(_PerBatch):
@@ -252,7 +252,7 @@ class Explode(_PerBatch):
             dt, dcol = diff_column_from_view(self.dt, dview, n)
             rows = np.arange(n)
             if keep is not None:
-                rows = np.flatnonzero(keep)
+                rows = keep.nonzero()[0]
                 cols = tuple(c.take(rows, axis=0) for c in cols)
                 dcol = dt.take(dcol, rows)
         else:
@@ -260,14 +260,14 @@ class Explode(_PerBatch):
                 return None
             dt = self.dt or diff_type_of(dvals[0])
             dcol = dt.from_values(dvals)
-            rows = np.repeat(np.arange(n), counts)
+            rows = (np.arange(n)).repeat(counts)
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         self.dt = dt
         mult = u.diffs[rows]
         if not (mult == 1).all():
             dcol = dt.scale(dcol, mult)
-        return Updates(cols, u.times[rows], dcol, dt), layout
+        return Updates(cols, take_times(u.times, rows), dcol, dt), layout
 
 
 class Negate(_PerBatch):

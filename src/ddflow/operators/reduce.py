@@ -35,7 +35,7 @@ from ddflow.core.columns import Layout, Tup, concat_columns, infer_layout, lex_o
 from ddflow.core.diff import INT_DIFF, DiffType, diff_type_of
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, concat_updates, consolidate
+from ddflow.core.updates import Updates, concat_updates, consolidate, take_times
 from ddflow.engine.operator import Operator, State
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.lattice import lattice_reduce
@@ -109,6 +109,8 @@ class Reduce(Operator):
                     -1, self.kind.dim
                 )
             )
+        if len(parts) == 1:
+            return parts[0]
         return np.concatenate(parts) if parts else None
 
     def state(self) -> State:
@@ -154,7 +156,7 @@ class Reduce(Operator):
         vectorized = reducer.vectorized and not self._total_path()
         if vectorized:
             due_rows = (
-                np.flatnonzero(~upper.beyond_mask(self.pend_times))
+                (~upper.beyond_mask(self.pend_times)).nonzero()[0]
                 if len(self.pend_times)
                 else np.empty(0, dtype=np.int64)
             )
@@ -234,14 +236,14 @@ class Reduce(Operator):
         n = len(nb)
         not_first = np.ones(n, dtype=bool)
         not_first[starts] = False
-        prev_rows = np.flatnonzero(not_first)
+        prev_rows = not_first.nonzero()[0]
         key_cols = nb.data[:kw]
         times = nb.times
         parts: list[Updates] = []
         # current output of each key, retracted at the key's first new time
         cur, owner = self.out_spine.gather(nb.keys, self.out_spine.batches())
         if cur is not None:
-            cur_t = times[starts][owner]
+            cur_t = take_times(take_times(times, starts), owner)
             parts.append(Updates(cur.data, cur_t, cur.diff_type.negate(cur.diffs), cur.diff_type))
         # the output of each row's running total, minus that of the total before it
         old = dt.take(new, prev_rows - 1)
@@ -251,7 +253,7 @@ class Reduce(Operator):
             parts.append(
                 Updates(
                     tuple(c[r] for c in key_cols) + vals,
-                    times[r],
+                    take_times(times, r),
                     diffs if sign == 1 else INT_DIFF.negate(diffs),
                     INT_DIFF,
                 )
@@ -285,26 +287,35 @@ class Reduce(Operator):
             key_parts.append(tuple(b.data[:kw]))
             time_parts.append(b.times)
         pk = self.pend_keys
-        if pk is not None and len(due_rows):
-            key_parts.append(tuple(c[due_rows] for c in pk))
-        kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
-        order = lex_order(kcols)
-        kcols = tuple(c[order] for c in kcols)
-        starts = run_starts(kcols, len(order))
-        probe_cols = tuple(c[starts] for c in kcols)
-        probe = key_index(probe_cols)
-        c_owner = [
-            np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
-        ]
+        c_owner: list[np.ndarray]
+        if len(batches) == 1 and not len(due_rows):
+            # the probe keys are the batch's own: its key index, sorted and distinct
+            b = batches[0]
+            starts = b.bounds[:-1]
+            probe_cols = tuple(c[starts] for c in key_parts[0])
+            probe = b.keys
+            c_owner = [np.arange(len(starts)).repeat(b.bounds[1:] - starts)]
+        else:
+            if pk is not None and len(due_rows):
+                key_parts.append(tuple(c[due_rows] for c in pk))
+            kcols = tuple(concat_columns([p[i] for p in key_parts]) for i in range(kw))
+            order = lex_order(kcols)
+            kcols = tuple(c[order] for c in kcols)
+            starts = run_starts(kcols, len(order))
+            probe_cols = tuple(c[starts] for c in kcols)
+            probe = key_index(probe_cols)
+            c_owner = [
+                np.searchsorted(*comparable(probe, key_index(p))) for p in key_parts[: len(batches)]
+            ]
         c_times = list(time_parts)
         keep_pending = np.ones(len(self.pend_times), dtype=bool)
         if pk is not None and len(self.pend_times):
             sprobe, pidx = comparable(probe, key_index(pk))
-            pos = np.searchsorted(sprobe, pidx)
+            pos = sprobe.searchsorted(pidx)
             posc = np.minimum(pos, len(probe) - 1)
             hit = np.asarray(sprobe[posc] == pidx, dtype=bool)
             c_owner.append(pos[hit])
-            c_times.append(self.pend_times[hit])
+            c_times.append(self.pend_times.compress(hit, axis=0))
             keep_pending = ~hit
         co = np.concatenate(c_owner) if c_owner else np.empty(0, dtype=np.int64)
         ct = np.concatenate(c_times) if c_times else np.empty((0, dim), dtype=np.int64)
@@ -340,7 +351,7 @@ class Reduce(Operator):
         new_keys: list[tuple[np.ndarray, ...]] = []
         new_times: list[np.ndarray] = []
         if pk is not None and keep_pending.any():
-            kp = np.flatnonzero(keep_pending)
+            kp = keep_pending.nonzero()[0]
             new_keys.append(tuple(c[kp] for c in pk))
             new_times.append(self.pend_times[kp])
         if len(pend_o):

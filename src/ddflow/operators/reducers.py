@@ -124,11 +124,11 @@ class Reducer:
         all_q = all_q[order]
         all_v = tuple(c[order] for c in all_v)
         all_d = out_dt.take(all_d, order)
-        gs = np.flatnonzero(group_starts(all_q, all_v))
+        gs = (group_starts(all_q, all_v)).nonzero()[0]
         if not len(gs):
             return all_q[:0], (), out_dt.empty()
         sums = out_dt.sum_segments(all_d, gs)
-        nz = np.flatnonzero(~out_dt.zero_mask(sums))
+        nz = (~out_dt.zero_mask(sums)).nonzero()[0]
         return all_q[gs[nz]], tuple(c[gs[nz]] for c in all_v), out_dt.take(sums, nz)
 
     def reference(
@@ -208,7 +208,7 @@ class Min(Reducer):
     ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
-        pick = np.flatnonzero(_firsts(iq))
+        pick = (_firsts(iq)).nonzero()[0]
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
 
     def reference(
@@ -236,7 +236,7 @@ class Max(Min):
         last = np.empty(len(iq), dtype=bool)
         last[-1] = True
         np.not_equal(iq[1:], iq[:-1], out=last[:-1])
-        pick = np.flatnonzero(last)
+        pick = last.nonzero()[0]
         return iq[pick], tuple(c[pick] for c in iv), np.ones(len(pick), dtype=np.int64)
 
     def reference(
@@ -268,17 +268,17 @@ class TopK(Min):
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         # exclusive running counts within each key pick the k least values
-        starts = np.flatnonzero(_firsts(iq))
+        starts = (_firsts(iq)).nonzero()[0]
         counts = isum  # an int diff column: int64, or Python ints beyond it
         if (counts < 0).any():
             raise DataError("top_k needs non-negative accumulated counts")
         k = self.k
         if counts.dtype == object or int(counts.sum(dtype=np.float64)) >= 2**62:
             counts = counts.astype(object)  # running counts in Python ints: exact
-        run = np.cumsum(counts)
-        group_start = np.repeat(starts, np.diff(np.append(starts, len(iq))))
+        run = counts.cumsum()
+        group_start = starts.repeat(np.diff(np.append(starts, len(iq))))
         before = run - counts - (run[group_start] - counts[group_start])
-        keep = np.flatnonzero(before < k)
+        keep = (before < k).nonzero()[0]
         take = narrow(np.minimum(counts[keep], k - before[keep]))
         return iq[keep], tuple(c[keep] for c in iv), take
 
@@ -347,14 +347,14 @@ class Quantile(Min):
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         counts = _counts(isum, "a quantile")
-        starts = np.flatnonzero(_firsts(iq))
-        run = np.cumsum(counts)  # (running counts over all keys: each key's start is known)
+        starts = (_firsts(iq)).nonzero()[0]
+        run = counts.cumsum()  # (running counts over all keys: each key's start is known)
         before = run[starts] - counts[starts]
         total = np.append(before[1:], run[-1]) - before
         lo, hi = self.ranks(total)
         # the row holding rank r of a key is the first whose running count passes it
-        at_lo = np.searchsorted(run, before + lo, side="right")
-        at_hi = np.searchsorted(run, before + hi, side="right")
+        at_lo = run.searchsorted(before + lo, side="right")
+        at_hi = run.searchsorted(before + hi, side="right")
         vals = tuple(c[at_lo] for c in iv) + tuple(c[at_hi] for c in iv) + (total,)
         return iq[starts], vals, np.ones(len(starts), dtype=np.int64)
 
@@ -390,10 +390,10 @@ class Mode(Min):
         if not len(iq):
             return iq, (), INT_DIFF.empty()
         counts = _counts(isum, "a mode")
-        starts = np.flatnonzero(_firsts(iq))
+        starts = (_firsts(iq)).nonzero()[0]
         top = np.maximum.reduceat(counts, starts)
-        group = np.repeat(np.arange(len(starts)), np.diff(np.append(starts, len(iq))))
-        hit = np.flatnonzero(counts == top[group])
+        group = (np.arange(len(starts))).repeat(np.diff(np.append(starts, len(iq))))
+        hit = (counts == top[group]).nonzero()[0]
         # rows are sorted by value: the least tied value first, the greatest last
         tied = group[hit]
         pick = hit[_firsts(tied[::-1])[::-1]] if self.greatest else hit[_firsts(tied)]
@@ -436,7 +436,7 @@ class BitFold(Min):
         if len(iv) != 1 or iv[0].dtype != np.int64:
             raise DataError(f"{self.name} needs one int64 value per record")
         counts = _counts(isum, self.name)
-        starts = np.flatnonzero(_firsts(iq))
+        starts = (_firsts(iq)).nonzero()[0]
         v = iv[0]
         if self.op == "xor":
             out = np.bitwise_xor.reduceat(np.where(counts % 2 == 1, v, 0), starts)
@@ -513,7 +513,7 @@ class TotalsReducer(Reducer):
     ) -> Rows:
         if not len(iq):
             return iq, (), INT_DIFF.empty()
-        starts = np.flatnonzero(_firsts(iq))
+        starts = (_firsts(iq)).nonzero()[0]
         totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
         rows, vals, diffs = self.of_totals(op, in_dt, totals)
         return iq[starts][rows], vals, diffs
@@ -529,7 +529,7 @@ class Count(TotalsReducer):
         return None if in_dt is None else in_dt.value_layout()
 
     def of_totals(self, op: Operator, in_dt: DiffType, totals: Any) -> Rows:
-        ok = np.flatnonzero(~in_dt.zero_mask(totals))
+        ok = (~in_dt.zero_mask(totals)).nonzero()[0]
         return ok, in_dt.value_columns(in_dt.take(totals, ok)), np.ones(len(ok), dtype=np.int64)
 
     def reference(
@@ -548,7 +548,7 @@ class Distinct(TotalsReducer):
 
     def of_totals(self, op: Operator, in_dt: DiffType, totals: Any) -> Rows:
         d = threshold_values(op, in_dt, totals, "distinct", None)
-        ok = np.flatnonzero(d != 0)
+        ok = (d != 0).nonzero()[0]
         return ok, (), d[ok]
 
     def reference(
@@ -568,7 +568,7 @@ class Threshold(TotalsReducer):
 
     def of_totals(self, op: Operator, in_dt: DiffType, totals: Any) -> Rows:
         d = threshold_values(op, in_dt, totals, "threshold", self.f)
-        ok = np.flatnonzero(d != 0)
+        ok = (d != 0).nonzero()[0]
         return ok, (), d[ok]
 
     def reference(
@@ -620,7 +620,7 @@ class SolveMin(Reducer):
     ) -> Rows:
         if not len(iq):
             return iq, (), np.empty(0, np.int64)
-        starts = np.flatnonzero(_firsts(iq))
+        starts = (_firsts(iq)).nonzero()[0]
         totals = in_dt.sum_segments(isum, starts) if len(iv) else isum
         return iq[starts], (), totals
 
@@ -634,7 +634,7 @@ class SolveMin(Reducer):
         best = np.full(nq, MINSUM_ZERO, dtype=np.int64)
         if len(d_q):
             np.minimum.at(best, d_q, d_d)
-        go = np.flatnonzero(best < cur)
+        go = (best < cur).nonzero()[0]
         return go, (), best[go]
 
     def reference(

@@ -38,7 +38,7 @@ import numpy as np
 from ddflow.core.columns import Columns, const_view, run_starts
 from ddflow.core.diff import DiffType, magnitude
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate
+from ddflow.core.updates import Updates, consolidate, take_times
 
 __all__ = [
     "COMPACT_MIN_ROWS",
@@ -125,9 +125,12 @@ def ranges_to_indices(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray,
     total = int(lens.sum())
     if total == 0:
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
-    owner = np.repeat(np.arange(len(starts)), lens)
-    offsets = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
-    return np.repeat(starts, lens) + offsets, owner
+    if total == len(starts) and bool((lens == 1).all()):
+        # (one index per range, as when each key has one row)
+        return starts.astype(np.int64), np.arange(total)
+    owner = (np.arange(len(starts))).repeat(lens)
+    offsets = np.arange(total) - (lens.cumsum() - lens).repeat(lens)
+    return starts.repeat(lens) + offsets, owner
 
 
 #: at most this many rows are listed in Python when a few keys' rows are expanded; beyond,
@@ -137,6 +140,8 @@ _EXPAND_IN_PYTHON = 256
 
 def _expand_runs(runs: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray]:
     """``(row indices, probe position)`` of runs ``(probe position, first row, end row)``."""
+    if not runs:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
     if sum(hi - lo for _, lo, hi in runs) > _EXPAND_IN_PYTHON:
         arr = np.array(runs, dtype=np.int64).reshape(len(runs), 3)
         at, run = ranges_to_indices(arr[:, 1], arr[:, 2])
@@ -513,12 +518,26 @@ class TraceBatch:
         one: readers trust it to prove that sums cannot leave int64."""
         self._bound = bound
 
-    def rows_for(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``."""
+    def rows_for(
+        self, probe: np.ndarray, probe_list: list[Any] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Rows holding the (sorted, distinct) probe keys: ``(row indices, probe position)``.
+
+        ``probe_list``: the probe keys as Python values (``probe.tolist()``), when a caller
+        searching many batches has them already (a few keys in small batches are looked up
+        in a dict by them)."""
         nk = self.keys.shape[0]
         if nk == 0 or probe.shape[0] == 0:
             e = np.empty(0, dtype=np.int64)
             return e, e
+        if (
+            probe_list is not None
+            and nk <= 64
+            and probe.shape[0] <= 64
+            and probe.dtype == self.keys.dtype
+            and self.keys.dtype.kind in "iu"
+        ):
+            return _expand_runs(self.key_runs_small(probe_list))
         if probe.dtype != self.keys.dtype:
             # Keys of another representation (an int64 column beside floats or Python ints,
             # a structured key beside tuples, two keys of different shapes): numpy would
@@ -549,12 +568,12 @@ class TraceBatch:
             # leaves each probe key one candidate (a customer key beside the customer's
             # name and address), the candidates then compared whole
             first = probe[self.keys.dtype.names[0]]  # type: ignore[index]
-            at = np.searchsorted(lead, first, "left")
-            span = np.searchsorted(lead, first, "right") - at
+            at = lead.searchsorted(first, "left")
+            span = lead.searchsorted(first, "right") - at
             if span.max() > 1:
                 lead = None
             else:
-                cand = np.flatnonzero(span)
+                cand = span.nonzero()[0]
                 kp = at[cand]
                 ok = _same_rows(self.keys, kp, probe, cand)
                 hit = cand[ok]
@@ -564,28 +583,28 @@ class TraceBatch:
         elif packed is not None:
             pk = packed.keys
             inside, pp = packed.pack(probe)
-            pos = np.searchsorted(pk, pp)
+            pos = pk.searchsorted(pp)
             found = inside & (pk[np.minimum(pos, nk - 1)] == pp)
-            hit = np.flatnonzero(found)
+            hit = found.nonzero()[0]
             kpos = pos[hit]
         elif table is not None:
             lo, tab = table
             rel = probe - lo
-            inside = np.flatnonzero((rel >= 0) & (rel < tab.shape[0]))
+            inside = ((rel >= 0) & (rel < tab.shape[0])).nonzero()[0]
             kp = tab[rel[inside]]
             ok = kp >= 0
             hit = inside[ok]
             kpos = kp[ok].astype(np.int64)
         else:
             try:
-                pos = np.searchsorted(self.keys, probe)
+                pos = self.keys.searchsorted(probe)
             except TypeError:
                 # object keys of types that do not compare (str and bytes, ...): none of them
                 # are equal either, as a dict lookup tells
                 return self._rows_small(probe)
             clipped = np.minimum(pos, nk - 1)
             found = (pos < nk) & np.asarray(self.keys[clipped] == probe, dtype=bool)
-            hit = np.flatnonzero(found)
+            hit = found.nonzero()[0]
             kpos = pos[hit]
         if self.bounds.shape[0] - 1 == self.times.shape[0]:  # one row per key
             return kpos, hit
@@ -598,13 +617,21 @@ class TraceBatch:
         dozen numpy calls cost more than that on a few keys)."""
         keys = self.keys
         nk = keys.shape[0]
-        bounds = self.bounds
+        pos = keys.searchsorted(probe)
+        found = keys[np.minimum(pos, nk - 1)].tolist()
         wanted = probe.tolist()
-        runs = []
-        for j, p in enumerate(np.searchsorted(keys, probe).tolist()):
-            if p < nk and keys[p] == wanted[j]:
-                runs.append((j, int(bounds[p]), int(bounds[p + 1])))
-        return _expand_runs(runs)
+        hits = [j for j, k in enumerate(wanted) if found[j] == k]
+        if not hits:
+            e = np.empty(0, dtype=np.int64)
+            return e, e
+        bounds = self.bounds
+        if len(hits) == 1:  # (one key: its rows are one range)
+            j = hits[0]
+            p = int(pos[j])
+            lo, hi = int(bounds[p]), int(bounds[p + 1])
+            return np.arange(lo, hi), np.full(hi - lo, j)
+        plist = pos.tolist()
+        return _expand_runs([(j, int(bounds[plist[j]]), int(bounds[plist[j] + 1])) for j in hits])
 
     def _rows_small(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``rows_for`` with a dict: for a batch and a probe of a few keys each (numpy's
@@ -640,7 +667,7 @@ class TraceBatch:
     def take_rows(self, rows: np.ndarray) -> Updates:
         return Updates(
             tuple(c[rows] for c in self.data),
-            self.times[rows],
+            take_times(self.times, rows),
             self.diff_type.take(self.diffs, rows),
             self.diff_type,
         )

@@ -259,8 +259,10 @@ class Spine:
 
         It is an error to ask for a frontier the physical compaction has passed.
         """
-        out = [b for b in self.batches() if frontier.dominates(b.desc.upper)]
-        return out
+        bs = self.batches()
+        if not bs or frontier.dominates(bs[-1].desc.upper):
+            return bs  # (uppers grow along the spine: the youngest's is the largest)
+        return [b for b in bs if frontier.dominates(b.desc.upper)]
 
     def gather(
         self, probe: np.ndarray, batches: list[TraceBatch]
@@ -269,8 +271,10 @@ class Spine:
         index."""
         parts: list[Updates] = []
         owners: list[np.ndarray] = []
+        # (a few probe keys as Python values once, for the dict lookups of small batches)
+        plist = probe.tolist() if probe.shape[0] <= 64 and len(batches) > 1 else None
         for b in batches:
-            rows, owner = b.rows_for(probe)
+            rows, owner = b.rows_for(probe, plist)
             if len(rows):
                 parts.append(b.take_rows(rows))
                 owners.append(owner)
@@ -365,7 +369,7 @@ def int_key_sums_small(batches: list[TraceBatch], probe: np.ndarray) -> list[int
                 keys = probe.tolist()
             nk = bk.shape[0]
             bounds = b.bounds
-            for j, p in enumerate(np.searchsorted(bk, probe).tolist()):
+            for j, p in enumerate(bk.searchsorted(probe).tolist()):
                 if p < nk and bk[p] == keys[j]:
                     for r in range(int(bounds[p]), int(bounds[p + 1])):
                         acc[j] += int(d[r])
@@ -428,7 +432,7 @@ def _key_rows(b: TraceBatch, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray,
     flags = np.empty(len(owner), dtype=bool)
     flags[0] = True
     np.not_equal(owner[1:], owner[:-1], out=flags[1:])
-    starts = np.flatnonzero(flags)
+    starts = flags.nonzero()[0]
     return rows, starts, owner[starts]
 
 
