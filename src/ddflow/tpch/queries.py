@@ -673,19 +673,40 @@ def q9(inp: dict[str, Any], d: Tables) -> Any:
         .filter(lambda r: green[r[1]], vectorized=True)
         .map(lambda r: r[0], vectorized=True)
     )
-    cost = inp["partsupp"].map(lambda r: ((r[0], r[1]), r[2]), vectorized=True)
+    # The green parts' suppliers (4 per part), with their cost and nation, are found first:
+    # a small collection, keyed by part. Each line item then meets its part's suppliers by
+    # part key alone and keeps the one it names, so the only large arrangement is the line
+    # items by part; matched by (part, supplier) and then by supplier, the ~1/18 of them of
+    # green parts were arranged twice more, by random keys.
+    offers = (
+        inp["partsupp"]
+        .map(lambda r: (r[0], (r[1], r[2])), vectorized=True)
+        .semijoin(parts)
+        .map(lambda r: (r[1][0], (r[0], r[1][1])), vectorized=True)
+        .join_map(
+            inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True),
+            lambda s, pc, n: (pc[0], (s, pc[1], n)),
+            vectorized=True,
+        )
+    )  # part -> (supp, cost, nation)
+
+    def same_supplier(r: tuple[Any, ...]) -> tuple[np.ndarray, tuple[Any, ...]]:
+        okey, supp, amt, offer_supp, nation = r
+        keep = np.flatnonzero(supp == offer_supp)
+        return keep, (okey[keep], (nation[keep], amt[keep]))
+
     items = (
         inp["lineitem"]
         .map(lambda r: (r[1], (r[0], r[2], r[3], r[4] * (100 - r[5]))), vectorized=True)
-        .semijoin(parts)
-        .map(lambda r: ((r[0], r[1][1]), (r[1][0], r[1][2], r[1][3])), vectorized=True)
-        .join_map(cost, lambda ps, x, c: (ps[1], (x[0], x[2] - c * x[1])), vectorized=True)
-    )  # supp -> (okey, amt)
-    supp = inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True)
+        .join_map(
+            offers,
+            lambda p, x, o: (x[0], x[1], x[3] - o[1] * x[2], o[0], o[2]),
+            vectorized=True,
+        )
+        .flat_map(same_supplier, vectorized=True)
+    )  # okey -> (nation, amt)
     orders = inp["orders"].map(lambda r: (r[0], _year_of(r[1])), vectorized=True)
-    rows = items.join_map(supp, lambda s, x, n: (x[0], (n, x[1])), vectorized=True).join_map(
-        orders, lambda o, x, y: (x[0], y, x[1]), vectorized=True
-    )
+    rows = items.join_map(orders, lambda o, x, y: (x[0], y, x[1]), vectorized=True)
     names = inp["nation"].map(lambda r: (r[0], r[1]), vectorized=True)
     return (
         _sum_total(rows, lambda r: ((r[0], r[1]), (r[2],)))
