@@ -1414,30 +1414,37 @@ def q21(inp: dict[str, Any], d: Tables) -> Any:
     # least 2 distinct suppliers"; "no other supplier of o is late" is "o has exactly 1
     # distinct late supplier" (s itself). One count per (order, supplier) of its line items
     # and late ones, then one count per order of (distinct suppliers, distinct late
-    # suppliers, status 'F'), give the qualifying orders; their late line items are then
-    # counted per supplier.
+    # suppliers, status 'F', the late suppliers' keys added up, their late line items added
+    # up): where exactly one supplier is late, the last two are that supplier and the line
+    # items it is counted for, so the qualifying orders name them without meeting the line
+    # items again.
     saudi, final = d.code("n_name", "SAUDI ARABIA"), d.code("o_orderstatus", "F")
-    li = inp["lineitem"]
-    late = li.filter(lambda r: r[3] > r[2], vectorized=True).map(
-        lambda r: (r[0], r[1]), vectorized=True
-    )
     per_pair = _sum_total(
-        li, lambda r: ((r[0], r[1]), (_ones(r[0]), (r[3] > r[2]).astype(np.int64)))
+        inp["lineitem"],
+        lambda r: ((r[0], r[1]), (_ones(r[0]), (r[3] > r[2]).astype(np.int64))),
     )  # ((okey, suppkey), (line items, late ones))
     zero = lambda x: np.zeros(len(x), np.int64)  # noqa: E731
-    suppliers = per_pair.explode(
-        lambda kc: (kc[0][0], (_ones(kc[0][0]), (kc[1][1] > 0).astype(np.int64), zero(kc[0][0]))),
+
+    def per_order(kc: Any) -> Any:
+        (okey, supp), (_, late) = kc
+        is_late = (late > 0).astype(np.int64)
+        return okey, (_ones(okey), is_late, zero(okey), supp * is_late, late)
+
+    final_orders = inp["orders"].explode(
+        lambda r: (
+            r[0],
+            (zero(r[0]), zero(r[0]), _ones(r[0]), zero(r[0]), zero(r[0])),
+            r[1] == final,
+        ),
         vectorized=True,
     )
-    final_orders = inp["orders"].explode(
-        lambda r: (r[0], (zero(r[0]), zero(r[0]), _ones(r[0])), r[1] == final), vectorized=True
-    )
     lonely = (
-        suppliers.concat(final_orders)
+        per_pair.explode(per_order, vectorized=True)
+        .concat(final_orders)
         .count_total()
         .filter(lambda kc: (kc[1][0] >= 2) & (kc[1][1] == 1) & (kc[1][2] == 1), vectorized=True)
-        .map(lambda kc: kc[0], vectorized=True)
-    )  # qualifying orders
+        .map(lambda kc: (kc[1][3], kc[1][4]), vectorized=True)
+    )  # (the late supplier, its late line items) of each qualifying order
     nations = (
         inp["nation"]
         .filter(lambda r: r[1] == saudi, vectorized=True)
@@ -1449,12 +1456,8 @@ def q21(inp: dict[str, Any], d: Tables) -> Any:
         .semijoin(nations)
         .map(lambda r: r[1], vectorized=True)
     )  # suppkey -> name
-    waits = (
-        late.semijoin(lonely)
-        .map(lambda r: (r[1], r[0]), vectorized=True)
-        .join_map(supp, lambda s, o, name: name, vectorized=True)
-    )
-    counts = _sum_total(waits, lambda n: (n, (_ones(n),))).map(
+    waits = lonely.join_map(supp, lambda s, n, name: (name, n), vectorized=True)
+    counts = _sum_total(waits, lambda r: (r[0], (r[1],))).map(
         lambda kc: (kc[1][0], kc[0]), vectorized=True
     )  # (numwait, name)
     best = top_k(counts, 100, lambda r: (-r[0], r[1]))
