@@ -15,7 +15,7 @@ import pytest
 
 from ddflow.tpch.queries import QUERIES
 from ddflow.tpch.run import duckdb_answer, mismatches, run_query
-from ddflow.tpch.stream import make_stream
+from ddflow.tpch.stream import Stream, make_stream
 from ddflow.tpch.tables import load_tables
 
 
@@ -113,3 +113,52 @@ def test_unknown_table_and_missing_string_values(sf001):
 def test_query_matches_duckdb_at_sf_0_1(n, con):
     data = load_tables(0.1)
     _check_every_batch(n, data, con, batch=50_000, refresh=0.01)
+
+
+def _churn_every_table(s, data, seed):
+    """``s`` followed by two batches that change every table it reads: a fifth of each
+    table's live rows deleted, then half of those inserted again (a changed row is a delete
+    and an insert: dimension rows change their matches, as an update to a part, a supplier
+    or a cost would)."""
+    rng = np.random.default_rng(seed)
+    last = s.rounds - 1
+    tab, row, diff, time = [s.table], [s.row], [s.diff], [s.time]
+    for i, t in enumerate(s.tables):
+        live = np.flatnonzero(s.present(t, last, data.rows(t)))
+        gone = rng.choice(live, size=max(1, len(live) // 5), replace=False)
+        back = gone[: len(gone) // 2]
+        for rows, d, at in ((gone, -1, last + 1), (back, 1, last + 2)):
+            tab.append(np.full(len(rows), i, np.int64))
+            row.append(rows.astype(np.int64))
+            diff.append(np.full(len(rows), d, np.int64))
+            time.append(np.full(len(rows), at, np.int64))
+    order = np.argsort(np.concatenate(time), kind="stable")
+    cat = [np.concatenate(x)[order] for x in (tab, row, diff, time)]
+    phases = {**s.phases, "churn": (last + 1, last + 3)}
+    return Stream(s.tables, *cat, s.batch, phases)
+
+
+# Q10 ranks customers by revenue before it meets the customer table: a customer deleted
+# while its orders stay (a broken foreign key) keeps its place among the top 20.
+_FOREIGN_KEYS_ASSUMED = {10}
+
+
+@pytest.mark.parametrize(
+    "n",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="assumes foreign keys hold"))
+        if n in _FOREIGN_KEYS_ASSUMED
+        else n
+        for n in sorted(QUERIES)
+    ],
+)
+def test_query_matches_duckdb_when_every_table_changes(n, sf001, con):
+    """Deleting and re-inserting rows of every table (dimensions too) after the stream
+    keeps each answer equal to DuckDB's."""
+    base = make_stream(sf001, tuple(QUERIES[n].tables), batch=4000, refresh=0.01)
+    stream = _churn_every_table(base, sf001, seed=n)
+    run = run_query(n, sf001, stream=stream)
+    for t in range(base.rounds - 1, stream.rounds):
+        got = QUERIES[n].rows(run.capture.at(t), sf001)
+        m = mismatches(got, duckdb_answer(n, sf001, stream, t, con))
+        assert not m, f"q{n} differs from DuckDB at time {t}: {m}"

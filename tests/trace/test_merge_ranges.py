@@ -149,6 +149,35 @@ def test_batches_of_several_times_not_known_distinct_are_left_alone() -> None:
     assert np.asarray(m.result.diffs).tolist() == [2, 1, 1, 1]
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 60),
+    width=st.integers(1, 3),
+    span=st.integers(2, 40),
+)
+def test_batches_of_several_times_are_seen_distinct_when_they_are(
+    seed: int, n: int, width: int, span: int
+) -> None:
+    """A batch of rows at several times (not told it is distinct) says each ``(key, val)``
+    is on one row exactly when no record repeats, and is then merged by concatenation
+    into the batch ``merge_all`` gives."""
+    rng = np.random.default_rng(seed)
+    cols = tuple(rng.integers(0, span, n) for _ in range(width))
+    t = rng.integers(0, 4, (n, 1))
+    d = rng.choice(np.array([-1, 1, 2]), n)
+    a = TraceBatch.build(1, Updates(cols, t, d, INT_DIFF), _desc(0, 4))
+    records = {tuple(int(c[i]) for c in a.data) for i in range(len(a))}
+    assert a.unique_rows() == (len(records) == len(a))
+    later = tuple(c + span for c in cols[:1]) + cols[1:]
+    b = TraceBatch.build(1, Updates(later, t + 4, d, INT_DIFF), _desc(4, 8))
+    fr = Antichain.of([(8,)], 1)
+    got = merge_ranges(a, b, fr)
+    assert (got is not None) == (a.unique_rows() and b.unique_rows() and len(a) > 0)
+    if got is not None:
+        _same(got, merge_all([a, b], fr))
+
+
 def test_a_count_over_growing_keys_matches_the_input() -> None:
     """Keys arriving in order (a key split across batches, and deletions of old keys at
     the end) give the counts a dict of the same updates gives, at every time."""

@@ -142,3 +142,81 @@ def test_merges_in_chunks_agree_with_the_fast_path_off(
             mp.setattr(merge_mod, "merge_unique_runs", lambda *args: None)
             slow = merged()
         _same(fast, slow)
+
+
+def _wide_run(
+    rng: np.random.Generator, rows: np.ndarray, dt: DiffType, times: list[int], constant: bool
+) -> Updates:
+    """A consolidated run of the distinct ``rows`` (sorted), each at one of ``times``."""
+    n = len(rows)
+    t = rng.choice(np.array(times, np.int64), n).reshape(n, 1)
+    if constant:
+        one = np.broadcast_to(np.array([1], np.int64), (n,))
+        d: object = one if dt is INT_DIFF else (one, one)
+    else:
+        a = rng.choice(np.array([-2, -1, 1, 3]), n)
+        d = a if dt is INT_DIFF else (a, rng.choice(np.array([-1, 0, 1]), n))
+    cols = tuple(np.ascontiguousarray(rows[:, j]) for j in range(rows.shape[1]))
+    return consolidate(Updates(cols, t, d, dt), compact=True)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    k=st.integers(2, 6),
+    n=st.integers(1, 80),
+    width=st.integers(2, 5),
+    narrow=st.integers(1, 4),
+    shared=st.booleans(),
+    tuple_diffs=st.booleans(),
+    constant=st.booleans(),
+    several_times=st.booleans(),
+    since=st.sampled_from([0, 3, 9]),
+)
+def test_merge_of_several_runs_is_the_general_merge(
+    seed: int,
+    k: int,
+    n: int,
+    width: int,
+    narrow: int,
+    shared: bool,
+    tuple_diffs: bool,
+    constant: bool,
+    several_times: bool,
+    since: int,
+) -> None:
+    """``merge_runs`` of ``k`` runs of wide rows (beyond one word: the leading columns
+    packed, ties sorted by all) gives the general merge's updates whenever it merges, and
+    merges whenever no row is in two runs."""
+    rng = np.random.default_rng(seed)
+    dt = PAIR if tuple_diffs else INT_DIFF
+
+    # (columns of a few values, then two of ~2**38 values whose high bits take a few
+    # values: rows need more than one word, and often tie on the packed leading bits)
+    def column(j: int) -> np.ndarray:
+        if j < width - 2:
+            return rng.integers(0, 1 + narrow, 4 * n)
+        return (rng.integers(0, 3, 4 * n) << 37) + rng.integers(0, 8, 4 * n)
+
+    pool = np.unique(np.stack([column(j) for j in range(width)], axis=1), axis=0)
+    runs, seen = [], set()
+    for i in range(k):
+        pick = rng.choice(len(pool), min(n, len(pool)), replace=False)
+        rows = pool[np.sort(pick)]
+        if not shared:  # (rows of one run only)
+            rows = np.array([r for r in rows if tuple(r) not in seen], dtype=np.int64)
+            rows = rows.reshape(-1, width)
+        seen.update(tuple(r) for r in rows.tolist())
+        times = [2 * i, 2 * i + 1] if several_times else [2 * i]
+        runs.append(_wide_run(rng, rows, dt, times, constant))
+    f = np.array([[since]], np.int64)
+    u = concat_updates(runs)
+    want = consolidate(u.with_times(columns_advance_by(u.times, f)), runs=True, bounded=True)
+    got = merge_mod.merge_runs(runs, f)
+    rows_in = [tuple(r) for x in runs for r in zip(*(c.tolist() for c in x.data), strict=True)]
+    bits = sum((int(c.max()) - int(c.min())).bit_length() for c in u.data) if len(u) else 0
+    if len(set(rows_in)) == len(rows_in) and bits > 62 and sum(len(x) > 0 for x in runs) > 1:
+        assert got is not None
+    if got is not None:
+        assert len(got) == len(u)  # (nothing added up)
+        _same(got, want)

@@ -181,3 +181,17 @@ def test_wide_keys_are_searched_by_their_first_column(lead_unique: bool, width: 
     probe2 = [spread[:300].copy(), second[:300].copy()]
     probe2[1][::4] += 1
     _check(b2, probe2)
+
+
+def test_probe_keys_beyond_the_first_column_range_skip_the_batch() -> None:
+    """Probe keys whose first column lies wholly below or above the batch's find nothing
+    without packing the batch's keys; keys that reach its first or last key are found."""
+    first = np.repeat(np.arange(100, 120, dtype=np.int64), 3)
+    second = np.tile(np.array([5, 7, 9], np.int64), 20)
+    b = _batch([first, second], seed=4)
+    for lo, hi in ((0, 100), (120, 200)):
+        probe = [np.arange(lo, hi, dtype=np.int64), np.full(hi - lo, 7, np.int64)]
+        _check(b, probe)
+    assert b._packed is None  # (not looked at: skipped by its range)
+    edges = [np.array([90, 95, 100, 119, 119, 130], np.int64), np.array([7, 7, 5, 8, 9, 7])]
+    _check(b, edges)

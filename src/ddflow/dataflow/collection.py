@@ -191,7 +191,9 @@ class Collection:
         return Capture(self.worker, [self.stream], name)
 
     # -- arrangements -------------------------------------------------------------------------
-    def arrange_by_key(self, *, name: str | None = None, effort: int | None = 4) -> Arranged:
+    def arrange_by_key(
+        self, *, name: str | None = None, effort: int | None = 4, fanin: int = 2
+    ) -> Arranged:
         """Index ``(key, val)`` records by key in a shared trace.
 
         ``effort``: the trace merges its batches progressively, doing ``effort`` units of
@@ -199,13 +201,22 @@ class Collection:
         before it is needed again; more keeps fewer batches for readers to search, and
         lowers throughput); ``None`` completes every merge at once, so the update that
         starts a large merge waits for all of it (the latency spikes progressive merging
-        exists to avoid)."""
-        return Arranged(self, Arrange(self.worker, self._routed(False), False, name, effort))
+        exists to avoid).
 
-    def arrange_by_self(self, *, name: str | None = None, effort: int | None = 4) -> Arranged:
-        """Index whole records (as keys) in a shared trace (``effort`` as for
-        ``arrange_by_key``)."""
-        return Arranged(self, Arrange(self.worker, self._routed(True), True, name, effort))
+        ``fanin``: how many batches one merge takes (``ddflow.trace.spine.Spine``). Above
+        the default 2, each update is merged fewer times and readers search more batches,
+        merges done at once: for a large trace that is written much more than it is read
+        (a join's input whose other side seldom changes)."""
+        op = Arrange(self.worker, self._routed(False), False, name, effort, fanin)
+        return Arranged(self, op)
+
+    def arrange_by_self(
+        self, *, name: str | None = None, effort: int | None = 4, fanin: int = 2
+    ) -> Arranged:
+        """Index whole records (as keys) in a shared trace (``effort`` and ``fanin`` as
+        for ``arrange_by_key``)."""
+        op = Arrange(self.worker, self._routed(True), True, name, effort, fanin)
+        return Arranged(self, op)
 
     # -- keyed operators (arrange first) ---------------------------------------------------------
     def join(self, other: Collection | Arranged, *, name: str | None = None) -> Collection:

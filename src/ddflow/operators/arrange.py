@@ -52,6 +52,7 @@ class Arrange(Operator):
         by_self: bool,
         name: str | None = None,
         effort: int | None = 4,
+        fanin: int = 2,
     ) -> None:
         if s.layout is not None:  # a shape known already is checked as the dataflow is built
             split_layout(s.layout, by_self, name or self.name)
@@ -60,7 +61,7 @@ class Arrange(Operator):
         dim = self.kind.dim
         if effort is not None and (not isinstance(effort, int) or effort < 1):
             raise ValueError(f"merge effort must be an int >= 1 or None, got {effort!r}")
-        self.spine: Spine = Spine(0, dim, effort=effort)
+        self.spine: Spine = Spine(0, dim, effort=effort, fanin=fanin)
         self.held: list[Updates] = []
         self.upper = Antichain.of([self.kind.minimum()], dim)
         self.key_layout: Layout | None = None

@@ -673,19 +673,43 @@ def q9(inp: dict[str, Any], d: Tables) -> Any:
         .filter(lambda r: green[r[1]], vectorized=True)
         .map(lambda r: r[0], vectorized=True)
     )
-    cost = inp["partsupp"].map(lambda r: ((r[0], r[1]), r[2]), vectorized=True)
+    # The green parts' suppliers (4 per part), with their cost and nation, are found first:
+    # a small collection, keyed by part. Each line item then meets its part's suppliers by
+    # part key alone and keeps the one it names, so the only large arrangement is the line
+    # items by part; matched by (part, supplier) and then by supplier, the ~1/18 of them of
+    # green parts were arranged twice more, by random keys. That arrangement is read only
+    # when parts, suppliers or costs change, so its trace merges 16 batches at a time (each
+    # line item merged ~3 times instead of ~10, readers searching more batches).
+    offers = (
+        inp["partsupp"]
+        .map(lambda r: (r[0], (r[1], r[2])), vectorized=True)
+        .semijoin(parts)
+        .map(lambda r: (r[1][0], (r[0], r[1][1])), vectorized=True)
+        .join_map(
+            inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True),
+            lambda s, pc, n: (pc[0], (s, pc[1], n)),
+            vectorized=True,
+        )
+    )  # part -> (supp, cost, nation)
+
+    def same_supplier(r: tuple[Any, ...]) -> tuple[np.ndarray, tuple[Any, ...]]:
+        okey, supp, amt, offer_supp, nation = r
+        keep = np.flatnonzero(supp == offer_supp)
+        return keep, (okey[keep], (nation[keep], amt[keep]))
+
     items = (
         inp["lineitem"]
         .map(lambda r: (r[1], (r[0], r[2], r[3], r[4] * (100 - r[5]))), vectorized=True)
-        .semijoin(parts)
-        .map(lambda r: ((r[0], r[1][1]), (r[1][0], r[1][2], r[1][3])), vectorized=True)
-        .join_map(cost, lambda ps, x, c: (ps[1], (x[0], x[2] - c * x[1])), vectorized=True)
-    )  # supp -> (okey, amt)
-    supp = inp["supplier"].map(lambda r: (r[0], r[1]), vectorized=True)
+        .arrange_by_key(fanin=16)
+        .join_map(
+            offers,
+            lambda p, x, o: (x[0], x[1], x[3] - o[1] * x[2], o[0], o[2]),
+            vectorized=True,
+        )
+        .flat_map(same_supplier, vectorized=True)
+    )  # okey -> (nation, amt)
     orders = inp["orders"].map(lambda r: (r[0], _year_of(r[1])), vectorized=True)
-    rows = items.join_map(supp, lambda s, x, n: (x[0], (n, x[1])), vectorized=True).join_map(
-        orders, lambda o, x, y: (x[0], y, x[1]), vectorized=True
-    )
+    rows = items.join_map(orders, lambda o, x, y: (x[0], y, x[1]), vectorized=True)
     names = inp["nation"].map(lambda r: (r[0], r[1]), vectorized=True)
     return (
         _sum_total(rows, lambda r: ((r[0], r[1]), (r[2],)))
@@ -1393,30 +1417,37 @@ def q21(inp: dict[str, Any], d: Tables) -> Any:
     # least 2 distinct suppliers"; "no other supplier of o is late" is "o has exactly 1
     # distinct late supplier" (s itself). One count per (order, supplier) of its line items
     # and late ones, then one count per order of (distinct suppliers, distinct late
-    # suppliers, status 'F'), give the qualifying orders; their late line items are then
-    # counted per supplier.
+    # suppliers, status 'F', the late suppliers' keys added up, their late line items added
+    # up): where exactly one supplier is late, the last two are that supplier and the line
+    # items it is counted for, so the qualifying orders name them without meeting the line
+    # items again.
     saudi, final = d.code("n_name", "SAUDI ARABIA"), d.code("o_orderstatus", "F")
-    li = inp["lineitem"]
-    late = li.filter(lambda r: r[3] > r[2], vectorized=True).map(
-        lambda r: (r[0], r[1]), vectorized=True
-    )
     per_pair = _sum_total(
-        li, lambda r: ((r[0], r[1]), (_ones(r[0]), (r[3] > r[2]).astype(np.int64)))
+        inp["lineitem"],
+        lambda r: ((r[0], r[1]), (_ones(r[0]), (r[3] > r[2]).astype(np.int64))),
     )  # ((okey, suppkey), (line items, late ones))
     zero = lambda x: np.zeros(len(x), np.int64)  # noqa: E731
-    suppliers = per_pair.explode(
-        lambda kc: (kc[0][0], (_ones(kc[0][0]), (kc[1][1] > 0).astype(np.int64), zero(kc[0][0]))),
+
+    def per_order(kc: Any) -> Any:
+        (okey, supp), (_, late) = kc
+        is_late = (late > 0).astype(np.int64)
+        return okey, (_ones(okey), is_late, zero(okey), supp * is_late, late)
+
+    final_orders = inp["orders"].explode(
+        lambda r: (
+            r[0],
+            (zero(r[0]), zero(r[0]), _ones(r[0]), zero(r[0]), zero(r[0])),
+            r[1] == final,
+        ),
         vectorized=True,
     )
-    final_orders = inp["orders"].explode(
-        lambda r: (r[0], (zero(r[0]), zero(r[0]), _ones(r[0])), r[1] == final), vectorized=True
-    )
     lonely = (
-        suppliers.concat(final_orders)
+        per_pair.explode(per_order, vectorized=True)
+        .concat(final_orders)
         .count_total()
         .filter(lambda kc: (kc[1][0] >= 2) & (kc[1][1] == 1) & (kc[1][2] == 1), vectorized=True)
-        .map(lambda kc: kc[0], vectorized=True)
-    )  # qualifying orders
+        .map(lambda kc: (kc[1][3], kc[1][4]), vectorized=True)
+    )  # (the late supplier, its late line items) of each qualifying order
     nations = (
         inp["nation"]
         .filter(lambda r: r[1] == saudi, vectorized=True)
@@ -1428,12 +1459,8 @@ def q21(inp: dict[str, Any], d: Tables) -> Any:
         .semijoin(nations)
         .map(lambda r: r[1], vectorized=True)
     )  # suppkey -> name
-    waits = (
-        late.semijoin(lonely)
-        .map(lambda r: (r[1], r[0]), vectorized=True)
-        .join_map(supp, lambda s, o, name: name, vectorized=True)
-    )
-    counts = _sum_total(waits, lambda n: (n, (_ones(n),))).map(
+    waits = lonely.join_map(supp, lambda s, n, name: (name, n), vectorized=True)
+    counts = _sum_total(waits, lambda r: (r[0], (r[1],))).map(
         lambda kc: (kc[1][0], kc[0]), vectorized=True
     )  # (numwait, name)
     best = top_k(counts, 100, lambda r: (-r[0], r[1]))

@@ -299,6 +299,20 @@ def _same_rows(a: np.ndarray, ia: np.ndarray, b: np.ndarray, ib: np.ndarray) -> 
     return np.asarray(a[ia] == b[ib], dtype=bool)
 
 
+def _distinct_sorted_rows(cols: Columns) -> bool:
+    """Whether rows sorted lexicographically by ``cols`` (integer columns) are all
+    different: no row equals the one before it. False for columns of other kinds (not
+    looked at)."""
+    if not cols or not all(c.dtype.kind in "iub" for c in cols):
+        return False
+    same = cols[0][1:] == cols[0][:-1]
+    for c in cols[1:]:
+        if not same.any():
+            break
+        same &= c[1:] == c[:-1]
+    return not bool(same.any())
+
+
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
@@ -368,7 +382,7 @@ class TraceBatch:
         self._packed: _Packed | None | bool = None
         self._lead: np.ndarray | None | bool = None
         self._bound: int | None = None
-        self._unique = False
+        self._unique: bool | None = None  # (unique_rows: None until known)
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -495,14 +509,17 @@ class TraceBatch:
 
     def unique_rows(self) -> bool:
         """Whether each ``(key, val)`` is on one row of this batch: known when all its
-        rows have one time (the batch is consolidated) or recorded by ``set_unique_rows``.
-        False means not known."""
-        if not self._unique:
+        rows have one time (the batch is consolidated), recorded by ``set_unique_rows``,
+        or, for rows of integer columns at several times, seen once: no two neighbouring
+        rows (sorted by ``(key, val)``) hold the same data, as when a batch of several
+        rounds' inserts and deletes touches each record once. False means not known."""
+        if self._unique is None:
             t = self.times
             self._unique = (
                 len(t) <= 1
                 or is_zero_stride(t)
                 or bool((t[-1] == t[0]).all() and (t == t[0]).all())
+                or _distinct_sorted_rows(self.data)
             )
         return self._unique
 
@@ -548,6 +565,14 @@ class TraceBatch:
             # grow, such as orders arriving by key, asks its older batches about new keys
             e = np.empty(0, dtype=np.int64)
             return e, e
+        names = self.keys.dtype.names
+        if names and self.keys.dtype[names[0]].kind in "iu":
+            # the same for keys of several columns, by their first (sorted as the keys are):
+            # pairs such as (order, supplier) grow with the order key
+            kfirst, pfirst = self.keys[names[0]], probe[names[0]]
+            if pfirst[-1] < kfirst[0] or pfirst[0] > kfirst[-1]:
+                e = np.empty(0, dtype=np.int64)
+                return e, e
         if nk <= 64 and probe.shape[0] <= 64 and self.keys.dtype.kind in "iu":
             return self._rows_small(probe)
         if probe.shape[0] <= 16 and self.keys.dtype.kind in "iu":
@@ -690,7 +715,7 @@ class TraceBatch:
         self._packed = None
         self._lead = None
         self._bound = None
-        self._unique = False
+        self._unique = None
 
     def __repr__(self) -> str:
         d = self.desc

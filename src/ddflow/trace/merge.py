@@ -40,7 +40,14 @@ from ddflow.core.time import columns_advance_by
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.trace.batch import Description, TraceBatch, is_zero_stride, merged_bound
 
-__all__ = ["Merge", "merge_all", "merge_interleaved", "merge_ranges", "merge_unique_runs"]
+__all__ = [
+    "Merge",
+    "merge_all",
+    "merge_interleaved",
+    "merge_ranges",
+    "merge_runs",
+    "merge_unique_runs",
+]
 
 
 #: fuel (rows) a merge in progress collects before it works at all, unless the whole
@@ -540,6 +547,104 @@ def merge_interleaved(
     return Updates(tuple(data), times, diffs, dt)
 
 
+def merge_runs(runs: list[Updates], since: np.ndarray) -> Updates | None:
+    """The merge of several consolidated runs (rows sorted by ``(key, val)``, each
+    ``(key, val)`` on one row of its run) advanced by the frontier ``since``, when no row is
+    in two runs (then nothing adds up): ``merge_interleaved`` for any number of runs. The
+    leading columns that fit beside the row number (of the runs one after another) in 63
+    bits are packed with it, one sort of that orders the rows, rows that tie on those
+    columns are sorted again by all of theirs, and each column is gathered once. None when
+    two runs hold one row, a data column is not an integer of one dtype in every run, or
+    the rows pack into one word whole (``consolidate``'s one sort is then as fast, and adds
+    up repeated rows)."""
+    runs = [u for u in runs if len(u)]
+    if len(runs) < 2:
+        return runs[0].with_times(_advanced(runs[0].times, since)) if runs else None
+    first = runs[0]
+    width, dt = len(first.data), first.diff_type
+    for u in runs[1:]:
+        if len(u.data) != width or u.diff_type != dt:
+            return None
+        for x, y in zip(first.data, u.data, strict=True):
+            if x.dtype != y.dtype:
+                return None
+    if not all(
+        x.dtype.kind in "ib" or (x.dtype.kind == "u" and x.itemsize < 8) for x in first.data
+    ):
+        return None
+    n = sum(len(u) for u in runs)
+    row_bits = (n - 1).bit_length()
+    budget = 63 - row_bits
+    spans = []
+    for j in range(width):
+        if j == 0:  # (sorted: its range read off the ends)
+            lo = min(int(u.data[0][0]) for u in runs)
+            hi = max(int(u.data[0][-1]) for u in runs)
+        else:
+            lo = min(int(u.data[j].min()) for u in runs)
+            hi = max(int(u.data[j].max()) for u in runs)
+        spans.append((lo, (hi - lo).bit_length()))
+    if sum(b for _, b in spans) <= 62:
+        return None
+    cols = [np.concatenate([u.data[j] for u in runs]) for j in range(width)]
+    keyed: np.ndarray | None = None
+    total = 0
+    for c, (lo, bits) in zip(cols, spans, strict=True):
+        take = min(bits, budget - total)
+        if take <= 0:
+            if total >= budget:
+                break
+            continue  # (a column of one value)
+        t = c.astype(np.int64) - lo
+        if bits > take:
+            t >>= bits - take  # (the last field: its high bits)
+        if keyed is None:
+            keyed = t
+        else:
+            keyed <<= take
+            keyed |= t
+        total += take
+    assert keyed is not None
+    keyed <<= row_bits
+    keyed |= np.arange(n, dtype=np.int64)
+    keyed.sort()
+    order = keyed & ((1 << row_bits) - 1)
+    prefix = keyed >> row_bits
+    tie = prefix[1:] == prefix[:-1]
+    if bool(tie.any()):
+        # rows that tie on the packed columns: sorted again by all their columns (few)
+        t = np.flatnonzero(tie)
+        sel = np.union1d(t, t + 1)
+        idx = order[sel]
+        group = prefix[sel]
+        sub = [c[idx] for c in cols]
+        perm = np.lexsort((*reversed(sub), group))
+        same = group[perm][1:] == group[perm][:-1]
+        for v in sub:
+            sv = v[perm]
+            same &= sv[1:] == sv[:-1]
+        if bool(same.any()):
+            return None  # (a row in two runs: its diffs add up)
+        order[sel] = idx[perm]
+    data = tuple(c[order] for c in cols)
+    ds = [u.diffs for u in runs]
+    d0 = ds[0]
+    if all(
+        isinstance(d, np.ndarray) and is_zero_stride(d) and d.dtype == d0.dtype and d[0] == d0[0]
+        for d in ds
+    ):
+        diffs: Any = const_view(d0[:1].copy(), (n, *d0.shape[1:]))
+    else:
+        diffs = dt.take(dt.concat(ds), order)
+    ts = [_advanced(u.times, since) for u in runs]
+    t0 = ts[0][:1]
+    if all(is_zero_stride(t) and np.array_equal(t[:1], t0) for t in ts):
+        times = const_view(np.ascontiguousarray(t0), (n, t0.shape[1]))
+    else:
+        times = np.concatenate(ts).take(order, axis=0)
+    return Updates(data, times, diffs, dt)
+
+
 def _int64_diffs(u: Updates) -> tuple[np.ndarray, ...] | None:
     """The diff columns of ``u`` if its diffs are ints or tuples of ints in int64 columns."""
     dt = u.diff_type
@@ -609,11 +714,25 @@ def _slice(batch: TraceBatch, rows: slice) -> Updates:
 
 
 def merge_all(batches: list[TraceBatch], since: Antichain) -> TraceBatch:
-    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``."""
-    u = concat_updates([b.updates() for b in batches])
-    u = u.with_times(columns_advance_by(u.times, since.arr))
+    """One batch holding the (adjacent, oldest first) ``batches``, times advanced by ``since``.
+
+    Batches that each hold every ``(key, val)`` once, of integer columns, are merged as
+    ``merge_runs`` merges them when no row is in two of them; otherwise (and for a few
+    rows) concatenated and consolidated."""
     bound = merged_bound(batches)
-    u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
+    merged = None
+    if (
+        len(batches) > 1
+        and sum(len(b) for b in batches) >= MIN_SHORTCUT_ROWS
+        and all(b.unique_rows() for b in batches)
+    ):
+        merged = merge_runs([b.updates() for b in batches], since.arr)
+    if merged is not None:
+        u = merged
+    else:
+        u = concat_updates([b.updates() for b in batches])
+        u = u.with_times(columns_advance_by(u.times, since.arr))
+        u = consolidate(u, runs=True, bounded=bound is not None and bound <= I64_MAX)
     desc = Description(batches[0].desc.lower, batches[-1].desc.upper, since)
     out = TraceBatch(batches[0].key_width, u, desc)
     if bound is not None and bound <= I64_MAX:

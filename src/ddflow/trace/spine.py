@@ -53,6 +53,15 @@ class Spine:
     ``effort=None`` merges at once: every merge is completed when it starts (no merge work
     carried between inserts, and the fewest batches, at the price of an insert that starts a
     large merge waiting for all of it).
+
+    ``fanin``: how many batches of one size class a merge takes. ``2`` (the default) is the
+    geometric spine above, where each update is merged again about ``log2(n / batch)``
+    times. With ``fanin = k > 2`` the spine is *tiered*: batches of one size class
+    (``k**i <= rows < k**(i+1)``) wait until ``k`` of them end the trace, then are merged at
+    once into one of a class above, so each update is merged about ``log_k(n / batch)``
+    times, and readers search up to ``k - 1`` batches per class. For traces written much
+    more than they are read, such as a join's large input whose other side rarely changes;
+    merges are then complete when they start (``effort`` is not used).
     """
 
     #: the format of ``state()``: raise it whenever what ``state()`` holds changes (its keys
@@ -68,7 +77,11 @@ class Spine:
         eager_rows: int = 1 << 15,
         small_rows: int = 256,
         max_small: int = 6,
+        fanin: int = 2,
     ):
+        if not isinstance(fanin, int) or fanin < 2:
+            raise ValueError(f"a spine's fanin must be an int >= 2, got {fanin!r}")
+        self.fanin = fanin
         self.key_width = key_width
         self.dim = dim
         self.effort = effort
@@ -168,7 +181,7 @@ class Spine:
             self._tidy()
 
     def _apply_fuel(self, n: int) -> None:
-        if self.effort is None:
+        if self.effort is None or self.fanin > 2:
             return  # merges complete when they start
         fuel = self.effort * max(n, 1)
         for i, entry in enumerate(self.stack):
@@ -192,7 +205,41 @@ class Spine:
             return entry.result
         return entry
 
+    def _size_class(self, n: int) -> int:
+        """``i`` with ``fanin**i <= n < fanin**(i + 1)`` (0 for empty batches)."""
+        i, bound = 0, self.fanin
+        while n >= bound:
+            i, bound = i + 1, bound * self.fanin
+        return i
+
+    def _tidy_tiered(self) -> None:
+        # The smallest class c of which ``fanin`` batches are in the tail of batches of
+        # class c or below has that whole tail merged (smaller batches arriving between
+        # batches of one class are taken along, so none holds a class back).
+        while True:
+            classes = [self._size_class(self._size(b)) for b in self.stack]
+            merge_from = None
+            for c in sorted(set(classes)):
+                j, count = len(classes), 0
+                while j > 0 and classes[j - 1] <= c:
+                    j -= 1
+                    count += classes[j] == c
+                if count >= self.fanin:
+                    merge_from = j
+                    break
+            if merge_from is None:
+                break
+            tail = [self._complete(i) for i in range(merge_from, len(self.stack))]
+            merged = merge_all(tail, self.logical)
+            self.stack[merge_from:] = [merged]
+            self._merged(tail, self.logical, merged)
+        while self.stack and isinstance(self.stack[-1], TraceBatch) and len(self.stack[-1]) == 0:
+            self.stack.pop()
+
     def _tidy(self) -> None:
+        if self.fanin > 2:
+            self._tidy_tiered()
+            return
         # Tiny batches (one-update rounds) accumulate up to ``max_small`` before one merge of
         # them all: merging each on arrival costs more in fixed overhead than reading a few
         # more small batches costs readers.
