@@ -1283,10 +1283,22 @@ def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
     return None
 
 
+def _clock_one(s: str) -> int | None:
+    ts = parse_clock_text(s)
+    return None if ts is None else timestamp_micros(ts)
+
+
 def _parse_strings(
-    a: np.ndarray, an: np.ndarray | None, dst: SqlType, ctx: Ctx, strict: bool = False
+    a: np.ndarray,
+    an: np.ndarray | None,
+    dst: SqlType,
+    ctx: Ctx,
+    strict: bool = False,
+    clock: bool = False,
 ) -> Result:
-    m = ctx.memo_for(("parse", dst, ctx.dialect, strict))
+    """Text cast to ``dst``, each distinct string read once (and kept); NULL where it is
+    not a value. ``clock``: a TIMESTAMP read for its time of day (``parse_clock_text``)."""
+    m = ctx.memo_for(("parse", dst, ctx.dialect, strict, clock))
     table: dict[int, Any] = m.setdefault("t", {})
     codes = np.asarray(a, dtype=np.int64)
     uniq, inv = np.unique(codes, return_inverse=True)
@@ -1294,7 +1306,7 @@ def _parse_strings(
     vals = []
     for c, s in zip(uniq.tolist(), strs.tolist(), strict=True):
         if c not in table:
-            table[c] = _parse_one(s, dst, ctx.dialect, strict)
+            table[c] = _clock_one(s) if clock else _parse_one(s, dst, ctx.dialect, strict)
         vals.append(table[c])
     bad = np.array([v is None for v in vals], dtype=bool)
     good = [0 if v is None else v for v in vals]
@@ -1321,17 +1333,7 @@ def _clock_text(e: Call, f: Frame, ctx: Ctx) -> Result:
     """Text read as a timestamp for its time of day (``parse_clock_text``: a time alone
     too); NULL where it is neither."""
     a, an = evaluate(e.args[0], f, ctx)
-    table: dict[int, int | None] = ctx.memo_for(("clock_text",)).setdefault("t", {})
-    uniq, inv = np.unique(np.asarray(a, dtype=np.int64), return_inverse=True)
-    vals = []
-    for c, s in zip(uniq.tolist(), ctx.strings.decode(uniq).tolist(), strict=True):
-        if c not in table:
-            ts = parse_clock_text(s)
-            table[c] = None if ts is None else timestamp_micros(ts)
-        vals.append(table[c])
-    bad = np.array([v is None for v in vals], dtype=bool)[inv.reshape(-1)]
-    out = np.array([0 if v is None else v for v in vals], dtype=np.int64)[inv.reshape(-1)]
-    return out, _or(an, bad if bad.any() else None)
+    return _parse_strings(a, an, e.type, ctx, clock=True)
 
 
 # -- strings -------------------------------------------------------------------------------
@@ -2437,11 +2439,7 @@ def _math1(e: Call, f: Frame, ctx: Ctx) -> Result:
     if op in ("floor", "ceil") and t_in.kind in ("int",):
         return a, an
     if op in ("floor", "ceil") and t_in.kind == "decimal":
-        k = 10**t_in.scale
-        if a.dtype == object:
-            vals = [(-((-x) // k) if op == "ceil" else x // k) for x in a.tolist()]
-            return narrow(np.array(vals, dtype=object)), an
-        q = np.floor_divide(a, k) if op == "floor" else -np.floor_divide(-a, k)
+        q = _divided(a, 10**t_in.scale, op == "ceil")
         return rescale(q, 0, e.type.scale) if e.type.kind == "decimal" else q, an
     x = as_float(a, t_in)
     with np.errstate(all="ignore"):
@@ -2555,6 +2553,15 @@ def _round(e: Call, f: Frame, ctx: Ctx) -> Result:
     return float_keys(y), an
 
 
+def _divided(a: np.ndarray, k: int, up: bool) -> np.ndarray:
+    """Integers ``a`` divided by ``k``, rounded down (up with ``up``): in int64, or in
+    Python integers for wide values or a ``k`` past int64."""
+    if a.dtype == object or k > I64_MAX:
+        vals = [(-((-x) // k) if up else x // k) for x in _obj(a).tolist()]
+        return narrow(np.array(vals, dtype=object))
+    return -np.floor_divide(-a, k) if up else np.floor_divide(a, k)
+
+
 def _floor_ceil_to(e: Call, f: Frame, ctx: Ctx) -> Result:
     """``floor(x, d)`` / ``ceil(x, d)`` of a DECIMAL: down / up to a multiple of
     ``10^-d`` (``d`` in ``extra``; tens or more for ``d < 0``)."""
@@ -2562,13 +2569,7 @@ def _floor_ceil_to(e: Call, f: Frame, ctx: Ctx) -> Result:
     s, d = e.args[0].type.scale, int(e.extra)
     if d >= s:
         return rescale(a, s, e.type.scale), an
-    k = 10 ** (s - d)
-    up = e.op == "ceil_to"
-    if a.dtype == object or k > I64_MAX:
-        vals = [(-((-x) // k) if up else x // k) for x in _obj(a).tolist()]
-        q = narrow(np.array(vals, dtype=object))
-    else:
-        q = -np.floor_divide(-a, k) if up else np.floor_divide(a, k)
+    q = _divided(a, 10 ** (s - d), e.op == "ceil_to")
     out = rescale(q, d, e.type.scale) if d >= 0 else _scale_up(q, -d)
     return decimal_checked(out, e.type, show(e), nulls=an), an
 

@@ -567,7 +567,7 @@ _FLAG = Field("_flag", BOOLEAN, False)
 
 def _is_true(e: Expr) -> Expr:
     """TRUE where ``e`` is TRUE, FALSE where it is FALSE or NULL."""
-    return Call("coalesce", (e, Lit(False, BOOLEAN)), BOOLEAN, False) if e.nullable else e
+    return Call("truth", (e,), BOOLEAN, False, (True, False)) if e.nullable else e
 
 
 def _extra_filter(a: Plan, b: Plan) -> Expr | None:
