@@ -192,7 +192,7 @@ class Collection:
 
     # -- arrangements -------------------------------------------------------------------------
     def arrange_by_key(
-        self, *, name: str | None = None, effort: int | None = 4, fanin: int = 2
+        self, *, name: str | None = None, effort: int | None = 4, fanin: int | str = 2
     ) -> Arranged:
         """Index ``(key, val)`` records by key in a shared trace.
 
@@ -206,12 +206,14 @@ class Collection:
         ``fanin``: how many batches one merge takes (``ddflow.trace.spine.Spine``). Above
         the default 2, each update is merged fewer times and readers search more batches,
         merges done at once: for a large trace that is written much more than it is read
-        (a join's input whose other side seldom changes)."""
+        (a join's input whose other side seldom changes). ``"auto"``: the trace chooses
+        between 2 and a tiered form as it runs, from how often it is read against how often
+        it is written (for plans made without knowing how their inputs will change)."""
         op = Arrange(self.worker, self._routed(False), False, name, effort, fanin)
         return Arranged(self, op)
 
     def arrange_by_self(
-        self, *, name: str | None = None, effort: int | None = 4, fanin: int = 2
+        self, *, name: str | None = None, effort: int | None = 4, fanin: int | str = 2
     ) -> Arranged:
         """Index whole records (as keys) in a shared trace (``effort`` and ``fanin`` as
         for ``arrange_by_key``)."""

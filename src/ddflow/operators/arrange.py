@@ -52,7 +52,7 @@ class Arrange(Operator):
         by_self: bool,
         name: str | None = None,
         effort: int | None = 4,
-        fanin: int = 2,
+        fanin: int | str = 2,
     ) -> None:
         if s.layout is not None:  # a shape known already is checked as the dataflow is built
             split_layout(s.layout, by_self, name or self.name)

@@ -346,7 +346,10 @@ class Lowering:
                 if isinstance(k, Col) and k.index not in src:
                     src[k.index] = j
         drop = tuple(sorted(src))
-        arr = self.keyed(coll, fields, keys, null_safe, drop=drop, stages=stages).arrange_by_key()
+        # (how often each side of a join changes is not known when the plan is made: the
+        # trace picks its merging from how it is written and read)
+        keyed = self.keyed(coll, fields, keys, null_safe, drop=drop, stages=stages)
+        arr = keyed.arrange_by_key(fanin="auto")
         if not drop:
             return arr, lambda k, v: v
         width = len(fields) + mask_words(fields)
@@ -374,7 +377,7 @@ class Lowering:
             only = k.map(lambda kv: kv[0], vectorized=True, name="keys")
             if not _distinct_keys(plan, keys):
                 only = only.distinct_total() if env.total else only.distinct()
-            got = only.arrange_by_self()
+            got = only.arrange_by_self(fanin="auto")
             self.memo[key] = got
         return got
 

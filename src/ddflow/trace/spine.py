@@ -62,7 +62,25 @@ class Spine:
     times, and readers search up to ``k - 1`` batches per class. For traces written much
     more than they are read, such as a join's large input whose other side rarely changes;
     merges are then complete when they start (``effort`` is not used).
+
+    ``fanin="auto"``: the spine picks between the two from how it is used. Every
+    ``AUTO_WINDOW`` inserted batches it looks at how many reads (``batches_through`` on a
+    trace holding batches) came meanwhile: fewer than one in ``AUTO_READS`` inserts, and it
+    is tiered with fanin ``AUTO_FANIN`` (written much more than read: fewer merges pay);
+    once reads catch up again (as many reads as ``AUTO_READS`` and as inserts since the
+    window began), it is geometric again at once, its tiered tail merged back into
+    geometric sizes before the read that tipped it, so a trace that is mostly read keeps
+    few batches to search; at the end of a window with more reads than that, it is
+    geometric too. What a reader sees does not depend on the choice (every batch
+    holds the same updates either way; only how they are grouped into batches differs).
     """
+
+    #: ``fanin="auto"``: inserted batches between two looks at the reads
+    AUTO_WINDOW = 16
+    #: ``fanin="auto"``: tiered when reads are fewer than one per this many inserts
+    AUTO_READS = 8
+    #: ``fanin="auto"``: the fanin of the tiered form
+    AUTO_FANIN = 16
 
     #: the format of ``state()``: raise it whenever what ``state()`` holds changes (its keys
     #: or a value's meaning); it enters every checkpoint's fingerprint
@@ -77,11 +95,19 @@ class Spine:
         eager_rows: int = 1 << 15,
         small_rows: int = 256,
         max_small: int = 6,
-        fanin: int = 2,
+        fanin: int | str = 2,
     ):
-        if not isinstance(fanin, int) or fanin < 2:
-            raise ValueError(f"a spine's fanin must be an int >= 2, got {fanin!r}")
+        self.adaptive = fanin == "auto"
+        if self.adaptive:
+            fanin = 2
+        elif not isinstance(fanin, int) or fanin < 2:
+            raise ValueError(f"a spine's fanin must be an int >= 2 or 'auto', got {fanin!r}")
+        assert isinstance(fanin, int)
+        #: the fanin merges use now (with ``adaptive``, 2 or ``AUTO_FANIN`` by turns)
         self.fanin = fanin
+        #: ``fanin="auto"``: reads and non-empty inserts since the current window began
+        self._reads = 0
+        self._writes = 0
         self.key_width = key_width
         self.dim = dim
         self.effort = effort
@@ -160,7 +186,24 @@ class Spine:
         self.upper = batch.desc.upper
         if len(batch):
             self.queued.append(batch)
+            if self.adaptive:
+                self._count_write()
         self._introduce()
+
+    def _count_write(self) -> None:
+        self._writes += 1
+        if self._writes >= self.AUTO_WINDOW:
+            tiered = self._reads * self.AUTO_READS < self._writes
+            self.fanin = self.AUTO_FANIN if tiered else 2
+            self._reads = self._writes = 0
+
+    def _count_read(self) -> None:
+        self._reads += 1
+        if self.fanin > 2 and self._reads >= max(self.AUTO_READS, self._writes):
+            # read about as often as written: geometric again, the tiered tail merged back
+            # into geometric sizes now (a trace no longer written would keep it otherwise)
+            self.fanin = 2
+            self._restore_geometric()
 
     def advance_upper(self, frontier: Antichain) -> None:
         """Record that no updates at times before ``frontier`` remain to be inserted."""
@@ -256,6 +299,9 @@ class Spine:
             merged = merge_all(small, self.logical)
             self.stack[-tail:] = [merged]
             self._merged(small, self.logical, merged)
+        self._restore_geometric()
+
+    def _restore_geometric(self) -> None:
         # Restore the geometric sizes: any neighbours where the younger is at least half the
         # older are merged, checked from the youngest down (not only at the tail: a merge
         # that finished on fuel can leave its result too large for the batch before it).
@@ -306,6 +352,8 @@ class Spine:
 
         It is an error to ask for a frontier the physical compaction has passed.
         """
+        if self.adaptive and (self.stack or self.queued):
+            self._count_read()
         bs = self.batches()
         if not bs or frontier.dominates(bs[-1].desc.upper):
             return bs  # (uppers grow along the spine: the youngest's is the largest)
