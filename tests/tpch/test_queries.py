@@ -138,20 +138,7 @@ def _churn_every_table(s, data, seed):
     return Stream(s.tables, *cat, s.batch, phases)
 
 
-# Q10 ranks customers by revenue before it meets the customer table: a customer deleted
-# while its orders stay (a broken foreign key) keeps its place among the top 20.
-_FOREIGN_KEYS_ASSUMED = {10}
-
-
-@pytest.mark.parametrize(
-    "n",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="assumes foreign keys hold"))
-        if n in _FOREIGN_KEYS_ASSUMED
-        else n
-        for n in sorted(QUERIES)
-    ],
-)
+@pytest.mark.parametrize("n", sorted(QUERIES))
 def test_query_matches_duckdb_when_every_table_changes(n, sf001, con):
     """Deleting and re-inserting rows of every table (dimensions too) after the stream
     keeps each answer equal to DuckDB's."""

@@ -769,10 +769,7 @@ def q10(inp: dict[str, Any], d: Tables) -> Any:
         .map(lambda r: (r[0], r[1] * (100 - r[2])), vectorized=True)
         .join_map(orders, lambda o, rev, c: (c, rev), vectorized=True)
     )
-    revenue = _sum_total(items, lambda r: (r[0], (r[1],))).map(
-        lambda kc: (kc[0], kc[1][0]), vectorized=True
-    )  # (custkey, revenue)
-    best = top_k(revenue, 20, lambda r: (-r[1], r[0]), buckets=64)
+    revenue = _sum_total(items, lambda r: (r[0], (r[1],)))  # custkey -> (revenue,)
     nations = inp["nation"].map(lambda r: (r[0], r[1]), vectorized=True)
     cust = (
         inp["customer"]
@@ -783,6 +780,15 @@ def q10(inp: dict[str, Any], d: Tables) -> Any:
             vectorized=True,
         )
     )
+    # Only customers that are there (with their nation) are ranked: a customer deleted
+    # while its orders stay is no longer in the join, so it must not hold a place.
+    present = revenue.semijoin(cust.map(lambda r: r[0], vectorized=True).distinct_total())
+    best = top_k(
+        present.map(lambda kc: (kc[0], kc[1][0]), vectorized=True),
+        20,
+        lambda r: (-r[1], r[0]),
+        buckets=64,
+    )  # (custkey, revenue)
     return best.join_map(
         cust, lambda c, rev, x: (c, x[0], rev, x[1], x[2], x[3], x[4], x[5]), vectorized=True
     )
