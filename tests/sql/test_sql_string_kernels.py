@@ -9,70 +9,85 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ddflow.sql as dsql
-from ddflow.sql.expr import Call, Col, Ctx, Lit, _arrow_string_kernel, _string_kernel
+from ddflow.sql.expr import Call, Col, Ctx, Lit, evaluate
+from ddflow.sql.rows import Frame
 from ddflow.sql.strings import StringDict
 from ddflow.sql.types import BIGINT, BOOLEAN, STRING
 
-texts = st.lists(st.text(max_size=12), min_size=1, max_size=40)
+#: (no NUL: SQLite's text functions stop at one)
+texts = st.lists(
+    st.text(st.characters(blacklist_characters="\x00"), max_size=12), min_size=1, max_size=40
+)
 
-#: (op, constants, result type): every function ``_arrow_string_kernel`` takes on
+
+def _spark_substr(s: str, pos: int, n: int | None) -> str:
+    """Spark's substring, written out: 1-based, 0 as 1, a negative position from the end,
+    the length clipped at both ends."""
+    start = pos - 1 if pos > 0 else (len(s) + pos if pos < 0 else 0)
+    end = len(s) if n is None else start + n
+    start, end = max(start, 0), min(end, len(s))
+    return s[start:end] if end > start else ""
+
+
+#: (op, constants, result type, what Spark gives for one string)
 CASES = [
-    ("substr", [1, 2], STRING),
-    ("substr", [3], STRING),
-    ("substr", [2, 0], STRING),
-    ("substr", [5, 100], STRING),
-    ("substr", [0, 3], STRING),
-    ("left", [3], STRING),
-    ("left", [0], STRING),
-    ("length", [], BIGINT),
-    ("reverse", [], STRING),
-    ("starts_with", ["a"], BOOLEAN),
-    ("ends_with", ["é"], BOOLEAN),
-    ("contains", ["ab"], BOOLEAN),
-    ("contains", [""], BOOLEAN),
+    ("substr", [1, 2], STRING, lambda s: _spark_substr(s, 1, 2)),
+    ("substr", [3], STRING, lambda s: _spark_substr(s, 3, None)),
+    ("substr", [2, 0], STRING, lambda s: _spark_substr(s, 2, 0)),
+    ("substr", [5, 100], STRING, lambda s: _spark_substr(s, 5, 100)),
+    ("substr", [0, 3], STRING, lambda s: _spark_substr(s, 0, 3)),
+    ("substr", [-2, 1], STRING, lambda s: _spark_substr(s, -2, 1)),
+    ("substr", [-3], STRING, lambda s: _spark_substr(s, -3, None)),
+    ("left", [3], STRING, lambda s: s[:3]),
+    ("left", [0], STRING, lambda s: ""),
+    ("length", [], BIGINT, len),
+    ("reverse", [], STRING, lambda s: s[::-1]),
+    ("starts_with", ["a"], BOOLEAN, lambda s: s.startswith("a")),
+    ("ends_with", ["é"], BOOLEAN, lambda s: s.endswith("é")),
+    ("contains", ["ab"], BOOLEAN, lambda s: "ab" in s),
+    ("contains", [""], BOOLEAN, lambda s: True),
 ]
 
 
-def _call(op: str, consts: list[object], t: object) -> Call:
+def _run(op: str, consts: list[object], t: object, dialect: str, vals: list[str]) -> list[object]:
+    """``op`` evaluated over a batch holding ``vals`` (as codes), results as Python values."""
+    ctx = Ctx(StringDict(), dialect)
+    codes = ctx.strings.encode_list(vals)
     args = (
         Col(0, STRING, False),
         *(Lit(c, BIGINT if isinstance(c, int) else STRING) for c in consts),
     )
-    return Call(op, args, t, False)  # type: ignore[arg-type]
+    got, nulls = evaluate(Call(op, args, t, False), Frame([codes], 1), ctx)  # type: ignore[arg-type]
+    assert nulls is None or not nulls.any()
+    return ctx.strings.decode(got).tolist() if t is STRING else got.tolist()
 
 
-@pytest.mark.parametrize("dialect", ["spark", "sqlite"])
-@pytest.mark.parametrize(("op", "consts", "t"), CASES)
+@pytest.mark.parametrize(("op", "consts", "t", "rule"), CASES)
 @settings(max_examples=40, deadline=None)
 @given(vals=texts)
-def test_arrow_kernel_equals_the_per_string_rule(
-    dialect: str, op: str, consts: list[object], t: object, vals: list[str]
+def test_string_functions_give_sparks_answers(
+    op: str, consts: list[object], t: object, rule: object, vals: list[str]
 ) -> None:
-    """The Arrow kernel's result for each distinct string equals the per-string rule's
-    (decoded from codes where the result is a string)."""
-    ctx = Ctx(StringDict(), dialect)
-    e = _call(op, consts, t)
-    fast = _arrow_string_kernel(op, consts, e, ctx)
-    if fast is None:
-        assert op == "substr" and dialect == "sqlite" and consts[0] == 0
-        return
-    s = np.empty(len(vals), dtype=object)
-    s[:] = vals
-    want = _string_kernel(op, consts, e, ctx, raw=True)(s)
-    got = fast(s)
-    if t is STRING:
-        got = ctx.strings.decode(got)
-    assert got.tolist() == want.tolist()
+    """Each function over a batch of any Unicode strings (repeats among them) gives what
+    Spark's rule gives for each string."""
+    assert _run(op, consts, t, "spark", vals) == [rule(v) for v in vals]  # type: ignore[operator]
 
 
-def test_negative_positions_keep_the_per_string_rules() -> None:
-    """Positions counted from the end, negative lengths and SQLite's position 0 are not
-    given to Arrow (its slices read them otherwise)."""
-    ctx = Ctx(StringDict(), "spark")
-    assert _arrow_string_kernel("substr", [-2, 1], _call("substr", [-2, 1], STRING), ctx) is None
-    assert _arrow_string_kernel("substr", [2, -1], _call("substr", [2, -1], STRING), ctx) is None
-    sq = Ctx(StringDict(), "sqlite")
-    assert _arrow_string_kernel("substr", [0, 2], _call("substr", [0, 2], STRING), sq) is None
+@pytest.mark.parametrize(
+    ("pos", "n"), [(1, 2), (3, None), (2, 0), (5, 100), (0, 3), (0, None), (-2, 1), (2, -1)]
+)
+@settings(max_examples=25, deadline=None)
+@given(vals=texts)
+def test_sqlite_substr_follows_sqlite(pos: int, n: int | None, vals: list[str]) -> None:
+    """substr in the SQLite dialect gives sqlite3's answer for each string, positions 0
+    and negative lengths included."""
+    import sqlite3
+
+    con = sqlite3.connect(":memory:")
+    consts: list[object] = [pos] if n is None else [pos, n]
+    q = "SELECT substr(?, ?)" if n is None else "SELECT substr(?, ?, ?)"
+    want = [con.execute(q, (v, *consts)).fetchone()[0] for v in vals]
+    assert _run("substr", consts, STRING, "sqlite", vals) == want
 
 
 def test_views_with_string_kernels_follow_duckdb() -> None:

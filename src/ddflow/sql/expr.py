@@ -1567,6 +1567,13 @@ def _sqlite_substr(s: str, pos: int, length: int | None) -> str:
     return s[p1 : p1 + p2]
 
 
+def _string_result(vals: np.ndarray, t: SqlType, ctx: Ctx) -> np.ndarray:
+    """A per-string kernel's raw results (an ``object`` array) as the column ``t`` holds."""
+    if t.kind == "boolean":
+        return np.asarray(vals, dtype=bool)
+    return _typed(vals.tolist(), t, ctx)
+
+
 def _arrow_strings(s: np.ndarray) -> Any:
     """An ``object`` array of ``str`` as an Arrow string array (numpy's object path: the
     plain one costs over a microsecond a string)."""
@@ -1623,7 +1630,15 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
     if not raw:
         fast = _arrow_string_kernel(op, consts, e, ctx)
         if fast is not None:
-            return fast
+            slow = _string_kernel(op, consts, e, ctx, raw=True)
+
+            def kernel(s: np.ndarray) -> np.ndarray:
+                try:
+                    return fast(s)
+                except UnicodeEncodeError:  # (a lone surrogate: not UTF-8, so not for Arrow)
+                    return _string_result(slow(s), e.type, ctx)
+
+            return kernel
 
     def out(vals: list[Any]) -> np.ndarray:
         if raw:
