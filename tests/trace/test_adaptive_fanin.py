@@ -116,21 +116,6 @@ def test_reads_alone_merge_a_tiered_trace_back() -> None:
     assert shape[-1][1] <= 8  # (geometric sizes: about log2 of rows / batch)
 
 
-def test_a_read_after_a_quiet_stretch_makes_the_trace_geometric_at_once() -> None:
-    """The switch counts: a window of inserts without reads makes the trace tiered, and
-    reads as many as ``AUTO_READS`` (and as the inserts since) make it geometric again."""
-    sp = Spine(1, 1, fanin="auto")
-    assert sp.adaptive and sp.fanin == 2
-    for _ in range(Spine.AUTO_WINDOW):
-        sp._count_write()
-    assert sp.fanin == Spine.AUTO_FANIN
-    for _ in range(Spine.AUTO_READS - 1):
-        sp._count_read()
-    assert sp.fanin == Spine.AUTO_FANIN
-    sp._count_read()
-    assert sp.fanin == 2
-
-
 @pytest.mark.parametrize("bad", ["tiered", "AUTO", None])
 def test_bad_fanin_names_are_refused(bad: object) -> None:
     """A fanin that is neither an int >= 2 nor "auto" is refused when the arrangement is
