@@ -175,6 +175,20 @@ SUBQUERIES = [
         id="scalar-correlated-in-comparison-value",
     ),
     case(
+        "SELECT e.name, (SELECT count(*) + e.id FROM emp m WHERE m.dept = e.dept) FROM emp e",
+        id="scalar-count-beside-outer-column",
+    ),
+    case(
+        "SELECT e.name, (SELECT sum(m.salary * e.id) FROM emp m WHERE m.mgr = e.id) FROM emp e",
+        id="aggregate-of-inner-and-outer-columns",
+    ),
+    case(
+        "SELECT e.name, e.dept NOT IN (SELECT m.dept FROM emp m WHERE m.salary > e.salary "
+        "GROUP BY m.dept HAVING count(*) > 1) FROM emp e WHERE EXISTS (SELECT m.dept FROM "
+        "emp m WHERE m.id <> e.id GROUP BY m.dept HAVING count(*) > 2)",
+        id="grouped-subqueries-correlated-by-non-equalities",
+    ),
+    case(
         "SELECT e.name FROM emp e WHERE e.dept > ALL (SELECT dept FROM dept WHERE region = 'EU')",
         id="gt-all-with-nulls-and-empty",
     ),

@@ -1783,6 +1783,18 @@ def _defined_names(q: Node) -> set[str]:
     return names
 
 
+def _in_outer_aggregate(c: Node, q: Node, inside: set[str]) -> bool:
+    """Whether column ``c`` of SELECT ``q`` is in an aggregate that reads only tables
+    other than ``inside`` (``q``'s own): one of the query around, which aggregates its
+    rows there."""
+    up = c.parent
+    while up is not None and up is not q:
+        if isinstance(up, _AGGS):
+            return all(x.table and x.table not in inside for x in up.find_all(exp.Column))
+        up = up.parent
+    return False
+
+
 def _enclosing_select(node: Node) -> Node | None:
     up = node.parent
     while up is not None and not isinstance(up, exp.Select):
@@ -2081,7 +2093,10 @@ def _seed_groups(q: Node, tag: str) -> bool:
                 continue
             guarded = arg.expressions if isinstance(arg, exp.Distinct) else [arg]
             for g in list(guarded):
-                g.replace(exp.Case(ifs=[exp.If(this=mark.copy(), true=g.copy())]))
+                # (``g`` itself moves under the CASE: the caller holds its outer references)
+                guard = exp.If(this=mark.copy(), true=exp.Null())
+                g.replace(exp.Case(ifs=[guard]))
+                guard.set("true", g)
     for k in ("from", "joins", "where"):
         q.set(k, None)
     q.set("from_", exp.From(this=exp.Subquery(this=both, alias=exp.TableAlias(this=_quoted(tag)))))
@@ -2396,13 +2411,19 @@ def _wrap_for_domain(tree: Node) -> None:
             )
             # (a scalar subquery's own ORDER BY, LIMIT or DISTINCT: as a derived table)
             shaped = scalar and any(q.args.get(k) for k in ("order", "limit", "offset", "distinct"))
-            # (a value of a scalar or IN subquery without aggregates that reads the outer
-            # row: the derived table computes it per outer value)
+            # (a value of a scalar or IN subquery that reads the outer row, beside its
+            # aggregates or in them: the derived table computes it per outer value)
             valued = (
                 (scalar or isinstance(up, exp.Subquery) and isinstance(up.parent, exp.In))
                 and q.args.get("group") is None
-                and not any(isinstance(n, exp.AggFunc) for x in q.expressions for n in x.walk())
-                and any(reads_here(x) for x in q.expressions)
+                and any(
+                    isinstance(c, exp.Column)
+                    and c.table
+                    and c.table not in inside
+                    and not _in_outer_aggregate(c, q, inside)
+                    for x in q.expressions
+                    for c in _walk_no_subqueries(x)
+                )
             )
             # (a condition with a subquery of its own that reads the outer row beside it:
             # in a derived table the outer values are its own columns)
@@ -2410,11 +2431,21 @@ def _wrap_for_domain(tree: Node) -> None:
                 any(isinstance(n, exp.Query) for n in c.walk()) and reads_here(c)
                 for c in _conjuncts(q.args.get("where"))
             )
-            # (a HAVING that reads the outer row: its groups are made per outer value)
+            # (a HAVING that reads the outer row, or a grouped EXISTS / IN subquery that
+            # reads it otherwise than by equalities of its WHERE: its groups are made per
+            # outer value)
             having = q.args.get("having")
             judged = having is not None and reads_here(having)
+            tested = q.args.get("group") is not None and (
+                isinstance(up, exp.Exists)
+                or isinstance(up, exp.Subquery)
+                and isinstance(up.parent, exp.In)
+            )
             if not (
-                reads and (limited or single or valued or mixed or judged) or grouped or shaped
+                reads
+                and (limited or single or valued or mixed or judged or tested)
+                or grouped
+                or shaped
             ):
                 continue
         elif not (scalar or reads):
