@@ -4,7 +4,6 @@ and HAVING; empty ones giving NULL or a count of 0), derived tables and CTEs."""
 
 from __future__ import annotations
 
-import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM
@@ -167,7 +166,6 @@ SUBQUERIES = [
         "SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept "
         "AND e.salary > (SELECT avg(m.salary) FROM emp m WHERE m.dept = d.dept))",
         id="correlated-two-levels",
-        xfail=bugs.TWO_LEVELS,
     ),
     case(
         "SELECT e.name, e.salary = (SELECT max(m.salary) FROM emp m WHERE m.dept = e.dept) "
