@@ -330,6 +330,38 @@ def test_explain_shows_the_domain() -> None:
     assert "Join inner on []" not in text, text  # (no cross product)
 
 
+@pytest.mark.parametrize(
+    ("sql", "words"),
+    [
+        (
+            "SELECT d.dept, (SELECT max(x.r) FROM (SELECT row_number() OVER (PARTITION BY e.k "
+            "ORDER BY e.sal) AS r FROM e WHERE e.dept = d.dept AND e.sal > (SELECT avg(m.sal) "
+            "FROM m WHERE m.dept = d.b)) x) FROM d",
+            "a window function",
+        ),
+        (
+            "SELECT d.dept FROM d WHERE EXISTS (SELECT 1 FROM e LEFT JOIN (SELECT m.k FROM m "
+            "WHERE m.dept = d.dept) x ON x.k = e.k WHERE e.sal > (SELECT count(*) FROM m "
+            "WHERE m.dept = d.b))",
+            "an outer join with a derived table",
+        ),
+        (
+            "SELECT d.dept, (SELECT max(e.sal) FROM e WHERE e.k = (SELECT max(m.k) FROM m "
+            "WHERE m.dept = max(d.b))) FROM d GROUP BY d.dept",
+            "an aggregate of an outer query's rows",
+        ),
+    ],
+    ids=["window-on-the-way", "outer-join-carrying-it", "outer-aggregate-two-levels-down"],
+)
+def test_what_cannot_be_carried_is_named(sql: str, words: str) -> None:
+    """What stands in the way of carrying the outer values down is named in the error."""
+    db = dsql.Database()
+    for s in DDL:
+        db.execute(s)
+    with pytest.raises(dsql.UnsupportedSQL, match=words):
+        db.view(sql)
+
+
 SQLITE_SHAPES = [
     "SELECT d.dept, d.b FROM d WHERE EXISTS (SELECT 1 FROM e WHERE e.dept = d.dept "
     "AND e.sal > (SELECT avg(m.sal) FROM m WHERE m.dept = d.b))",

@@ -1833,7 +1833,9 @@ def _enclosing_select(node: Node) -> Node | None:
     return up
 
 
-def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
+def _domain_correlation(
+    sub: Node, derived: Node, tag: str, why: dict[tuple[str, str], str] | None = None
+) -> bool:
     """A derived table of subquery ``sub`` that reads columns of the query around ``sub``
     anywhere (a SELECT list, a set operation's branches, under GROUP BY or DISTINCT):
     ``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a UNION SELECT t0b ...))``.
@@ -1852,8 +1854,9 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
     domain row (``_seed_groups``). Left alone (the planner then refuses the reference)
     when the columns come from further out than the query around ``sub``, or when some
     SELECT on the way cannot carry the tags: a window function, DISTINCT with LIMIT,
-    VALUES, an outer join with a derived table that carries them. Whether it rewrote the
-    derived table."""
+    VALUES, an outer join with a derived table that carries them. Then ``why`` (if given)
+    maps each outer column, ``(table, column)``, to what stood in the way. Whether it
+    rewrote the derived table."""
     owner = _enclosing_select(sub)
     if owner is None:
         return False
@@ -1869,8 +1872,14 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         if (c.table, c.name) not in names:
             names.append((c.table, c.name))
 
+    def fail(reason: str) -> bool:
+        if why is not None:
+            for name in names:
+                why.setdefault(name, reason)
+        return False
+
     if aliases & _sources(sub):
-        return False  # (a lateral reference)
+        return fail("a derived table that reads a table beside it (LATERAL)")
     if not aliases <= owned:
         return False  # (one from further out: an earlier pass carries it here, or none can)
     # (named after the outer columns, so that a plan shows whose values it carries; a
@@ -1893,7 +1902,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         (alias,) = aliases
         source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
         if source is None or not isinstance(source, (exp.Table, exp.Subquery)):
-            return False
+            return fail(f"values of {alias} that are not a table's or a derived table's")
         domain = exp.select(*picks).from_(source.copy())
         # (the owner's conditions on that table alone keep the domain small)
         keep = [
@@ -1910,7 +1919,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         # values in the outer query's joined rows (its conditions without subqueries)
         from_ = owner.args.get("from_") or owner.args.get("from")
         if from_ is None:
-            return False
+            return fail("a query without FROM around the subquery")
         domain = exp.select(*picks).from_(from_.this.copy())
         domain.set("joins", [j.copy() for j in owner.args.get("joins") or []])
         # (not those that read a query further out: the owner's rows are a subset)
@@ -1944,6 +1953,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         (a SELECT of its columns from it, cross joined with the domain)."""
         out = _output_names(q)
         if out is None or q.parent is None:
+            fail("a set operation whose columns have no distinct names")
             return None
         b, src = f"{tag}_b{next(counter)}", f"{tag}_src{next(counter)}"
         new = (
@@ -1980,21 +1990,27 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
             return beside(q) if force else False
         if isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
             if any(q.args.get(k) for k in ("limit", "offset")):
+                fail("a LIMIT / OFFSET on a set operation")
                 return None
             ok_l, ok_r = inject(q.left, True), inject(q.right, True)
             return True if ok_l and ok_r else None
         if not isinstance(q, exp.Select):
+            fail(f"{type(q).__name__.upper()}")
             return None
         if any(q.args.get(k) for k in ("with_", "with")):
+            fail("a WITH inside")
             return None
         if any(isinstance(n, exp.Window) for x in q.expressions for n in x.walk()):
+            fail("a window function on the way")
             return None
         limit = _literal_count(q.args.get("limit"))
         offset = _literal_count(q.args.get("offset"))
         if (q.args.get("limit") and limit is None) or (q.args.get("offset") and offset is None):
+            fail("a LIMIT / OFFSET that is not a constant count")
             return None
         if (limit is not None or offset is not None) and q.args.get("distinct"):
             # (a row number would be taken before DISTINCT)
+            fail("DISTINCT with LIMIT / OFFSET on the way")
             return None
         aggregated = q.args.get("having") is not None or any(
             isinstance(n, _AGGS) for x in q.expressions for n in _walk_no_subqueries(x)
@@ -2002,6 +2018,10 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         # one row over no rows: each domain row gets a group of its own to have it
         seeded = aggregated and not q.args.get("group")
         if seeded and not _seed_groups(q, f"{tag}_x{next(counter)}"):
+            fail(
+                "an aggregate without GROUP BY whose aggregates count NULLs, or with a "
+                "subquery beside its aggregates that reads its rows"
+            )
             return None
         joins = q.args.get("joins") or []
         outer_join = _has_outer_join(q)
@@ -2019,10 +2039,12 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
                             "columns", [*cols, *(exp.to_identifier(d) for d in dom_names)]
                         )
             elif any(id(c) in ref_ids for c in item.find_all(exp.Column)):
+                fail(f"{type(item).__name__.upper()} in FROM that reads it")
                 return None
         # (those inside the carriers were replaced there)
         own = [c for c in q.find_all(exp.Column) if id(c) in ref_ids]
         if carriers and outer_join:
+            fail("an outer join with a derived table that reads it")
             return None
         if len(carriers) == 1 and not any(_under(c, j) for c in own for j in joins):
             # (the carrier's rows hold the domain row they were made for: the outer
@@ -2068,6 +2090,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> bool:
         if limit is not None or offset is not None:
             lim = f"{tag}_lim{next(counter)}"
             if not _limit_per_domain(q, dom_cols(src), limit, offset, lim):
+                fail("a LIMIT / OFFSET that cannot be taken per outer value")
                 return None
         return True
 
@@ -3070,6 +3093,9 @@ class Planner:
         self.keys = keys or {}
         self.ctes: list[dict[str, Plan]] = [{}]
         self._recursive: dict[str, RecRef] = {}
+        #: outer columns ``(table, column)`` that could not be carried into a subquery's
+        #: derived table, and what stood in the way (for the error naming it)
+        self._why: dict[tuple[str, str], str] = {}
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, tree: Node) -> Node:
@@ -3181,13 +3207,14 @@ class Planner:
         tags = iter(range(1_000_000))
         # until nothing changes: each pass reaches the subqueries inside the ones it
         # rewrote (a reference n levels down is carried up one level a pass)
+        self._why = {}
         for _ in range(_MOST_PASSES):
             changed = False
             for sub in list(tree.find_all(exp.Select)):
                 if _is_subquery_expression(sub) and sub.root() is tree:
                     for d in _derived_tables(sub):
                         changed |= _lift_correlation(sub, d)
-                        changed |= _domain_correlation(sub, d, f"_dm{next(tags)}")
+                        changed |= _domain_correlation(sub, d, f"_dm{next(tags)}", self._why)
             if not changed:
                 break
         planned = self.plan_query(tree, None, top=True)
@@ -5441,9 +5468,10 @@ class Planner:
                 if depth == 0:
                     return Col(idx, f.type, f.nullable, f.name)
                 if depth > 1:
+                    why = self._why.get((table, name))
                     raise UnsupportedSQL(
-                        f"a correlated reference to '{node.sql()}' from two "
-                        "levels of subqueries down"
+                        f"a correlated reference to '{node.sql()}' from {depth} levels of "
+                        f"subqueries down{f' through {why}' if why else ''}"
                     )
                 if s.agg is not None:
                     # the enclosing query is grouped: the column must be one of its keys
@@ -5462,12 +5490,30 @@ class Planner:
         if table:
             # qualification found its table around this query, so the reference crosses
             # a derived table or set operation whose plan is made on its own
+            why = self._why.get((table, name))
+            if why is not None:
+                raise UnsupportedSQL(
+                    f"a correlated reference to '{node.sql()}' where it cannot be "
+                    f"decorrelated: {why}"
+                )
             raise UnsupportedSQL(
                 f"a correlated reference to '{node.sql()}' where it cannot be "
                 "decorrelated (in a subquery planned on its own: with aggregates, LIMIT or "
                 "set operations, a derived table or a join)"
             )
         raise SQLError(f"unknown column '{node.sql()}'")
+
+    def _depth_of(self, node: Node, scope: Scope) -> int | None:
+        """How many queries out from ``scope`` column ``node`` is found (0: its own)."""
+        table, name = _name(node.args.get("table")), _name(node.this)
+        s: Scope | None = scope
+        depth = 0
+        while s is not None:
+            if s.sources and s.find(table, name) is not None:
+                return depth
+            s = s.outer
+            depth += 1
+        return None
 
     def _b_Paren(self, node: Node, scope: Scope) -> Expr:
         return self.bind(node.this, scope)
@@ -6330,6 +6376,12 @@ class Planner:
         name = node.sql_name().lower() if hasattr(node, "sql_name") else type(node).__name__
         if isinstance(node, exp.AggFunc):
             if isinstance(node, _AGGS):
+                depths = [self._depth_of(c, scope) for c in node.find_all(exp.Column)]
+                if depths and all(d is not None and d > 1 for d in depths):
+                    raise UnsupportedSQL(
+                        f"an aggregate of an outer query's rows ({node.sql(self.dialect)}) "
+                        "from two or more levels of subqueries down"
+                    )
                 raise SQLError(f"aggregate {node.sql(self.dialect)} is not allowed here")
             raise UnsupportedSQL(f"aggregate function {node.sql(self.dialect)}")
         args = [a for a in node.args.values() if isinstance(a, exp.Expression)]
