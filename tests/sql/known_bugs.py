@@ -6,5 +6,3 @@ when nothing uses it. (Bugs already fixed are listed at the end of FAILURES.md.)
 """
 
 from __future__ import annotations
-
-TWO_LEVELS = "UnsupportedSQL for a correlated reference two subquery levels down"

@@ -4,7 +4,6 @@ and HAVING; empty ones giving NULL or a count of 0), derived tables and CTEs."""
 
 from __future__ import annotations
 
-import known_bugs as bugs
 import pytest
 from oracle import Del, Ins, Oracle, case, check_stream
 from sqldata import EMP_DDL, EMP_STREAM
@@ -167,12 +166,25 @@ SUBQUERIES = [
         "SELECT d.dname FROM dept d WHERE EXISTS (SELECT 1 FROM emp e WHERE e.dept = d.dept "
         "AND e.salary > (SELECT avg(m.salary) FROM emp m WHERE m.dept = d.dept))",
         id="correlated-two-levels",
-        xfail=bugs.TWO_LEVELS,
     ),
     case(
         "SELECT e.name, e.salary = (SELECT max(m.salary) FROM emp m WHERE m.dept = e.dept) "
         "FROM emp e",
         id="scalar-correlated-in-comparison-value",
+    ),
+    case(
+        "SELECT e.name, (SELECT count(*) + e.id FROM emp m WHERE m.dept = e.dept) FROM emp e",
+        id="scalar-count-beside-outer-column",
+    ),
+    case(
+        "SELECT e.name, (SELECT sum(m.salary * e.id) FROM emp m WHERE m.mgr = e.id) FROM emp e",
+        id="aggregate-of-inner-and-outer-columns",
+    ),
+    case(
+        "SELECT e.name, e.dept NOT IN (SELECT m.dept FROM emp m WHERE m.salary > e.salary "
+        "GROUP BY m.dept HAVING count(*) > 1) FROM emp e WHERE EXISTS (SELECT m.dept FROM "
+        "emp m WHERE m.id <> e.id GROUP BY m.dept HAVING count(*) > 2)",
+        id="grouped-subqueries-correlated-by-non-equalities",
     ),
     case(
         "SELECT e.name FROM emp e WHERE e.dept > ALL (SELECT dept FROM dept WHERE region = 'EU')",

@@ -937,6 +937,10 @@ _TEXT_FUNCS: dict[str, tuple[int, SqlType]] = {
 
 _RANGE_ROWS = 100_000
 
+#: the most passes that carry outer references into subqueries' derived tables (one level
+#: of nesting each; a reference deeper down is then refused by the planner)
+_MOST_PASSES = 16
+
 
 def _ranges_as_values(tree: Node) -> None:
     """Spark's ``range(end)`` / ``range(start, end[, step])`` in FROM, a table of one BIGINT
@@ -1701,17 +1705,18 @@ def _simplify_tests(tree: Node) -> None:
                 node.set("this", new)
 
 
-def _lift_correlation(sub: Node, derived: Node) -> None:
+def _lift_correlation(sub: Node, derived: Node) -> bool:
     """A derived table of subquery ``sub`` whose WHERE reads the query around ``sub``
     (``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a))``): those conditions
     are moved up into ``sub``'s WHERE, over columns the derived table now also returns, so
     the subquery's correlation is decorrelated as any other. A UNION ALL has each SELECT
     tag its rows, and the conditions moved up are taken per tag. Left alone when a
     reference to the outer query is anywhere else in the derived table, or when it is not
-    plain SELECTs (aggregates, DISTINCT, LIMIT, other set operations)."""
+    plain SELECTs (aggregates, DISTINCT, LIMIT, other set operations). Whether it moved
+    any."""
     branches = _plain_branches(derived.this)
     if branches is None:
-        return
+        return False
     lifted: list[tuple[list[Node], list[Node]]] = []  # per branch: conditions, inner columns
     for b in branches:
         own = _sources(b)
@@ -1726,7 +1731,7 @@ def _lift_correlation(sub: Node, derived: Node) -> None:
         ]
         moved_refs = {id(x) for c in moved for x in c.find_all(exp.Column)}
         if any(id(c) not in moved_refs for c in outside):
-            return  # an outer reference the conditions do not hold
+            return False  # an outer reference the conditions do not hold
         inner_cols: list[Node] = []
         for c in moved:
             for x in c.find_all(exp.Column):
@@ -1734,7 +1739,7 @@ def _lift_correlation(sub: Node, derived: Node) -> None:
                     inner_cols.append(x)
         lifted.append((moved, inner_cols))
     if not any(m for m, _ in lifted):
-        return
+        return False
     alias = derived.alias
     tagged = len(branches) > 1
     slots = [len(cols) for _, cols in lifted]
@@ -1770,6 +1775,7 @@ def _lift_correlation(sub: Node, derived: Node) -> None:
     cond = preds[0] if len(preds) == 1 else exp.or_(*preds)
     where = sub.args.get("where")
     sub.set("where", exp.Where(this=exp.and_(where.this, cond) if where is not None else cond))
+    return True
 
 
 def _defined_names(q: Node) -> set[str]:
@@ -1783,6 +1789,43 @@ def _defined_names(q: Node) -> set[str]:
     return names
 
 
+def _is_value_query(sel: Node) -> bool:
+    """Whether SELECT ``sel`` is the query, or a branch of the set operation, of a subquery
+    used as a value (scalar, IN, EXISTS, ANY / ALL)."""
+    up = sel.parent
+    while isinstance(up, (exp.Union, exp.Intersect, exp.Except)) or (
+        isinstance(up, exp.Subquery) and isinstance(up.parent, exp.Subquery)
+    ):
+        up = up.parent
+    return isinstance(up, (exp.Exists, exp.In, exp.Any, exp.All)) or (
+        isinstance(up, exp.Subquery) and not isinstance(up.parent, (exp.From, exp.Join))
+    )
+
+
+def _in_subquery_of(node: Node, q: Node) -> bool:
+    """Whether ``node``, inside query ``q``, is inside a subquery used as a value that is
+    nested in ``q`` (maybe within derived tables on the way): a reference from there to
+    the query around ``q`` is one from two or more levels of subqueries down."""
+    up = node.parent
+    while up is not None and up is not q:
+        if isinstance(up, exp.Select) and _is_value_query(up):
+            return True
+        up = up.parent
+    return False
+
+
+def _in_outer_aggregate(c: Node, q: Node, inside: set[str]) -> bool:
+    """Whether column ``c`` of SELECT ``q`` is in an aggregate that reads only tables
+    other than ``inside`` (``q``'s own): one of the query around, which aggregates its
+    rows there."""
+    up = c.parent
+    while up is not None and up is not q:
+        if isinstance(up, _AGGS):
+            return all(x.table and x.table not in inside for x in up.find_all(exp.Column))
+        up = up.parent
+    return False
+
+
 def _enclosing_select(node: Node) -> Node | None:
     up = node.parent
     while up is not None and not isinstance(up, exp.Select):
@@ -1790,7 +1833,9 @@ def _enclosing_select(node: Node) -> Node | None:
     return up
 
 
-def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
+def _domain_correlation(
+    sub: Node, derived: Node, tag: str, why: dict[tuple[str, str], str] | None = None
+) -> bool:
     """A derived table of subquery ``sub`` that reads columns of the query around ``sub``
     anywhere (a SELECT list, a set operation's branches, under GROUP BY or DISTINCT):
     ``(SELECT sum(c) FROM (SELECT t1c AS c FROM t1 WHERE t1a = t0a UNION SELECT t0b ...))``.
@@ -1809,24 +1854,41 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     domain row (``_seed_groups``). Left alone (the planner then refuses the reference)
     when the columns come from further out than the query around ``sub``, or when some
     SELECT on the way cannot carry the tags: a window function, DISTINCT with LIMIT,
-    VALUES, an outer join with a derived table that carries them."""
+    VALUES, an outer join with a derived table that carries them. Then ``why`` (if given)
+    maps each outer column, ``(table, column)``, to what stood in the way. Whether it
+    rewrote the derived table."""
     owner = _enclosing_select(sub)
     if owner is None:
-        return
+        return False
     body = derived.this
     inside = _defined_names(body)
     refs = [c for c in body.find_all(exp.Column) if c.table and c.table not in inside]
     if not refs:
-        return
+        return False
     aliases = {c.table for c in refs}
     owned = _sources(owner)
-    if aliases & _sources(sub) or not aliases <= owned:
-        return  # (a lateral reference, or one from further out)
     names: list[tuple[str, str]] = []  # (table, column)
     for c in refs:
         if (c.table, c.name) not in names:
             names.append((c.table, c.name))
-    dom_names = [f"{tag}_{i}" for i in range(len(names))]
+
+    def fail(reason: str) -> bool:
+        if why is not None:
+            for name in names:
+                why.setdefault(name, reason)
+        return False
+
+    if aliases & _sources(sub):
+        return fail("a derived table that reads a table beside it (LATERAL)")
+    if not aliases <= owned:
+        return False  # (one from further out: an earlier pass carries it here, or none can)
+    # (named after the outer columns, so that a plan shows whose values it carries; a
+    # domain column carried one level further keeps the name of the column it holds)
+    dom_names: list[str] = []
+    for i, (t, n) in enumerate(names):
+        base = n.split("_", 2)[-1] if n.startswith("_dm") else f"{t}_{n}"
+        dom = f"{tag}_{base}"
+        dom_names.append(dom if dom not in dom_names else f"{tag}_{i}_{base}")
     picks = [
         exp.alias_(exp.column(n, table=t, quoted=True), d, quoted=True)
         for (t, n), d in zip(names, dom_names, strict=True)
@@ -1840,20 +1902,32 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         (alias,) = aliases
         source = next((x for x in _from_items(owner) if x.alias_or_name == alias), None)
         if source is None or not isinstance(source, (exp.Table, exp.Subquery)):
-            return
+            return fail(f"values of {alias} that are not a table's or a derived table's")
         domain = exp.select(*picks).from_(source.copy())
+        # (the owner's conditions on that table alone keep the domain small)
+        keep = [
+            c.copy()
+            for c in _conjuncts(owner.args.get("where"))
+            if not any(isinstance(n, exp.Query) for n in c.walk())
+            and all(x.table == alias for x in c.find_all(exp.Column))
+            and any(True for _ in c.find_all(exp.Column))
+        ]
+        if keep:
+            domain.set("where", exp.Where(this=exp.and_(*keep)))
     else:
         # columns of several tables, or of a table an outer join may pad with NULLs: their
         # values in the outer query's joined rows (its conditions without subqueries)
         from_ = owner.args.get("from_") or owner.args.get("from")
         if from_ is None:
-            return
+            return fail("a query without FROM around the subquery")
         domain = exp.select(*picks).from_(from_.this.copy())
         domain.set("joins", [j.copy() for j in owner.args.get("joins") or []])
+        # (not those that read a query further out: the owner's rows are a subset)
         keep = [
             c.copy()
             for c in _conjuncts(owner.args.get("where"))
             if not any(isinstance(n, exp.Query) for n in c.walk())
+            and all(x.table in owned for x in c.find_all(exp.Column))
         ]
         if keep:
             domain.set("where", exp.Where(this=exp.and_(*keep)))
@@ -1879,6 +1953,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         (a SELECT of its columns from it, cross joined with the domain)."""
         out = _output_names(q)
         if out is None or q.parent is None:
+            fail("a set operation whose columns have no distinct names")
             return None
         b, src = f"{tag}_b{next(counter)}", f"{tag}_src{next(counter)}"
         new = (
@@ -1915,27 +1990,38 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
             return beside(q) if force else False
         if isinstance(q, (exp.Union, exp.Intersect, exp.Except)):
             if any(q.args.get(k) for k in ("limit", "offset")):
+                fail("a LIMIT / OFFSET on a set operation")
                 return None
             ok_l, ok_r = inject(q.left, True), inject(q.right, True)
             return True if ok_l and ok_r else None
         if not isinstance(q, exp.Select):
+            fail(f"{type(q).__name__.upper()}")
             return None
         if any(q.args.get(k) for k in ("with_", "with")):
+            fail("a WITH inside")
             return None
         if any(isinstance(n, exp.Window) for x in q.expressions for n in x.walk()):
+            fail("a window function on the way")
             return None
         limit = _literal_count(q.args.get("limit"))
         offset = _literal_count(q.args.get("offset"))
         if (q.args.get("limit") and limit is None) or (q.args.get("offset") and offset is None):
+            fail("a LIMIT / OFFSET that is not a constant count")
             return None
         if (limit is not None or offset is not None) and q.args.get("distinct"):
-            return None  # (a row number would be taken before DISTINCT)
+            # (a row number would be taken before DISTINCT)
+            fail("DISTINCT with LIMIT / OFFSET on the way")
+            return None
         aggregated = q.args.get("having") is not None or any(
             isinstance(n, _AGGS) for x in q.expressions for n in _walk_no_subqueries(x)
         )
         # one row over no rows: each domain row gets a group of its own to have it
         seeded = aggregated and not q.args.get("group")
         if seeded and not _seed_groups(q, f"{tag}_x{next(counter)}"):
+            fail(
+                "an aggregate without GROUP BY whose aggregates count NULLs, or with a "
+                "subquery beside its aggregates that reads its rows"
+            )
             return None
         joins = q.args.get("joins") or []
         outer_join = _has_outer_join(q)
@@ -1953,10 +2039,12 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
                             "columns", [*cols, *(exp.to_identifier(d) for d in dom_names)]
                         )
             elif any(id(c) in ref_ids for c in item.find_all(exp.Column)):
-                return None  # (a table-valued construct reading the outer query)
+                fail(f"{type(item).__name__.upper()} in FROM that reads it")
+                return None
         # (those inside the carriers were replaced there)
         own = [c for c in q.find_all(exp.Column) if id(c) in ref_ids]
         if carriers and outer_join:
+            fail("an outer join with a derived table that reads it")
             return None
         if len(carriers) == 1 and not any(_under(c, j) for c in own for j in joins):
             # (the carrier's rows hold the domain row they were made for: the outer
@@ -2002,11 +2090,12 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
         if limit is not None or offset is not None:
             lim = f"{tag}_lim{next(counter)}"
             if not _limit_per_domain(q, dom_cols(src), limit, offset, lim):
+                fail("a LIMIT / OFFSET that cannot be taken per outer value")
                 return None
         return True
 
     if not inject(new_body, True):
-        return
+        return False
     cols = derived.args["alias"].columns if derived.args.get("alias") else None
     if cols:
         derived.args["alias"].set("columns", [*cols, *(exp.to_identifier(d) for d in dom_names)])
@@ -2020,6 +2109,7 @@ def _domain_correlation(sub: Node, derived: Node, tag: str) -> None:
     ]
     where = sub.args.get("where")
     sub.set("where", exp.Where(this=exp.and_(*([where.this] if where is not None else []), *preds)))
+    return True
 
 
 def _seed_groups(q: Node, tag: str) -> bool:
@@ -2028,25 +2118,33 @@ def _seed_groups(q: Node, tag: str) -> bool:
     WHERE become a derived table ``tag`` of the columns its aggregates read and a marker
     column ``_m`` (TRUE), with one more row of NULLs beside it (the seed, which the domain
     multiplies to one per domain row); each aggregate then reads only rows with the marker
-    (``count(*)`` counts markers). False, ``q`` unchanged, when an aggregate might count
-    the seed's NULLs (one that does not skip NULLs) or a subquery reads its columns."""
-    own = _sources(q)
+    (``count(*)`` counts markers). A subquery in an aggregate's argument reads the derived
+    table's columns as it read ``q``'s rows; one elsewhere may read only the query around
+    (the domain's columns, which become group keys). False, ``q`` unchanged, when an
+    aggregate might count the seed's NULLs (one that does not skip NULLs) or a subquery
+    outside the aggregates reads ``q``'s rows."""
     parts = [*q.expressions, *([q.args["having"]] if q.args.get("having") else [])]
     if q.args.get("from_") is None and q.args.get("from") is None:
         return False
     for x in parts:
-        for n in x.walk():
-            if isinstance(n, exp.Query) or (
-                isinstance(n, exp.AggFunc) and not isinstance(n, _AGGS)
-            ):
+        for n in _walk_no_subqueries(x):
+            if isinstance(n, exp.AggFunc) and not isinstance(n, _AGGS):
                 return False
+        for n in x.walk():
             if isinstance(n, exp.Column) and not n.table:
                 return False
+            if (
+                isinstance(n, exp.Column)
+                and _binds_to(n, q)
+                and _enclosing_select(n) is not q
+                and not _under_aggregate_of(n, q)
+            ):
+                return False  # (a subquery outside the aggregates reads q's rows)
+    own_cols = [c for x in parts for c in x.find_all(exp.Column) if _binds_to(c, q)]
     cols: list[Node] = []
-    for x in parts:
-        for c in x.find_all(exp.Column):
-            if c.table in own and not any(c == y for y in cols):
-                cols.append(c.copy())
+    for c in own_cols:
+        if not any(c == y for y in cols):
+            cols.append(c.copy())
     names = [f"_c{i}" for i in range(len(cols))]
     inner = exp.Select()
     inner.set(
@@ -2065,27 +2163,49 @@ def _seed_groups(q: Node, tag: str) -> bool:
     )
     both = exp.Union(this=inner, expression=seed, distinct=False)
     mark = exp.column("_m", table=tag, quoted=True)
+    for c in own_cols:
+        c.replace(
+            exp.column(names[next(i for i, y in enumerate(cols) if c == y)], table=tag, quoted=True)
+        )
     for x in parts:
-        for c in list(x.find_all(exp.Column)):
-            if c.table in own:
-                c.replace(
-                    exp.column(
-                        names[next(i for i, y in enumerate(cols) if c == y)], table=tag, quoted=True
-                    )
-                )
-    for x in parts:
-        for a in list(x.find_all(*_AGGS)):
+        for a in [n for n in _walk_no_subqueries(x) if isinstance(n, _AGGS)]:
             arg = a.this
             if isinstance(arg, exp.Star) or arg is None:
                 a.set("this", mark.copy())
                 continue
             guarded = arg.expressions if isinstance(arg, exp.Distinct) else [arg]
             for g in list(guarded):
-                g.replace(exp.Case(ifs=[exp.If(this=mark.copy(), true=g.copy())]))
+                # (``g`` itself moves under the CASE: the caller holds its outer references)
+                guard = exp.If(this=mark.copy(), true=exp.Null())
+                g.replace(exp.Case(ifs=[guard]))
+                guard.set("true", g)
     for k in ("from", "joins", "where"):
         q.set(k, None)
     q.set("from_", exp.From(this=exp.Subquery(this=both, alias=exp.TableAlias(this=_quoted(tag)))))
     return True
+
+
+def _binds_to(c: Node, q: Node) -> bool:
+    """Whether column ``c``, inside SELECT ``q``, reads a table of ``q``'s FROM (no query
+    on the way defines its table's name)."""
+    if not c.table or c.table not in _sources(q):
+        return False
+    up = c.parent
+    while up is not None and up is not q:
+        if isinstance(up, exp.Select) and c.table in _sources(up):
+            return False
+        up = up.parent
+    return up is q
+
+
+def _under_aggregate_of(node: Node, q: Node) -> bool:
+    """Whether ``node`` is inside the argument of an aggregate that SELECT ``q`` computes."""
+    up = node.parent
+    while up is not None and up is not q:
+        if isinstance(up, _AGGS) and _enclosing_select(up) is q:
+            return True
+        up = up.parent
+    return False
 
 
 def _literal_count(node: Node | None) -> int | None:
@@ -2396,13 +2516,19 @@ def _wrap_for_domain(tree: Node) -> None:
             )
             # (a scalar subquery's own ORDER BY, LIMIT or DISTINCT: as a derived table)
             shaped = scalar and any(q.args.get(k) for k in ("order", "limit", "offset", "distinct"))
-            # (a value of a scalar or IN subquery without aggregates that reads the outer
-            # row: the derived table computes it per outer value)
+            # (a value of a scalar or IN subquery that reads the outer row, beside its
+            # aggregates or in them: the derived table computes it per outer value)
             valued = (
                 (scalar or isinstance(up, exp.Subquery) and isinstance(up.parent, exp.In))
                 and q.args.get("group") is None
-                and not any(isinstance(n, exp.AggFunc) for x in q.expressions for n in x.walk())
-                and any(reads_here(x) for x in q.expressions)
+                and any(
+                    isinstance(c, exp.Column)
+                    and c.table
+                    and c.table not in inside
+                    and not _in_outer_aggregate(c, q, inside)
+                    for x in q.expressions
+                    for c in _walk_no_subqueries(x)
+                )
             )
             # (a condition with a subquery of its own that reads the outer row beside it:
             # in a derived table the outer values are its own columns)
@@ -2410,16 +2536,45 @@ def _wrap_for_domain(tree: Node) -> None:
                 any(isinstance(n, exp.Query) for n in c.walk()) and reads_here(c)
                 for c in _conjuncts(q.args.get("where"))
             )
-            # (a HAVING that reads the outer row: its groups are made per outer value)
+            # (a HAVING that reads the outer row, or a grouped EXISTS / IN subquery that
+            # reads it otherwise than by equalities of its WHERE: its groups are made per
+            # outer value)
             having = q.args.get("having")
             judged = having is not None and reads_here(having)
+            tested = q.args.get("group") is not None and (
+                isinstance(up, exp.Exists)
+                or isinstance(up, exp.Subquery)
+                and isinstance(up.parent, exp.In)
+            )
+            # (a subquery of its own reads the query around ``q``, or one further out:
+            # ``q`` carries the values it reads as columns of a domain)
+            deep = any(
+                c.table
+                and c.table not in inside
+                and _in_subquery_of(c, q)
+                and not _in_outer_aggregate(c, q, inside)
+                for c in q.find_all(exp.Column)
+            )
             if not (
-                reads and (limited or single or valued or mixed or judged) or grouped or shaped
+                reads
+                and (limited or single or valued or mixed or judged or tested or deep)
+                or grouped
+                or shaped
             ):
                 continue
         elif not (scalar or reads):
             continue
         out = _output_names(q)
+        if (
+            out is None
+            and isinstance(up, exp.Exists)
+            and isinstance(q, exp.Select)
+            and not any(isinstance(a, exp.AggFunc) for x in q.expressions for a in x.walk())
+        ):
+            # (EXISTS tests whether there are rows, whatever their columns and order)
+            q.set("expressions", [exp.alias_(exp.Literal.number(1), "_one", quoted=True)])
+            q.set("order", None)
+            out = ["_one"]
         if out is None:
             continue
         tag = f"_wrapq{n}"
@@ -2938,6 +3093,9 @@ class Planner:
         self.keys = keys or {}
         self.ctes: list[dict[str, Plan]] = [{}]
         self._recursive: dict[str, RecRef] = {}
+        #: outer columns ``(table, column)`` that could not be carried into a subquery's
+        #: derived table, and what stood in the way (for the error naming it)
+        self._why: dict[tuple[str, str], str] = {}
 
     # -- entry points ----------------------------------------------------------------------
     def qualify(self, tree: Node) -> Node:
@@ -3047,12 +3205,18 @@ class Planner:
         _hoist_outer_tests(tree)
         _wrap_for_domain(tree)
         tags = iter(range(1_000_000))
-        for _ in range(2):  # (a second pass reaches subqueries inside rewritten ones)
+        # until nothing changes: each pass reaches the subqueries inside the ones it
+        # rewrote (a reference n levels down is carried up one level a pass)
+        self._why = {}
+        for _ in range(_MOST_PASSES):
+            changed = False
             for sub in list(tree.find_all(exp.Select)):
                 if _is_subquery_expression(sub) and sub.root() is tree:
                     for d in _derived_tables(sub):
-                        _lift_correlation(sub, d)
-                        _domain_correlation(sub, d, f"_dm{next(tags)}")
+                        changed |= _lift_correlation(sub, d)
+                        changed |= _domain_correlation(sub, d, f"_dm{next(tags)}", self._why)
+            if not changed:
+                break
         planned = self.plan_query(tree, None, top=True)
         if names is not None and len(names) == planned.visible:
             p = planned.plan
@@ -5304,9 +5468,10 @@ class Planner:
                 if depth == 0:
                     return Col(idx, f.type, f.nullable, f.name)
                 if depth > 1:
+                    why = self._why.get((table, name))
                     raise UnsupportedSQL(
-                        f"a correlated reference to '{node.sql()}' from two "
-                        "levels of subqueries down"
+                        f"a correlated reference to '{node.sql()}' from {depth} levels of "
+                        f"subqueries down{f' through {why}' if why else ''}"
                     )
                 if s.agg is not None:
                     # the enclosing query is grouped: the column must be one of its keys
@@ -5325,12 +5490,30 @@ class Planner:
         if table:
             # qualification found its table around this query, so the reference crosses
             # a derived table or set operation whose plan is made on its own
+            why = self._why.get((table, name))
+            if why is not None:
+                raise UnsupportedSQL(
+                    f"a correlated reference to '{node.sql()}' where it cannot be "
+                    f"decorrelated: {why}"
+                )
             raise UnsupportedSQL(
                 f"a correlated reference to '{node.sql()}' where it cannot be "
                 "decorrelated (in a subquery planned on its own: with aggregates, LIMIT or "
                 "set operations, a derived table or a join)"
             )
         raise SQLError(f"unknown column '{node.sql()}'")
+
+    def _depth_of(self, node: Node, scope: Scope) -> int | None:
+        """How many queries out from ``scope`` column ``node`` is found (0: its own)."""
+        table, name = _name(node.args.get("table")), _name(node.this)
+        s: Scope | None = scope
+        depth = 0
+        while s is not None:
+            if s.sources and s.find(table, name) is not None:
+                return depth
+            s = s.outer
+            depth += 1
+        return None
 
     def _b_Paren(self, node: Node, scope: Scope) -> Expr:
         return self.bind(node.this, scope)
@@ -6193,6 +6376,12 @@ class Planner:
         name = node.sql_name().lower() if hasattr(node, "sql_name") else type(node).__name__
         if isinstance(node, exp.AggFunc):
             if isinstance(node, _AGGS):
+                depths = [self._depth_of(c, scope) for c in node.find_all(exp.Column)]
+                if depths and all(d is not None and d > 1 for d in depths):
+                    raise UnsupportedSQL(
+                        f"an aggregate of an outer query's rows ({node.sql(self.dialect)}) "
+                        "from two or more levels of subqueries down"
+                    )
                 raise SQLError(f"aggregate {node.sql(self.dialect)} is not allowed here")
             raise UnsupportedSQL(f"aggregate function {node.sql(self.dialect)}")
         args = [a for a in node.args.values() if isinstance(a, exp.Expression)]
