@@ -581,14 +581,14 @@ class CountTotalPrivate(_TotalCount):
         uk = idx.take(rep)
         nz = sums.any(axis=0)
         if not nz.all():  # (keys whose changes cancel: nothing happens to them)
-            live = np.flatnonzero(nz)
+            live = nz.nonzero()[0]
             rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
         if not len(uk):
             return None
         old = totals.m.take(uk, axis=1)
         new = old + sums
         out = self._round_outputs(u, rep, old, new, u.diff_type)
-        totals.m[:, uk] = new
+        totals.set_columns(uk, new)
         return out
 
     def _round_outputs(
@@ -598,8 +598,8 @@ class CountTotalPrivate(_TotalCount):
         from counts ``old`` to ``new`` (int64 matrices, a row per diff part)."""
         kw = self.key_width
         if self.mode == "count":
-            ro = np.flatnonzero(old.any(axis=0))
-            rn = np.flatnonzero(new.any(axis=0))
+            ro = old.any(axis=0).nonzero()[0]
+            rn = new.any(axis=0).nonzero()[0]
             if not len(ro) and not len(rn):
                 return None
             rows = rep.take(np.concatenate((ro, rn)))
@@ -664,12 +664,12 @@ class CountTotalPrivate(_TotalCount):
             term = c.astype(np.int64, copy=False) - lo
             codes = term if codes is None else codes * w + term
         assert codes is not None
-        present = np.flatnonzero(np.bincount(codes, minlength=span))
+        present = np.bincount(codes, minlength=span).nonzero()[0]
         b = n * _magnitude(m)
         if totals.bound + b > I64_MAX or not totals.admit_keys(len(present)):
             return NotImplemented
         totals.bound += b
-        sums = _group_sums(m, codes, span).take(present, axis=1).T.tolist()
+        sums = _code_sums(m, codes, present, span, b).T.tolist()
         # the groups' keys, decoded from their codes, as Python values
         keys = []
         for code in present.tolist():
@@ -765,6 +765,9 @@ def _one_time(times: np.ndarray) -> bool:
     n = times.shape[0]
     if n <= 1 or times.strides[0] == 0:
         return True
+    if times.shape[1] == 1:
+        t = times[:, 0]
+        return bool((t == t[0]).all())
     return bool((times == times[0]).all())
 
 
@@ -790,6 +793,29 @@ def _magnitude(m: np.ndarray) -> int:
     if m.shape[0] == 1:
         return magnitude(m[0])
     return max(int(m.max()), -int(m.min()))
+
+
+#: a matrix whose column sums are all within this is summed exactly in float64 arithmetic
+FLOAT_EXACT = 1 << 53
+#: at most this many groups are summed by a product with their indicator matrix
+MATMUL_GROUPS = 16
+
+
+def _code_sums(
+    m: np.ndarray, codes: np.ndarray, present: np.ndarray, span: int, bound: int
+) -> np.ndarray:
+    """The sums of the columns of int64 matrix ``m`` per code (``codes[i]`` in ``[0,
+    span)``), a column per code of ``present`` (the codes that occur, sorted). ``bound``
+    bounds every partial sum's magnitude (rows times the largest ``|value|``).
+
+    A few groups are summed as one matrix product with the groups' 0/1 indicator matrix in
+    float64, which is exact while ``bound`` is within 2**53: every value, product and
+    partial sum is then an integer float64 holds exactly, whatever order BLAS adds in.
+    Otherwise one grouped ``np.add.at`` (exact in int64: ``bound`` is within int64)."""
+    if len(present) <= MATMUL_GROUPS and bound <= FLOAT_EXACT:
+        ind = (codes == present[:, None]).astype(np.float64)
+        return (m.astype(np.float64) @ ind.T).astype(np.int64)
+    return _group_sums(m, codes, span).take(present, axis=1)
 
 
 def _group_sums(m: np.ndarray, grp: np.ndarray, g: int) -> np.ndarray:
