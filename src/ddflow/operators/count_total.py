@@ -118,10 +118,12 @@ class _TotalCount(Operator):
 
     def _count_layout(self, dt: DiffType) -> Layout:
         """The layout of ``(key, count)`` records for counts of type ``dt`` (made once)."""
-        if self._layout is None or self._layout[0] != dt:
-            key_layout = self.key_layout
-            assert key_layout is not None
-            self._layout = (dt, Tup((key_layout, dt.value_layout())))
+        got = self._layout
+        if got is not None and (got[0] is dt or got[0] == dt):
+            return got[1]
+        key_layout = self.key_layout
+        assert key_layout is not None
+        self._layout = (dt, Tup((key_layout, dt.value_layout())))
         return self._layout[1]
 
     def _key_parts(self, batch: TraceBatch) -> tuple[Any, Layout, np.ndarray]:
@@ -474,6 +476,8 @@ class CountTotalPrivate(_TotalCount):
         self.totals: KeyTotals | None = None
         self._layout = None
         self._key_dtype: tuple[tuple[np.dtype, ...], np.dtype] | None = None
+        #: ``_code_keys``'s table: the columns' ranges it holds for, and code -> key
+        self._decoded: tuple[tuple[list[int], list[int]], dict[int, Any]] | None = None
 
     @property
     def key_width(self) -> int:
@@ -670,14 +674,7 @@ class CountTotalPrivate(_TotalCount):
             return NotImplemented
         totals.bound += b
         sums = _code_sums(m, codes, present, span, b).T.tolist()
-        # the groups' keys, decoded from their codes, as Python values
-        keys = []
-        for code in present.tolist():
-            parts = []
-            for lo, w in zip(reversed(los), reversed(spans), strict=True):
-                code, r = divmod(code, w)
-                parts.append(lo + r)
-            keys.append(tuple(reversed(parts)))
+        keys = self._code_keys(los, spans, present.tolist())
         int_diffs = type(totals.dt) is IntDiff
         get, zero = totals.totals.get, totals.zero
         live_keys, olds, news = [], [], []
@@ -692,6 +689,27 @@ class CountTotalPrivate(_TotalCount):
             return None
         out = self._listed_outputs(u, live_keys, olds, news)
         totals.put(live_keys, [f[0] for f in news] if int_diffs else news)
+        return out
+
+    def _code_keys(self, los: list[int], spans: list[int], codes: list[int]) -> list[Any]:
+        """The keys (tuples of Python ints) of ``codes`` made from columns with least values
+        ``los`` and ``spans``: decoded once per code while the columns' ranges stay the same
+        (a few groups keep their codes from one round to the next)."""
+        known = self._decoded
+        if known is None or known[0] != (los, spans):
+            known = self._decoded = ((los, spans), {})
+        table = known[1]
+        out = []
+        for code in codes:
+            k = table.get(code)
+            if k is None:
+                parts = []
+                c = code
+                for lo, w in zip(reversed(los), reversed(spans), strict=True):
+                    c, r = divmod(c, w)
+                    parts.append(lo + r)
+                k = table[code] = tuple(reversed(parts))
+            out.append(k)
         return out
 
     def _listed_outputs(
