@@ -583,7 +583,7 @@ class CountTotalPrivate(_TotalCount):
         rep, grp, g = totals.group(idx)
         sums = m if grp is None else _group_sums(m, grp, g)  # (None: a key per row)
         uk = idx.take(rep)
-        nz = sums.any(axis=0)
+        nz: np.ndarray = sums.any(axis=0)
         if not nz.all():  # (keys whose changes cancel: nothing happens to them)
             live = nz.nonzero()[0]
             rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
@@ -602,8 +602,9 @@ class CountTotalPrivate(_TotalCount):
         from counts ``old`` to ``new`` (int64 matrices, a row per diff part)."""
         kw = self.key_width
         if self.mode == "count":
-            ro = old.any(axis=0).nonzero()[0]
-            rn = new.any(axis=0).nonzero()[0]
+            old_nz: np.ndarray = old.any(axis=0)
+            new_nz: np.ndarray = new.any(axis=0)
+            ro, rn = old_nz.nonzero()[0], new_nz.nonzero()[0]
             if not len(ro) and not len(rn):
                 return None
             rows = rep.take(np.concatenate((ro, rn)))
