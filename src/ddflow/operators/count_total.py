@@ -583,7 +583,7 @@ class CountTotalPrivate(_TotalCount):
         rep, grp, g = totals.group(idx)
         sums = m if grp is None else _group_sums(m, grp, g)  # (None: a key per row)
         uk = idx.take(rep)
-        nz: np.ndarray = sums.any(axis=0)
+        nz = _any_part(sums)
         if not nz.all():  # (keys whose changes cancel: nothing happens to them)
             live = nz.nonzero()[0]
             rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
@@ -602,9 +602,7 @@ class CountTotalPrivate(_TotalCount):
         from counts ``old`` to ``new`` (int64 matrices, a row per diff part)."""
         kw = self.key_width
         if self.mode == "count":
-            old_nz: np.ndarray = old.any(axis=0)
-            new_nz: np.ndarray = new.any(axis=0)
-            ro, rn = old_nz.nonzero()[0], new_nz.nonzero()[0]
+            ro, rn = _any_part(old).nonzero()[0], _any_part(new).nonzero()[0]
             if not len(ro) and not len(rn):
                 return None
             rows = rep.take(np.concatenate((ro, rn)))
@@ -803,6 +801,11 @@ def _int_matrix(d: Any, want: DiffType, dt: DiffType) -> np.ndarray | None:
     if not all(c.dtype == np.int64 for c in d):
         return None
     return diff_matrix(d)
+
+
+def _any_part(m: np.ndarray) -> np.ndarray:
+    """Per column of a matrix of diff parts: whether some part is not zero."""
+    return np.logical_or.reduce(m, axis=0)
 
 
 def _magnitude(m: np.ndarray) -> int:
