@@ -67,6 +67,7 @@ class Acc:
 
 KEYS: dict[str, list[Any]] = {
     "dense": list(range(12)),
+    "sparse": list(range(-4000, 4000, 331)),  # (dense totals, keys spread: grouped by scratch)
     "spread": [i * 10**15 - 7 for i in range(-4, 8)],
     "pairs": [(a, b) for a in range(3) for b in range(-1, 3)],
     "wide": [(a, b, 7, a * b, -a, b % 2) for a in range(3) for b in range(4)],
@@ -256,6 +257,7 @@ def test_private_count_matches_oracle_and_shared_path(kind: str, data: st.DataOb
     [
         ("dense", "one", DenseTotals),
         ("dense", "six", DenseTotals),
+        ("sparse", "pair", DenseTotals),
         ("pairs", "pair", DictTotals),
         ("wide", "six", DictTotals),
         ("spread", "int", SortedTotals),
@@ -652,7 +654,7 @@ def test_several_workers_give_the_same_output(kind: str, mode: str) -> None:
 # ---- the one-time paths against the general one ------------------------------------------------
 
 
-@pytest.mark.parametrize("key_kind", ["dense", "pairs", "wide"])
+@pytest.mark.parametrize("key_kind", ["dense", "sparse", "pairs", "wide"])
 @pytest.mark.parametrize("kind", ["one", "pair", "six"])
 def test_one_time_paths_match_the_general_path(
     key_kind: str, kind: str, monkeypatch: pytest.MonkeyPatch
@@ -668,5 +670,5 @@ def test_one_time_paths_match_the_general_path(
             m.setattr(CountTotalPrivate, "_dense_round", lambda *a: NotImplemented)
             m.setattr(CountTotalPrivate, "_dict_round", lambda *a: NotImplemented)
             slow, op = feed(make, rounds)
-        assert type(op.totals) is (DenseTotals if key_kind == "dense" else DictTotals)
+        assert type(op.totals) is (DenseTotals if key_kind in ("dense", "sparse") else DictTotals)
         assert _updates(fast) == _updates(slow)

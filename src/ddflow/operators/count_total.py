@@ -512,7 +512,12 @@ class CountTotalPrivate(_TotalCount):
         if frontier == self.upper:
             self.held.extend(new)
             return
-        ready, rest = split_complete(self.held + new, frontier)
+        ready: Updates | None
+        rest: list[Updates]
+        if not self.held and len(new) == 1 and _all_before(new[0].times, frontier):
+            ready, rest = new[0], []  # (a round's one batch, complete: nothing to split)
+        else:
+            ready, rest = split_complete(self.held + new, frontier)
         # (counting raises having changed no count: the engine puts the updates back)
         out = self._count(ready) if ready is not None and len(ready) else None
         self.held, self.upper = rest, frontier
@@ -560,9 +565,11 @@ class CountTotalPrivate(_TotalCount):
 
     def _dense_round(self, u: Updates, totals: DenseTotals) -> Any:
         """Count updates of one time whose one int key column indexes dense totals: rows
-        grouped by key through a scratch array (no sort), each group's diffs summed, and
-        every key's count before and after read off the totals' matrix. NotImplemented
-        when the batch does not fit the totals (the general path then decides)."""
+        grouped by key without sorting, each group's diffs summed, and every key's count
+        before and after read off the totals' matrix. Keys packed closely (spanning at most
+        twice the rows) are counted over their range (``np.bincount``); others are grouped
+        through a scratch array (``DenseTotals.group``). NotImplemented when the batch does
+        not fit the totals (the general path then decides)."""
         keys = u.data[0]
         m = _int_matrix(u.diffs, totals.dt, u.diff_type)
         if m is None or keys.ndim != 1 or not packable_int(keys.dtype):
@@ -579,40 +586,58 @@ class CountTotalPrivate(_TotalCount):
         if not totals.cover(klo, khi, n):
             return NotImplemented
         totals.bound += b
-        idx = keys.astype(np.int64, copy=False) - totals.lo
-        rep, grp, g = totals.group(idx)
-        sums = m if grp is None else _group_sums(m, grp, g)  # (None: a key per row)
-        uk = idx.take(rep)
-        nz = _any_part(sums)
-        if not nz.all():  # (keys whose changes cancel: nothing happens to them)
-            live = nz.nonzero()[0]
-            rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
-        if not len(uk):
-            return None
+        span = khi - klo + 1
+        if span <= 2 * n and b <= FLOAT_EXACT:
+            # each part summed over the keys' range, exactly in float64 (every partial sum
+            # is an integer within 2**53); the keys present are those of non-zero sums
+            rel = keys.astype(np.int64, copy=False) - klo
+            full = np.empty((m.shape[0], span), dtype=np.int64)
+            for i, row in enumerate(m):
+                full[i] = np.bincount(rel, weights=row, minlength=span)
+            live = _any_part(full).nonzero()[0]
+            if not len(live):
+                return None
+            sums = full.take(live, axis=1)
+            uk = live + (klo - totals.lo)
+            ukeys = live + klo
+            if ukeys.dtype != keys.dtype:
+                ukeys = ukeys.astype(keys.dtype)
+        else:
+            idx = keys.astype(np.int64, copy=False) - totals.lo
+            rep, grp, g = totals.group(idx)
+            sums = m if grp is None else _group_sums(m, grp, g)  # (None: a key per row)
+            uk = idx.take(rep)
+            nz = _any_part(sums)
+            if not nz.all():  # (keys whose changes cancel: nothing happens to them)
+                live = nz.nonzero()[0]
+                rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
+            if not len(uk):
+                return None
+            ukeys = keys.take(rep)
         old = totals.m.take(uk, axis=1)
         new = old + sums
-        out = self._round_outputs(u, rep, old, new, u.diff_type)
+        out = self._round_outputs(u, ukeys, old, new, u.diff_type)
         totals.set_columns(uk, new)
         return out
 
     def _round_outputs(
-        self, u: Updates, rep: np.ndarray, old: np.ndarray, new: np.ndarray, dt: DiffType
+        self, u: Updates, ukeys: np.ndarray, old: np.ndarray, new: np.ndarray, dt: DiffType
     ) -> tuple[Updates, Layout] | None:
-        """The output of a round of one time whose keys (those of rows ``rep`` of ``u``) go
-        from counts ``old`` to ``new`` (int64 matrices, a row per diff part)."""
-        kw = self.key_width
+        """The output of a round of one time (``u``'s) whose keys ``ukeys`` (one key
+        column, distinct) go from counts ``old`` to ``new`` (int64 matrices, a row per diff
+        part, a column per key)."""
         if self.mode == "count":
             ro, rn = _any_part(old).nonzero()[0], _any_part(new).nonzero()[0]
             if not len(ro) and not len(rn):
                 return None
-            rows = rep.take(np.concatenate((ro, rn)))
+            sel = np.concatenate((ro, rn))
             vals = np.concatenate((old.take(ro, axis=1), new.take(rn, axis=1)), axis=1)
-            out_d = np.ones(len(rows), dtype=np.int64)
+            out_d = np.ones(len(sel), dtype=np.int64)
             out_d[: len(ro)] = -1
             return (
                 Updates(
-                    tuple(c.take(rows) for c in u.data[:kw]) + tuple(vals),
-                    take_times(u.times, rows),
+                    (ukeys.take(sel), *vals),
+                    u.times[:1].repeat(len(sel), axis=0),
                     out_d,
                     INT_DIFF,
                 ),
@@ -622,13 +647,12 @@ class CountTotalPrivate(_TotalCount):
         keep, d = self._presence(dt, as_col(old), as_col(new))
         if not len(keep):
             return None
-        rows = rep.take(keep)
         key_layout = self.key_layout
         assert key_layout is not None
         return (
             Updates(
-                tuple(c.take(rows) for c in u.data[:kw]),
-                take_times(u.times, rows),
+                (ukeys.take(keep),),
+                u.times[:1].repeat(len(keep), axis=0),
                 d.take(keep),
                 INT_DIFF,
             ),
@@ -719,23 +743,26 @@ class CountTotalPrivate(_TotalCount):
         dt = u.diff_type
         kcols = u.data[: self.key_width]
         if self.mode == "count":
-            out_keys = [k for k, o in zip(keys, olds, strict=True) if any(o)]
-            vals = [o for o in olds if any(o)]
-            signs = [-1] * len(out_keys)
-            for k, nw in zip(keys, news, strict=True):
-                if any(nw):
-                    out_keys.append(k)
-                    vals.append(nw)
-                    signs.append(1)
-            if not out_keys:
+            # every output row (key values, then count parts) in one int64 array, read by
+            # columns: the retracted counts, then the new ones
+            rows = [(*k, *o) for k, o in zip(keys, olds, strict=True) if any(o)]
+            retracted = len(rows)
+            rows += [(*k, *nw) for k, nw in zip(keys, news, strict=True) if any(nw)]
+            if not rows:
                 return None
-            # (one array of the parts as rows: each part a contiguous row of it)
-            parts = np.array(list(zip(*vals, strict=True)), dtype=np.int64)
+            table = np.ascontiguousarray(np.array(rows, dtype=np.int64).T)
+            kw = len(kcols)
+            signs = np.ones(len(rows), dtype=np.int64)
+            signs[:retracted] = -1
             return (
                 Updates(
-                    _listed_columns(kcols, out_keys) + tuple(parts),
-                    u.times[:1].repeat(len(out_keys), axis=0),
-                    np.array(signs, dtype=np.int64),
+                    tuple(
+                        t if c.dtype == np.int64 else t.astype(c.dtype)
+                        for t, c in zip(table[:kw], kcols, strict=True)
+                    )
+                    + tuple(table[kw:]),
+                    u.times[:1].repeat(len(rows), axis=0),
+                    signs,
                     INT_DIFF,
                 ),
                 self._count_layout(dt),
@@ -775,6 +802,16 @@ def _listed_columns(cols: tuple[np.ndarray, ...], keys: list[tuple[Any, ...]]) -
 _NO_DESC = Description(Antichain.of([(0,)], 1), Antichain.of([(0,)], 1), Antichain.of([(0,)], 1))
 #: one-time rounds whose key columns pack into more codes than this take the general path
 DICT_SPAN = 1024
+
+
+def _all_before(times: np.ndarray, frontier: Antichain) -> bool:
+    """Whether every time of a column of totally ordered times is complete at
+    ``frontier`` (before its one element, or any time if it is empty)."""
+    if not frontier.elements:
+        return True
+    if times.shape[0] == 0:
+        return True
+    return int(times.max()) < frontier.elements[0][0]
 
 
 def _one_time(times: np.ndarray) -> bool:
