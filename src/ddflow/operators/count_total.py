@@ -518,14 +518,25 @@ class CountTotalPrivate(_TotalCount):
             ready, rest = new[0], []  # (a round's one batch, complete: nothing to split)
         else:
             ready, rest = split_complete(self.held + new, frontier)
+        # The complete updates are at times in [upper, frontier): updates reach an operator
+        # at times its input frontier had not passed when it last ran (those it held, and
+        # those pushed since, at times its producers' frontiers had not passed), which is
+        # what an arrangement's batch description rests on too. A frontier one past the
+        # last is then one time, known without reading the time column.
+        one = (
+            bool(frontier.elements)
+            and bool(self.upper.elements)
+            and frontier.elements[0][0] == self.upper.elements[0][0] + 1
+        )
         # (counting raises having changed no count: the engine puts the updates back)
-        out = self._count(ready) if ready is not None and len(ready) else None
+        out = self._count(ready, one) if ready is not None and len(ready) else None
         self.held, self.upper = rest, frontier
         if out is not None:
             self.output.push(*out)
 
-    def _count(self, u: Updates) -> tuple[Updates, Layout] | None:
-        """Count the complete updates ``u``."""
+    def _count(self, u: Updates, one_time: bool = False) -> tuple[Updates, Layout] | None:
+        """Count the complete updates ``u`` (``one_time``: they are known to be at one
+        time)."""
         dt = u.diff_type
         kw = self.key_width
         totals = self.totals
@@ -533,7 +544,7 @@ class CountTotalPrivate(_TotalCount):
             totals = self.totals = KeyTotals.compact(
                 kw, dt, self._index_dtype(u.data[:kw])
             ) or SortedTotals(dt)
-        if totals.bounded and _one_time(u.times):
+        if totals.bounded and (one_time or _one_time(u.times)):
             if isinstance(totals, DenseTotals):
                 out = self._dense_round(u, totals)
             elif isinstance(totals, DictTotals):
