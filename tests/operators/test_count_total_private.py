@@ -356,10 +356,40 @@ def test_int64_edge_diffs_random() -> None:
             check_stream(key_kind, "edge", mode, rounds)
 
 
+NEAR_53 = (2**53 + 1, 2**53 - 1, 3, -(2**53) - 3, 2**52 + 1)
+
+
+@pytest.mark.parametrize("mode", ["count", "distinct", "threshold"])
+@pytest.mark.parametrize("key_kind", ["dense", "sparse", "pairs", "wide"])
+def test_one_time_rounds_with_sums_past_2_to_the_53(key_kind: str, mode: str) -> None:
+    """Rounds of one time and many rows whose diffs are near 2**53 (sums a float64 would
+    round, within int64) are counted exactly by the one-time paths, which sum in float64
+    only where that is exact."""
+    rng = np.random.default_rng(len(key_kind) + len(mode))
+    rounds: list[Round] = []
+    for _ in range(8):
+        ch = [
+            (int(rng.integers(0, 3)), int(rng.integers(0, 5)), 0, int(rng.choice([1, -1])))
+            for _ in range(int(rng.choice([40, 90])))
+        ]
+        rounds.append((ch, True))
+
+    def near(v: int) -> int:
+        return NEAR_53[v]
+
+    DIFFS["near53"] = near
+    try:
+        op = check_stream(key_kind, "near53", mode, rounds)
+    finally:
+        del DIFFS["near53"]
+    assert type(op.totals) is (DenseTotals if key_kind in ("dense", "sparse") else DictTotals)
+
+
 # ---- state: checkpoints, runs that raise ------------------------------------------------------
 
 
 def _stream_rounds(seed: int, n_keys: int, count: int = 24, one_time: bool = False) -> list[Round]:
+    """Seeded rounds of 1 to 200 changes (so both the few-row and the vectorized paths run)."""
     rng = np.random.default_rng(seed)
     rounds: list[Round] = []
     for _ in range(count):
@@ -370,7 +400,7 @@ def _stream_rounds(seed: int, n_keys: int, count: int = 24, one_time: bool = Fal
                 0 if one_time else int(rng.integers(0, T)),
                 int(rng.choice([1, 1, -1])),
             )
-            for _ in range(int(rng.integers(1, 30)))
+            for _ in range(int(rng.choice([1, 5, 30, 60, 200])))
         ]
         rounds.append((ch, True))
     return rounds
@@ -380,6 +410,7 @@ def _stream_rounds(seed: int, n_keys: int, count: int = 24, one_time: bool = Fal
     ("key_kind", "kind", "form"),
     [
         ("dense", "six", DenseTotals),
+        ("sparse", "pair", DenseTotals),
         ("pairs", "pair", DictTotals),
         ("strings", "int", SortedTotals),
         ("dense", "edge", SortedTotals),
