@@ -1,14 +1,23 @@
 """``count_total``, ``distinct_total``, ``threshold_total``: counting for totally ordered time.
 
-The total-order count, vectorized. For each batch of an arrangement by self: look up each
-key's accumulated count in the trace *before* the batch, then walk the batch's times in
-order, emitting ``((key, old), t, -1)`` and ``((key, new), t, +1)`` for counts that are not
-zero. With a total order the count "now" is always the count before plus the batch's
-changes up to now, so no output trace is needed (unlike ``count``).
+The total-order count, vectorized. For each batch of keyed runs (updates consolidated by
+``(key, time)``): take each key's accumulated count *before* the batch, then walk the
+batch's times in order, emitting ``((key, old), t, -1)`` and ``((key, new), t, +1)`` for
+counts that are not zero. With a total order the count "now" is always the count before
+plus the batch's changes up to now, so no output trace is needed (unlike ``count``).
 
-Vectorized: prior counts come from one ``searchsorted`` per spine batch; running counts are
-segmented prefix sums over the batch's ``(key, time)``-sorted rows. Any semigroup diff
-works as the count (tuple diffs give tuple counts, ``Sum`` gives ``Sum`` counts).
+Where the count before a batch comes from, one class each:
+
+* ``CountTotal`` counts an arrangement by self that other operators may read too: the
+  counts before come from totals it keeps as a cache of the trace (``KeyTotals``) or else
+  from the trace's batches (one ``searchsorted`` per spine batch);
+* ``CountTotalPrivate`` counts a collection arranged for it alone, so it keeps no trace:
+  each key's total so far is its declared state, and a round of one time is grouped by key
+  straight from the columns.
+
+Running counts are segmented prefix sums over the batch's ``(key, time)``-sorted rows. Any
+semigroup diff works as the count (tuple diffs give tuple counts, ``Sum`` gives ``Sum``
+counts).
 """
 
 from __future__ import annotations
