@@ -703,3 +703,33 @@ def test_one_time_paths_match_the_general_path(
             slow, op = feed(make, rounds)
         assert type(op.totals) is (DenseTotals if key_kind in ("dense", "sparse") else DictTotals)
         assert _updates(fast) == _updates(slow)
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_general_form_pairs_packed_or_not(spread: bool) -> None:
+    """Pairs of int columns in the general form are searched as packed int64 keys when their
+    ranges fit 62 bits (near int64's ends too) and as structured keys when not; both count
+    exactly, keys leaving and coming back."""
+    base = I64_MAX - 5000 if not spread else 0
+    far = [(I64_MIN + 3, 1), (I64_MAX, -1)] if spread else [(I64_MAX, 7), (I64_MAX - 1, 7)]
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out = coll.count_total()
+    op = out.stream.producer
+    cap = out.capture()
+    ref: Counter[tuple[int, int]] = Counter()
+    rng = np.random.default_rng(9)
+    for t in range(12):
+        ks = [(base + int(a), int(b)) for a, b in zip(*rng.integers(0, 400, (2, 300)), strict=True)]
+        ks += far if t % 3 == 0 else []
+        ds = [1 if t % 4 != 3 or ref[k] <= 0 else -ref[k] for k in ks]
+        cols = tuple(np.array(c, dtype=np.int64) for c in zip(*ks, strict=True))
+        inp.insert_columns(cols, diffs=np.array(ds, dtype=np.int64))
+        for k, d in zip(ks, ds, strict=True):
+            ref[k] += d
+        inp.advance_to(t + 1)
+        worker.run()
+        assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}
+    assert isinstance(op.totals, SortedTotals)
+    packed = [lv.packing for lv in op.totals.levels if lv.packing is not None]
+    assert packed and all((p is False) == spread for p in packed)

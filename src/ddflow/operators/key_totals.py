@@ -433,16 +433,69 @@ class DictTotals(KeyTotals):
         return out
 
 
+class _Packing:
+    """Structured integer keys packed into one sorted int64 column (numpy searches a
+    structured array with a slow generic comparison): each field offset by the level's
+    least value of it and given the bits of its range, the first field highest, so the
+    packed keys sort as the keys do. Probe keys are packed the same way; only those within
+    every field's range (``inside``) can be keys of the level."""
+
+    __slots__ = ("bits", "his", "keys", "lows", "names", "shifts")
+
+    def __init__(
+        self, keys: np.ndarray, names: tuple[str, ...], lows: list[int], his: list[int]
+    ) -> None:
+        self.names, self.lows, self.his = names, lows, his
+        cols = [keys[f].astype(np.int64) for f in names]
+        self.bits = [(hi - lo).bit_length() for lo, hi in zip(lows, his, strict=True)]
+        self.shifts = [sum(self.bits[j + 1 :]) for j in range(len(self.bits))]
+        packed = np.zeros(keys.shape[0], dtype=np.int64)
+        for c, lo, sh in zip(cols, lows, self.shifts, strict=True):
+            packed |= (c - lo) << sh
+        self.keys = packed
+
+    @staticmethod
+    def of(keys: np.ndarray) -> _Packing | None:
+        """The packing of a level's structured keys; None when a field is not an integer
+        or the fields' ranges do not fit 62 bits together."""
+        kd = keys.dtype
+        names = kd.names
+        if not names or not keys.shape[0] or not all(packable_int(kd[f]) for f in names):
+            return None
+        lows = [int(keys[f].min()) for f in names]
+        his = [int(keys[f].max()) for f in names]
+        if sum((hi - lo).bit_length() for lo, hi in zip(lows, his, strict=True)) > 62:
+            return None
+        return _Packing(keys, names, lows, his)
+
+    def pack(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(inside, packed)`` of probe keys of the level's dtype (``packed`` is
+        meaningless where not ``inside``)."""
+        inside: np.ndarray | None = None
+        packed: np.ndarray | None = None
+        for f, lo, hi, sh in zip(self.names, self.lows, self.his, self.shifts, strict=True):
+            c = probe[f].astype(np.int64)
+            ok = (c >= lo) & (c <= hi)  # (compared as values: an offset could wrap)
+            inside = ok if inside is None else inside & ok
+            off = c - lo  # (meaningless where not inside)
+            term = off << sh if sh else off
+            packed = term if packed is None else packed | term
+        assert inside is not None and packed is not None
+        return inside, packed
+
+
 class _Level:
     """One level of ``SortedTotals``: sorted distinct keys and their totals (a diff column
-    aligned with them), and a dict from key to position once one was needed."""
+    aligned with them), and, once needed, the keys packed into one int64 column (structured
+    integer keys) or a dict from key to position (keys that do not compare)."""
 
-    __slots__ = ("index", "keys", "totals")
+    __slots__ = ("index", "keys", "packing", "totals")
 
     def __init__(self, keys: np.ndarray, totals: Any) -> None:
         self.keys = keys
         self.totals = totals
         self.index: dict[Any, int] | None = None
+        self.packing: _Packing | None | bool = None  # (False: the keys do not pack)
 
     def find(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(probe positions, level positions)`` of the probe keys held here (``probe``
@@ -452,6 +505,15 @@ class _Level:
         if not n:
             e = np.zeros(0, dtype=np.int64)
             return e, e
+        if keys.dtype.names:
+            if self.packing is None:
+                self.packing = _Packing.of(keys) or False
+            if isinstance(self.packing, _Packing):
+                pk = self.packing.keys
+                inside, pp = self.packing.pack(probe)
+                pos = pk.searchsorted(pp)
+                hit = (inside & (pk[np.minimum(pos, n - 1)] == pp)).nonzero()[0]
+                return hit, pos[hit]
         try:
             pos = keys.searchsorted(probe)
             hit = np.flatnonzero(
@@ -551,7 +613,7 @@ class SortedTotals(KeyTotals):
             return out
         self.objects = True
         for lv in self.levels:
-            lv.keys, lv.index = _as_objects(lv.keys), None
+            lv.keys, lv.index, lv.packing = _as_objects(lv.keys), None, None
         return _as_objects(keys)
 
     def admit(self, batch: TraceBatch) -> bool:
