@@ -239,15 +239,15 @@ class _TotalCount(Operator):
         new = old + diff_matrix(batch.diffs)  # (``admit`` bounds every sum in int64)
         ro = np.flatnonzero(old.any(axis=0))
         rn = np.flatnonzero(new.any(axis=0))
-        totals.store_matrix(new)
         if not len(ro) and not len(rn):
+            totals.store_matrix(new)
             return None
         idx = np.concatenate((ro, rn))
         vals = np.concatenate((old.take(ro, axis=1), new.take(rn, axis=1)), axis=1)
         key_cols = batch.data[: self.key_width]
         out_d = np.ones(len(idx), dtype=np.int64)
         out_d[: len(ro)] = -1
-        return (
+        out = (
             Updates(
                 tuple(c.take(idx, axis=0) for c in key_cols) + tuple(vals),
                 batch.times.take(idx, axis=0),
@@ -256,6 +256,8 @@ class _TotalCount(Operator):
             ),
             self._count_layout(dt),
         )
+        totals.store_matrix(new)
+        return out
 
     def _batch_small(
         self, batch: TraceBatch, prior: list[int], totals: KeyTotals | None
