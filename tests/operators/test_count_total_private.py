@@ -733,3 +733,30 @@ def test_general_form_pairs_packed_or_not(spread: bool) -> None:
     assert isinstance(op.totals, SortedTotals)
     packed = [lv.packing for lv in op.totals.levels if lv.packing is not None]
     assert packed and all((p is False) == spread for p in packed)
+
+
+@pytest.mark.parametrize("key_kind", ["dense", "pairs", "strings"])
+def test_vectorized_threshold_equals_per_count_threshold(key_kind: str) -> None:
+    """``threshold_total(f, vectorized=True)`` (f over a column of counts) gives the updates
+    of the per-count function, on every form, one time per round or several."""
+    keys = KEYS[key_kind]
+    rounds = _stream_rounds(4, len(keys), count=12)
+
+    def per_count(c: int) -> int:
+        return c * c - 1
+
+    def over_columns(c: np.ndarray) -> np.ndarray:
+        assert isinstance(c, np.ndarray)
+        return c * c - 1
+
+    def make(vec: bool) -> Callable[[dd.Collection], dd.Collection]:
+        f = over_columns if vec else per_count
+        return lambda c: c.map(lambda r: keys[r[0]]).threshold_total(f, vectorized=vec)
+
+    got, _ = feed(make(True), rounds)
+    want, _ = feed(make(False), rounds)
+    assert _updates(got) == _updates(want)
+    inputs = inputs_of(rounds)
+    for t in range(0, T * len(rounds), 5):
+        acc = O.map(O.accumulate(inputs, t), lambda r: keys[r[0]])
+        assert dict(got.at(t)) == O.threshold_total(acc, per_count)
