@@ -135,3 +135,40 @@ def test_large_rows_group_sums_and_columns_stay_plain() -> None:
     rows = Rows(np.stack(cols))
     assert _plain(T3.sum_groups(rows, group, 7)) == _plain(T3.sum_groups(cols, group, 7))
     assert type(T3.from_columns(cols, n)) is tuple
+
+
+def test_a_vectorized_functions_int64_parts_become_rows_once() -> None:
+    """``diff_column_from_view`` gives int64 tuple parts as the ``Rows`` column
+    ``from_columns`` makes, Python-int parts beyond int64 as exact columns, and other
+    part kinds as plain tuples."""
+    from ddflow.core.diff import FloatDiff, diff_column_from_view
+
+    rng = np.random.default_rng(1)
+    cols = _cols(rng, 7, big=True)
+    dt, got = diff_column_from_view(T3, cols, 7)
+    assert dt is T3 and isinstance(got, Rows)
+    assert _plain(got) == _plain(T3.from_columns(cols, 7)) == [c.tolist() for c in cols]
+    wide = np.array([2**70, -1, 0, 1, 2, 3, 4], dtype=object)
+    _, mixed = diff_column_from_view(T3, (wide, cols[1], cols[2]), 7)
+    assert not isinstance(mixed, Rows) and mixed[0].tolist() == wide.tolist()
+    tf = TupleDiff((INT_DIFF, FloatDiff(), INT_DIFF))
+    _, floats = diff_column_from_view(tf, (cols[0], cols[1] * 0.5, cols[2]), 7)
+    assert not isinstance(floats, Rows) and floats[1].dtype == np.float64
+
+
+def test_flat_layouts_view_and_refuse_like_nested_ones() -> None:
+    """A tuple of leaves views its columns as they are and refuses a tuple where a leaf is,
+    as the general walk does."""
+    from ddflow.core.columns import Leaf, Tup
+    from ddflow.core.errors import DataError
+
+    flat, nested = Tup((Leaf(), Leaf())), Tup((Leaf(), Tup((Leaf(),))))
+    a, b = np.arange(3), np.arange(3) * 2
+    assert flat.flat and not nested.flat
+    assert flat.view((a, b)) == (a, b) and nested.view((a, b))[1] == (b,)
+    assert [c.tolist() for c in flat.from_view((a, b.astype(np.int32)), 3)] == [
+        [0, 1, 2],
+        [0, 2, 4],
+    ]
+    with pytest.raises(DataError):
+        flat.from_view((a, (b,)), 3)

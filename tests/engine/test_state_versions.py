@@ -30,6 +30,7 @@ RECORDED: dict[str, tuple[int, list[str]]] = {
     "Consolidate": (1, ["held"]),
     "CountFew": (1, ["held", "totals", "upper"]),
     "CountTotal": (1, ["handle"]),
+    "CountTotalPrivate": (1, ["held", "totals", "upper"]),
     "Exchange": (1, ["combine", "received", "sent", "since_probe"]),
     "Explode": (1, ["diff_type"]),
     "Feedback": (1, ["held"]),
@@ -113,6 +114,7 @@ def every_operator() -> dd.Worker:
     kv.min().capture()
     kv.min_total().capture()
     c.count_total().capture()
+    c.arrange_by_self().count_total().capture()
     c.count_total(few=True).capture()
     c.consolidate().capture()
     c.explode(lambda x: [(x, 1)]).capture()

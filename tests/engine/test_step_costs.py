@@ -14,6 +14,8 @@ thresholds patched so the general path runs), which must give the very same colu
   few keys; ``count_total`` / ``distinct_total`` over one-change rounds.
 * A join step that matches a batch against a trace of several batches pushes one output
   batch, not one per trace batch.
+* A capture of many small batches joins them like a binary counter (few parts, each
+  update copied a logarithmic number of times), with the same updates as before.
 """
 
 from __future__ import annotations
@@ -573,3 +575,33 @@ def test_join_pushes_one_batch_per_step_over_a_trace_of_several_batches() -> Non
                 want[(k, (x, y))] += m * n
     got = Counter(dict(cap.at(t - 1)))
     assert got == want
+
+
+# ---- the capture of many small batches ---------------------------------------------------------
+
+
+def test_capture_joins_small_batches_like_a_binary_counter() -> None:
+    """Thousands of one-time rounds leave a capture with a few parts of decreasing size, and
+    the updates and collections it reads back are those of a from-scratch count."""
+    import ddflow.io.output as output_mod
+
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    cap = coll.capture()
+    ref: Counter[int] = Counter()
+    rng = np.random.default_rng(8)
+    sizes = []
+    for t in range(3000):
+        for x in rng.integers(0, 50, 3).tolist():
+            inp.update(x, 1)
+            ref[x] += 1
+        inp.advance_to(t + 1)
+        worker.run()
+        sizes.append(len(cap.parts))
+        if t == 1500:  # (reading consolidates; capturing goes on after)
+            assert cap.at(t) == {k: c for k, c in ref.items() if c}
+    assert max(sizes) <= output_mod.CAPTURE_PARTS + 16
+    chunks = [len(p) for p in cap.parts[: cap._chunks]]
+    assert chunks == sorted(chunks, reverse=True) and len(chunks) <= 16
+    assert cap.at(2999) == dict(ref)
+    assert sum(d for _, t, d in cap.updates() if t <= 10) == 33

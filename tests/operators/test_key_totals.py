@@ -1,5 +1,6 @@
-"""``count_total``'s kept key totals: the counts before a batch read from per-key totals the
-operator keeps (``KeyTotals``) instead of summed from the trace.
+"""``count_total`` over a shared arrangement (``arrange_by_self().count_total()``) and its
+kept key totals: the counts before a batch read from per-key totals the operator keeps
+(``KeyTotals``, a cache of the trace) instead of summed from the trace.
 
 Each case runs one random change stream three ways: against counts computed here from
 scratch (a ``Counter`` per time), and with the totals not kept (the trace read, the path the
@@ -60,11 +61,13 @@ def _run(
     if tuple_diffs:
         coll = coll.explode(lambda x: [(x, (1, 7 * _v(x) - 3))])
     if mode == "count":
-        out = coll.count_total()
+        out = coll.arrange_by_self().count_total()
     elif mode == "distinct":
-        out = coll.distinct_total()
+        out = coll.arrange_by_self().distinct_total()
     else:
-        out = coll.threshold_total(lambda c: (c if isinstance(c, int) else c[0]) ** 2)
+        out = coll.arrange_by_self().threshold_total(
+            lambda c: (c if isinstance(c, int) else c[0]) ** 2
+        )
     op = out.stream.producer
     assert isinstance(op, CountTotal)
     cap = out.capture()
@@ -140,7 +143,7 @@ def test_totals_are_remade_from_the_trace_after_loading_state() -> None:
     stream = _stream(3, list(range(20)))
     worker = dd.Worker()
     inp, coll = worker.new_collection()
-    out = coll.explode(lambda x: [(x % 7, (1, x))]).count_total()
+    out = coll.explode(lambda x: [(x % 7, (1, x))]).arrange_by_self().count_total()
     op = out.stream.producer
     assert isinstance(op, CountTotal)
     cap, probe = out.capture(), out.probe()
@@ -168,7 +171,7 @@ def test_totals_given_up_for_sums_beyond_int64() -> None:
     trace path then gives the exact count."""
     worker = dd.Worker()
     inp, coll = worker.new_collection()
-    out = coll.explode(lambda x: [(x, 2**62)]).count_total()
+    out = coll.explode(lambda x: [(x, 2**62)]).arrange_by_self().count_total()
     op = out.stream.producer
     assert isinstance(op, CountTotal)
     cap, probe = out.capture(), out.probe()
@@ -192,7 +195,7 @@ def test_totals_survive_a_run_that_raises() -> None:
 
     worker = dd.Worker()
     inp, coll = worker.new_collection()
-    out = coll.threshold_total(f)
+    out = coll.arrange_by_self().threshold_total(f)
     op = out.stream.producer
     assert isinstance(op, CountTotal)
     cap, probe = out.capture(), out.probe()
@@ -253,7 +256,8 @@ def test_one_part_tuple_diffs_on_the_short_path(mode: str, monkeypatch: pytest.M
         worker = dd.Worker()
         inp, coll = worker.new_collection()
         ex = coll.explode(lambda x: [(x % 9, (x - 10,))])
-        out = ex.count_total() if mode == "count" else ex.distinct_total()
+        arr = ex.arrange_by_self()
+        out = arr.count_total() if mode == "count" else arr.distinct_total()
         cap, probe = out.capture(), out.probe()
         at = {}
         for r, changes in enumerate(stream):

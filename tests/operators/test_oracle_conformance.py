@@ -106,6 +106,21 @@ def explode_int(x: int) -> list[tuple[int, int]]:
     return [(x % 2, x - 1), (x, 1)]
 
 
+def explode_one(x: int) -> list[tuple[int, int]]:
+    """One output per record (``explode_one_columns`` per row), none for 3."""
+    return [] if x == 3 else [(x % 2, x - 1)]
+
+
+def explode_one_columns(keep: bool) -> Callable[[np.ndarray], Any]:
+    """``explode_one`` over columns: ``(keys, diffs)``, with a keep mask if ``keep`` (and
+    else 3 kept, with diff 2)."""
+
+    def f(x: np.ndarray) -> Any:
+        return (x % 2, x - 1, x != 3) if keep else (x % 2, x - 1)
+
+    return f
+
+
 def explode_pair(kv: tuple[int, int]) -> list[tuple[int, tuple[int, int]]]:
     return [(kv[0], (kv[1], 1))]
 
@@ -402,6 +417,18 @@ CASES = [
         lambda a: O.map(a, affine),
     ),
     Case("explode", (S,), lambda a: a.explode(explode_int), lambda a: O.explode(a, explode_int)),
+    Case(
+        "explode_vectorized",
+        (S,),
+        lambda a: a.explode(columns_only(explode_one_columns(False)), vectorized=True),
+        lambda a: O.explode(a, lambda x: [(x % 2, x - 1)]),
+    ),
+    Case(
+        "explode_vectorized_keep",
+        (S,),
+        lambda a: a.explode(columns_only(explode_one_columns(True)), vectorized=True),
+        lambda a: O.explode(a, explode_one),
+    ),
     Case(
         "explode_pair_diff",
         (KV,),

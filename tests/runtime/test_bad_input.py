@@ -147,3 +147,32 @@ def test_vectorized_ingestion_checks():
         inp.insert_columns(np.array([1, 2]), diffs=np.array([0.5, 1.0]))
     inp.insert_columns(np.array([4, 4]))
     _finish(w, inp, out, {(4, 2): 1})
+
+
+def test_known_int64_columns_are_checked_like_any_batch():
+    """Once a collection's shape is known, batches of int64 columns (taken without the general
+    walk over the view) give the records' updates, and bad ones still raise and change
+    nothing: columns of unequal length, times before the session's, a wrong shape."""
+    import numpy as np
+
+    w = dd.Worker()
+    inp, c = w.new_collection()
+    out = c.count().capture()
+    inp.insert((1, 2))
+    a, b = np.array([1, 3, 1], dtype=np.int64), np.array([2, 4, 2], dtype=np.int64)
+    inp.insert_columns((a, b), diffs=np.array([1, 1, -1]))
+    inp.insert_columns((a[:0], b[:0]))  # (no rows: nothing)
+    inp.advance_to(3)
+    with pytest.raises(dd.DataError):
+        inp.insert_columns((a, b[:2]))
+    with pytest.raises(dd.TimeError):
+        inp.insert_columns((a, b), times=np.array([3, 2, 5]))
+    with pytest.raises(dd.DataError):
+        inp.insert_columns((a, b, a))
+    with pytest.raises(dd.DataError):
+        inp.insert_columns(a)
+    inp.insert_columns((a, b), times=np.array([3, 4, 4]))
+    inp.advance_to(5)
+    w.run()
+    assert out.at(0) == {((1, 2), 1): 1, ((3, 4), 1): 1}
+    assert out.at(4) == {((1, 2), 3): 1, ((3, 4), 2): 1}

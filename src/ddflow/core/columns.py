@@ -133,7 +133,14 @@ class Tup(Layout):
             i += c.width
         return list(zip(*subs, strict=True))
 
+    @cached_property
+    def flat(self) -> bool:
+        """Whether every child is a ``Leaf`` (the view is then the columns themselves)."""
+        return all(type(c) is Leaf for c in self.children)
+
     def view(self, cols: Columns) -> Any:
+        if self.flat:
+            return tuple(cols)
         out = []
         i = 0
         for c in self.children:
@@ -144,6 +151,8 @@ class Tup(Layout):
     def from_view(self, view: Any, n: int) -> Columns:
         if not isinstance(view, tuple) or len(view) != len(self.children):
             raise DataError(f"expected a tuple of {len(self.children)} column groups")
+        if self.flat and not any(isinstance(v, tuple) for v in view):
+            return tuple([_as_column(v, n) for v in view])  # (a tuple is refused below)
         out: list[np.ndarray] = []
         for c, v in zip(self.children, view, strict=True):
             out.extend(c.from_view(v, n))

@@ -525,14 +525,9 @@ class TupleDiff(DiffType):
     def from_columns(self, cols: Any, n: int) -> tuple[Any, ...]:
         if not isinstance(cols, tuple) or len(cols) != len(self.parts):
             raise DiffTypeError(f"expected a tuple of {len(self.parts)} diff columns")
-        if (
-            0 < n <= ROWS_MAX_N
-            and len(cols) >= ROWS_MIN_PARTS
-            and self.ints
-            and all(type(c) is np.ndarray and c.dtype == np.int64 and c.shape == (n,) for c in cols)
-        ):
-            # one copy of all parts (``np.stack`` costs twice this), then one call per operation
-            return Rows(np.concatenate(cols).reshape(len(cols), n))
+        rows = _rows_of(self, cols, n)
+        if rows is not None:
+            return rows
         return tuple(p.from_columns(c, n) for p, c in zip(self.parts, cols, strict=True))
 
     def to_values(self, d: tuple[Any, ...]) -> list[Any]:
@@ -885,14 +880,27 @@ def _from_output(dt: DiffType, view: Any, n: int) -> Any:
             got = _wide_ints(view, n)
             if got is not None:
                 return got
-    elif (
-        isinstance(dt, TupleDiff)
-        and isinstance(view, tuple)
-        and len(view) == len(dt.parts)
-        and not all(isinstance(c, np.ndarray) and c.dtype != object for c in view)
-    ):
-        return tuple(_from_output(p, c, n) for p, c in zip(dt.parts, view, strict=True))
+    elif isinstance(dt, TupleDiff) and isinstance(view, tuple) and len(view) == len(dt.parts):
+        rows = _rows_of(dt, view, n)
+        if rows is not None:
+            return rows  # (int64 parts: ``from_columns``'s ``Rows``, checked once)
+        if not all(isinstance(c, np.ndarray) and c.dtype != object for c in view):
+            return tuple(_from_output(p, c, n) for p, c in zip(dt.parts, view, strict=True))
     return dt.from_columns(view, n)
+
+
+def _rows_of(dt: TupleDiff, cols: tuple[Any, ...], n: int) -> Rows | None:
+    """``cols`` as the ``Rows`` column ``dt.from_columns`` makes of int64 parts (enough
+    parts, few enough rows); None when that is not the column it makes."""
+    if (
+        0 < n <= ROWS_MAX_N
+        and len(cols) >= ROWS_MIN_PARTS
+        and dt.ints
+        and all(type(c) is np.ndarray and c.dtype == np.int64 and c.shape == (n,) for c in cols)
+    ):
+        # one copy of all parts (``np.stack`` costs twice this), then one call per operation
+        return Rows(np.concatenate(cols).reshape(len(cols), n))
+    return None
 
 
 def diff_column_from_view(dt: DiffType | None, view: Any, n: int) -> tuple[DiffType, Any]:

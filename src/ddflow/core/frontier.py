@@ -61,6 +61,8 @@ class Antichain:
 
     def less_than(self, t: tuple[int, ...]) -> bool:
         """Whether some element is strictly less than ``t``."""
+        if self.dim == 1:  # (totally ordered: at most one element)
+            return bool(self.elements) and self.elements[0][0] < t[0]
         return any(_le(f, t) and f != t for f in self.elements)
 
     def beyond_mask(self, times: np.ndarray) -> np.ndarray:

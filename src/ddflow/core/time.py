@@ -110,6 +110,8 @@ class TimeKind:
 
     def flatten(self, t: Any) -> tuple[int, ...]:
         """The flat tuple of a user time; raises ``TimeError`` if ``t`` is of another kind."""
+        if self.shape is None and type(t) is int:
+            return (t,)  # (an int time: the common case, without the walk below)
         out: list[int] = []
         _flatten(t, self.shape, out)
         return tuple(out)

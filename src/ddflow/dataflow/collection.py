@@ -24,7 +24,7 @@ from ddflow.engine.scope import Scope
 from ddflow.io.output import Capture, Probe
 from ddflow.operators import reducers as R
 from ddflow.operators.arrange import Arrange
-from ddflow.operators.count_total import CountFew, CountTotal
+from ddflow.operators.count_total import CountFew, CountTotal, CountTotalPrivate
 from ddflow.operators.join import Join
 from ddflow.operators.linear import (
     Concat,
@@ -318,30 +318,45 @@ class Collection:
 
     def count_total(self, *, few: bool = False, name: str | None = None) -> Collection:
         """``count`` for totally ordered times (the total-order count): no output trace,
-        vectorized. ``few=True``: the collection has few distinct records (a global
-        aggregate's single key, a handful of groups), so each record's total is kept in a
-        dict instead of an arrangement: a step costs a few numpy calls rather than a trace
-        lookup, but every distinct record a step changes is visited in Python (int diffs or
-        plain tuples of ints and floats only)."""
+        vectorized, and no trace of its input either: the collection is arranged for this
+        count alone, so the count keeps each record's total so far instead (its declared
+        state) and reads nothing else. ``arrange_by_self().count_total()`` counts through a
+        shared arrangement instead (one other operators read too).
+
+        ``few=True``: the collection has few distinct records (a global aggregate's single
+        key, a handful of groups), so each record's total is kept in a dict: a step costs
+        a few numpy calls, but every distinct record a step changes is visited in Python
+        (int diffs or plain tuples of ints and floats only)."""
         if few:
             if self.diff_type is None:
                 raise DiffTypeError(
                     "count_total(few=True) needs the collection's diff type known when the "
                     "dataflow is built (give explode a diff sample)"
                 )
-            op = CountFew(self.worker, self._routed(True), self.diff_type, name)
-            return self._wrap(op, INT_DIFF)
-        return self.arrange_by_self().count_total(name=name)
+            few_op = CountFew(self.worker, self._routed(True), self.diff_type, name)
+            return self._wrap(few_op, INT_DIFF)
+        op = CountTotalPrivate(self.worker, self._routed(True), "count", name=name)
+        key, dt = self.stream.layout, self.diff_type
+        if key is not None and dt is not None:  # (key, count) records, the count as diffs hold it
+            op.output.layout = Tup((key, dt.value_layout()))
+        return self._wrap(op, INT_DIFF)
 
     def distinct_total(self, *, name: str | None = None) -> Collection:
-        """``distinct`` for totally ordered times."""
-        return self.arrange_by_self().distinct_total(name=name)
+        """``distinct`` for totally ordered times (kept totals, no trace: see
+        ``count_total``)."""
+        return self._wrap(
+            CountTotalPrivate(self.worker, self._routed(True), "distinct", name=name), INT_DIFF
+        )
 
     def threshold_total(
         self, f: Callable[[Any], int], *, vectorized: bool = False, name: str | None = None
     ) -> Collection:
-        """``threshold`` for totally ordered times."""
-        return self.arrange_by_self().threshold_total(f, vectorized=vectorized, name=name)
+        """``threshold`` for totally ordered times (kept totals, no trace: see
+        ``count_total``)."""
+        op = CountTotalPrivate(
+            self.worker, self._routed(True), "threshold", f, vectorized, name=name
+        )
+        return self._wrap(op, INT_DIFF)
 
     def min_total(self, *, name: str | None = None) -> Collection:
         """``(k, v)`` records -> ``(k, least v)`` for totally ordered times: the work

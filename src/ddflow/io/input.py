@@ -107,6 +107,8 @@ class InputSession:
         self._chunks: list[Updates] = []
         self._layout: Layout | None = shape
         self._leaf_kinds: list[str] | None = None
+        #: ``_int64_columns``' note of whether (layout, kinds) are flat numeric fields
+        self._flat: tuple[Layout, list[str], bool] | None = None
         self._int = isinstance(dt, type(INT_DIFF)) and dt == INT_DIFF
 
     # -- state ---------------------------------------------------------------------------------
@@ -233,6 +235,15 @@ class InputSession:
         types. An empty batch (zero rows) changes nothing and teaches the collection no shape.
         """
         self._check_open()
+        flat = self._int64_columns(data)
+        if flat is not None:
+            # (the common case, checked in one pass: see ``_int64_columns``)
+            cols, n = flat
+            d = self.diff_type.one(n) if diffs is None else self._diff_column(diffs, n)
+            tarr = self._time_column(times, n)
+            if n:
+                self._chunks.append(Updates(cols, tarr, d, self.diff_type))
+            return
         layout = layout_of_view(data)
         n = self._batch_rows(data)
         if self._layout is not None and layout != self._layout:
@@ -256,6 +267,42 @@ class InputSession:
         if self._leaf_kinds is None:
             self._leaf_kinds = kinds
         self._chunks.append(Updates(cols, tarr, d, self.diff_type))
+
+    def _int64_columns(self, data: Any) -> tuple[tuple[np.ndarray, ...], int] | None:
+        """``data`` as the batch's columns and rows when it is what the collection already
+        holds in the simplest form: its shape is a flat tuple of numeric fields (or one
+        field) and ``data`` gives one 1-d int64 array per field, of one length. Such columns
+        pass every check of ``insert_columns`` as they are (an int64 array is a numeric
+        field of one type with no NaN), so they are taken without the general walk over
+        the view. None otherwise (the general path decides)."""
+        layout, kinds = self._layout, self._leaf_kinds
+        if layout is None or kinds is None:
+            return None
+        flat = self._flat
+        if flat is None or flat[0] is not layout or flat[1] is not kinds:
+            # (whether the shape is flat numeric fields: found once per shape)
+            plain = all(k == "num" for k in kinds) and (
+                type(layout) is Leaf
+                or (type(layout) is Tup and all(type(c) is Leaf for c in layout.children))
+            )
+            flat = self._flat = (layout, kinds, plain)
+        if not flat[2]:
+            return None
+        if type(layout) is Leaf:
+            parts: Any = (data,)
+        elif type(data) is tuple and len(data) == layout.width:
+            parts = data
+        else:
+            return None
+        n = -1
+        for c in parts:
+            if type(c) is not np.ndarray or c.dtype != np.int64 or c.ndim != 1:
+                return None
+            if n < 0:
+                n = c.shape[0]
+            elif c.shape[0] != n:
+                return None
+        return tuple(parts), n
 
     @staticmethod
     def _batch_rows(data: Any) -> int:
@@ -372,7 +419,11 @@ class InputSession:
         if arr.dtype.kind == "u" and arr.max() > self._I64_MAX:
             raise TimeError("times must fit in int64; this unsigned column holds larger values")
         tarr = arr.astype(np.int64, copy=False).reshape(n, dim)
-        if not np.all(tarr >= np.array(self._time, dtype=np.int64)):
+        if dim == 1:
+            early = bool(n and int(tarr.min()) < self._time[0])
+        else:
+            early = not np.all(tarr >= np.array(self._time, dtype=np.int64))
+        if early:
             raise TimeError(
                 f"some times are before this session's time {self._user_time!r}; updates may "
                 "only be at or after the session's time"

@@ -43,8 +43,19 @@ class Probe(Operator):
         return self.frontier.is_empty()
 
 
+#: a capture joins its newest parts into one once it holds this many
+CAPTURE_PARTS = 64
+
+
 class Capture(Operator):
-    """Records every output update; reads back updates and the collection at a time."""
+    """Records every output update; reads back updates and the collection at a time.
+
+    The updates are kept as they arrive (``parts``). Once there are more than
+    ``CAPTURE_PARTS`` of them the newest are joined into one *chunk*, and the newest chunk
+    is joined with the one before while it is at least half as long (as a binary counter
+    carries), so chunks at least double in length from the newest back: each update is
+    copied a logarithmic number of times in all, not once per join of everything (which
+    made a long run of small batches quadratic)."""
 
     name = "capture"
     wakes_on_frontier = False
@@ -53,24 +64,30 @@ class Capture(Operator):
     def __init__(self, worker: Worker, inputs: Sequence[Stream], name: str | None = None) -> None:
         super().__init__(worker, inputs, name)
         self.parts: list[Updates] = []
+        self._chunks = 0  # the first parts are chunks, longest first (not state: 0 is safe)
 
     def run(self, frontier: Antichain) -> None:
-        self.parts.extend(self.take())
-        if len(self.parts) > 64:
-            self.parts = [concat_updates(self.parts)]
+        parts = self.parts
+        parts.extend(self.take())
+        if len(parts) > CAPTURE_PARTS:
+            k = self._chunks
+            chunks = [*parts[:k], concat_updates(parts[k:])]
+            while len(chunks) > 1 and 2 * len(chunks[-1]) >= len(chunks[-2]):
+                chunks[-2:] = [concat_updates(chunks[-2:])]
+            self.parts, self._chunks = chunks, len(chunks)
 
     def columns(self) -> Updates | None:
         """Every update captured so far, consolidated, as columns (None if there is none)."""
         if not self.parts:
             return None
         u = consolidate(concat_updates(self.parts))
-        self.parts = [u]
+        self.parts, self._chunks = [u], 1
         return u
 
     def clear(self) -> None:
         """Forget the updates captured so far (a job resumed from an earlier job's checkpoint
         returns only its own output)."""
-        self.parts = []
+        self.parts, self._chunks = [], 0
 
     def updates(self) -> list[tuple[Any, Any, Any]]:
         """Every output update so far, consolidated, sorted by time then data."""
@@ -90,4 +107,4 @@ class Capture(Operator):
         return {"parts": list(self.parts)}
 
     def load_state(self, state: State) -> None:
-        self.parts = list(state["parts"])
+        self.parts, self._chunks = list(state["parts"]), 0

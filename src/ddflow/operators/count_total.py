@@ -1,14 +1,23 @@
 """``count_total``, ``distinct_total``, ``threshold_total``: counting for totally ordered time.
 
-The total-order count, vectorized. For each batch of an arrangement by self: look up each
-key's accumulated count in the trace *before* the batch, then walk the batch's times in
-order, emitting ``((key, old), t, -1)`` and ``((key, new), t, +1)`` for counts that are not
-zero. With a total order the count "now" is always the count before plus the batch's
-changes up to now, so no output trace is needed (unlike ``count``).
+The total-order count, vectorized. For each batch of keyed runs (updates consolidated by
+``(key, time)``): take each key's accumulated count *before* the batch, then walk the
+batch's times in order, emitting ``((key, old), t, -1)`` and ``((key, new), t, +1)`` for
+counts that are not zero. With a total order the count "now" is always the count before
+plus the batch's changes up to now, so no output trace is needed (unlike ``count``).
 
-Vectorized: prior counts come from one ``searchsorted`` per spine batch; running counts are
-segmented prefix sums over the batch's ``(key, time)``-sorted rows. Any semigroup diff
-works as the count (tuple diffs give tuple counts, ``Sum`` gives ``Sum`` counts).
+Where the count before a batch comes from, one class each:
+
+* ``CountTotal`` counts an arrangement by self that other operators may read too: the
+  counts before come from totals it keeps as a cache of the trace (``KeyTotals``) or else
+  from the trace's batches (one ``searchsorted`` per spine batch);
+* ``CountTotalPrivate`` counts a collection arranged for it alone, so it keeps no trace:
+  each key's total so far is its declared state, and a round of one time is grouped by key
+  straight from the columns.
+
+Running counts are segmented prefix sums over the batch's ``(key, time)``-sorted rows. Any
+semigroup diff works as the count (tuple diffs give tuple counts, ``Sum`` gives ``Sum``
+counts).
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from ddflow.core.diff import (
     Rows,
     TupleDiff,
     int_column,
+    magnitude,
 )
 from ddflow.core.errors import DiffTypeError, TimeError
 from ddflow.core.frontier import Antichain
@@ -36,11 +46,29 @@ from ddflow.core.updates import Updates, consolidate, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
+from ddflow.operators.key_totals import (
+    DenseTotals,
+    DictTotals,
+    KeyTotals,
+    SortedTotals,
+    diff_matrix,
+    int_tuple,
+    packable_int,
+)
 from ddflow.operators.linear import user_error
-from ddflow.trace.batch import TraceBatch
+from ddflow.trace.batch import Description, TraceBatch
 from ddflow.trace.spine import int_key_sums_small, key_sums, sums_fit, tuple_key_sums_small
 
-__all__ = ["CountFew", "CountTotal", "threshold_values"]
+__all__ = [
+    "CountFew",
+    "CountTotal",
+    "CountTotalPrivate",
+    "DenseTotals",
+    "DictTotals",
+    "KeyTotals",
+    "SortedTotals",
+    "threshold_values",
+]
 
 
 def threshold_values(
@@ -75,9 +103,267 @@ def threshold_values(
 SMALL_ROWS = 32
 
 
-class CountTotal(Operator):
-    """``mode``: ``"count"`` -> ``(key, count)``; ``"distinct"`` -> key with diff 1;
-    ``"threshold"`` -> key with diff ``f(count)``."""
+class _TotalCount(Operator):
+    """What the total-order counts share: counting one batch of keyed runs against each
+    key's count before it, ``mode`` ``"count"`` -> ``(key, count)``, ``"distinct"`` -> key
+    with diff 1, ``"threshold"`` -> key with diff ``f(count)``. Subclasses say where the
+    counts before a batch come from (a trace, kept totals) and what the keys look like.
+
+    Every path below computes its whole output before it stores a key's new count in the
+    totals, so a user function that raises leaves the totals as they were."""
+
+    mode: str
+    f: Callable[..., Any] | None
+    vectorized: bool
+    _layout: tuple[DiffType, Layout] | None
+
+    @property
+    def key_width(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def key_layout(self) -> Layout | None:
+        raise NotImplementedError
+
+    def _count_layout(self, dt: DiffType) -> Layout:
+        """The layout of ``(key, count)`` records for counts of type ``dt`` (made once)."""
+        got = self._layout
+        if got is not None and (got[0] is dt or got[0] == dt):
+            return got[1]
+        key_layout = self.key_layout
+        assert key_layout is not None
+        self._layout = (dt, Tup((key_layout, dt.value_layout())))
+        return self._layout[1]
+
+    def _key_parts(self, batch: TraceBatch) -> tuple[Any, Layout, np.ndarray]:
+        """A batch's key columns, the keys' layout and the batch's times."""
+        key_layout = self.key_layout
+        assert key_layout is not None
+        return batch.data[: self.key_width], key_layout, batch.times
+
+    def _batch(
+        self, batch: TraceBatch, totals: KeyTotals | None, history: list[TraceBatch]
+    ) -> tuple[Updates, Layout] | None:
+        """Count ``batch``: the counts before it are ``totals``' (when given, having admitted
+        it) or the sums of ``history`` (the trace before it)."""
+        dt = batch.diff_type
+        small = len(batch) <= SMALL_ROWS and self.mode != "threshold"
+        if small and type(dt) is IntDiff and all(type(b.diff_type) is IntDiff for b in history):
+            prior_ints = (
+                totals.prior_list(batch)
+                if totals is not None
+                else int_key_sums_small(history, batch.keys)
+            )
+            out = self._batch_small(batch, prior_ints, totals)
+            if out is not False:
+                return out
+        if small and int_tuple(dt) and all(b.diff_type == dt for b in history):
+            width = len(dt.parts)  # type: ignore[attr-defined]
+            prior_lists = (
+                totals.prior_list(batch)
+                if totals is not None
+                else tuple_key_sums_small(history, batch.keys, width)
+            )
+            out = (
+                self._batch_small(batch, [p[0] for p in prior_lists], totals)
+                if width == 1  # (counted as ints: Q13's histogram of order counts)
+                else self._batch_small_tuple(batch, prior_lists, totals)
+            )
+            if out is not False:
+                return out
+        # counts before and during the batch are sums of these batches' diffs (kept in
+        # ``totals``, or read from the trace)
+        starts = batch.bounds[:-1]
+        if isinstance(totals, DenseTotals) and self.mode == "count" and len(starts) == len(batch):
+            return self._batch_dense_count(batch, totals)
+        if totals is not None:
+            fit = totals.bounded  # (compact totals: ``admit`` checked it)
+            prior = totals.prior(batch)
+        else:
+            fit = sums_fit([*history, batch])
+            prior = key_sums(history, batch.keys, dt, bounded=fit)
+        new = dt.running_sums(batch.diffs, starts, prior, bounded=fit)
+        # value before each row: the previous row's running value, or the prior at a key start
+        old = dt.previous(new, starts, prior)
+        out = self._outputs(batch, old, new)
+        if totals is not None:
+            one_row_per_key = len(starts) == len(batch)
+            totals.store(batch, new if one_row_per_key else dt.take(new, batch.bounds[1:] - 1))
+        return out
+
+    def _outputs(self, batch: TraceBatch, old: Any, new: Any) -> tuple[Updates, Layout] | None:
+        """The output of ``batch`` whose rows' counts go from ``old`` to ``new``."""
+        dt = batch.diff_type
+        key_cols, key_layout, times = self._key_parts(batch)
+        if self.mode == "count":
+            ro = np.flatnonzero(~dt.zero_mask(old))
+            rn = np.flatnonzero(~dt.zero_mask(new))
+            vals = dt.value_columns(dt.concat([dt.take(old, ro), dt.take(new, rn)]))
+            cols = tuple(np.concatenate([c[ro], c[rn]]) for c in key_cols) + vals
+            out_t = np.concatenate([take_times(times, ro), take_times(times, rn)])
+            out_d = np.concatenate([np.full(len(ro), -1, np.int64), np.ones(len(rn), np.int64)])
+            layout: Layout = self._count_layout(dt)
+            if not len(out_d):
+                return None
+            return Updates(cols, out_t, out_d, INT_DIFF), layout
+        keep, d = self._presence(dt, old, new)
+        if not len(keep):
+            return None
+        return (
+            Updates(tuple(c[keep] for c in key_cols), take_times(times, keep), d[keep], INT_DIFF),
+            key_layout,
+        )
+
+    def _presence(self, dt: DiffType, old: Any, new: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``distinct`` / ``threshold``: the rows whose output diff ``f(new) - f(old)`` is not
+        zero, and every row's output diff."""
+        g_new = threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
+        g_old = threshold_values(self, dt, old, self.mode, self.f, self.vectorized)
+        # (distinct's values are 0 and 1; a threshold function's may be any ints)
+        d = (
+            g_new - g_old
+            if self.mode == "distinct"
+            else INT_DIFF.add(g_new, INT_DIFF.negate(g_old))
+        )
+        return np.flatnonzero(d != 0), d
+
+    def _batch_dense_count(
+        self, batch: TraceBatch, totals: DenseTotals
+    ) -> tuple[Updates, Layout] | None:
+        """``_batch`` in ``count`` mode for a batch of one row per key (one time) with dense
+        kept totals: each key's count before is its total, after it the total plus the
+        row's diff, all parts at once as matrices (a column per key). The same output as
+        the general path, in the same order."""
+        dt = batch.diff_type
+        old = totals.prior_matrix()
+        new = old + diff_matrix(batch.diffs)  # (``admit`` bounds every sum in int64)
+        ro = np.flatnonzero(old.any(axis=0))
+        rn = np.flatnonzero(new.any(axis=0))
+        if not len(ro) and not len(rn):
+            totals.store_matrix(new)
+            return None
+        idx = np.concatenate((ro, rn))
+        vals = np.concatenate((old.take(ro, axis=1), new.take(rn, axis=1)), axis=1)
+        key_cols = batch.data[: self.key_width]
+        out_d = np.ones(len(idx), dtype=np.int64)
+        out_d[: len(ro)] = -1
+        out = (
+            Updates(
+                tuple(c.take(idx, axis=0) for c in key_cols) + tuple(vals),
+                batch.times.take(idx, axis=0),
+                out_d,
+                INT_DIFF,
+            ),
+            self._count_layout(dt),
+        )
+        totals.store_matrix(new)
+        return out
+
+    def _batch_small(
+        self, batch: TraceBatch, prior: list[int], totals: KeyTotals | None
+    ) -> tuple[Updates, Layout] | None | Literal[False]:
+        """``_batch`` for a few rows of int diffs or one-part tuples of them (``count`` and
+        ``distinct``), the counts as exact Python ints, ``prior`` each key's count before
+        the batch: the same output, in the same order, without the fixed cost of some forty
+        numpy calls on tiny arrays. ``False`` when a count leaves int64 (the general path
+        then gives the exact column). Stores each key's final count in ``totals`` if given."""
+        if not len(batch):
+            return None
+        dt = batch.diff_type
+        one_part = type(dt) is not IntDiff  # (a tuple of one int part)
+        bounds = batch.bounds.tolist()
+        diffs = (batch.diffs[0] if one_part else batch.diffs).tolist()
+        old: list[int] = []
+        new: list[int] = []
+        finals: list[int] = []
+        for j, acc in enumerate(prior):
+            for r in range(bounds[j], bounds[j + 1]):
+                old.append(acc)
+                acc += diffs[r]
+                new.append(acc)
+            finals.append(acc)
+        lo, hi = min(min(old), min(new)), max(max(old), max(new))
+        if not (lo >= I64_MIN and hi <= I64_MAX):
+            return False
+        n = len(new)
+        key_cols, key_layout, times = self._key_parts(batch)
+        if self.mode == "count":
+            ro = [r for r in range(n) if old[r]]
+            rn = [r for r in range(n) if new[r]]
+            out: tuple[Updates, Layout] | None = None
+            if ro or rn:
+                idx = np.array(ro + rn, dtype=np.int64)
+                vals = np.array([old[r] for r in ro] + [new[r] for r in rn], dtype=np.int64)
+                out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
+                cols = tuple(c[idx] for c in key_cols) + (vals,)
+                out = Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
+        else:  # distinct: (new != 0) - (old != 0)
+            d = [(new[r] != 0) - (old[r] != 0) for r in range(n)]
+            out = _distinct_rows(key_cols, times, d, key_layout)
+        if totals is not None:
+            totals.store_list(batch, [[f] for f in finals] if one_part else finals)
+        return out
+
+    def _batch_small_tuple(
+        self, batch: TraceBatch, prior: list[list[int]], totals: KeyTotals | None
+    ) -> tuple[Updates, Layout] | None | Literal[False]:
+        """``_batch_small`` for tuple diffs of int parts (TPC-H Q1's six sums over four
+        groups): each count a list of exact Python ints, a count zero when every part is.
+        ``False`` when a part leaves int64."""
+        if not len(batch):
+            return None
+        dt = batch.diff_type
+        assert isinstance(dt, TupleDiff)
+        bounds = batch.bounds.tolist()
+        m = getattr(batch.diffs, "matrix", None)
+        rows = (
+            m.T.tolist()  # (a ``Rows`` column: all parts listed in one call)
+            if m is not None
+            else list(zip(*(c.tolist() for c in batch.diffs), strict=True))
+        )
+        old: list[list[int]] = []
+        new: list[list[int]] = []
+        finals: list[list[int]] = []
+        for j, acc in enumerate(prior):
+            for r in range(bounds[j], bounds[j + 1]):
+                old.append(acc)
+                acc = [a + d for a, d in zip(acc, rows[r], strict=True)]
+                new.append(acc)
+            finals.append(acc)
+        if totals is None or not totals.bounded:  # (compact totals prove every count fits)
+            for v in (*old, *new):
+                for x in v:
+                    if not I64_MIN <= x <= I64_MAX:
+                        return False
+        n = len(new)
+        key_cols, key_layout, times = self._key_parts(batch)
+        out: tuple[Updates, Layout] | None = None
+        if self.mode == "count":
+            ro = [r for r in range(n) if any(old[r])]
+            rn = [r for r in range(n) if any(new[r])]
+            if ro or rn:
+                idx = np.array(ro + rn, dtype=np.int64)
+                values = [old[r] for r in ro] + [new[r] for r in rn]
+                # (one array of the parts as rows: each part a contiguous row of it)
+                vals = np.array(list(zip(*values, strict=True)), dtype=np.int64)
+                out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
+                cols = tuple(c[idx] for c in key_cols) + tuple(vals)
+                out = Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
+        else:  # distinct: (new != 0) - (old != 0)
+            d = [any(new[r]) - any(old[r]) for r in range(n)]
+            out = _distinct_rows(key_cols, times, d, key_layout)
+        if totals is not None:
+            totals.store_list(batch, finals)
+        return out
+
+
+class CountTotal(_TotalCount):
+    """The total-order count of an arrangement by self (one other operators may read too).
+
+    Each key's count before a batch is read from totals it keeps (``KeyTotals``, a cache of
+    the trace: made from the trace at the first batch, after a checkpoint is loaded or a
+    run that raised; given up for good when a batch falls outside what they hold exactly),
+    or else summed from the trace's batches before it."""
 
     state_version = 1
     wakes_on_frontier = False
@@ -106,7 +392,15 @@ class CountTotal(Operator):
         #: each key's count so far, when kept (``KeyTotals``); None: not yet made (it is
         #: made from the trace at the next batch); False: not kept (the trace is read)
         self.totals: KeyTotals | None | Literal[False] = None
-        self._layout: tuple[DiffType, Layout] | None = None
+        self._layout = None
+
+    @property
+    def key_width(self) -> int:
+        return self.arrangement.key_width
+
+    @property
+    def key_layout(self) -> Layout | None:
+        return self.arrangement.key_layout
 
     def state(self) -> State:
         return {"handle": self.handle.state()}
@@ -118,7 +412,7 @@ class CountTotal(Operator):
     def run(self, frontier: Antichain) -> None:
         batches = self.take()
         try:
-            outs = [self._batch(b) for b in batches]
+            outs = [self._trace_batch(b) for b in batches]
         except BaseException:
             # a run is transactional (the engine puts the batches back): totals that may
             # have taken some of them are remade from the trace at the next run
@@ -128,14 +422,6 @@ class CountTotal(Operator):
             if out is not None:
                 self.output.push(*out)
         self.handle.set_compaction(frontier, frontier)
-
-    def _count_layout(self, dt: DiffType) -> Layout:
-        """The layout of ``(key, count)`` records for counts of type ``dt`` (made once)."""
-        if self._layout is None or self._layout[0] != dt:
-            key_layout = self.arrangement.key_layout
-            assert key_layout is not None
-            self._layout = (dt, Tup((key_layout, dt.value_layout())))
-        return self._layout[1]
 
     def _key_totals(self, batch: TraceBatch) -> KeyTotals | None:
         """The kept totals if they can take ``batch`` (made from the trace first if need
@@ -150,215 +436,481 @@ class CountTotal(Operator):
             return None
         return self.totals
 
-    def _batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
-        dt = batch.diff_type
+    def _trace_batch(self, batch: TraceBatch) -> tuple[Updates, Layout] | None:
         totals = self._key_totals(batch) if len(batch) else None
         history = (
             [] if totals is not None else self.arrangement.spine.batches_through(batch.desc.lower)
         )
-        small = len(batch) <= SMALL_ROWS and self.mode != "threshold"
-        if small and type(dt) is IntDiff and all(type(b.diff_type) is IntDiff for b in history):
-            prior_ints = (
-                totals.prior_list(batch)
-                if totals is not None
-                else int_key_sums_small(history, batch.keys)
+        return self._batch(batch, totals, history)
+
+
+class CountTotalPrivate(_TotalCount):
+    """The total-order count of a collection arranged for it alone: no other operator could
+    read that arrangement, so there is none. The count keeps each key's total so far as its
+    declared state (``KeyTotals``) and reads nothing else: with a total order a key's count
+    before a batch is the sum of every batch before it.
+
+    Updates wait (``held``) until the input frontier passes their times, as an arrangement's
+    would; then every complete update (however many times) is counted at once. Updates of
+    one time are grouped by key straight from the columns when the totals are compact
+    (``_dense_round``, ``_dict_round``); otherwise they are consolidated by ``(key, time)``
+    into a batch of keyed runs and counted as a trace batch would be. When a compact form
+    cannot take a batch (diffs that are not int64 ints or tuples of them, sums that could
+    leave int64, keys too spread out or too many) the totals become the general form
+    (``SortedTotals``), which takes every batch: the state is complete on its own."""
+
+    state_version = 1
+    wakes_on_frontier = False
+
+    def __init__(
+        self,
+        worker: Worker,
+        s: Stream,
+        mode: str,
+        f: Callable[..., Any] | None = None,
+        vectorized: bool = False,
+        name: str | None = None,
+    ) -> None:
+        kind = s.producer_scope.kind
+        if not kind.total:
+            raise TimeError(
+                f"{mode}_total needs totally ordered (int) times; this worker has "
+                f"{kind.describe()} times: use {mode}() instead"
             )
-            out = self._batch_small(batch, prior_ints, totals)
-            if out is not False:
-                return out
-        if small and _int_tuple(dt) and all(b.diff_type == dt for b in history):
-            width = len(dt.parts)  # type: ignore[attr-defined]
-            prior_lists = (
-                totals.prior_list(batch)
-                if totals is not None
-                else tuple_key_sums_small(history, batch.keys, width)
-            )
-            out = (
-                self._batch_small(batch, [p[0] for p in prior_lists], totals)
-                if width == 1  # (counted as ints: Q13's histogram of order counts)
-                else self._batch_small_tuple(batch, prior_lists, totals)
-            )
-            if out is not False:
-                return out
-        # counts before and during the batch are sums of these batches' diffs (kept in
-        # ``totals``, or read from the trace)
-        starts = batch.bounds[:-1]
-        if isinstance(totals, DenseTotals) and self.mode == "count" and len(starts) == len(batch):
-            return self._batch_dense_count(batch, totals)
-        if totals is not None:
-            fit = True  # (``admit`` checked it)
-            prior = totals.prior(batch)
+        super().__init__(worker, [s], name or f"{mode}_total")
+        self.mode, self.f, self.vectorized = mode, f, vectorized
+        if s.layout is not None and mode != "count":
+            self.output.layout = s.layout
+        self.held: list[Updates] = []
+        self.upper = Antichain.of([kind.minimum()], kind.dim)
+        #: each key's count so far (None until the first batch picks a form)
+        self.totals: KeyTotals | None = None
+        self._layout = None
+        self._key_dtype: tuple[tuple[np.dtype, ...], np.dtype] | None = None
+        #: ``_code_keys``'s table: the columns' ranges it holds for, and code -> key
+        self._decoded: tuple[tuple[list[int], list[int]], dict[int, Any]] | None = None
+
+    @property
+    def key_width(self) -> int:
+        layout = self.inputs[0].layout
+        return layout.width if layout is not None else 0
+
+    @property
+    def key_layout(self) -> Layout | None:
+        return self.inputs[0].layout
+
+    def outstanding_times(self) -> np.ndarray | None:
+        if not self.held:
+            return None
+        if len(self.held) == 1:
+            return self.held[0].times
+        return np.concatenate([u.times for u in self.held])
+
+    def state(self) -> State:
+        return {
+            "held": list(self.held),
+            "upper": self.upper,
+            "totals": None if self.totals is None else self.totals.state(),
+        }
+
+    def load_state(self, state: State) -> None:
+        self.held, self.upper = list(state["held"]), state["upper"]
+        got = state["totals"]
+        self.totals = None if got is None else KeyTotals.from_state(got)
+
+    def run(self, frontier: Antichain) -> None:
+        new = self.take()
+        if frontier == self.upper:
+            self.held.extend(new)
+            return
+        ready: Updates | None
+        rest: list[Updates]
+        if not self.held and len(new) == 1 and _all_before(new[0].times, frontier):
+            ready, rest = new[0], []  # (a round's one batch, complete: nothing to split)
         else:
-            fit = sums_fit([*history, batch])
-            prior = key_sums(history, batch.keys, dt, bounded=fit)
-        new = dt.running_sums(batch.diffs, starts, prior, bounded=fit)
-        if totals is not None:
-            one_row_per_key = len(starts) == len(batch)
-            totals.store(batch, new if one_row_per_key else dt.take(new, batch.bounds[1:] - 1))
-        # value before each row: the previous row's running value, or the prior at a key start
-        old = dt.previous(new, starts, prior)
-        key_cols = batch.data[: self.arrangement.key_width]
-        key_layout = self.arrangement.key_layout
-        assert key_layout is not None
-        times = batch.times
-        if self.mode == "count":
-            ro = np.flatnonzero(~dt.zero_mask(old))
-            rn = np.flatnonzero(~dt.zero_mask(new))
-            vals = dt.value_columns(dt.concat([dt.take(old, ro), dt.take(new, rn)]))
-            cols = tuple(np.concatenate([c[ro], c[rn]]) for c in key_cols) + vals
-            out_t = np.concatenate([take_times(times, ro), take_times(times, rn)])
-            out_d = np.concatenate([np.full(len(ro), -1, np.int64), np.ones(len(rn), np.int64)])
-            layout: Layout = self._count_layout(dt)
-            if not len(out_d):
-                return None
-            return Updates(cols, out_t, out_d, INT_DIFF), layout
-        # distinct / threshold: output diff f(new) - f(old) on the key
-        g_new = threshold_values(self, dt, new, self.mode, self.f, self.vectorized)
-        g_old = threshold_values(self, dt, old, self.mode, self.f, self.vectorized)
-        # (distinct's values are 0 and 1; a threshold function's may be any ints)
-        d = (
-            g_new - g_old
-            if self.mode == "distinct"
-            else INT_DIFF.add(g_new, INT_DIFF.negate(g_old))
+            ready, rest = split_complete(self.held + new, frontier)
+        # The complete updates are at times in [upper, frontier): updates reach an operator
+        # at times its input frontier had not passed when it last ran (those it held, and
+        # those pushed since, at times its producers' frontiers had not passed), which is
+        # what an arrangement's batch description rests on too. A frontier one past the
+        # last is then one time, known without reading the time column.
+        one = (
+            bool(frontier.elements)
+            and bool(self.upper.elements)
+            and frontier.elements[0][0] == self.upper.elements[0][0] + 1
         )
-        keep = np.flatnonzero(d != 0)
+        # (counting raises having changed no count: the engine puts the updates back)
+        out = self._count(ready, one) if ready is not None and len(ready) else None
+        self.held, self.upper = rest, frontier
+        if out is not None:
+            self.output.push(*out)
+
+    def _count(self, u: Updates, one_time: bool = False) -> tuple[Updates, Layout] | None:
+        """Count the complete updates ``u`` (``one_time``: they are known to be at one
+        time)."""
+        dt = u.diff_type
+        kw = self.key_width
+        totals = self.totals
+        if totals is None:
+            totals = self.totals = KeyTotals.compact(
+                kw, dt, self._index_dtype(u.data[:kw])
+            ) or SortedTotals(dt)
+        if totals.bounded and (one_time or _one_time(u.times)):
+            if isinstance(totals, DenseTotals):
+                out = self._dense_round(u, totals)
+            elif isinstance(totals, DictTotals):
+                out = self._dict_round(u, totals)
+            else:
+                out = NotImplemented
+            if out is not NotImplemented:
+                return out
+        batch = TraceBatch.build(kw, u, _NO_DESC)
+        if not len(batch):
+            return None
+        if not totals.admit(batch):
+            totals = self.totals = totals.widen()
+            totals.admit(batch)
+        return self._batch(batch, totals, [])
+
+    def _index_dtype(self, cols: tuple[np.ndarray, ...]) -> np.dtype:
+        """The dtype of the key index of key columns ``cols`` (``key_index``'s)."""
+        dts = tuple(c.dtype for c in cols)
+        if self._key_dtype is None or self._key_dtype[0] != dts:
+            if len(cols) == 1:
+                kd = dts[0]
+            elif cols and all(d.kind in "biuf" for d in dts):
+                kd = np.dtype([(f"f{i}", d) for i, d in enumerate(dts)])
+            else:
+                kd = np.dtype(object)
+            self._key_dtype = (dts, kd)
+        return self._key_dtype[1]
+
+    def _dense_round(self, u: Updates, totals: DenseTotals) -> Any:
+        """Count updates of one time whose one int key column indexes dense totals: rows
+        grouped by key without sorting, each group's diffs summed, and every key's count
+        before and after read off the totals' matrix. Keys packed closely (spanning at most
+        twice the rows) are counted over their range (``np.bincount``); others are grouped
+        through a scratch array (``DenseTotals.group``). NotImplemented when the batch does
+        not fit the totals (the general path then decides)."""
+        keys = u.data[0]
+        m = _int_matrix(u.diffs, totals.dt, u.diff_type)
+        if m is None or keys.ndim != 1 or not packable_int(keys.dtype):
+            return NotImplemented
+        n = len(u)
+        b = n * _magnitude(m)
+        if totals.bound + b > I64_MAX:
+            return NotImplemented
+        if n <= SMALL_ROWS:
+            kl = keys.tolist()
+            klo, khi = min(kl), max(kl)
+        else:
+            klo, khi = int(keys.min()), int(keys.max())
+        if not totals.cover(klo, khi, n):
+            return NotImplemented
+        totals.bound += b
+        span = khi - klo + 1
+        if span <= 2 * n and b <= FLOAT_EXACT:
+            # each part summed over the keys' range, exactly in float64 (every partial sum
+            # is an integer within 2**53); the keys present are those of non-zero sums
+            rel = keys.astype(np.int64, copy=False) - klo
+            full = np.empty((m.shape[0], span), dtype=np.int64)
+            for i, row in enumerate(m):
+                full[i] = np.bincount(rel, weights=row, minlength=span)
+            live = _any_part(full).nonzero()[0]
+            if not len(live):
+                return None
+            sums = full.take(live, axis=1)
+            uk = live + (klo - totals.lo)
+            ukeys = live + klo
+            if ukeys.dtype != keys.dtype:
+                ukeys = ukeys.astype(keys.dtype)
+        else:
+            idx = keys.astype(np.int64, copy=False) - totals.lo
+            rep, grp, g = totals.group(idx)
+            sums = m if grp is None else _group_sums(m, grp, g)  # (None: a key per row)
+            uk = idx.take(rep)
+            nz = _any_part(sums)
+            if not nz.all():  # (keys whose changes cancel: nothing happens to them)
+                live = nz.nonzero()[0]
+                rep, uk, sums = rep.take(live), uk.take(live), sums.take(live, axis=1)
+            if not len(uk):
+                return None
+            ukeys = keys.take(rep)
+        old = totals.m.take(uk, axis=1)
+        new = old + sums
+        out = self._round_outputs(u, ukeys, old, new, u.diff_type)
+        totals.set_columns(uk, new)
+        return out
+
+    def _round_outputs(
+        self, u: Updates, ukeys: np.ndarray, old: np.ndarray, new: np.ndarray, dt: DiffType
+    ) -> tuple[Updates, Layout] | None:
+        """The output of a round of one time (``u``'s) whose keys ``ukeys`` (one key
+        column, distinct) go from counts ``old`` to ``new`` (int64 matrices, a row per diff
+        part, a column per key)."""
+        if self.mode == "count":
+            ro, rn = _any_part(old).nonzero()[0], _any_part(new).nonzero()[0]
+            if not len(ro) and not len(rn):
+                return None
+            sel = np.concatenate((ro, rn))
+            vals = np.concatenate((old.take(ro, axis=1), new.take(rn, axis=1)), axis=1)
+            out_d = np.ones(len(sel), dtype=np.int64)
+            out_d[: len(ro)] = -1
+            return (
+                Updates(
+                    (ukeys.take(sel), *vals),
+                    u.times[:1].repeat(len(sel), axis=0),
+                    out_d,
+                    INT_DIFF,
+                ),
+                self._count_layout(dt),
+            )
+        as_col = (lambda x: x[0]) if type(dt) is IntDiff else Rows
+        keep, d = self._presence(dt, as_col(old), as_col(new))
         if not len(keep):
             return None
+        key_layout = self.key_layout
+        assert key_layout is not None
         return (
-            Updates(tuple(c[keep] for c in key_cols), take_times(times, keep), d[keep], INT_DIFF),
+            Updates(
+                (ukeys.take(keep),),
+                u.times[:1].repeat(len(keep), axis=0),
+                d.take(keep),
+                INT_DIFF,
+            ),
             key_layout,
         )
 
-    def _batch_dense_count(
-        self, batch: TraceBatch, totals: DenseTotals
-    ) -> tuple[Updates, Layout] | None:
-        """``_batch`` in ``count`` mode for a batch of one row per key (one time) with dense
-        kept totals: each key's count before is its total, after it the total plus the
-        row's diff, all parts at once as matrices (a column per key). The same output as
-        the general path, in the same order."""
-        dt = batch.diff_type
-        old = totals.prior_matrix()
-        new = old + _diff_matrix(batch.diffs)  # (``admit`` bounds every sum in int64)
-        totals.store_matrix(new)
-        ro = np.flatnonzero(old.any(axis=0))
-        rn = np.flatnonzero(new.any(axis=0))
-        if not len(ro) and not len(rn):
+    def _dict_round(self, u: Updates, totals: DictTotals) -> Any:
+        """Count updates of one time whose keys (integer columns) are few: rows grouped by
+        a code packing the key columns (counted, not sorted), each group's diffs summed in
+        one grouped sum, and the groups' counts read from and written to the dict in
+        Python, the output built from those lists. NotImplemented when the batch does not
+        fit the totals, or is a few rows (the general path counts those in Python)."""
+        n = len(u)
+        if n <= SMALL_ROWS:
+            return NotImplemented
+        cols = u.data[: self.key_width]
+        m = _int_matrix(u.diffs, totals.dt, u.diff_type)
+        if m is None:
+            return NotImplemented
+        # each row's code: the key columns' offsets from their least values, first column
+        # most significant (so the codes of the rows' keys are one-to-one)
+        los: list[int] = []
+        spans: list[int] = []
+        span = 1
+        for c in cols:
+            if c.dtype.kind not in "ib":
+                return NotImplemented
+            lo, hi = int(c.min()), int(c.max())
+            los.append(lo)
+            spans.append(hi - lo + 1)
+            span *= hi - lo + 1
+            if span > DICT_SPAN:
+                return NotImplemented
+        codes: np.ndarray | None = None
+        for c, lo, w in zip(cols, los, spans, strict=True):
+            term = c.astype(np.int64, copy=False) - lo
+            codes = term if codes is None else codes * w + term
+        assert codes is not None
+        present = np.bincount(codes, minlength=span).nonzero()[0]
+        b = n * _magnitude(m)
+        if totals.bound + b > I64_MAX or not totals.admit_keys(len(present)):
+            return NotImplemented
+        totals.bound += b
+        sums = _code_sums(m, codes, present, span, b).T.tolist()
+        keys = self._code_keys(los, spans, present.tolist())
+        int_diffs = type(totals.dt) is IntDiff
+        get, zero = totals.totals.get, totals.zero
+        live_keys, olds, news = [], [], []
+        for k, s in zip(keys, sums, strict=True):
+            if not any(s):
+                continue  # (changes that cancel: nothing happens to the key)
+            o = [get(k, 0)] if int_diffs else list(get(k, zero))
+            live_keys.append(k)
+            olds.append(o)
+            news.append([a + c for a, c in zip(o, s, strict=True)])
+        if not live_keys:
             return None
-        idx = np.concatenate((ro, rn))
-        vals = np.concatenate((old.take(ro, axis=1), new.take(rn, axis=1)), axis=1)
-        key_cols = batch.data[: self.arrangement.key_width]
-        out_d = np.ones(len(idx), dtype=np.int64)
-        out_d[: len(ro)] = -1
+        out = self._listed_outputs(u, live_keys, olds, news)
+        totals.put(live_keys, [f[0] for f in news] if int_diffs else news)
+        return out
+
+    def _code_keys(self, los: list[int], spans: list[int], codes: list[int]) -> list[Any]:
+        """The keys (tuples of Python ints) of ``codes`` made from columns with least values
+        ``los`` and ``spans``: decoded once per code while the columns' ranges stay the same
+        (a few groups keep their codes from one round to the next)."""
+        known = self._decoded
+        if known is None or known[0] != (los, spans):
+            known = self._decoded = ((los, spans), {})
+        table = known[1]
+        out = []
+        for code in codes:
+            k = table.get(code)
+            if k is None:
+                parts = []
+                c = code
+                for lo, w in zip(reversed(los), reversed(spans), strict=True):
+                    c, r = divmod(c, w)
+                    parts.append(lo + r)
+                k = table[code] = tuple(reversed(parts))
+            out.append(k)
+        return out
+
+    def _listed_outputs(
+        self, u: Updates, keys: list[Any], olds: list[list[int]], news: list[list[int]]
+    ) -> tuple[Updates, Layout] | None:
+        """The output of a round of one time (``u``'s) whose ``keys`` (tuples of the key
+        columns' values) go from counts ``olds`` to ``news`` (lists of int64 parts)."""
+        dt = u.diff_type
+        kcols = u.data[: self.key_width]
+        if self.mode == "count":
+            # every output row (key values, then count parts) in one int64 array, read by
+            # columns: the retracted counts, then the new ones
+            rows = [(*k, *o) for k, o in zip(keys, olds, strict=True) if any(o)]
+            retracted = len(rows)
+            rows += [(*k, *nw) for k, nw in zip(keys, news, strict=True) if any(nw)]
+            if not rows:
+                return None
+            table = np.ascontiguousarray(np.array(rows, dtype=np.int64).T)
+            kw = len(kcols)
+            signs = np.ones(len(rows), dtype=np.int64)
+            signs[:retracted] = -1
+            return (
+                Updates(
+                    tuple(
+                        t if c.dtype == np.int64 else t.astype(c.dtype)
+                        for t, c in zip(table[:kw], kcols, strict=True)
+                    )
+                    + tuple(table[kw:]),
+                    u.times[:1].repeat(len(rows), axis=0),
+                    signs,
+                    INT_DIFF,
+                ),
+                self._count_layout(dt),
+            )
+        if self.mode == "distinct":
+            ds = [bool(any(nw)) - bool(any(o)) for o, nw in zip(olds, news, strict=True)]
+            keep = [j for j, x in enumerate(ds) if x]
+            d = np.array([ds[j] for j in keep], dtype=np.int64)
+        else:
+            width = len(olds[0])
+            as_col = (lambda x: x[0]) if type(dt) is IntDiff else Rows
+            old = np.array(olds, dtype=np.int64).reshape(len(olds), width).T
+            new = np.array(news, dtype=np.int64).reshape(len(news), width).T
+            at, dd = self._presence(dt, as_col(old), as_col(new))
+            keep, d = at.tolist(), dd.take(at)
+        if not keep:
+            return None
+        key_layout = self.key_layout
+        assert key_layout is not None
         return (
             Updates(
-                tuple(c.take(idx, axis=0) for c in key_cols) + tuple(vals),
-                batch.times.take(idx, axis=0),
-                out_d,
+                _listed_columns(kcols, [keys[j] for j in keep]),
+                u.times[:1].repeat(len(keep), axis=0),
+                d,
                 INT_DIFF,
             ),
-            self._count_layout(dt),
+            key_layout,
         )
 
-    def _key_parts(self, batch: TraceBatch) -> tuple[Any, Layout, np.ndarray]:
-        """A batch's key columns, the keys' layout and the batch's times."""
-        key_layout = self.arrangement.key_layout
-        assert key_layout is not None
-        return batch.data[: self.arrangement.key_width], key_layout, batch.times
 
-    def _batch_small(
-        self, batch: TraceBatch, prior: list[int], totals: KeyTotals | None
-    ) -> tuple[Updates, Layout] | None | Literal[False]:
-        """``_batch`` for a few rows of int diffs or one-part tuples of them (``count`` and
-        ``distinct``), the counts as exact Python ints, ``prior`` each key's count before
-        the batch: the same output, in the same order, without the fixed cost of some forty
-        numpy calls on tiny arrays. ``False`` when a count leaves int64 (the general path
-        then gives the exact column). Stores each key's final count in ``totals`` if given."""
-        if not len(batch):
-            return None
-        dt = batch.diff_type
-        one_part = type(dt) is not IntDiff  # (a tuple of one int part)
-        bounds = batch.bounds.tolist()
-        diffs = (batch.diffs[0] if one_part else batch.diffs).tolist()
-        old: list[int] = []
-        new: list[int] = []
-        finals: list[int] = []
-        for j, acc in enumerate(prior):
-            for r in range(bounds[j], bounds[j + 1]):
-                old.append(acc)
-                acc += diffs[r]
-                new.append(acc)
-            finals.append(acc)
-        lo, hi = min(min(old), min(new)), max(max(old), max(new))
-        if not (lo >= I64_MIN and hi <= I64_MAX):
-            return False
-        if totals is not None:
-            totals.store_list(batch, [[f] for f in finals] if one_part else finals)
-        n = len(new)
-        key_cols, key_layout, times = self._key_parts(batch)
-        if self.mode == "count":
-            ro = [r for r in range(n) if old[r]]
-            rn = [r for r in range(n) if new[r]]
-            if not ro and not rn:
-                return None
-            idx = np.array(ro + rn, dtype=np.int64)
-            vals = np.array([old[r] for r in ro] + [new[r] for r in rn], dtype=np.int64)
-            out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
-            cols = tuple(c[idx] for c in key_cols) + (vals,)
-            return Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
-        # distinct: (new != 0) - (old != 0)
-        d = [(new[r] != 0) - (old[r] != 0) for r in range(n)]
-        return _distinct_rows(key_cols, times, d, key_layout)
+def _listed_columns(cols: tuple[np.ndarray, ...], keys: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    """Key columns of the dtypes of ``cols`` holding ``keys`` (tuples of Python values)."""
+    return tuple(np.array([k[j] for k in keys], dtype=c.dtype) for j, c in enumerate(cols))
 
-    def _batch_small_tuple(
-        self, batch: TraceBatch, prior: list[list[int]], totals: KeyTotals | None
-    ) -> tuple[Updates, Layout] | None | Literal[False]:
-        """``_batch_small`` for tuple diffs of int parts (TPC-H Q1's six sums over four
-        groups): each count a list of exact Python ints, a count zero when every part is.
-        ``False`` when a part leaves int64."""
-        if not len(batch):
-            return None
-        dt = batch.diff_type
-        assert isinstance(dt, TupleDiff)
-        bounds = batch.bounds.tolist()
-        m = getattr(batch.diffs, "matrix", None)
-        rows = (
-            m.T.tolist()  # (a ``Rows`` column: all parts listed in one call)
-            if m is not None
-            else list(zip(*(c.tolist() for c in batch.diffs), strict=True))
-        )
-        old: list[list[int]] = []
-        new: list[list[int]] = []
-        finals: list[list[int]] = []
-        for j, acc in enumerate(prior):
-            for r in range(bounds[j], bounds[j + 1]):
-                old.append(acc)
-                acc = [a + d for a, d in zip(acc, rows[r], strict=True)]
-                new.append(acc)
-            finals.append(acc)
-        if totals is None:  # (kept totals prove every count fits: ``KeyTotals.admit``)
-            for v in (*old, *new):
-                for x in v:
-                    if not I64_MIN <= x <= I64_MAX:
-                        return False
-        else:
-            totals.store_list(batch, finals)
-        n = len(new)
-        key_cols, key_layout, times = self._key_parts(batch)
-        if self.mode == "count":
-            ro = [r for r in range(n) if any(old[r])]
-            rn = [r for r in range(n) if any(new[r])]
-            if not ro and not rn:
-                return None
-            idx = np.array(ro + rn, dtype=np.int64)
-            values = [old[r] for r in ro] + [new[r] for r in rn]
-            # (one array of the parts as rows: each part a contiguous row of it)
-            vals = np.array(list(zip(*values, strict=True)), dtype=np.int64)
-            out_d = np.array([-1] * len(ro) + [1] * len(rn), dtype=np.int64)
-            cols = tuple(c[idx] for c in key_cols) + tuple(vals)
-            return Updates(cols, take_times(times, idx), out_d, INT_DIFF), self._count_layout(dt)
-        # distinct: (new != 0) - (old != 0)
-        d = [any(new[r]) - any(old[r]) for r in range(n)]
-        return _distinct_rows(key_cols, times, d, key_layout)
+
+#: the description of the batches a private count makes (read by no one: it keeps no trace)
+_NO_DESC = Description(Antichain.of([(0,)], 1), Antichain.of([(0,)], 1), Antichain.of([(0,)], 1))
+#: one-time rounds whose key columns pack into more codes than this take the general path
+DICT_SPAN = 1024
+
+
+def _all_before(times: np.ndarray, frontier: Antichain) -> bool:
+    """Whether every time of a column of totally ordered times is complete at
+    ``frontier`` (before its one element, or any time if it is empty)."""
+    if not frontier.elements:
+        return True
+    if times.shape[0] == 0:
+        return True
+    return int(times.max()) < frontier.elements[0][0]
+
+
+def _one_time(times: np.ndarray) -> bool:
+    """Whether every row of a time column holds the same time."""
+    n = times.shape[0]
+    if n <= 1 or times.strides[0] == 0:
+        return True
+    if times.shape[1] == 1:
+        t = times[:, 0]
+        return bool((t == t[0]).all())
+    return bool((times == times[0]).all())
+
+
+def _int_matrix(d: Any, want: DiffType, dt: DiffType) -> np.ndarray | None:
+    """The diff column ``d`` (of type ``dt``) as an int64 matrix, a row per part, when it
+    is an int or int tuple column of the totals' type ``want``; None otherwise."""
+    if dt is not want and dt != want:
+        return None
+    if type(dt) is IntDiff:
+        return d.reshape(1, -1) if d.dtype == np.int64 else None
+    m = getattr(d, "matrix", None)
+    if m is not None:
+        return m if m.dtype == np.int64 else None
+    if not all(c.dtype == np.int64 for c in d):
+        return None
+    return diff_matrix(d)
+
+
+def _any_part(m: np.ndarray) -> np.ndarray:
+    """Per column of a matrix of diff parts: whether some part is not zero."""
+    return np.logical_or.reduce(m, axis=0)
+
+
+def _magnitude(m: np.ndarray) -> int:
+    """The largest ``|value|`` of an int64 matrix (0 when empty)."""
+    if not m.size:
+        return 0
+    if m.shape[0] == 1:
+        return magnitude(m[0])
+    return max(int(m.max()), -int(m.min()))
+
+
+#: a matrix whose column sums are all within this is summed exactly in float64 arithmetic
+FLOAT_EXACT = 1 << 53
+#: at most this many groups are summed by a product with their indicator matrix
+MATMUL_GROUPS = 16
+
+
+def _code_sums(
+    m: np.ndarray, codes: np.ndarray, present: np.ndarray, span: int, bound: int
+) -> np.ndarray:
+    """The sums of the columns of int64 matrix ``m`` per code (``codes[i]`` in ``[0,
+    span)``), a column per code of ``present`` (the codes that occur, sorted). ``bound``
+    bounds every partial sum's magnitude (rows times the largest ``|value|``).
+
+    A few groups are summed as one matrix product with the groups' 0/1 indicator matrix in
+    float64, which is exact while ``bound`` is within 2**53: every value, product and
+    partial sum is then an integer float64 holds exactly, whatever order BLAS adds in.
+    Otherwise one grouped ``np.add.at`` (exact in int64: ``bound`` is within int64)."""
+    if len(present) <= MATMUL_GROUPS and bound <= FLOAT_EXACT:
+        ind = (codes == present[:, None]).astype(np.float64)
+        return (m.astype(np.float64) @ ind.T).astype(np.int64)
+    return _group_sums(m, codes, span).take(present, axis=1)
+
+
+def _group_sums(m: np.ndarray, grp: np.ndarray, g: int) -> np.ndarray:
+    """The sums of the columns of int64 matrix ``m`` per group (``grp[i]`` in ``[0, g)``
+    names column ``i``'s), a column per group. It is an error to call this when a sum
+    could leave int64 (``np.add.at`` wraps)."""
+    p = m.shape[0]
+    out = np.zeros(p * g, dtype=np.int64)
+    if p == 1:
+        np.add.at(out, grp, m[0])
+    else:
+        cells = (np.arange(0, p * g, g)[:, None] + grp).ravel()
+        np.add.at(out, cells, m.ravel())
+    return out.reshape(p, g)
 
 
 def _distinct_rows(
@@ -374,266 +926,6 @@ def _distinct_rows(
     return Updates(
         tuple(c[idx] for c in key_cols), take_times(times, idx), out, INT_DIFF
     ), key_layout
-
-
-class KeyTotals:
-    """Each key's count so far (the sum of every diff ``count_total`` has counted), kept
-    by the operator so that a batch's counts before it are read here instead of summed
-    from the trace's batches (with a total order the count before a batch is the sum of
-    all batches before it, and the operator sees each batch once, in order).
-
-    It is a cache of what the trace holds, not state of its own: made from the trace when
-    the first batch arrives (or after a checkpoint is loaded), and given up for good
-    (``admit`` says no; the operator then reads the trace) as soon as a batch falls outside
-    what it holds exactly: diffs that are not int64 ints or tuples of them, keys of another
-    representation, a sum that could leave int64 (the batches' ``diff_bound``s, added up,
-    above the int64 maximum), keys too many or too spread out. Two forms:
-    ``DenseTotals`` (one integer key column: an array indexed by ``key - lo``) and
-    ``DictTotals`` (few keys of integer columns: a dict)."""
-
-    def __init__(self, dt: DiffType) -> None:
-        self.dt = dt
-        self.width = len(dt.parts) if isinstance(dt, TupleDiff) else 1
-        self.bound = 0  # the sum of the diff bounds of the batches taken so far
-
-    @staticmethod
-    def make(key_width: int, batch: TraceBatch, history: list[TraceBatch]) -> KeyTotals | None:
-        """Totals holding the sums of ``history`` (the trace before ``batch``), in the form
-        ``batch``'s keys suit; None when none suits or ``history`` does not fit one."""
-        dt = batch.diff_type
-        if not (type(dt) is IntDiff or _int_tuple(dt)) or key_width < 1:
-            return None
-        kd = batch.keys.dtype
-        totals: KeyTotals
-        if key_width == 1 and _packable_int(kd):
-            totals = DenseTotals(dt)
-        elif kd.names and all(_packable_int(kd[f]) for f in kd.names):
-            totals = DictTotals(dt)
-        else:
-            return None
-        if sum(len(b) for b in history) > HISTORY_ROWS:
-            return None  # (a large trace: read as it is)
-        for b in history:
-            if len(b) and not totals.admit(b):
-                return None
-            if len(b):
-                totals.add(b)
-        return totals
-
-    def _admit_diffs(self, batch: TraceBatch) -> bool:
-        """Whether ``batch``'s diffs are of this type, in int64 columns, and every key's
-        total stays in int64 with them (then the bound grows by the batch's)."""
-        if batch.diff_type is not self.dt and batch.diff_type != self.dt:
-            return False
-        cols = batch.diffs if isinstance(batch.diffs, tuple) else (batch.diffs,)
-        if not all(c.dtype == np.int64 for c in cols):
-            return False
-        b = batch.diff_bound()
-        if b is None or self.bound + b > I64_MAX:
-            return False
-        self.bound += b
-        return True
-
-    def admit(self, batch: TraceBatch) -> bool:
-        """Whether ``batch`` can be counted with these totals (see the class doc); it is
-        then the batch the next ``prior`` / ``store`` calls are about."""
-        raise NotImplementedError
-
-    def add(self, batch: TraceBatch) -> None:
-        """Add every row of the admitted ``batch`` (making the totals from a trace)."""
-        raise NotImplementedError
-
-    def prior(self, batch: TraceBatch) -> Any:
-        """The admitted batch's keys' totals, as a diff column."""
-        raise NotImplementedError
-
-    def prior_list(self, batch: TraceBatch) -> Any:
-        """The same as Python ints (lists of them for tuple diffs)."""
-        raise NotImplementedError
-
-    def store(self, batch: TraceBatch, finals: Any) -> None:
-        """Set the admitted batch's keys' totals to ``finals`` (a diff column)."""
-        raise NotImplementedError
-
-    def store_list(self, batch: TraceBatch, finals: list[Any]) -> None:
-        """The same from Python ints (lists of them for tuple diffs)."""
-        raise NotImplementedError
-
-
-#: key totals are not made from a trace of more rows than this (it is read instead)
-HISTORY_ROWS = 1 << 20
-#: a dense table may span this many keys whatever the rows seen, ...
-DENSE_MIN_SPAN = 1 << 16
-#: ... and otherwise at most this many times the rows counted so far
-DENSE_ROWS_FACTOR = 4
-#: at most this many non-zero keys are kept in a dict, and this many taken from one batch
-DICT_KEYS = 4096
-DICT_BATCH_KEYS = 256
-
-
-def _packable_int(dt: np.dtype) -> bool:
-    """Whether every value of dtype ``dt`` is an integer that fits int64."""
-    return dt.kind in "ib" or (dt.kind == "u" and dt.itemsize < 8)
-
-
-class DenseTotals(KeyTotals):
-    """Totals of one integer key column in one int64 matrix (a row per diff part, a column
-    per key) indexed by ``key - lo``, grown (doubling) to cover the keys seen, as long as
-    they span at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the rows
-    counted."""
-
-    def __init__(self, dt: DiffType) -> None:
-        super().__init__(dt)
-        self.lo = 0
-        self.m = np.zeros((self.width, 0), dtype=np.int64)
-        self.rows = 0
-        self.idx = np.zeros(0, dtype=np.int64)  # the admitted batch's keys, as positions
-
-    def admit(self, batch: TraceBatch) -> bool:
-        keys = batch.keys
-        if not _packable_int(keys.dtype) or keys.ndim != 1 or not self._admit_diffs(batch):
-            return False
-        self.rows += len(batch)
-        klo, khi = int(keys[0]), int(keys[-1])
-        cap = self.m.shape[1]
-        if not cap or klo < self.lo or khi >= self.lo + cap:
-            lo = min(self.lo, klo) if cap else klo
-            end = max(self.lo + cap, khi + 1) if cap else khi + 1
-            new_cap = max(end - lo, 2 * cap, 64)
-            if new_cap > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * self.rows):
-                return False
-            if cap and klo < self.lo:
-                lo = end - new_cap  # (room below: keys may keep growing downwards)
-            if lo < I64_MIN or lo + new_cap > I64_MAX:
-                return False
-            grown = np.zeros((self.width, new_cap), dtype=np.int64)
-            grown[:, self.lo - lo : self.lo - lo + cap] = self.m
-            self.m, self.lo = grown, lo
-        self.idx = keys.astype(np.int64, copy=False) - self.lo
-        return True
-
-    def add(self, batch: TraceBatch) -> None:
-        rows = np.repeat(self.idx, np.diff(batch.bounds))
-        for c, d in zip(self.m, _diff_rows(batch.diffs), strict=True):
-            np.add.at(c, rows, d)
-
-    def prior_matrix(self) -> np.ndarray:
-        """The admitted batch's keys' totals, a column per key."""
-        return self.m.take(self.idx, axis=1)
-
-    def store_matrix(self, finals: np.ndarray) -> None:
-        """Set the admitted batch's keys' totals to the columns of ``finals``."""
-        self.m[:, self.idx] = finals
-
-    def prior(self, batch: TraceBatch) -> Any:
-        p = self.prior_matrix()
-        return p[0] if type(self.dt) is IntDiff else Rows(p)
-
-    def prior_list(self, batch: TraceBatch) -> Any:
-        p = self.prior_matrix()
-        return p[0].tolist() if type(self.dt) is IntDiff else p.T.tolist()
-
-    def store(self, batch: TraceBatch, finals: Any) -> None:
-        self.m[:, self.idx] = _diff_matrix(finals)
-
-    def store_list(self, batch: TraceBatch, finals: list[Any]) -> None:
-        if type(self.dt) is IntDiff:
-            self.m[0, self.idx] = finals
-        else:
-            self.m[:, self.idx] = np.array(finals, dtype=np.int64).reshape(-1, self.width).T
-
-
-def _diff_rows(d: Any) -> tuple[np.ndarray, ...]:
-    """The parts of a diff column (an int column is its one part)."""
-    return d if isinstance(d, tuple) else (d,)
-
-
-def _diff_matrix(d: Any) -> np.ndarray:
-    """The parts of an int64 diff column as the rows of one matrix."""
-    m = getattr(d, "matrix", None)
-    if m is not None:
-        return m
-    rows = _diff_rows(d)
-    return np.concatenate(rows).reshape(len(rows), len(rows[0]))
-
-
-class DictTotals(KeyTotals):
-    """Totals of a few keys (of integer columns) in a dict from the key, as Python values,
-    to its non-zero total (an int, or a tuple of ints for tuple diffs)."""
-
-    def __init__(self, dt: DiffType) -> None:
-        super().__init__(dt)
-        self.totals: dict[Any, Any] = {}
-        self.keys: list[Any] = []  # the admitted batch's keys, as Python values
-        self.zero: Any = 0 if type(dt) is IntDiff else (0,) * self.width
-        self.key_dtype: np.dtype | None = None  # a key dtype known to be integer fields
-
-    def admit(self, batch: TraceBatch) -> bool:
-        kd = batch.keys.dtype
-        if kd != self.key_dtype:  # (checked once per key dtype)
-            if not kd.names or not all(_packable_int(kd[f]) for f in kd.names):
-                return False
-            self.key_dtype = kd
-        if (
-            batch.num_keys > DICT_BATCH_KEYS
-            or len(self.totals) + batch.num_keys > DICT_KEYS
-            or not self._admit_diffs(batch)
-        ):
-            return False
-        self.keys = batch.keys.tolist()
-        return True
-
-    def add(self, batch: TraceBatch) -> None:
-        bounds = batch.bounds.tolist()
-        diffs = batch.diffs if isinstance(batch.diffs, tuple) else (batch.diffs,)
-        cols = [d.tolist() for d in diffs]
-        prior = self.prior_list(batch)
-        finals: list[Any] = []
-        for j, t in enumerate(prior):
-            acc = [t] if type(self.dt) is IntDiff else t
-            for r in range(bounds[j], bounds[j + 1]):
-                acc = [a + c[r] for a, c in zip(acc, cols, strict=True)]
-            finals.append(acc[0] if type(self.dt) is IntDiff else acc)
-        self.store_list(batch, finals)
-
-    def prior(self, batch: TraceBatch) -> Any:
-        vals = self.prior_list(batch)
-        if type(self.dt) is IntDiff:
-            return np.array(vals, dtype=np.int64)
-        arr = np.array(list(zip(*vals, strict=True)), dtype=np.int64)
-        return tuple(arr.reshape(self.width, len(vals)))
-
-    def prior_list(self, batch: TraceBatch) -> Any:
-        get, zero = self.totals.get, self.zero
-        if type(self.dt) is IntDiff:
-            return [get(k, 0) for k in self.keys]
-        return [list(get(k, zero)) for k in self.keys]
-
-    def store(self, batch: TraceBatch, finals: Any) -> None:
-        if type(self.dt) is IntDiff:
-            self.store_list(batch, finals.tolist())
-        else:
-            self.store_list(
-                batch, [list(r) for r in zip(*(f.tolist() for f in finals), strict=True)]
-            )
-
-    def store_list(self, batch: TraceBatch, finals: list[Any]) -> None:
-        totals = self.totals
-        for k, f in zip(self.keys, finals, strict=True):
-            if type(self.dt) is IntDiff:
-                if f:
-                    totals[k] = f
-                else:
-                    totals.pop(k, None)
-            elif any(f):
-                totals[k] = tuple(f)
-            else:
-                totals.pop(k, None)
-
-
-def _int_tuple(dt: DiffType) -> bool:
-    """Whether ``dt`` is a tuple diff (plain, ``Sum`` or ``DiffPair``) of int parts."""
-    return type(dt) is TupleDiff and all(type(p) is IntDiff for p in dt.parts)
 
 
 def _numeric_parts(dt: DiffType) -> tuple[DiffType, ...] | None:

@@ -250,11 +250,16 @@ class Explode(_PerBatch):
             layout = self.output.layout or layout_of_view(view)
             cols = layout.from_view(view, n)
             dt, dcol = diff_column_from_view(self.dt, dview, n)
-            rows = np.arange(n)
-            if keep is not None:
-                rows = keep.nonzero()[0]
-                cols = tuple(c.take(rows, axis=0) for c in cols)
-                dcol = dt.take(dcol, rows)
+            if keep is None or bool(keep.all()):
+                # one output per input row, in order: the input's times and multiplicities
+                # as they are (no copies)
+                self.dt = dt
+                if not bool((u.diffs == 1).all()):
+                    dcol = dt.scale(dcol, u.diffs)
+                return Updates(cols, u.times, dcol, dt), layout
+            rows = keep.nonzero()[0]
+            cols = tuple(c.take(rows, axis=0) for c in cols)
+            dcol = dt.take(dcol, rows)
         else:
             if not outs:
                 return None
@@ -264,9 +269,8 @@ class Explode(_PerBatch):
             layout = self.output.layout or infer_layout(outs[0])
             cols = layout.to_columns(outs)
         self.dt = dt
-        mult = u.diffs[rows]
-        if not (mult == 1).all():
-            dcol = dt.scale(dcol, mult)
+        if not bool((u.diffs == 1).all()):  # (checked before the rows are taken)
+            dcol = dt.scale(dcol, u.diffs[rows])
         return Updates(cols, take_times(u.times, rows), dcol, dt), layout
 
 
