@@ -595,6 +595,35 @@ def test_dense_totals_widen_when_keys_spread() -> None:
         assert isinstance(op.totals, DenseTotals if t < 5 else SortedTotals)
 
 
+def test_dense_totals_follow_a_moving_window_of_keys() -> None:
+    """Keys that move on (each round counts new, higher keys and counts the oldest ones
+    away) keep dense totals of about the window's size, not of every key ever seen, and
+    the counts stay exact."""
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out = coll.count_total()
+    op = out.stream.producer
+    cap = out.capture()
+    window, step = 2000, 500
+    live: Counter[int] = Counter()
+    widths = []
+    for t in range(200):
+        new = np.arange(t * step, (t + 1) * step, dtype=np.int64)
+        old = np.arange((t - window // step) * step, (t - window // step + 1) * step)
+        keys = np.concatenate([new, old]) if t >= window // step else new
+        diffs = np.concatenate([np.full(len(new), 2), -np.full(len(keys) - len(new), 2)])
+        inp.insert_columns(keys, diffs=diffs)
+        for k, d in zip(keys.tolist(), diffs.tolist(), strict=True):
+            live[k] += d
+        inp.advance_to(t + 1)
+        worker.run()
+        assert isinstance(op.totals, DenseTotals)
+        widths.append(op.totals.m.shape[1])
+        if t % 50 == 49:
+            assert dict(cap.at(t)) == {(k, c): 1 for k, c in live.items() if c}
+    assert max(widths) <= 8 * window  # (200 rounds saw 100,000 keys)
+
+
 def test_dict_totals_widen_past_their_size() -> None:
     """Dict totals of integer pairs given more keys than a dict holds become the general
     form; the counts go on exactly (pairs as structured keys, searched in sorted levels)."""

@@ -209,9 +209,12 @@ class KeyTotals:
 
 class DenseTotals(KeyTotals):
     """Totals of one integer key column in one int64 matrix (a row per diff part, a column
-    per key) indexed by ``key - lo``, grown (doubling) to cover the keys seen, as long as
-    they span at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the rows
-    counted."""
+    per key) indexed by ``key - lo``. When a batch's keys fall outside it, it is made anew
+    over the keys that still hold a non-zero total and the batch's (keys whose totals went
+    back to zero hold nothing and are left out), with room for as many again, as long as
+    that spans at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the live keys
+    and the batch's rows: memory follows the keys alive, so a window of keys that moves
+    on (new keys counted, old ones counted away) keeps it bounded."""
 
     form = "dense"
 
@@ -231,24 +234,28 @@ class DenseTotals(KeyTotals):
         self.lo, self.m, self.rows = state["lo"], state["m"].copy(), state["rows"]
 
     def cover(self, klo: int, khi: int, rows: int) -> bool:
-        """Grow the matrix to hold keys ``klo..khi`` (after ``rows`` more rows counted);
-        False when that would make it too sparse (nothing is changed then but the count of
-        rows)."""
+        """Make the matrix hold keys ``klo..khi`` (a batch of ``rows`` rows); False when
+        that would make it too sparse (nothing is changed then but the count of rows)."""
         self.rows += rows
         cap = self.m.shape[1]
         if cap and self.lo <= klo and khi < self.lo + cap:
             return True
-        lo = min(self.lo, klo) if cap else klo
-        end = max(self.lo + cap, khi + 1) if cap else khi + 1
-        new_cap = max(end - lo, 2 * cap, 64)
-        if new_cap > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * self.rows):
+        live = np.logical_or.reduce(self.m, axis=0).nonzero()[0] if cap else self.idx[:0]
+        lo, end = klo, khi + 1
+        if len(live):
+            first, last = int(live[0]), int(live[-1])
+            lo, end = min(lo, self.lo + first), max(end, self.lo + last + 1)
+        new_cap = max(2 * (end - lo), 64)
+        if new_cap > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * (len(live) + rows)):
             return False
-        if cap and klo < self.lo:
+        if klo < self.lo:
             lo = end - new_cap  # (room below: keys may keep growing downwards)
         if lo < I64_MIN or lo + new_cap > I64_MAX:
             return False
         grown = np.zeros((self.width, new_cap), dtype=np.int64)
-        grown[:, self.lo - lo : self.lo - lo + cap] = self.m
+        if len(live):
+            at = self.lo + first - lo
+            grown[:, at : at + last - first + 1] = self.m[:, first : last + 1]
         self.m, self.lo = grown, lo
         return True
 
