@@ -624,6 +624,24 @@ def test_dense_totals_follow_a_moving_window_of_keys() -> None:
     assert max(widths) <= 8 * window  # (200 rounds saw 100,000 keys)
 
 
+@pytest.mark.parametrize("spread", [False, True])
+def test_stats_report_the_totals_kept(spread: bool) -> None:
+    """``Worker.stats()`` lists a trace-free count with the keys it holds a non-zero total
+    for (dense totals, or the general form for keys far apart) and their bytes."""
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out = coll.count_total(name="kept")
+    probe = out.probe()
+    keys = np.arange(0, 3000, 3, dtype=np.int64) * (10**12 if spread else 1)
+    inp.insert_columns(keys)
+    inp.insert_columns(keys[:100], diffs=-np.ones(100, np.int64))  # (back to zero)
+    inp.advance_to(1)
+    worker.step_while(lambda: probe.less_than(1))
+    (entry,) = [s for s in worker.stats() if s["operator"] == "kept"]
+    assert entry["updates"] == len(keys) - 100
+    assert entry["batches"] == 0 and entry["bytes"] >= 8 * (len(keys) - 100)
+
+
 def test_dict_totals_widen_past_their_size() -> None:
     """Dict totals of integer pairs given more keys than a dict holds become the general
     form; the counts go on exactly (pairs as structured keys, searched in sorted levels)."""

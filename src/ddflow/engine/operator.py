@@ -170,6 +170,11 @@ class Operator:
         another iteration is needed)."""
         return None
 
+    def kept(self) -> tuple[int, int] | None:
+        """What this operator keeps as its own state beside any trace, as ``(records,
+        bytes)`` (statistics); None when it keeps none of note."""
+        return None
+
     def held_count(self) -> int:
         """How many updates (or pending ``(key, time)`` evaluations) this operator keeps
         outside any trace (statistics)."""

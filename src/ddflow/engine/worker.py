@@ -201,13 +201,27 @@ class Worker:
         Each entry also has ``held``: the updates (or pending ``(key, time)`` work) its
         operator keeps outside the trace, waiting for the frontier. Operators without an
         arrangement that keep updates (a capture's output, updates a loop's feedback or
-        ``consolidate`` hold back) get an entry too, with ``batches`` and ``updates`` 0.
+        ``consolidate`` hold back) get an entry too, with ``batches`` and ``updates`` 0;
+        one that keeps state of its own instead of a trace (a total-order count's totals
+        per key) has its records as ``updates`` and their ``bytes``.
         """
         out = []
         for op in self.operators:
             held = op.held_count()
+            kept = op.kept()
             if op.spine is not None:
                 out.append({"operator": op.name, **op.spine.stats(), "held": held})
+            elif kept is not None:
+                records, nbytes = kept
+                out.append(
+                    {
+                        "operator": op.name,
+                        "batches": 0,
+                        "updates": records,
+                        "bytes": nbytes,
+                        "held": held,
+                    }
+                )
             elif held:
                 out.append({"operator": op.name, "batches": 0, "updates": 0, "held": held})
         return out

@@ -499,6 +499,9 @@ class CountTotalPrivate(_TotalCount):
     def key_layout(self) -> Layout | None:
         return self.inputs[0].layout
 
+    def kept(self) -> tuple[int, int] | None:
+        return (0, 0) if self.totals is None else self.totals.size()
+
     def outstanding_times(self) -> np.ndarray | None:
         if not self.held:
             return None

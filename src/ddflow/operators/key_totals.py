@@ -159,6 +159,11 @@ class KeyTotals:
         """The same totals in the general form (which takes every batch)."""
         raise NotImplementedError
 
+    def size(self) -> tuple[int, int]:
+        """``(keys held, bytes)`` (statistics; the bytes of arrays, or an estimate for
+        Python values)."""
+        raise NotImplementedError
+
     def _admit_diffs(self, batch: TraceBatch) -> bool:
         """Whether ``batch``'s diffs are of this type, in int64 columns, and every key's
         total stays in int64 with them (then the bound grows by the batch's)."""
@@ -232,6 +237,10 @@ class DenseTotals(KeyTotals):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.lo, self.m, self.rows = state["lo"], state["m"].copy(), state["rows"]
+
+    def size(self) -> tuple[int, int]:
+        live = np.logical_or.reduce(self.m, axis=0) if self.m.shape[1] else self.idx[:0]
+        return int(np.count_nonzero(live)), int(self.m.nbytes)
 
     def cover(self, klo: int, khi: int, rows: int) -> bool:
         """Make the matrix hold keys ``klo..khi`` (a batch of ``rows`` rows); False when
@@ -353,6 +362,14 @@ class DictTotals(KeyTotals):
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
         self.totals, self.key_dtype = dict(state["totals"]), state["key_dtype"]
+
+    def size(self) -> tuple[int, int]:
+        import sys
+
+        items = self.totals.items()
+        return len(self.totals), sys.getsizeof(self.totals) + sum(
+            sys.getsizeof(k) + sys.getsizeof(v) for k, v in items
+        )
 
     def admit_keys(self, num_keys: int) -> bool:
         """Whether a batch of ``num_keys`` keys (of integer columns) fits the dict."""
@@ -583,6 +600,13 @@ class SortedTotals(KeyTotals):
     def __len__(self) -> int:
         """How many keys the levels hold (zero totals not yet dropped included)."""
         return sum(len(lv.keys) for lv in self.levels)
+
+    def size(self) -> tuple[int, int]:
+        nbytes = 0
+        for lv in self.levels:
+            for a in (lv.keys, *(lv.totals if isinstance(lv.totals, tuple) else (lv.totals,))):
+                nbytes += int(getattr(a, "nbytes", 0))
+        return len(self), nbytes
 
     def add_level(self, keys: np.ndarray, totals: Any) -> None:
         """Take sorted distinct ``keys`` (none held yet) with their totals (a level of
