@@ -642,6 +642,35 @@ def test_stats_report_the_totals_kept(spread: bool) -> None:
     assert entry["batches"] == 0 and entry["bytes"] >= 8 * (len(keys) - 100)
 
 
+def test_general_totals_merge_levels_of_keys_that_arrive_in_order() -> None:
+    """Pairs of ints arriving in order (each round's above the last, and a second run
+    below the first: levels whose key ranges do not meet, merged without sorting) and
+    some counted away again give the exact counts, every level sorted."""
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out = coll.count_total()
+    op = out.stream.producer
+    cap = out.capture()
+    ref: Counter[tuple[int, int]] = Counter()
+    for t in range(40):
+        up = [(t * 200 + i, i % 7) for i in range(200)]
+        down = [(-(t * 200 + i), 3) for i in range(200)] if t % 3 == 0 else []
+        gone = [k for k in list(ref)[: 20 if t % 4 == 1 else 0] if ref[k]]
+        for k in up + down:
+            inp.update(k, 1)
+            ref[k] += 1
+        for k in gone:
+            inp.update(k, -ref[k])
+            ref[k] = 0
+        inp.advance_to(t + 1)
+        worker.run()
+        assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}
+    assert isinstance(op.totals, SortedTotals)
+    for lv in op.totals.levels:
+        keys = lv.keys.tolist()
+        assert keys == sorted(keys)
+
+
 def test_dict_totals_widen_past_their_size() -> None:
     """Dict totals of integer pairs given more keys than a dict holds become the general
     form; the counts go on exactly (pairs as structured keys, searched in sorted levels)."""

@@ -724,13 +724,22 @@ class SortedTotals(KeyTotals):
         compare (they then stay apart, searched by dict)."""
         a, b = levels[-2], levels[-1]
         dt = self.dt
-        keys = np.concatenate([a.keys, b.keys])
-        totals = dt.concat([a.totals, b.totals])
-        try:
-            order = _key_order(keys)
-        except (TypeError, DataError):
-            return False
-        live = order[~dt.zero_mask(dt.take(totals, order))]
+        ab = _below(a.keys, b.keys)
+        if ab or _below(b.keys, a.keys):
+            # (every key of one level below every key of the other, as keys that arrive in
+            # order make them: in order once the lower level goes first, no sort)
+            lo_, hi_ = (a, b) if ab else (b, a)
+            keys = np.concatenate([lo_.keys, hi_.keys])
+            totals = dt.concat([lo_.totals, hi_.totals])
+            live = (~dt.zero_mask(totals)).nonzero()[0]
+        else:
+            keys = np.concatenate([a.keys, b.keys])
+            totals = dt.concat([a.totals, b.totals])
+            try:
+                order = _key_order(keys)
+            except (TypeError, DataError):
+                return False
+            live = order[~dt.zero_mask(dt.take(totals, order))]
         self.dead = max(0, self.dead - (len(keys) - len(live)))
         levels[-2:] = [_Level(keys[live], dt.take(totals, live))] if len(live) else []
         return True
@@ -755,6 +764,24 @@ def _as_objects(a: np.ndarray) -> np.ndarray:
     out = np.empty(len(a), dtype=object)
     out[:] = a.tolist()
     return out
+
+
+def _below(x: np.ndarray, y: np.ndarray) -> bool:
+    """Whether the last key of sorted key index ``x`` is below the first of ``y`` (as
+    Python values: tuples for structured keys); False when they do not compare."""
+    if not len(x) or not len(y):
+        return False
+    last, first = x[-1], y[0]
+    try:
+        return bool(_value(last) < _value(first))
+    except TypeError:
+        return False
+
+
+def _value(v: Any) -> Any:
+    """A key as a Python value (a numpy scalar or structured record as ``tolist`` gives it;
+    an object array's element as it is)."""
+    return v.tolist() if isinstance(v, (np.generic, np.void)) else v
 
 
 def _key_order(keys: np.ndarray) -> np.ndarray:
