@@ -724,14 +724,29 @@ class SortedTotals(KeyTotals):
         compare (they then stay apart, searched by dict)."""
         a, b = levels[-2], levels[-1]
         dt = self.dt
-        ab = _below(a.keys, b.keys)
-        if ab or _below(b.keys, a.keys):
-            # (every key of one level below every key of the other, as keys that arrive in
-            # order make them: in order once the lower level goes first, no sort)
-            lo_, hi_ = (a, b) if ab else (b, a)
-            keys = np.concatenate([lo_.keys, hi_.keys])
-            totals = dt.concat([lo_.totals, hi_.totals])
+        if _int_keys(a.keys) and a.keys.dtype == b.keys.dtype:
+            # integer keys: the two runs are sorted and share no key, so only where their
+            # ranges meet is sorted (keys that arrive in order, such as an order key's line
+            # items, meet at most at a batch's first and last keys)
+            if not a.keys[:1].searchsorted(b.keys[:1])[0]:  # (b starts below a: no key is shared)
+                a, b = b, a
+            i = int(a.keys.searchsorted(b.keys[:1])[0])  # a[:i] below all of b
+            j = int(b.keys.searchsorted(a.keys[-1:], side="right")[0])  # b[j:] above all of a
+            mid = np.concatenate([a.keys[i:], b.keys[:j]])
+            mid_totals = dt.concat([dt.take(a.totals, slice(i, None)), dt.take(b.totals, slice(j))])
+            order = _key_order(mid) if len(mid) else np.zeros(0, np.int64)
+            keys = np.concatenate([a.keys[:i], mid[order], b.keys[j:]])
+            totals = dt.concat(
+                [
+                    dt.take(a.totals, slice(i)),
+                    dt.take(mid_totals, order),
+                    dt.take(b.totals, slice(j, None)),
+                ]
+            )
             live = (~dt.zero_mask(totals)).nonzero()[0]
+            if len(live) == len(keys):  # (no zero total to drop: the merged run as it is)
+                levels[-2:] = [_Level(keys, totals)]
+                return True
         else:
             keys = np.concatenate([a.keys, b.keys])
             totals = dt.concat([a.totals, b.totals])
@@ -766,22 +781,12 @@ def _as_objects(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _below(x: np.ndarray, y: np.ndarray) -> bool:
-    """Whether the last key of sorted key index ``x`` is below the first of ``y`` (as
-    Python values: tuples for structured keys); False when they do not compare."""
-    if not len(x) or not len(y):
-        return False
-    last, first = x[-1], y[0]
-    try:
-        return bool(_value(last) < _value(first))
-    except TypeError:
-        return False
-
-
-def _value(v: Any) -> Any:
-    """A key as a Python value (a numpy scalar or structured record as ``tolist`` gives it;
-    an object array's element as it is)."""
-    return v.tolist() if isinstance(v, (np.generic, np.void)) else v
+def _int_keys(keys: np.ndarray) -> bool:
+    """Whether a key index is of integer (or bool) values: one column, or fields of them."""
+    names = keys.dtype.names
+    if names:
+        return all(keys.dtype[f].kind in "biu" for f in names)
+    return keys.dtype.kind in "biu"
 
 
 def _key_order(keys: np.ndarray) -> np.ndarray:
