@@ -217,9 +217,9 @@ class DenseTotals(KeyTotals):
     per key) indexed by ``key - lo``. When a batch's keys fall outside it, it is made anew
     over the keys that still hold a non-zero total and the batch's (keys whose totals went
     back to zero hold nothing and are left out), with room for as many again, as long as
-    that spans at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the live keys
-    and the batch's rows: memory follows the keys alive, so a window of keys that moves
-    on (new keys counted, old ones counted away) keeps it bounded."""
+    those keys span at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the live
+    keys and the batch's rows: memory follows the keys alive, so a window of keys that
+    moves on (new keys counted, old ones counted away) keeps it bounded."""
 
     form = "dense"
 
@@ -254,9 +254,9 @@ class DenseTotals(KeyTotals):
         if len(live):
             first, last = int(live[0]), int(live[-1])
             lo, end = min(lo, self.lo + first), max(end, self.lo + last + 1)
-        new_cap = max(2 * (end - lo), 64)
-        if new_cap > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * (len(live) + rows)):
+        if end - lo > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * (len(live) + rows)):
             return False
+        new_cap = max(2 * (end - lo), 64)
         if klo < self.lo:
             lo = end - new_cap  # (room below: keys may keep growing downwards)
         if lo < I64_MIN or lo + new_cap > I64_MAX:
