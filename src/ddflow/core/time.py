@@ -128,6 +128,15 @@ class TimeKind:
     def describe(self) -> str:
         return _describe(self.shape)
 
+    def require_total(self, what: str, instead: str) -> None:
+        """Raise ``TimeError`` unless these times are totally ordered: ``what`` (a
+        total-order operator) needs them, ``instead`` is its form for any time."""
+        if not self.total:
+            raise TimeError(
+                f"{what} needs totally ordered (int) times; this worker has "
+                f"{self.describe()} times: use {instead} instead"
+            )
+
 
 def _dim(shape: Any) -> int:
     return 1 if shape is None else _dim(shape[0]) + _dim(shape[1])

@@ -38,6 +38,7 @@ __all__ = [
     "accumulated_at",
     "concat_updates",
     "consolidate",
+    "held_times",
     "split_complete",
     "take_times",
     "update_records",
@@ -266,6 +267,16 @@ def _consolidate_counting(
     data = tuple(c.take(rep, axis=0) for c in u.data)
     times = _one_time(u.times, len(rep), compact) if const_time else take_times(u.times, rep)
     return Updates(data, times.astype(np.int64, copy=False), diffs, dt)
+
+
+def held_times(held: Sequence[Updates]) -> np.ndarray | None:
+    """The times of updates an operator holds back (None when it holds none): what it
+    reports as ``outstanding_times``."""
+    if not held:
+        return None
+    if len(held) == 1:
+        return held[0].times
+    return np.concatenate([u.times for u in held])
 
 
 def split_complete(

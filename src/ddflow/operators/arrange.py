@@ -16,7 +16,7 @@ import numpy as np
 from ddflow.core.columns import Layout, Tup
 from ddflow.core.errors import DataError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, split_complete
+from ddflow.core.updates import Updates, held_times, split_complete
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 from ddflow.trace.batch import Description, TraceBatch
@@ -80,11 +80,7 @@ class Arrange(Operator):
             self.spine.key_width = self.key_layout.width
 
     def outstanding_times(self) -> np.ndarray | None:
-        if not self.held:
-            return None
-        if len(self.held) == 1:
-            return self.held[0].times
-        return np.concatenate([u.times for u in self.held])
+        return held_times(self.held)
 
     def state(self) -> State:
         return {

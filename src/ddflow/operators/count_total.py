@@ -40,9 +40,9 @@ from ddflow.core.diff import (
     int_column,
     magnitude,
 )
-from ddflow.core.errors import DiffTypeError, TimeError
+from ddflow.core.errors import DiffTypeError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate, split_complete, take_times
+from ddflow.core.updates import Updates, consolidate, held_times, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 from ddflow.operators.arrange import Arrange
@@ -377,11 +377,7 @@ class CountTotal(_TotalCount):
         vectorized: bool = False,
         name: str | None = None,
     ) -> None:
-        if not arrangement.kind.total:
-            raise TimeError(
-                f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arrangement.kind.describe()} times: use {mode}() instead"
-            )
+        arrangement.kind.require_total(f"{mode}_total", f"{mode}()")
         super().__init__(worker, [arrangement.output], name or f"{mode}_total")
         self.arrangement = arrangement
         self.mode, self.f, self.vectorized = mode, f, vectorized
@@ -472,11 +468,7 @@ class CountTotalPrivate(_TotalCount):
         name: str | None = None,
     ) -> None:
         kind = s.producer_scope.kind
-        if not kind.total:
-            raise TimeError(
-                f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{kind.describe()} times: use {mode}() instead"
-            )
+        kind.require_total(f"{mode}_total", f"{mode}()")
         super().__init__(worker, [s], name or f"{mode}_total")
         self.mode, self.f, self.vectorized = mode, f, vectorized
         if s.layout is not None and mode != "count":
@@ -503,11 +495,7 @@ class CountTotalPrivate(_TotalCount):
         return (0, 0) if self.totals is None else self.totals.size()
 
     def outstanding_times(self) -> np.ndarray | None:
-        if not self.held:
-            return None
-        if len(self.held) == 1:
-            return self.held[0].times
-        return np.concatenate([u.times for u in self.held])
+        return held_times(self.held)
 
     def state(self) -> State:
         return {
@@ -962,12 +950,7 @@ class CountFew(Operator):
     def __init__(
         self, worker: Worker, s: Stream, diff_type: DiffType, name: str | None = None
     ) -> None:
-        kind = s.producer_scope.kind
-        if not kind.total:
-            raise TimeError(
-                "count_total(few=True) needs totally ordered (int) times; this worker has "
-                f"{kind.describe()} times: use count() instead"
-            )
+        s.producer_scope.kind.require_total("count_total(few=True)", "count()")
         parts = _numeric_parts(diff_type)
         if parts is None:
             raise DiffTypeError(
@@ -985,9 +968,7 @@ class CountFew(Operator):
             self.output.layout = Tup((s.layout, diff_type.value_layout()))
 
     def outstanding_times(self) -> np.ndarray | None:
-        if not self.held:
-            return None
-        return np.concatenate([u.times for u in self.held])
+        return held_times(self.held)
 
     def state(self) -> State:
         return {"held": list(self.held), "upper": self.upper, "totals": dict(self.totals)}

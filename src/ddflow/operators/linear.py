@@ -20,7 +20,7 @@ from ddflow.core.columns import Layout, infer_layout, layout_of_view
 from ddflow.core.diff import DiffType, IntDiff, diff_column_from_view, diff_type_of
 from ddflow.core.errors import DataError, DiffTypeError, OperatorError
 from ddflow.core.frontier import Antichain
-from ddflow.core.updates import Updates, consolidate, split_complete, take_times
+from ddflow.core.updates import Updates, consolidate, held_times, split_complete, take_times
 from ddflow.engine.operator import Operator, State, Stream
 from ddflow.engine.worker import Worker
 
@@ -371,9 +371,7 @@ class Consolidate(Operator):
         self.held: list[Updates] = []
 
     def outstanding_times(self) -> np.ndarray | None:
-        if not self.held:
-            return None
-        return np.concatenate([u.times for u in self.held])
+        return held_times(self.held)
 
     def state(self) -> State:
         return {"held": list(self.held)}

@@ -56,7 +56,7 @@ import numpy as np
 
 from ddflow.core.columns import Tup, lex_order, run_starts
 from ddflow.core.diff import INT_DIFF, IntDiff
-from ddflow.core.errors import DataError, DiffTypeError, TimeError
+from ddflow.core.errors import DataError, DiffTypeError
 from ddflow.core.frontier import Antichain
 from ddflow.core.updates import Updates, concat_updates, consolidate
 from ddflow.engine.operator import Operator, State
@@ -80,11 +80,7 @@ class MinMaxTotal(Operator):
     ) -> None:
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-        if not arrangement.kind.total:
-            raise TimeError(
-                f"{mode}_total needs totally ordered (int) times; this worker has "
-                f"{arrangement.kind.describe()} times: use {mode}() instead"
-            )
+        arrangement.kind.require_total(f"{mode}_total", f"{mode}()")
         super().__init__(worker, [arrangement.output], name or f"{mode}_total")
         self.arrangement = arrangement
         self.mode = mode
