@@ -227,16 +227,15 @@ class DenseTotals(KeyTotals):
         super().__init__(dt)
         self.lo = 0
         self.m = np.zeros((self.width, 0), dtype=np.int64)
-        self.rows = 0
         self.idx = np.zeros(0, dtype=np.int64)  # the admitted batch's keys, as positions
         self._stamp = np.zeros(0, dtype=np.int64)  # scratch for ``group`` (any contents)
 
     def state(self) -> dict[str, Any]:
-        return {**super().state(), "lo": self.lo, "m": self.m.copy(), "rows": self.rows}
+        return {**super().state(), "lo": self.lo, "m": self.m.copy()}
 
     def load_state(self, state: dict[str, Any]) -> None:
         super().load_state(state)
-        self.lo, self.m, self.rows = state["lo"], state["m"].copy(), state["rows"]
+        self.lo, self.m = state["lo"], state["m"].copy()
 
     def size(self) -> tuple[int, int]:
         live = np.logical_or.reduce(self.m, axis=0) if self.m.shape[1] else self.idx[:0]
@@ -244,8 +243,7 @@ class DenseTotals(KeyTotals):
 
     def cover(self, klo: int, khi: int, rows: int) -> bool:
         """Make the matrix hold keys ``klo..khi`` (a batch of ``rows`` rows); False when
-        that would make it too sparse (nothing is changed then but the count of rows)."""
-        self.rows += rows
+        that would make it too sparse (nothing is changed then)."""
         cap = self.m.shape[1]
         if cap and self.lo <= klo and khi < self.lo + cap:
             return True
