@@ -91,3 +91,22 @@ def kill_worker(tmp_path: Any) -> Callable[[int, int], KillWorker]:
         return KillWorker(worker, round, str(tmp_path / f"killed-{worker}-{round}"))
 
     return make
+
+
+#: how ``reduce`` picks its path per run (``Reduce.FEW_UPDATES``, ``Reduce.FEW_HISTORY``):
+#: ``columns``: always the column kernels; ``auto``: as shipped (a few int updates per key
+#: path); ``mixed``: thresholds so low that one dataflow moves between both paths and falls
+#: back from the per-key path on long histories, pending work changing form each time
+REDUCE_PATHS = {"columns": (0, 0), "auto": None, "mixed": (4, 8)}
+
+
+@pytest.fixture(params=list(REDUCE_PATHS))
+def reduce_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs the test once per way ``reduce`` picks its path (``REDUCE_PATHS``)."""
+    from ddflow.operators.reduce import Reduce
+
+    limits = REDUCE_PATHS[request.param]
+    if limits is not None:
+        monkeypatch.setattr(Reduce, "FEW_UPDATES", limits[0])
+        monkeypatch.setattr(Reduce, "FEW_HISTORY", limits[1])
+    return str(request.param)

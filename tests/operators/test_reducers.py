@@ -80,6 +80,13 @@ CASES: dict[str, tuple[Callable[[], R.Reducer], Callable[..., dd.Collection], bo
 }
 
 
+@pytest.fixture(autouse=True)
+def _each_reduce_path(reduce_path: str) -> str:
+    """Every test here runs with each way ``reduce`` picks its path: the kernel checked
+    alone (``columns``), and beside the per-key path it takes for a few updates."""
+    return reduce_path
+
+
 def _run(case: str, ups: list[tuple[Any, Any, int]], product: bool) -> tuple[list, list]:
     """The fast and the reference output of ``case`` over ``ups`` (fed one time at a time)."""
     make, apply, _ = CASES[case]

@@ -153,7 +153,14 @@ class Reduce(Operator):
         if lower == upper and not batches:
             return
         reducer = self.reducer
-        vectorized = reducer.vectorized and not self._total_path()
+        total = reducer.vectorized and self._total_path()
+        vectorized = reducer.vectorized and not total
+        few = vectorized and self._few(batches)
+        if few:
+            self._pending_as_dict()
+            vectorized = False
+        elif vectorized:
+            self._pending_as_arrays()
         if vectorized:
             due_rows = (
                 (~upper.beyond_mask(self.pend_times)).nonzero()[0]
@@ -181,12 +188,20 @@ class Reduce(Operator):
             )
             self._in_dt = in_dt
             reducer.check_input(in_dt, self.name)
-            if reducer.vectorized and not vectorized:
+            if total:
                 out = self._total_vectorized(batches, lower, in_dt)
             elif vectorized:
                 out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
             else:
-                out, new_pending = self._per_key(batches, due, lower, upper, in_dt)
+                done = self._per_key(
+                    batches, due, lower, upper, in_dt, max_history=self.FEW_HISTORY if few else None
+                )
+                if done is not None:
+                    out, new_pending = done
+                else:  # a key's history too long for the per-key path: over columns after all
+                    self._pending_as_arrays()
+                    due_rows = (~upper.beyond_mask(self.pend_times)).nonzero()[0]
+                    out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
         # commit
         if new_pending is not None:
             self.pending = new_pending
@@ -203,6 +218,69 @@ class Reduce(Operator):
         self.in_h.set_compaction(upper, upper)
         if out is not None and len(out):
             self.output.push(*self._as_output(out))
+
+    # -- a few updates: the per-key path for a vectorized reducer --------------------------------
+    #: at most this many new updates and pending times in a run go through the per-key path
+    #: (a handful of keys costs less there than the fixed cost of the column kernels, a few
+    #: hundred numpy calls), when keys, values and diffs are plain ints
+    FEW_UPDATES = 16
+    #: ... and at most this many rows of the keys' input and output history together
+    FEW_HISTORY = 256
+
+    def _few(self, batches: list[TraceBatch]) -> bool:
+        """Whether this run of a vectorized reducer goes through the per-key path: a few new
+        updates and pending times, over ``int64`` key and value columns and int diffs (the
+        per-key path's records then come back as the same ``int64`` columns)."""
+        n = len(self.pend_times)
+        if self.pending:
+            n += sum(map(len, self.pending.values()))
+        for b in batches:
+            n += len(b)
+        if n > self.FEW_UPDATES or self.arrangement.key_width == 0:
+            return False
+        sample = batches[0] if batches else None
+        if sample is None:
+            held = self.arrangement.spine.batches()
+            if not held:
+                return False
+            sample = held[0]
+        if sample.diff_type is not INT_DIFF or sample.diffs.dtype != np.int64:
+            return False
+        return all(c.dtype == np.int64 for b in batches or [sample] for c in b.data)
+
+    def _pending_as_dict(self) -> None:
+        """Pending work of the column path moved into the per-key path's form."""
+        n = len(self.pend_times)
+        if not n:
+            return
+        kl = self.arrangement.key_layout
+        assert kl is not None and self.pend_keys is not None
+        pending = self.pending
+        for k, t in zip(kl.to_records(self.pend_keys, n), self.pend_times.tolist(), strict=True):
+            ts = pending.get(k)
+            if ts is None:
+                pending[k] = {tuple(t)}
+            else:
+                ts.add(tuple(t))
+        self.pend_keys = None
+        self.pend_times = np.zeros((0, self.kind.dim), dtype=np.int64)
+
+    def _pending_as_arrays(self) -> None:
+        """Pending work of the per-key path moved into the column path's form."""
+        if not self.pending or not self.reducer.vectorized:
+            return
+        kl = self.arrangement.key_layout
+        assert kl is not None
+        keys = [k for k, ts in self.pending.items() for _ in ts]
+        times = np.array([t for ts in self.pending.values() for t in ts], dtype=np.int64).reshape(
+            -1, self.kind.dim
+        )
+        cols = kl.to_columns(keys)
+        if self.pend_keys is not None and len(self.pend_times):
+            cols = tuple(concat_columns([a, b]) for a, b in zip(self.pend_keys, cols, strict=True))
+            times = np.concatenate([self.pend_times, times])
+        self.pend_keys, self.pend_times = cols, times
+        self.pending = {}
 
     def _as_output(self, out: Updates) -> tuple[Updates, Layout]:
         kl = self.arrangement.key_layout
@@ -410,7 +488,10 @@ class Reduce(Operator):
         lower: Antichain,
         upper: Antichain,
         in_dt: DiffType,
-    ) -> tuple[Updates | None, dict[Any, set[Flat]]]:
+        max_history: int | None = None,
+    ) -> tuple[Updates | None, dict[Any, set[Flat]]] | None:
+        """The per-key path; None (nothing done) when ``max_history`` is given and the
+        probed keys' input and output history hold more rows than that."""
         arrangement = self.arrangement
         reducer = self.reducer
         kl, vl = arrangement.key_layout, arrangement.val_layout
@@ -448,8 +529,10 @@ class Reduce(Operator):
             return groups
 
         in_u, in_owner = arrangement.spine.gather(probe, arrangement.spine.batches_through(upper))
-        inputs = grouped(in_u, in_owner, vl)
         out_u, out_owner = self.out_spine.gather(probe, self.out_spine.batches())
+        if max_history is not None and len(in_owner) + len(out_owner) > max_history:
+            return None
+        inputs = grouped(in_u, in_owner, vl)
         out_vl = self.out_val_layout or Tup(())
         outputs = grouped(out_u, out_owner, out_vl) if out_u is not None else [[] for _ in keys]
         new_times: list[set[Flat]] = [set() for _ in range(nk)]
