@@ -228,7 +228,8 @@ class Reduce(Operator):
     FEW_HISTORY = 256
 
     def _few(self, batches: list[TraceBatch]) -> bool:
-        """Whether this run of a vectorized reducer goes through the per-key path: a few new
+        """Whether this run of a vectorized reducer that has its per-key form goes through the
+        per-key path: a few new
         updates and pending times, over ``int64`` key and value columns and int diffs (the
         per-key path's records then come back as the same ``int64`` columns)."""
         n = len(self.pend_times)
@@ -236,7 +237,11 @@ class Reduce(Operator):
             n += sum(map(len, self.pending.values()))
         for b in batches:
             n += len(b)
-        if n > self.FEW_UPDATES or self.arrangement.key_width == 0:
+        if (
+            n > self.FEW_UPDATES
+            or self.arrangement.key_width == 0
+            or not self.reducer.has_reference
+        ):
             return False
         sample = batches[0] if batches else None
         if sample is None:

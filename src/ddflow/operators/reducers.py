@@ -16,8 +16,10 @@ diffs, to the key's output. The ``Reduce`` operator (``ddflow.operators.reduce``
 * ``desired(...)``: the vectorized kernel, over columns for all queried keys at once
   (``vectorized = False`` for reducers that only run per key, such as user logic);
 * ``reference(key, input, current)``: the slow, obviously correct form of the same
-  reducer, in Python, per key. It runs the reducers that have no kernel and, wrapped in
-  ``Reference``, checks every kernel (tests).
+  reducer, in Python, per key. It runs the reducers that have no kernel, runs a few updates
+  of a kernel's reducer (cheaper than the kernel's fixed cost) and, wrapped in
+  ``Reference``, checks every kernel (tests). A reducer with a kernel alone (no
+  ``reference``) always runs over columns.
 
 Adding a reducer: write a class with these members (subclass ``Reducer``, or
 ``TotalsReducer`` when the output is a function of a key's total diff, which also gives the
@@ -137,6 +139,12 @@ class Reducer:
         """The slow form, per key: the desired output for input ``inp`` (or, for
         ``adds_only`` reducers, the updates to add to output ``current``)."""
         raise NotImplementedError
+
+    @property
+    def has_reference(self) -> bool:
+        """Whether this reducer has its per-key form (a kernel-only reducer does not, and
+        then always runs over columns)."""
+        return type(self).reference is not Reducer.reference
 
 
 def group_starts(q: np.ndarray, vals: tuple[np.ndarray, ...]) -> np.ndarray:
