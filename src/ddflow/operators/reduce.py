@@ -229,9 +229,9 @@ class Reduce(Operator):
 
     def _few(self, batches: list[TraceBatch]) -> bool:
         """Whether this run of a vectorized reducer that has its per-key form goes through the
-        per-key path: a few new
-        updates and pending times, over ``int64`` key and value columns and int diffs (the
-        per-key path's records then come back as the same ``int64`` columns)."""
+        per-key path: a few new updates and pending times, over ``int64`` key and value
+        columns and int diffs (the per-key path's records then come back as the same
+        ``int64`` columns)."""
         n = len(self.pend_times)
         if self.pending:
             n += sum(map(len, self.pending.values()))
