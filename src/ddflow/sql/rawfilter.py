@@ -26,7 +26,7 @@ from ddflow.sql.optimize import _shift, remap, subst, uses
 from ddflow.sql.plan import Aggregate, Filter, Join, Plan, Project, Scan
 from ddflow.sql.rewrite import _bottom_up, with_inputs
 from ddflow.sql.rows import Field
-from ddflow.sql.types import BIGINT, BOOLEAN, I64_MAX, I64_MIN
+from ddflow.sql.types import BIGINT, BOOLEAN
 
 __all__ = ["classes_over_joins", "classify", "implied_classes", "keep", "split", "string_classes"]
 
@@ -720,10 +720,13 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
     strings decided once, not per batch). TRUE(a AND b) is TRUE(a) & TRUE(b) and
     TRUE(a OR b) is TRUE(a) | TRUE(b) under three-valued logic, so AND / OR over number
     comparisons combine their masks; an OR of ranges of one column becomes the union of
-    its intervals (``range_union``); the string conditions of an AND are evaluated by
+    its intervals (``range_union``), an AND's comparisons of columns with literals one
+    interval per column (``_Box``); the string conditions of an AND are evaluated by
     Arrow's kernels after its number conditions, one after another (``_strings_where``)."""
     if _numeric_part(e, b):
         assert isinstance(e, Call)
+        if _bound(e) is not None:
+            return _Box([e])
         return lambda bb, s: _numeric_mask(e, bb, s)
     if isinstance(e, Call) and e.op == "and" and not _has_numeric(e, b):
         # string conditions only: one after another, each on the rows the ones before kept
@@ -740,7 +743,11 @@ def _compile(e: Expr, b: RowBatch) -> Mask:
         conj = conjuncts(e)
         num = [p for p in conj if _has_numeric(p, b)]
         strs = _string_conds([p for p in conj if not any(p is q for q in num)])
-        parts = [_compile(p, b) for p in num]
+        # comparisons with literals: one interval per column (``_Box``)
+        boxed = [p for p in num if _bound(p) is not None]
+        parts = [_compile(p, b) for p in num if _bound(p) is None]
+        if boxed:
+            parts.append(_Box(boxed))
         if strs and any(t is not None for _, _, t in strs):
             # equalities with literals: their lengths first (they leave few rows), then the
             # number conditions on those rows alone, then the bytes (``_strings_where``)
@@ -1096,28 +1103,93 @@ def _in_spans(
         v = c.in_place()  # read in place (any integer width)
     if v is None:
         v = b.column(col.index, strings)
-    dmin, dmax = _RANGES.get(v.dtype, (I64_MIN, I64_MAX))
     out: np.ndarray | None = None
     for lo, hi in spans:
-        if (lo is not None and lo > dmax) or (hi is not None and hi < dmin):
-            continue  # no value of the column's width is in it
-        lo = None if lo is None or lo <= dmin else lo
-        hi = None if hi is None or hi >= dmax else hi
-        if lo is None and hi is None:
-            m = np.ones(len(v), dtype=bool)
-        elif lo is None:
-            m = v <= hi
-        elif hi is None:
-            m = v >= lo
-        else:
-            m = (v >= lo) & (v <= hi)
-        out = m if out is None else out | m
+        m = _interval(v, lo, hi)
+        if m is None:  # every value of the column's width
+            out = np.ones(len(v), dtype=bool)
+            break
+        if isinstance(m, np.ndarray):
+            out = m if out is None else np.logical_or(out, m, out=out)
     if out is None:
         return np.zeros(b.n, dtype=bool)
     nl = b.null(col.index)
     if nl is not None:
         out = out & ~nl
     return out
+
+
+class _Box:
+    """An AND of comparisons of columns with literals (``_bound``: integer-valued columns,
+    literals that fit 64 bits) as one closed interval of physical values per column,
+    decided with one or two numpy passes per column read in place (``ArrowCol.in_place``),
+    where comparing one by one costs a pass per comparison and one per AND."""
+
+    __slots__ = ("bounds", "empty")
+
+    def __init__(self, conds: list[Expr]) -> None:
+        spans: dict[int, tuple[int | None, int | None]] = {}
+        for c in conds:
+            got = _bound(c)
+            assert got is not None
+            col, lo, hi = got
+            plo, phi = spans.get(col.index, (None, None))
+            if plo is not None:
+                lo = plo if lo is None else max(lo, plo)
+            if phi is not None:
+                hi = phi if hi is None else min(hi, phi)
+            spans[col.index] = (lo, hi)
+        self.bounds = [(i, lo, hi) for i, (lo, hi) in spans.items()]
+        self.empty = any(lo is not None and hi is not None and lo > hi for _, lo, hi in self.bounds)
+
+    def __call__(self, b: RowBatch, strings: Any) -> np.ndarray:
+        if self.empty:
+            return np.zeros(b.n, dtype=bool)
+        out: np.ndarray | None = None
+        for i, lo, hi in self.bounds:
+            c = b.cols[i]
+            v = c.in_place() if isinstance(c, ArrowCol) and c._v is None else None
+            if v is None:
+                v = b.column(i, strings)
+            m = _interval(v, lo, hi)
+            if isinstance(m, np.ndarray):
+                if out is None:
+                    out = m
+                else:
+                    out &= m
+            elif m is False:
+                return np.zeros(b.n, dtype=bool)
+            nl = c.nulls()
+            if nl is not None:
+                if out is None:
+                    out = ~nl
+                else:
+                    out &= ~nl
+        return np.ones(b.n, dtype=bool) if out is None else out
+
+
+def _interval(v: np.ndarray, lo: int | None, hi: int | None) -> np.ndarray | bool | None:
+    """Where the integers ``v`` lie in ``[lo, hi]`` (None: unbounded): a new array, None
+    when every value of ``v``'s width does, False when none does."""
+    if v.dtype not in _UNSIGNED:
+        v = v.astype(np.int64)
+    dmin, dmax = _RANGES[v.dtype]
+    if (lo is not None and lo > dmax) or (hi is not None and hi < dmin):
+        return False
+    lo = None if lo is None or lo <= dmin else lo
+    hi = None if hi is None or hi >= dmax else hi
+    if lo is None:
+        return None if hi is None else np.less_equal(v, v.dtype.type(hi))
+    if hi is None:
+        return np.greater_equal(v, v.dtype.type(lo))
+    if lo == hi:
+        return np.equal(v, v.dtype.type(lo))
+    # lo <= v <= hi as one unsigned comparison: v - lo wraps around below lo
+    u = np.subtract(v, v.dtype.type(lo)).view(_UNSIGNED[v.dtype])
+    return np.less_equal(u, u.dtype.type(hi - lo))
+
+
+_UNSIGNED = {np.dtype(f"int{w}"): np.dtype(f"uint{w}") for w in (8, 16, 32, 64)}
 
 
 def _arrow_true(e: Expr, b: RowBatch) -> np.ndarray:
