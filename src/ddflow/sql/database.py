@@ -1058,11 +1058,11 @@ def _feed(
     inserted = is_ones(diffs)
     if prefilter is not None:
         mask = keep(prefilter, b, t.strings)
-        if not mask.all():
-            idx = np.flatnonzero(mask)
-            if not len(idx):
+        kept = int(np.count_nonzero(mask))
+        if kept < b.n:
+            if not kept:
                 return
-            if 4 * len(idx) >= b.n:
+            if 4 * kept >= b.n:
                 # most rows kept: the kept rows of each column read at once (cheaper than
                 # taking Arrow arrays, strings among them, and converting)
                 recs = t.records(b, pick, rows=mask)
@@ -1071,6 +1071,7 @@ def _feed(
             # only the columns the input reads are taken (a table's other columns, long
             # comments among them, are left alone); a string read as its class is not taken
             # at all: its classes are found on the kept rows of the batch as it came
+            idx = np.flatnonzero(mask)
             plain = [p for p in pick if isinstance(p, int)]
             got = b.take(idx, only=plain)
             if len(plain) < len(pick):
