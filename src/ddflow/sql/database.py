@@ -176,8 +176,11 @@ class View:
         self.fields = planned.plan.fields
         self.visible = planned.visible
         self.order: tuple[SortKey, ...] = planned.order
+        #: the view's changes since its contents were last consolidated (at any times)
         self._contents: list[Updates] = []
-        self._log: list[Updates] = []
+        #: the changes since ``changes()`` was last called, each with its commit's number
+        #: (None: a block whose rows carry their commits' numbers as times already)
+        self._log: list[tuple[Updates, int | None]] = []
         self._sink: _Sink | None = None
 
     @property
@@ -194,24 +197,41 @@ class View:
 
     # -- state ------------------------------------------------------------------------------
     def _accept(self, u: Updates | None, time: int | None) -> None:
+        # (kept as the dataflow gave them: their times are rewritten once per block of
+        # commits, when the parts are joined, rather than twice per commit)
         if u is None or not len(u):
             return
-        base = u.with_times(np.zeros((len(u), 1), np.int64))
-        self._contents.append(base)
+        self._contents.append(u)
         if len(self._contents) > 16:
             self._contents = [self._consolidated()]
         if time is not None:
-            self._log.append(base.with_times(np.full((len(u), 1), time, np.int64)))
+            self._log.append((u, time))
             if len(self._log) > 64:
                 # (held as one block until read: the changes themselves must stay)
-                self._log = [concat_updates(self._log)]
+                self._log = [(self._logged(), None)]
 
     def _consolidated(self) -> Updates:
+        """The view's contents: its changes so far added up (all at time 0)."""
         if not self._contents:
             return _empty_updates(len(self.fields) + mask_words(self.fields))
-        u = consolidate(concat_updates(self._contents))
+        u = concat_updates(self._contents)
+        u = consolidate(u.with_times(np.zeros((len(u), 1), np.int64)))
         self._contents = [u] if len(u) else []
         return u
+
+    def _logged(self) -> Updates:
+        """The logged changes as one batch, each at its commit's number."""
+        log = self._log
+        if len(log) == 1 and log[0][1] is None:
+            return log[0][0]
+        lens = [len(u) for u, _ in log]
+        times = np.repeat(np.array([t or 0 for _, t in log], np.int64), lens).reshape(-1, 1)
+        at = 0
+        for (u, t), k in zip(log, lens, strict=True):
+            if t is None:  # (a block joined before: its rows keep their times)
+                times[at : at + k] = u.times
+            at += k
+        return concat_updates([u for u, _ in log]).with_times(times)
 
     def _decode(self, data: tuple[np.ndarray, ...], n: int) -> list[list[Any]]:
         width = len(self.fields)
@@ -250,10 +270,11 @@ class View:
     def changes(self) -> list[tuple[Any, ...]]:
         """Rows that changed since the last call: ``(values..., time, diff)``, ordered by
         time; ``time`` is the commit's number, ``diff`` the change in multiplicity."""
-        log, self._log = self._log, []
-        if not log:
+        if not self._log:
             return []
-        u = consolidate(concat_updates(log))
+        log = self._logged()
+        self._log = []
+        u = consolidate(log)
         n = len(u)
         if n == 0:
             return []
