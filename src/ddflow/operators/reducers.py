@@ -122,7 +122,8 @@ class Reducer:
             for k in range(nv)
         )
         all_d = out_dt.concat([d_d, out_dt.negate(osum)])
-        order = lex_order((all_q,) + all_v)
+        # (two runs, each sorted by query then value: merged by a sort that finds them)
+        order = lex_order((all_q,) + all_v, runs=True)
         all_q = all_q[order]
         all_v = tuple(c[order] for c in all_v)
         all_d = out_dt.take(all_d, order)
