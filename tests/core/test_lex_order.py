@@ -107,3 +107,30 @@ def test_packed_rows_sort_like_lexsort(runs: bool) -> None:
     ):
         rows = _sorted_runs(cols, [n // 2]) if runs else cols
         assert np.array_equal(lex_order(rows, runs=runs), _reference(rows))
+
+
+@pytest.mark.parametrize("shape", ["packed", "wide"])
+@pytest.mark.parametrize("first", ["sorted", "few-descents", "few-values", "many-descents"])
+@pytest.mark.parametrize("n", [511, 512, 4000])
+def test_rows_already_in_order_of_their_first_column_sort_like_lexsort(
+    shape: str, first: str, n: int
+) -> None:
+    """Rows that come (nearly) in order of their first column, with the later columns in
+    disorder within it, as a batch of line items by order key does: found as runs or sorted
+    afresh, the order is the stable lexicographic one, ties included."""
+    rng = np.random.default_rng(n + len(first) + len(shape))
+    if first == "sorted":
+        lead = np.sort(rng.integers(0, n, n))
+    elif first == "few-descents":  # two sorted runs one after the other
+        lead = np.concatenate(
+            [np.sort(rng.integers(0, n, n // 2)), np.sort(rng.integers(0, n, n - n // 2))]
+        )
+    elif first == "few-values":  # long groups of equal first values
+        lead = np.sort(rng.integers(0, 3, n))
+    else:
+        lead = rng.integers(0, n, n)
+    rest = [rng.integers(0, 4, n), rng.integers(-5, 5, n)]
+    if shape == "wide":
+        rest.append(rng.integers(-(2**40), 2**40, n))
+    cols = [lead, *rest]
+    assert (lex_order(cols) == _reference(cols)).all()
