@@ -90,8 +90,10 @@ def diff_matrix(d: Any) -> np.ndarray:
 
 #: key totals are not made from a trace of more rows than this (it is read instead)
 HISTORY_ROWS = 1 << 20
-#: a dense table may span this many keys whatever the rows seen, ...
-DENSE_MIN_SPAN = 1 << 16
+#: a dense table may hold this many cells (keys times diff parts: 4 MB) whatever the rows
+#: seen (the first batch of keys spread over their whole range, as customer keys of orders
+#: are, is counted densely), ...
+DENSE_MIN_CELLS = 1 << 19
 #: ... and otherwise at most this many times the rows counted so far
 DENSE_ROWS_FACTOR = 4
 #: at most this many non-zero keys are kept in a dict, and this many taken from one batch
@@ -217,7 +219,7 @@ class DenseTotals(KeyTotals):
     per key) indexed by ``key - lo``. When a batch's keys fall outside it, it is made anew
     over the keys that still hold a non-zero total and the batch's (keys whose totals went
     back to zero hold nothing and are left out), with room for as many again, as long as
-    those keys span at most ``DENSE_MIN_SPAN`` keys or ``DENSE_ROWS_FACTOR`` times the live
+    those keys span at most ``DENSE_MIN_CELLS`` cells or ``DENSE_ROWS_FACTOR`` times the live
     keys and the batch's rows: memory follows the keys alive, so a window of keys that
     moves on (new keys counted, old ones counted away) keeps it bounded."""
 
@@ -252,7 +254,7 @@ class DenseTotals(KeyTotals):
         if len(live):
             first, last = int(live[0]), int(live[-1])
             lo, end = min(lo, self.lo + first), max(end, self.lo + last + 1)
-        if end - lo > max(DENSE_MIN_SPAN, DENSE_ROWS_FACTOR * (len(live) + rows)):
+        if end - lo > max(DENSE_MIN_CELLS // self.width, DENSE_ROWS_FACTOR * (len(live) + rows)):
             return False
         new_cap = max(2 * (end - lo), 64)
         if klo < self.lo:
