@@ -488,7 +488,9 @@ def merge_interleaved(
                 dst |= t
     ka |= np.arange(na, dtype=np.int64)
     kb |= np.arange(na, n, dtype=np.int64)
-    keyed.sort()
+    # (two sorted runs: a merging sort finds them and merges in linear time, 10x faster
+    # than a plain sort of 10k-200k rows; the row numbers make every value distinct)
+    keyed.sort(kind="stable")
     mask = (1 << row_bits) - 1
     order = keyed & mask
     prefix = keyed >> row_bits
@@ -607,7 +609,7 @@ def merge_runs(runs: list[Updates], since: np.ndarray) -> Updates | None:
     assert keyed is not None
     keyed <<= row_bits
     keyed |= np.arange(n, dtype=np.int64)
-    keyed.sort()
+    keyed.sort(kind="stable")  # (sorted runs one after another: merged, as above)
     order = keyed & ((1 << row_bits) - 1)
     prefix = keyed >> row_bits
     tie = prefix[1:] == prefix[:-1]
