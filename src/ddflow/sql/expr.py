@@ -967,7 +967,14 @@ def _nullif(e: Call, f: Frame, ctx: Ctx) -> Result:
 
 
 def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
-    """``greatest``/``least``: NULL arguments are skipped (Spark); NULL only if all are."""
+    """``greatest``/``least``: NULL arguments are skipped (Spark); NULL only if all are.
+    With ``extra == "nulls"`` (SQLite's many-argument ``max``/``min``), NULL if any is."""
+    if e.extra == "nulls":
+        out, on = _greatest(Call(e.op, e.args, e.type, e.nullable), f, ctx)
+        for arg in e.args:
+            _, an = evaluate(arg, f, ctx)
+            on = _or(on, an)
+        return out, (on if on is not None and on.any() else None)
     best, bn = evaluate(e.args[0], f, ctx)
     pick = np.maximum if e.op == "greatest" else np.minimum
     strings = e.type.kind == "string"

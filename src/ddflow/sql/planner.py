@@ -6426,6 +6426,15 @@ class Planner:
             t = args[0].type
             for a in args[1:]:
                 t = common_type(t, a.type, name)
+            if self.dialect == "sqlite":
+                # SQLite's max(a, b, ...) / min(a, b, ...): NULL when any argument is
+                return Call(
+                    name,
+                    tuple(self._cast(a, t) for a in args),
+                    t,
+                    any(a.nullable for a in args),
+                    "nulls",
+                )
             return Call(
                 name, tuple(self._cast(a, t) for a in args), t, all(a.nullable for a in args)
             )
