@@ -5558,9 +5558,20 @@ class Planner:
             a = self._cast(a, DOUBLE)  # (Spark negates text as a DOUBLE)
         if not a.type.numeric and a.type.kind != "null":
             raise SQLError(f"cannot negate {a.type}")
+        return self._negate(a)
+
+    def _negate(self, a: Expr) -> Expr:
+        parts = self._mixed_branches(a)
+        if parts is not None:  # (an INTEGER branch stays one: SQLite, see _arith_by_branch)
+            conds, vals, d = parts
+            return self._case(conds, [self._negate(v) for v in vals], self._negate(d))
         return Call("neg", (a,), a.type, a.nullable)
 
     def _arith(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
+        if self.dialect == "sqlite" and op in ("add", "sub", "mul", "div", "mod"):
+            got = self._arith_by_branch(op, a, b, what)
+            if got is not None:
+                return got
         ta, tb = a.type, b.type
         if ta.kind == "null" and tb.kind == "null":
             return Lit(None, INT)
@@ -5721,6 +5732,34 @@ class Planner:
                     a.nullable,
                 )
         raise UnsupportedSQL(f"{a.type} {'+' if op == 'add' else '-'} INTERVAL {unit}")
+
+    def _arith_by_branch(self, op: str, a: Expr, b: Expr, what: str) -> Expr | None:
+        """SQLite: ``a op b`` where ``a`` or ``b`` is a CASE / COALESCE mixing INTEGER and
+        REAL branches (``_mixed_branches``), as a CASE of ``op`` applied to each branch as
+        it is (``COALESCE(i, r) / 2`` divides an integer ``i`` as integers, as SQLite does);
+        None otherwise, or when copying the other operand into each branch would make the
+        expression too large."""
+        for side in (0, 1):
+            parts = self._mixed_branches(a if side == 0 else b)
+            if parts is None:
+                continue
+            conds, vals, d = parts
+            other = b if side == 0 else a
+            if (len(vals) + 1) * _tree_size(other) > _BRANCH_COPIES:
+                raise UnsupportedSQL(
+                    "arithmetic over CASE / COALESCE values that mix INTEGER and REAL, "
+                    "nested too deeply to keep each value's own type"
+                )
+
+            def one(v: Expr, side: int = side, other: Expr = other) -> Expr:
+                return (
+                    self._arith(op, v, other, what)
+                    if side == 0
+                    else self._arith(op, other, v, what)
+                )
+
+            return self._case(conds, [one(v) for v in vals], one(d))
+        return None
 
     def _b_Add(self, node: Node, scope: Scope) -> Expr:
         return self._binary(node, scope, "add", "+")
@@ -6062,10 +6101,63 @@ class Planner:
             t = INT
         args: list[Expr] = []
         for c, v in zip(conds, vals, strict=True):
-            args += [c, self._cast(v, t)]
-        args.append(self._cast(d, t))
+            args += [c, self._branch_cast(v, t)]
+        args.append(self._branch_cast(d, t))
         nullable = d.nullable or any(v.nullable for v in vals)
         return Call("case", tuple(args), t, nullable)
+
+    def _branch_cast(self, v: Expr, t: SqlType) -> Expr:
+        """A CASE / COALESCE branch ``v`` in the result type ``t``. In SQLite a value keeps
+        its own type whichever branch it comes from, so an INTEGER branch of a REAL result
+        is cast visibly (a constant too, not folded): arithmetic over the result is then
+        done branch by branch (``_mixed_branches``), integer division where SQLite does it."""
+        if (
+            self.dialect == "sqlite"
+            and t.kind == "double"
+            and v.type.kind == "int"
+            and not (isinstance(v, Lit) and v.value is None)
+        ):
+            return Call("cast", (v,), t, v.nullable)
+        return self._cast(v, t)
+
+    def _mixed_branches(self, e: Expr) -> tuple[list[Expr], list[Expr], Expr] | None:
+        """For a SQLite CASE / COALESCE (IFNULL) whose REAL result has INTEGER branches
+        (``_branch_cast``), or such a CASE among its branches: its conditions, its values as
+        they were before the cast, and its default; None for anything else. (COALESCE's
+        conditions: each value IS NOT NULL.)"""
+        if not (
+            self.dialect == "sqlite"
+            and isinstance(e, Call)
+            and e.type.kind == "double"
+            and e.op in ("case", "coalesce")
+        ):
+            return None
+        if e.op == "case":
+            conds = list(e.args[0:-1:2])
+            vals = list(e.args[1:-1:2])
+        else:
+            conds = []
+            vals = list(e.args[:-1])
+        d = e.args[-1]
+
+        def raw(v: Expr) -> Expr:
+            if (
+                isinstance(v, Call)
+                and v.op == "cast"
+                and len(v.args) == 1
+                and v.args[0].type.kind == "int"
+            ):
+                return v.args[0]
+            return v
+
+        rv, rd = [raw(v) for v in vals], raw(d)
+        if all(r is v for r, v in zip([*rv, rd], [*vals, d], strict=True)) and not any(
+            self._mixed_branches(v) is not None for v in [*vals, d]
+        ):
+            return None  # (no INTEGER branch, here or in a CASE among the branches)
+        if e.op == "coalesce":
+            conds = [Call("is_not_null", (r,), BOOLEAN, False) for r in rv]
+        return conds, rv, rd
 
     def _b_If(self, node: Node, scope: Scope) -> Expr:
         c = self._bool(self.bind(node.this, scope), "IF")
@@ -6095,7 +6187,7 @@ class Planner:
             t = self._one_type(t, a.type, "COALESCE")
         if t.kind == "null":
             return Lit(None, INT)
-        cast = tuple(self._cast(a, t) for a in args)
+        cast = tuple(self._branch_cast(a, t) for a in args)
         return Call("coalesce", cast, t, all(a.nullable for a in args))
 
     def _b_Nullif(self, node: Node, scope: Scope) -> Expr:
@@ -6442,7 +6534,7 @@ class Planner:
             t = common_type(args[0].type, args[1].type, name)
             return Call(
                 "coalesce",
-                tuple(self._cast(a, t) for a in args),
+                tuple(self._branch_cast(a, t) for a in args),
                 t,
                 args[0].nullable and args[1].nullable,
             )
@@ -7355,6 +7447,16 @@ def _lit_decimal(e: Expr) -> SqlType | None:
     if isinstance(e, Lit) and e.type.kind == "int" and e.value is not None:
         return decimal_type(max(1, len(str(abs(int(e.value))))), 0)
     return None
+
+
+#: at most this many expression nodes are copied into the branches of a SQLite CASE that
+#: mixes INTEGER and REAL values (``Planner._arith_by_branch``)
+_BRANCH_COPIES = 2000
+
+
+def _tree_size(e: Expr) -> int:
+    """The number of nodes of expression ``e``."""
+    return 1 + sum(_tree_size(c) for c in e.children())
 
 
 def _fold(e: Expr, planner: Planner, consts: dict[int, Lit] | None = None) -> Lit | None:
