@@ -969,17 +969,13 @@ def _nullif(e: Call, f: Frame, ctx: Ctx) -> Result:
 def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
     """``greatest``/``least``: NULL arguments are skipped (Spark); NULL only if all are.
     With ``extra == "nulls"`` (SQLite's many-argument ``max``/``min``), NULL if any is."""
-    if e.extra == "nulls":
-        out, on = _greatest(Call(e.op, e.args, e.type, e.nullable), f, ctx)
-        for arg in e.args:
-            _, an = evaluate(arg, f, ctx)
-            on = _or(on, an)
-        return out, (on if on is not None and on.any() else None)
     best, bn = evaluate(e.args[0], f, ctx)
+    any_null = bn  # (each argument evaluated once: its NULLs noted here as well)
     pick = np.maximum if e.op == "greatest" else np.minimum
     strings = e.type.kind == "string"
     for arg in e.args[1:]:
         v, vn = evaluate(arg, f, ctx)
+        any_null = _or(any_null, vn)
         if strings:
             sb, sv = ctx.strings.decode(best), ctx.strings.decode(v)
             better = (sv > sb) if e.op == "greatest" else (sv < sb)
@@ -1002,6 +998,8 @@ def _greatest(e: Call, f: Frame, ctx: Ctx) -> Result:
         best = np.where(bn_, v, np.where(vn_, best, cand))
         both = bn_ & vn_
         bn = both if both.any() else None
+    if e.extra == "nulls":
+        return best, (any_null if any_null is not None and any_null.any() else None)
     return best, bn
 
 

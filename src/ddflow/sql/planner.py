@@ -5737,8 +5737,8 @@ class Planner:
         """SQLite: ``a op b`` where ``a`` or ``b`` is a CASE / COALESCE mixing INTEGER and
         REAL branches (``_mixed_branches``), as a CASE of ``op`` applied to each branch as
         it is (``COALESCE(i, r) / 2`` divides an integer ``i`` as integers, as SQLite does);
-        None otherwise, or when copying the other operand into each branch would make the
-        expression too large."""
+        None otherwise. ``UnsupportedSQL`` when copying the other operand into each branch
+        would make the expression too large (several such values combined, deeply)."""
         for side in (0, 1):
             parts = self._mixed_branches(a if side == 0 else b)
             if parts is None:
