@@ -26,6 +26,7 @@ import datetime as dt
 import decimal
 import math
 import random
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,17 @@ import pyarrow as pa
 
 import ddflow.sql as dsql
 
-__all__ = ["Del", "Ins", "Oracle", "OracleMismatch", "case", "check_stream", "churn", "same_rows"]
+__all__ = [
+    "Del",
+    "Ins",
+    "Oracle",
+    "OracleMismatch",
+    "case",
+    "check_sqlite_commits",
+    "check_stream",
+    "churn",
+    "same_rows",
+]
 
 REL_TOL = 1e-9
 ABS_TOL = 1e-9
@@ -508,3 +519,35 @@ def apply_commit(db: Any, live: list[tuple[Any, ...]], ins: list[Any], dels: lis
     for r in dels:
         live.remove(r)
     live.extend(ins)
+
+
+def check_sqlite_commits(
+    ddl: str,
+    table: str,
+    queries: Sequence[str],
+    commits: Iterable[tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]],
+    same: Callable[[list[tuple[Any, ...]], list[tuple[Any, ...]]], bool],
+) -> None:
+    """SQLite as the oracle: views of ``queries`` on a sqlite-dialect database and the same
+    queries on sqlite3, both given ``commits`` of ``(inserts, deletes)`` to ``table`` (a
+    delete removes one occurrence of its row); after every commit each view's rows must be
+    ``same(got, want)`` as sqlite3's answer."""
+    con = sqlite3.connect(":memory:")
+    con.execute(ddl)
+    db = dsql.Database(dialect="sqlite")
+    db.execute(ddl)
+    views = [db.view(q) for q in queries]
+    cols = [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
+    one = f"SELECT rowid FROM {table} WHERE {' AND '.join(f'{c} IS ?' for c in cols)} LIMIT 1"
+    for ins, dels in commits:
+        con.executemany(f"INSERT INTO {table} VALUES ({', '.join('?' * len(cols))})", ins)
+        for r in dels:
+            con.execute(f"DELETE FROM {table} WHERE rowid = ({one})", r)
+        if ins:
+            db.insert(table, ins)
+        if dels:
+            db.delete(table, dels)
+        db.commit()
+        for q, v in zip(queries, views, strict=True):
+            got, want = v.rows(), con.execute(q).fetchall()
+            assert same(got, want), (q, got, want)

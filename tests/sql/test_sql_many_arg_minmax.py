@@ -5,10 +5,10 @@ through inserts, deletes and an update that makes a value NULL."""
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 import pytest
+from oracle import check_sqlite_commits
 
 import ddflow.sql as dsql
 
@@ -37,27 +37,13 @@ def _key(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
 
 
 def test_sqlite_many_argument_max_min_is_null_when_any_argument_is() -> None:
-    ddl = "CREATE TABLE t1(a INTEGER, b INTEGER, c INTEGER)"
-    con = sqlite3.connect(":memory:")
-    con.execute(ddl)
-    db = dsql.Database(dialect="sqlite")
-    db.execute(ddl)
-    views = [db.view(q) for q in SQLITE_QUERIES]
-    for ins, dels in COMMITS:
-        con.executemany("INSERT INTO t1 VALUES (?, ?, ?)", ins)
-        for r in dels:
-            con.execute(
-                "DELETE FROM t1 WHERE rowid = (SELECT rowid FROM t1 WHERE a IS ? AND b IS ? "
-                "AND c IS ? LIMIT 1)",
-                r,
-            )
-        if ins:
-            db.insert("t1", ins)
-        if dels:
-            db.delete("t1", dels)
-        db.commit()
-        for q, v in zip(SQLITE_QUERIES, views, strict=True):
-            assert _key(v.rows()) == _key(con.execute(q).fetchall()), q
+    check_sqlite_commits(
+        "CREATE TABLE t1(a INTEGER, b INTEGER, c INTEGER)",
+        "t1",
+        SQLITE_QUERIES,
+        COMMITS,
+        lambda got, want: _key(got) == _key(want),
+    )
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 import pytest
+from oracle import check_sqlite_commits
 
 import ddflow.sql as dsql
 
@@ -49,28 +50,9 @@ def _same(got: list[tuple[Any, ...]], want: list[tuple[Any, ...]]) -> bool:
 
 
 def test_integer_branches_of_a_real_result_divide_as_integers() -> None:
-    ddl = "CREATE TABLE t1(a INTEGER, b REAL, c INTEGER)"
-    con = sqlite3.connect(":memory:")
-    con.execute(ddl)
-    db = dsql.Database(dialect="sqlite")
-    db.execute(ddl)
-    views = [db.view(q) for q in QUERIES]
-    for ins, dels in COMMITS:
-        con.executemany("INSERT INTO t1 VALUES (?, ?, ?)", ins)
-        for r in dels:
-            con.execute(
-                "DELETE FROM t1 WHERE rowid = (SELECT rowid FROM t1 WHERE a IS ? AND b IS ? "
-                "AND c IS ? LIMIT 1)",
-                r,
-            )
-        if ins:
-            db.insert("t1", ins)
-        if dels:
-            db.delete("t1", dels)
-        db.commit()
-        for q, v in zip(QUERIES, views, strict=True):
-            want = con.execute(q).fetchall()
-            assert _same(v.rows(), want), (q, v.rows(), want)
+    check_sqlite_commits(
+        "CREATE TABLE t1(a INTEGER, b REAL, c INTEGER)", "t1", QUERIES, COMMITS, _same
+    )
 
 
 def test_the_corpus_queries_that_found_it() -> None:
