@@ -472,8 +472,8 @@ def test_totals_state_round_trip(form: type) -> None:
         assert again.widen() is again
     widened = again.widen()
     keys_held: dict[Any, Any] = {}
-    for lv in widened.levels:
-        for k, *v in zip(lv.keys.tolist(), *lv.totals, strict=True):
+    for lvk, lvt in widened.held():
+        for k, *v in zip(lvk.tolist(), *lvt, strict=True):
             keys_held[k] = tuple(v)
     want = {}
     for k, c in expected(keys, "pair", "count", inputs_of(rounds), T * len(rounds)):
@@ -666,8 +666,8 @@ def test_general_totals_merge_levels_of_keys_that_arrive_in_order() -> None:
         worker.run()
         assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}
     assert isinstance(op.totals, SortedTotals)
-    for lv in op.totals.levels:
-        keys = lv.keys.tolist()
+    for lvk, _ in op.totals.held():
+        keys = lvk.tolist()
         assert keys == sorted(keys)
 
 
@@ -807,8 +807,15 @@ def test_general_form_pairs_packed_or_not(spread: bool) -> None:
         worker.run()
         assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}
     assert isinstance(op.totals, SortedTotals)
-    packed = [lv.packing for lv in op.totals.levels if lv.packing is not None]
-    assert packed and all((p is False) == spread for p in packed)
+    if spread:
+        # (the store's packing given up; no level's keys pack on their own either)
+        assert op.totals.packing is None and not op.totals.packable
+        packed = [lv.packing for lv in op.totals.levels if lv.packing is not None]
+        assert packed and all(p is False for p in packed)
+    else:
+        # (every level one int64 column under the store's packing)
+        assert op.totals.packing is not None
+        assert all(lv.keys.dtype == np.int64 for lv in op.totals.levels)
 
 
 @pytest.mark.parametrize("key_kind", ["dense", "pairs", "strings"])
@@ -836,3 +843,66 @@ def test_vectorized_threshold_equals_per_count_threshold(key_kind: str) -> None:
     for t in range(0, T * len(rounds), 5):
         acc = O.map(O.accumulate(inputs, t), lambda r: keys[r[0]])
         assert dict(got.at(t)) == O.threshold_total(acc, per_count)
+
+
+@pytest.mark.parametrize(
+    "dtypes", [(np.int64, np.int64), (np.int32, np.int16), (np.int64, np.bool_)]
+)
+def test_packed_pairs_repack_as_their_ranges_grow(dtypes: tuple[Any, Any]) -> None:
+    """The general form keeps pairs of int columns packed into one int64 under one packing
+    for every level: keys that keep growing upwards and downwards (repacked as their
+    ranges outgrow the room left) and keys that come back count exactly; a far key that
+    no 62 bits can hold with the rest unpacks the levels for good, still exact; and the
+    state of packed totals restores the same keys and totals."""
+    worker = dd.Worker()
+    inp, coll = worker.new_collection()
+    out = coll.count_total()
+    op = out.stream.producer
+    cap = out.capture()
+    ref: Counter[tuple[int, int]] = Counter()
+    rng = np.random.default_rng(17)
+    hi_b = 2 if dtypes[1] is np.bool_ else 100
+    info = np.iinfo(dtypes[0])
+    states: list[tuple[dict[str, Any], dict[tuple[int, int], int]]] = []
+    packings: list[tuple[list[int], list[int]]] = []
+    for t in range(24):
+        # (the first column spreads up and down by about 1.5x a round; int32 stays in range)
+        span = min(int(1.5**t) * 50, info.max // 4)
+        a = rng.integers(-span, span, 400)
+        b = rng.integers(0, hi_b, 400)
+        ks = [(int(x), int(y)) for x, y in zip(a, b, strict=True)]
+        if t == 20:
+            ks.append((int(info.min) + 1, 0))  # far below everything else
+            ks.append((int(info.max), 1))
+        ds = [1 if (t + i) % 5 else -1 for i in range(len(ks))]
+        cols = (
+            np.array([k[0] for k in ks], dtype=dtypes[0]),
+            np.array([k[1] for k in ks], dtype=dtypes[1]),
+        )
+        inp.insert_columns(cols, diffs=np.array(ds, dtype=np.int64))
+        for k, d in zip(ks, ds, strict=True):
+            ref[k] += d
+        inp.advance_to(t + 1)
+        worker.run()
+        assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}, t
+        totals = op.totals
+        if isinstance(totals, SortedTotals) and totals.packing is not None and t < 20:
+            pk = totals.packing
+            packings.append((list(pk.lows), list(pk.bits)))
+            states.append((totals.state(), dict(ref)))
+    # (packed from the dict's widening on, and widened as the keys spread)
+    assert len(packings) >= 8 and len(set(map(str, packings))) >= 3
+    # int32/int16 keys fit 62 bits even at their ends: only 64-bit ones are unpacked
+    assert isinstance(op.totals, SortedTotals)
+    assert (op.totals.packing is None) == (dtypes[0] is np.int64)
+    # restored totals hold what the packed ones did (key -> total, zero totals left out)
+    state, want = states[len(states) // 2]
+    again = KeyTotals.from_state(state)
+    assert isinstance(again, SortedTotals) and again.packing is None
+    held = {
+        tuple(int(v) for v in k): int(c)
+        for keys, tot in again.held()
+        for k, c in zip(keys.tolist(), tot.tolist(), strict=True)
+        if c
+    }
+    assert held == {k: c for k, c in want.items() if c}

@@ -508,6 +508,70 @@ class _Packing:
         return inside, packed
 
 
+class _KeyPacking:
+    """Structured integer keys packed into one int64, the same way for every level of a
+    ``SortedTotals`` (so its levels are plain int64 columns, searched and merged as one
+    integer key column is, instead of structured arrays, which numpy compares field by
+    field through a generic function): each field offset by its ``low`` and given
+    ``bits``, the first field highest, so packed keys sort as the keys do and a repacking
+    keeps a level's order. Each field's bits leave room above and below the values seen,
+    so keys that keep growing (an order key) are repacked ``O(log range)`` times."""
+
+    __slots__ = ("bits", "lows", "names", "shifts")
+
+    def __init__(self, names: tuple[str, ...], lows: list[int], bits: list[int]) -> None:
+        self.names, self.lows, self.bits = names, lows, bits
+        self.shifts = [sum(bits[j + 1 :]) for j in range(len(bits))]
+
+    @staticmethod
+    def covering(names: tuple[str, ...], lows: list[int], his: list[int]) -> _KeyPacking | None:
+        """A packing of values ``lows[i] .. his[i]`` of each field: with room to grow when
+        that fits 62 bits, else tight; None when not even that fits."""
+        spans = [hi - lo for lo, hi in zip(lows, his, strict=True)]
+        roomy = [(2 * s + 1).bit_length() for s in spans]
+        if sum(roomy) <= 62:
+            los = []
+            for lo, s, b in zip(lows, spans, roomy, strict=True):
+                room = ((1 << b) - 1 - s) // 2  # (half of the room below the values)
+                los.append(max(lo - room, I64_MIN))
+            return _KeyPacking(names, los, roomy)
+        tight = [s.bit_length() for s in spans]
+        if sum(tight) <= 62:
+            return _KeyPacking(names, list(lows), tight)
+        return None
+
+    def holds(self, lows: list[int], his: list[int]) -> bool:
+        """Whether every field's values ``lows[i] .. his[i]`` fit this packing."""
+        return all(
+            lo >= low and hi - low < (1 << b)
+            for lo, hi, low, b in zip(lows, his, self.lows, self.bits, strict=True)
+        )
+
+    def pack(self, keys: np.ndarray) -> np.ndarray:
+        """Structured keys (each field within the packing) as packed int64 keys."""
+        out: np.ndarray | None = None
+        for f, lo, sh in zip(keys.dtype.names or (), self.lows, self.shifts, strict=True):
+            term = keys[f].astype(np.int64) - lo
+            if sh:
+                term <<= sh
+            out = term if out is None else out | term
+        assert out is not None
+        return out
+
+    def unpack(self, packed: np.ndarray) -> np.ndarray:
+        """Packed keys as structured keys of int64 fields."""
+        out = np.empty(len(packed), dtype=[(f, np.int64) for f in self.names])
+        for f, lo, b, sh in zip(self.names, self.lows, self.bits, self.shifts, strict=True):
+            out[f] = ((packed >> sh) & ((1 << b) - 1)) + lo
+        return out
+
+
+def _field_ranges(keys: np.ndarray) -> tuple[list[int], list[int]]:
+    """Each field's least and greatest value (non-empty structured keys)."""
+    names = keys.dtype.names or ()
+    return [int(keys[f].min()) for f in names], [int(keys[f].max()) for f in names]
+
+
 class _Level:
     """One level of ``SortedTotals``: sorted distinct keys and their totals (a diff column
     aligned with them), and, once needed, the keys packed into one int64 column (structured
@@ -566,6 +630,10 @@ class SortedTotals(KeyTotals):
     before it while it holds at least half as many keys, dropping zero totals, so there are
     about ``log2(keys)`` levels and each key is copied ``O(log keys)`` times in all.
 
+    Structured integer keys (several integer key columns) are kept packed into one int64
+    column (``_KeyPacking``, the same for every level, widened as keys spread) while their
+    ranges fit 62 bits together, and as structured arrays from then on.
+
     Keys of another representation than the levels' (an int column beside floats, int32
     fields beside int64) are compared as Python values from then on: every level's keys
     become an object array once (``comparable``'s rule: equal means equal in Python)."""
@@ -581,13 +649,20 @@ class SortedTotals(KeyTotals):
         self._probe = np.zeros(0)
         self._found: list[tuple[_Level, np.ndarray, np.ndarray]] = []
         self._missing = np.zeros(0, dtype=np.int64)
+        #: how the levels' structured integer keys are packed (None: they are not)
+        self.packing: _KeyPacking | None = None
+        #: False once keys did not pack (the levels keep structured keys from then on)
+        self.packable = True
+
+    def held(self) -> list[tuple[np.ndarray, Any]]:
+        """Each level's keys (as a key index: structured keys unpacked) and totals."""
+        pk = self.packing
+        return [(lv.keys if pk is None else pk.unpack(lv.keys), lv.totals) for lv in self.levels]
 
     def state(self) -> dict[str, Any]:
         return {
             **super().state(),
-            "levels": [
-                (lv.keys, self.dt.take(lv.totals, np.arange(len(lv.keys)))) for lv in self.levels
-            ],
+            "levels": [(k, self.dt.take(t, np.arange(len(k)))) for k, t in self.held()],
             "objects": self.objects,
             "dead": self.dead,
         }
@@ -596,6 +671,7 @@ class SortedTotals(KeyTotals):
         super().load_state(state)
         self.levels = [_Level(k, t) for k, t in state["levels"]]
         self.objects, self.dead = state["objects"], state["dead"]
+        self.packing, self.packable = None, True  # (packed again by the next batch)
 
     def __len__(self) -> int:
         """How many keys the levels hold (zero totals not yet dropped included)."""
@@ -612,9 +688,68 @@ class SortedTotals(KeyTotals):
         """Take sorted distinct ``keys`` (none held yet) with their totals (a level of
         their own, merged as the levels are)."""
         if len(keys):
-            keys = self._as_key_dtype(keys)
+            packed = self._packed(keys)
+            keys = self._as_key_dtype(keys) if packed is None else packed
             self.levels.append(_Level(keys, totals))
             self._merge()
+
+    def _packed(self, keys: np.ndarray) -> np.ndarray | None:
+        """``keys`` packed as the levels' keys are (``_KeyPacking``), packing or repacking
+        the levels first when needed; None when keys are not packed (not structured
+        integers, or their ranges do not fit 62 bits: the levels are then unpacked for
+        good)."""
+        if not self.packable or self.objects:
+            return None
+        kd = keys.dtype
+        names = kd.names
+        pk = self.packing
+        if (
+            not names
+            or not all(packable_int(kd[f]) for f in names)
+            or (pk is not None and len(names) != len(pk.names))
+            or (pk is None and not self._structured_ints(len(names)))
+        ):
+            self._unpack()
+            return None
+        if not len(keys):
+            return np.zeros(0, dtype=np.int64) if pk is not None else None
+        lows, his = _field_ranges(keys)
+        if pk is not None and pk.holds(lows, his):
+            return pk.pack(keys)
+        # a packing covering these keys and the levels' (read unpacked: a repacking copies
+        # every level anyway, and happens a few times as ranges double)
+        for lv in self.levels:
+            lk = lv.keys if pk is None else pk.unpack(lv.keys)
+            if len(lk):
+                lo2, hi2 = _field_ranges(lk)
+                lows = [min(a, b) for a, b in zip(lows, lo2, strict=True)]
+                his = [max(a, b) for a, b in zip(his, hi2, strict=True)]
+        new = _KeyPacking.covering(tuple(pk.names if pk else names), lows, his)
+        if new is None:
+            self._unpack()
+            return None
+        for lv in self.levels:
+            lk = lv.keys if pk is None else pk.unpack(lv.keys)
+            lv.keys, lv.index, lv.packing = new.pack(lk), None, None
+        self.packing = new
+        return new.pack(keys)
+
+    def _structured_ints(self, width: int) -> bool:
+        """Whether every level holds structured integer keys of ``width`` fields (which
+        the first packing packs)."""
+        for lv in self.levels:
+            names = lv.keys.dtype.names
+            if not names or len(names) != width or not _int_keys(lv.keys):
+                return False
+        return True
+
+    def _unpack(self) -> None:
+        """Keep structured keys from now on (unpacking the levels if packed)."""
+        pk = self.packing
+        if pk is not None:
+            for lv in self.levels:
+                lv.keys, lv.index, lv.packing = pk.unpack(lv.keys), None, None
+        self.packing, self.packable = None, False
 
     def _as_key_dtype(self, keys: np.ndarray) -> np.ndarray:
         """``keys`` in the levels' representation, switching every level to Python values
@@ -653,7 +788,9 @@ class SortedTotals(KeyTotals):
                 f"count_total got {batch.diff_type.name} diffs after {self.dt.name} diffs; "
                 "a collection's diffs must keep one type"
             )
-        probe = self._as_key_dtype(batch.keys)
+        probe = self._packed(batch.keys)
+        if probe is None:
+            probe = self._as_key_dtype(batch.keys)
         missing = np.arange(len(probe))
         found = []
         for lv in reversed(self.levels):  # (the newest levels are the smallest)
