@@ -572,22 +572,88 @@ def _field_ranges(keys: np.ndarray) -> tuple[list[int], list[int]]:
     return [int(keys[f].min()) for f in names], [int(keys[f].max()) for f in names]
 
 
+_H0 = np.uint64(0x243F6A8885A308D3)
+_H1 = np.uint64(0x9E3779B97F4A7C15)
+_H2 = np.uint64(0xBF58476D1CE4E5B9)
+
+
+def key_hashes(keys: np.ndarray) -> np.ndarray:
+    """A 64-bit hash (``uint64``) of each structured integer key."""
+    h = np.full(keys.shape[0], _H0, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for f in keys.dtype.names or ():
+            h ^= keys[f].astype(np.uint64)
+            h *= _H1
+        h ^= h >> np.uint64(31)
+        h *= _H2
+        h ^= h >> np.uint64(29)
+    return h
+
+
+class _Hashed:
+    """A level's structured keys that do not pack (their ranges need more than 62 bits)
+    found by a 64-bit hash of each: the hashes sorted, and where each key is. A probe key
+    is looked up by its hash and then compared with the key found, so a hash match alone
+    never counts. Keys of a level whose hashes are not all distinct are not indexed this
+    way (``of`` gives None; the level is searched as a structured array)."""
+
+    __slots__ = ("hashes", "where")
+
+    def __init__(self, hashes: np.ndarray, where: np.ndarray) -> None:
+        self.hashes, self.where = hashes, where
+
+    @staticmethod
+    def of(keys: np.ndarray) -> _Hashed | None:
+        h = key_hashes(keys)
+        where = np.argsort(h, kind="stable")
+        hs = h[where]
+        if len(hs) > 1 and bool((hs[1:] == hs[:-1]).any()):
+            return None
+        return _Hashed(hs, where)
+
+    def find(
+        self, keys: np.ndarray, probe: np.ndarray, ph: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """``_Level.find`` for probe keys ``probe`` with hashes ``ph``."""
+        hs = self.hashes
+        pos = np.minimum(hs.searchsorted(ph), len(hs) - 1)
+        cand = np.flatnonzero(hs[pos] == ph)
+        at = self.where[pos[cand]]
+        kd = keys.dtype
+        if kd.itemsize == sum(kd[f].itemsize for f in kd.names or ()):
+            # (no padding between fields: the keys compared as bytes, equal integers of one
+            # dtype being equal bytes)
+            a = np.ascontiguousarray(keys[at]).view(np.uint8).reshape(len(at), kd.itemsize)
+            b = np.ascontiguousarray(probe[cand]).view(np.uint8).reshape(len(cand), kd.itemsize)
+            same = (a == b).all(axis=1)
+        else:
+            same = np.ones(len(cand), dtype=bool)
+            for f in kd.names or ():
+                same &= keys[f][at] == probe[f][cand]
+        return cand[same], at[same]
+
+
 class _Level:
     """One level of ``SortedTotals``: sorted distinct keys and their totals (a diff column
     aligned with them), and, once needed, the keys packed into one int64 column (structured
-    integer keys) or a dict from key to position (keys that do not compare)."""
+    integer keys), their hashes (structured integer keys that do not pack) or a dict from
+    key to position (keys that do not compare)."""
 
-    __slots__ = ("index", "keys", "packing", "totals")
+    __slots__ = ("hashed", "index", "keys", "packing", "totals")
 
     def __init__(self, keys: np.ndarray, totals: Any) -> None:
         self.keys = keys
         self.totals = totals
         self.index: dict[Any, int] | None = None
         self.packing: _Packing | None | bool = None  # (False: the keys do not pack)
+        self.hashed: _Hashed | None | bool = None  # (False: hashes are not distinct)
 
-    def find(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def find(
+        self, probe: np.ndarray, ph: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """``(probe positions, level positions)`` of the probe keys held here (``probe``
-        sorted and distinct, of the level's key dtype)."""
+        sorted and distinct, of the level's key dtype; ``ph`` their ``key_hashes``, for
+        structured keys)."""
         keys = self.keys
         n = keys.shape[0]
         if not n:
@@ -602,6 +668,11 @@ class _Level:
                 pos = pk.searchsorted(pp)
                 hit = (inside & (pk[np.minimum(pos, n - 1)] == pp)).nonzero()[0]
                 return hit, pos[hit]
+            if ph is not None and _int_keys(keys) and probe.dtype == keys.dtype:
+                if self.hashed is None:
+                    self.hashed = _Hashed.of(keys) or False
+                if isinstance(self.hashed, _Hashed):
+                    return self.hashed.find(keys, probe, ph)
         try:
             pos = keys.searchsorted(probe)
             hit = np.flatnonzero(
@@ -793,11 +864,14 @@ class SortedTotals(KeyTotals):
             probe = self._as_key_dtype(batch.keys)
         missing = np.arange(len(probe))
         found = []
+        # (structured keys not packed: their hashes, for levels that do not pack either)
+        ph = key_hashes(probe) if probe.dtype.names and _int_keys(probe) else None
         for lv in reversed(self.levels):  # (the newest levels are the smallest)
             if not len(missing):
                 break
-            sub = probe if len(missing) == len(probe) else probe[missing]
-            hit, at = lv.find(sub)
+            whole = len(missing) == len(probe)
+            sub = probe if whole else probe[missing]
+            hit, at = lv.find(sub, None if ph is None else ph if whole else ph[missing])
             if len(hit):
                 found.append((lv, missing[hit], at))
                 keep = np.ones(len(missing), dtype=bool)
