@@ -40,6 +40,39 @@ _CMP = {
 }
 
 
+def _slice(e: Call) -> tuple[int, int | None] | None:
+    """``substr(s, pos[, len])`` / ``left(s, len)`` with literal positions counted from the
+    first character and no negative length, as the code points ``start`` and ``stop`` of
+    Arrow's slice (None: to the end); None for other positions (counted from the end,
+    position 0), which stay in the dataflow."""
+    if e.op not in ("substr", "left") or len(e.args) < 2:
+        return None
+    consts = []
+    for x in e.args[1:]:
+        if not isinstance(x, Lit) or isinstance(x.value, bool):
+            return None
+        if not isinstance(x.value, (int, np.integer)):
+            return None
+        consts.append(int(x.value))
+    if e.op == "left":
+        if len(consts) != 1:
+            return None
+        return 0, max(consts[0], 0)
+    pos = consts[0]
+    ln = consts[1] if len(consts) > 1 else None
+    if pos < 1 or (ln is not None and ln < 0) or len(consts) > 2:
+        return None
+    return pos - 1, None if ln is None else pos - 1 + ln
+
+
+def _raw_text(e: Expr, scan: Scan) -> bool:
+    """Whether ``e`` is a string the Arrow kernels compute from the rows as they came: a
+    string field, or a slice of one from its start (``_slice``)."""
+    if isinstance(e, Col):
+        return scan.fields[e.index].type.kind == "string"
+    return isinstance(e, Call) and _slice(e) is not None and _raw_text(e.args[0], scan)
+
+
 def _raw(e: Expr, scan: Scan) -> bool:
     """Whether ``e`` (over the scan's fields) reads only string fields and string
     literals, with operators the Arrow kernels evaluate."""
@@ -55,30 +88,22 @@ def _raw(e: Expr, scan: Scan) -> bool:
         return isinstance(e.args[0], Col) and _raw(e.args[0], scan)
     if e.op == "like":
         return (
-            isinstance(e.args[0], Col)
+            _raw_text(e.args[0], scan)
             and isinstance(e.args[1], Lit)
-            and _raw(e.args[0], scan)
             and isinstance(e.args[1].value, str)
             and (e.extra[0] == "\\" or (e.extra[0] is None and "\\" not in e.args[1].value))
         )
     if e.op in _CMP:
         a, b = e.args
-        return (
-            (isinstance(a, Col) and isinstance(b, Lit) or isinstance(a, Lit) and isinstance(b, Col))
-            and _raw(a, scan)
-            and _raw(b, scan)
-        )
+        if isinstance(a, Lit):
+            a, b = b, a
+        return isinstance(b, Lit) and _raw(b, scan) and _raw_text(a, scan)
     if e.op == "in":
-        return (
-            isinstance(e.args[0], Col)
-            and _raw(e.args[0], scan)
-            and all(v is None or isinstance(v, str) for v in e.extra)
-        )
+        return _raw_text(e.args[0], scan) and all(v is None or isinstance(v, str) for v in e.extra)
     if e.op in ("starts_with", "ends_with", "contains"):
         return (
-            isinstance(e.args[0], Col)
+            _raw_text(e.args[0], scan)
             and isinstance(e.args[1], Lit)
-            and _raw(e.args[0], scan)
             and isinstance(e.args[1].value, str)
         )
     return False
@@ -1000,6 +1025,8 @@ def _passes(e: Expr) -> int | None:
         return 0
     if not isinstance(e, Call):
         return None
+    if e.args and not isinstance(e.args[0], Col | Lit) and e.op not in ("and", "or", "not"):
+        return None  # (a slice made of every row first)
     if e.op in ("eq", "ne"):
         return 1
     if e.op == "in":
@@ -1395,4 +1422,7 @@ def _eval(e: Expr, b: RowBatch) -> Any:
         pat = e.args[1]
         assert isinstance(pat, Lit)
         return pc.match_substring(_eval(e.args[0], b), pattern=pat.value)
+    cut = _slice(e)
+    if cut is not None:
+        return pc.utf8_slice_codeunits(_eval(e.args[0], b), start=cut[0], stop=cut[1])
     raise ValueError(f"{op} is not a string filter")
