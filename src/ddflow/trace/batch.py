@@ -313,6 +313,11 @@ def _distinct_sorted_rows(cols: Columns) -> bool:
     return not bool(same.any())
 
 
+#: batches of at least this many data columns have them stacked into one matrix when
+#: their rows are read again (one fancy index per read instead of one per column)
+_STACK_COLUMNS = 4
+
+
 class TraceBatch:
     """An immutable, consolidated batch of ``(key, val, time, diff)`` rows with a description."""
 
@@ -331,6 +336,7 @@ class TraceBatch:
         "_lead",
         "_bound",
         "_unique",
+        "_stacked",
         "__weakref__",
     )
 
@@ -383,6 +389,10 @@ class TraceBatch:
         self._lead: np.ndarray | None | bool = None
         self._bound: int | None = None
         self._unique: bool | None = None  # (unique_rows: None until known)
+        #: the data columns as the rows of one matrix once rows were taken twice (wide
+        #: batches: ``take_rows``); an int: how many times rows were taken before; False:
+        #: the columns do not stack
+        self._stacked: np.ndarray | int | bool = 0
 
     def _dense_table(self) -> tuple[int, np.ndarray] | None:
         """For integer keys spanning a range not much larger than their number: a table from
@@ -690,19 +700,44 @@ class TraceBatch:
         return out
 
     def take_rows(self, rows: np.ndarray) -> Updates:
+        data = self.data
+        if len(data) >= _STACK_COLUMNS and self._stacked is not False:
+            st = self._stacked
+            got = st if isinstance(st, np.ndarray) else self._stack(int(st))
+            if got is not None:
+                return Updates(
+                    tuple(got[:, rows]),
+                    take_times(self.times, rows),
+                    self.diff_type.take(self.diffs, rows),
+                    self.diff_type,
+                )
         return Updates(
-            tuple(c[rows] for c in self.data),
+            tuple(c[rows] for c in data),
             take_times(self.times, rows),
             self.diff_type.take(self.diffs, rows),
             self.diff_type,
         )
 
+    def _stack(self, reads: int) -> np.ndarray | None:
+        """The data columns as one matrix, made at the second read of a batch's rows (a
+        batch read once is not copied) when they are 1-d columns of one numeric dtype; the
+        batch's columns become its rows' views (no second copy is kept)."""
+        if reads < 1:
+            self._stacked = reads + 1
+            return None
+        data = self.data
+        dt = data[0].dtype
+        if dt.kind not in "iufb" or not all(c.dtype == dt and c.ndim == 1 for c in data):
+            self._stacked = False
+            return None
+        st = np.stack(data)
+        self.data = tuple(st)
+        self._stacked = st
+        return st
+
     def __getstate__(self) -> dict[str, Any]:
-        state = {
-            k: getattr(self, k)
-            for k in self.__slots__
-            if k not in ("_table", "_index", "_packed", "_lead", "_bound", "_unique", "__weakref__")
-        }
+        skip = ("_table", "_index", "_packed", "_lead", "_bound", "_unique", "_stacked")
+        state = {k: getattr(self, k) for k in self.__slots__ if k not in (*skip, "__weakref__")}
         for k in ("data", "times", "diffs"):
             state[k] = _pack(state[k])
         return state
@@ -716,6 +751,7 @@ class TraceBatch:
         self._lead = None
         self._bound = None
         self._unique = None
+        self._stacked = 0
 
     def __repr__(self) -> str:
         d = self.desc
