@@ -1,8 +1,8 @@
 """A trace batch of several data columns read again and again (a reduce gathering its keys'
 history every round) takes the rows it is asked for from its columns stacked into one
 matrix: the rows taken are those of the columns, the batch's own columns still read the
-same, a batch read once is not stacked, columns of different dtypes are not stacked, and a
-pickled batch reads the same."""
+same, a batch read once (or a large one read a few times) is not stacked, columns of
+different dtypes are not stacked, and a pickled batch reads the same."""
 
 from __future__ import annotations
 
@@ -78,3 +78,13 @@ def test_batches_read_once_or_of_mixed_dtypes_are_not_stacked() -> None:
     for _ in range(3):
         narrow.take_rows(np.arange(5))
     assert not isinstance(narrow._stacked, np.ndarray)
+    # a large batch is stacked only after a read per 1024 of its rows
+    m = 8192
+    big = _batch(tuple(rng.integers(0, 10**6, m) for _ in range(5)))
+    plain = tuple(c.copy() for c in big.data)
+    rows = rng.integers(0, len(big), 20)
+    reads = len(big) >> 10
+    for i in range(reads):
+        got = big.take_rows(rows)
+        assert all(np.array_equal(g, p[rows]) for g, p in zip(got.data, plain, strict=True))
+        assert isinstance(big._stacked, np.ndarray) == (i == reads - 1)
