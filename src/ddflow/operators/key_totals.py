@@ -50,6 +50,7 @@ from ddflow.core.diff import (
     int_column,
 )
 from ddflow.core.errors import DataError, DiffTypeError
+from ddflow.engine.exchange import hash_columns
 from ddflow.trace.batch import TraceBatch
 
 __all__ = [
@@ -464,19 +465,15 @@ class _Packing:
     packed keys sort as the keys do. Probe keys are packed the same way; only those within
     every field's range (``inside``) can be keys of the level."""
 
-    __slots__ = ("bits", "his", "keys", "lows", "names", "shifts")
+    __slots__ = ("his", "keys", "layout")
 
     def __init__(
         self, keys: np.ndarray, names: tuple[str, ...], lows: list[int], his: list[int]
     ) -> None:
-        self.names, self.lows, self.his = names, lows, his
-        cols = [keys[f].astype(np.int64) for f in names]
-        self.bits = [(hi - lo).bit_length() for lo, hi in zip(lows, his, strict=True)]
-        self.shifts = [sum(self.bits[j + 1 :]) for j in range(len(self.bits))]
-        packed = np.zeros(keys.shape[0], dtype=np.int64)
-        for c, lo, sh in zip(cols, lows, self.shifts, strict=True):
-            packed |= (c - lo) << sh
-        self.keys = packed
+        self.his = his
+        bits = [(hi - lo).bit_length() for lo, hi in zip(lows, his, strict=True)]
+        self.layout = _KeyPacking(names, lows, bits)
+        self.keys = self.layout.pack(keys)
 
     @staticmethod
     def of(keys: np.ndarray) -> _Packing | None:
@@ -496,16 +493,12 @@ class _Packing:
         """``(inside, packed)`` of probe keys of the level's dtype (``packed`` is
         meaningless where not ``inside``)."""
         inside: np.ndarray | None = None
-        packed: np.ndarray | None = None
-        for f, lo, hi, sh in zip(self.names, self.lows, self.his, self.shifts, strict=True):
-            c = probe[f].astype(np.int64)
+        for f, lo, hi in zip(self.layout.names, self.layout.lows, self.his, strict=True):
+            c = probe[f]
             ok = (c >= lo) & (c <= hi)  # (compared as values: an offset could wrap)
             inside = ok if inside is None else inside & ok
-            off = c - lo  # (meaningless where not inside)
-            term = off << sh if sh else off
-            packed = term if packed is None else packed | term
-        assert inside is not None and packed is not None
-        return inside, packed
+        assert inside is not None
+        return inside, self.layout.pack(probe)
 
 
 class _KeyPacking:
@@ -572,22 +565,10 @@ def _field_ranges(keys: np.ndarray) -> tuple[list[int], list[int]]:
     return [int(keys[f].min()) for f in names], [int(keys[f].max()) for f in names]
 
 
-_H0 = np.uint64(0x243F6A8885A308D3)
-_H1 = np.uint64(0x9E3779B97F4A7C15)
-_H2 = np.uint64(0xBF58476D1CE4E5B9)
-
-
 def key_hashes(keys: np.ndarray) -> np.ndarray:
-    """A 64-bit hash (``uint64``) of each structured integer key."""
-    h = np.full(keys.shape[0], _H0, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        for f in keys.dtype.names or ():
-            h ^= keys[f].astype(np.uint64)
-            h *= _H1
-        h ^= h >> np.uint64(31)
-        h *= _H2
-        h ^= h >> np.uint64(29)
-    return h
+    """A 64-bit hash (``uint64``) of each structured integer key: the exchange's hash of
+    its fields as columns."""
+    return hash_columns([keys[f] for f in keys.dtype.names or ()], keys.shape[0])
 
 
 class _Hashed:
@@ -789,8 +770,8 @@ class SortedTotals(KeyTotals):
             return pk.pack(keys)
         # a packing covering these keys and the levels' (read unpacked: a repacking copies
         # every level anyway, and happens a few times as ranges double)
-        for lv in self.levels:
-            lk = lv.keys if pk is None else pk.unpack(lv.keys)
+        held = [k for k, _ in self.held()]
+        for lk in held:
             if len(lk):
                 lo2, hi2 = _field_ranges(lk)
                 lows = [min(a, b) for a, b in zip(lows, lo2, strict=True)]
@@ -799,8 +780,7 @@ class SortedTotals(KeyTotals):
         if new is None:
             self._unpack()
             return None
-        for lv in self.levels:
-            lk = lv.keys if pk is None else pk.unpack(lv.keys)
+        for lv, lk in zip(self.levels, held, strict=True):
             lv.keys, lv.index, lv.packing = new.pack(lk), None, None
         self.packing = new
         return new.pack(keys)
