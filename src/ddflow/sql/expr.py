@@ -1587,6 +1587,25 @@ def _arrow_strings(s: np.ndarray) -> Any:
     return pa.array(s, type=pa.string(), from_pandas=True)
 
 
+def leading_slice(op: str, consts: list[Any], dialect: str | None) -> tuple[int, int | None] | None:
+    """``substr(s, pos[, len])`` / ``left(s, len)`` with constant arguments, when counted
+    from the first character with no negative length, as the code points ``(start,
+    stop)`` of Arrow's slice (``stop`` None: to the end); None for the others (a position
+    from the end, a negative length). Position 0 is the first character in Spark's
+    dialect (``dialect`` None: not known, so not taken)."""
+    ln: int | None
+    if op == "left":
+        pos, ln = 1, max(int(consts[0]), 0)
+    else:
+        pos = int(consts[0])
+        ln = int(consts[1]) if len(consts) > 1 else None
+    if pos == 0 and dialect == "spark":
+        pos = 1  # (Spark: position 0 is the first character)
+    if pos < 1 or (ln is not None and ln < 0):
+        return None
+    return pos - 1, None if ln is None else pos - 1 + ln
+
+
 def _arrow_string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx) -> Any:
     """``_string_kernel``'s function done by one Arrow kernel over all the distinct strings
     at once, for the functions and arguments where Arrow's result is the dialect's (slices
@@ -1595,18 +1614,10 @@ def _arrow_string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx) -> Any:
 
     strings = ctx.strings
     if op in ("substr", "left"):
-        ln: int | None
-        if op == "left":
-            pos, ln = 1, max(int(consts[0]), 0)
-        else:
-            pos = int(consts[0])
-            ln = int(consts[1]) if len(consts) > 1 else None
-        if pos == 0 and ctx.dialect == "spark":
-            pos = 1  # (Spark: position 0 is the first character)
-        if pos < 1 or (ln is not None and ln < 0):
+        cut = leading_slice(op, consts, ctx.dialect)
+        if cut is None:
             return None  # (counted from the end, or backwards: the per-string rules)
-        start = pos - 1
-        stop = None if ln is None else start + ln
+        start, stop = cut
 
         def sliced(s: np.ndarray) -> np.ndarray:
             got = pc.utf8_slice_codeunits(_arrow_strings(s), start=start, stop=stop)

@@ -6518,18 +6518,11 @@ class Planner:
             t = args[0].type
             for a in args[1:]:
                 t = common_type(t, a.type, name)
+            cast = tuple(self._cast(a, t) for a in args)
             if self.dialect == "sqlite":
                 # SQLite's max(a, b, ...) / min(a, b, ...): NULL when any argument is
-                return Call(
-                    name,
-                    tuple(self._cast(a, t) for a in args),
-                    t,
-                    any(a.nullable for a in args),
-                    "nulls",
-                )
-            return Call(
-                name, tuple(self._cast(a, t) for a in args), t, all(a.nullable for a in args)
-            )
+                return Call(name, cast, t, any(a.nullable for a in args), "nulls")
+            return Call(name, cast, t, all(a.nullable for a in args))
         if name in ("ifnull", "nvl") and len(args) == 2:
             t = common_type(args[0].type, args[1].type, name)
             return Call(

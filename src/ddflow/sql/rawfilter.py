@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
-from ddflow.sql.expr import Call, Col, Expr, Lit, conjoin, conjuncts
+from ddflow.sql.expr import Call, Col, Expr, Lit, conjoin, conjuncts, leading_slice
 from ddflow.sql.optimize import _shift, remap, subst, uses
 from ddflow.sql.plan import Aggregate, Filter, Join, Plan, Project, Scan
 from ddflow.sql.rewrite import _bottom_up, with_inputs
@@ -41,28 +41,18 @@ _CMP = {
 
 
 def _slice(e: Call) -> tuple[int, int | None] | None:
-    """``substr(s, pos[, len])`` / ``left(s, len)`` with literal positions counted from the
-    first character and no negative length, as the code points ``start`` and ``stop`` of
-    Arrow's slice (None: to the end); None for other positions (counted from the end,
-    position 0), which stay in the dataflow."""
-    if e.op not in ("substr", "left") or len(e.args) < 2:
+    """``substr`` / ``left`` of a string with integer literal positions, as
+    ``leading_slice`` gives it (a slice from the first character); None for any other
+    call, which stays in the dataflow."""
+    rest = e.args[1:]
+    if e.op not in ("substr", "left") or not 1 <= len(rest) <= (1 if e.op == "left" else 2):
         return None
-    consts = []
-    for x in e.args[1:]:
-        if not isinstance(x, Lit) or isinstance(x.value, bool):
-            return None
-        if not isinstance(x.value, (int, np.integer)):
-            return None
-        consts.append(int(x.value))
-    if e.op == "left":
-        if len(consts) != 1:
-            return None
-        return 0, max(consts[0], 0)
-    pos = consts[0]
-    ln = consts[1] if len(consts) > 1 else None
-    if pos < 1 or (ln is not None and ln < 0) or len(consts) > 2:
+    lits = [x for x in rest if isinstance(x, Lit)]
+    if len(lits) < len(rest) or not all(
+        isinstance(x.value, (int, np.integer)) and not isinstance(x.value, bool) for x in lits
+    ):
         return None
-    return pos - 1, None if ln is None else pos - 1 + ln
+    return leading_slice(e.op, [int(x.value) for x in lits], None)
 
 
 def _raw_text(e: Expr, scan: Scan) -> bool:
