@@ -569,14 +569,41 @@ def test_a_shared_arrangement_keeps_the_trace_path() -> None:
 # ---- forms: which the totals take, and widening to the general form ---------------------------
 
 
-def test_dense_totals_widen_when_keys_spread() -> None:
-    """Dense totals given keys too far apart become the general form, with every total kept,
-    and count on exactly."""
+def _counting() -> tuple[dd.Worker, Any, Any, Any]:
+    """A worker counting one collection with ``count_total``: the worker, its input, the
+    count's operator (whose totals the tests look at) and a capture of its output."""
     worker = dd.Worker()
     inp, coll = worker.new_collection()
     out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    return worker, inp, out.stream.producer, out.capture()
+
+
+def _count_round(
+    worker: dd.Worker,
+    inp: Any,
+    ks: list[tuple[int, ...]],
+    ds: list[int],
+    ref: Counter[Any],
+    t: int,
+    dtypes: tuple[Any, ...] | None = None,
+) -> None:
+    """Round ``t``: keys ``ks`` (tuples of ints, one column per field, of ``dtypes`` or
+    int64) with diffs ``ds`` into ``inp``, and into ``ref``, the expected count of each."""
+    cols = tuple(
+        np.array(c, dtype=np.int64 if dtypes is None else dtypes[i])
+        for i, c in enumerate(zip(*ks, strict=True))
+    )
+    inp.insert_columns(cols, diffs=np.array(ds, dtype=np.int64))
+    for k, d in zip(ks, ds, strict=True):
+        ref[k] += d
+    inp.advance_to(t + 1)
+    worker.run()
+
+
+def test_dense_totals_widen_when_keys_spread() -> None:
+    """Dense totals given keys too far apart become the general form, with every total kept,
+    and count on exactly."""
+    worker, inp, op, cap = _counting()
     ref: Counter[int] = Counter()
     rng = np.random.default_rng(3)
     for t in range(8):
@@ -599,11 +626,7 @@ def test_dense_totals_follow_a_moving_window_of_keys() -> None:
     """Keys that move on (each round counts new, higher keys and counts the oldest ones
     away) keep dense totals of about the window's size, not of every key ever seen, and
     the counts stay exact."""
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     window, step = 2000, 500
     live: Counter[int] = Counter()
     widths = []
@@ -646,11 +669,7 @@ def test_general_totals_merge_levels_of_keys_that_arrive_in_order() -> None:
     """Pairs of ints arriving in order (each round's above the last, and a second run
     below the first: levels whose key ranges do not meet, merged without sorting) and
     some counted away again give the exact counts, every level sorted."""
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     ref: Counter[tuple[int, int]] = Counter()
     for t in range(40):
         up = [(t * 200 + i, i % 7) for i in range(200)]
@@ -674,11 +693,7 @@ def test_general_totals_merge_levels_of_keys_that_arrive_in_order() -> None:
 def test_dict_totals_widen_past_their_size() -> None:
     """Dict totals of integer pairs given more keys than a dict holds become the general
     form; the counts go on exactly (pairs as structured keys, searched in sorted levels)."""
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     ref: Counter[tuple[int, int]] = Counter()
     rng = np.random.default_rng(4)
     for t in range(10):
@@ -788,11 +803,7 @@ def test_general_form_pairs_packed_or_not(spread: bool) -> None:
     exactly, keys leaving and coming back."""
     base = I64_MAX - 5000 if not spread else 0
     far = [(I64_MIN + 3, 1), (I64_MAX, -1)] if spread else [(I64_MAX, 7), (I64_MAX - 1, 7)]
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     ref: Counter[tuple[int, int]] = Counter()
     rng = np.random.default_rng(9)
     for t in range(12):
@@ -854,11 +865,7 @@ def test_packed_pairs_repack_as_their_ranges_grow(dtypes: tuple[Any, Any]) -> No
     ranges outgrow the room left) and keys that come back count exactly; a far key that
     no 62 bits can hold with the rest unpacks the levels for good, still exact; and the
     state of packed totals restores the same keys and totals."""
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     ref: Counter[tuple[int, int]] = Counter()
     rng = np.random.default_rng(17)
     hi_b = 2 if dtypes[1] is np.bool_ else 100
@@ -875,15 +882,7 @@ def test_packed_pairs_repack_as_their_ranges_grow(dtypes: tuple[Any, Any]) -> No
             ks.append((int(info.min) + 1, 0))  # far below everything else
             ks.append((int(info.max), 1))
         ds = [1 if (t + i) % 5 else -1 for i in range(len(ks))]
-        cols = (
-            np.array([k[0] for k in ks], dtype=dtypes[0]),
-            np.array([k[1] for k in ks], dtype=dtypes[1]),
-        )
-        inp.insert_columns(cols, diffs=np.array(ds, dtype=np.int64))
-        for k, d in zip(ks, ds, strict=True):
-            ref[k] += d
-        inp.advance_to(t + 1)
-        worker.run()
+        _count_round(worker, inp, ks, ds, ref, t, dtypes)
         assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}, t
         totals = op.totals
         if isinstance(totals, SortedTotals) and totals.packing is not None and t < 20:
@@ -922,11 +921,7 @@ def test_unpacked_keys_found_by_hash_count_exactly(
 
     if weak:
         monkeypatch.setattr(kt, "key_hashes", lambda k: k["f0"].astype(np.uint64))
-    worker = dd.Worker()
-    inp, coll = worker.new_collection()
-    out = coll.count_total()
-    op = out.stream.producer
-    cap = out.capture()
+    worker, inp, op, cap = _counting()
     ref: Counter[tuple[int, int, int]] = Counter()
     rng = np.random.default_rng(23)
     big = 2**40
@@ -939,12 +934,7 @@ def test_unpacked_keys_found_by_hash_count_exactly(
             old = [k for k in ref if ref[k] > 0]
             ks += [old[j] for j in rng.choice(len(old), 150, replace=False)]
         ds = [1 if i < 200 or (t + i) % 3 else -1 for i in range(len(ks))]
-        cols = tuple(np.array(c, dtype=np.int64) for c in zip(*ks, strict=True))
-        inp.insert_columns(cols, diffs=np.array(ds, dtype=np.int64))
-        for k, d in zip(ks, ds, strict=True):
-            ref[k] += d
-        inp.advance_to(t + 1)
-        worker.run()
+        _count_round(worker, inp, ks, ds, ref, t)
         assert dict(cap.at(t)) == {(k, c): 1 for k, c in ref.items() if c}, t
     totals = op.totals
     assert isinstance(totals, SortedTotals) and totals.packing is None
