@@ -40,8 +40,8 @@ from ddflow.engine.operator import Operator, State
 from ddflow.operators.arrange import Arrange
 from ddflow.operators.lattice import lattice_reduce
 from ddflow.operators.linear import user_error
-from ddflow.operators.reducers import Reducer, TotalsReducer
-from ddflow.trace.batch import Description, TraceBatch, comparable, key_index
+from ddflow.operators.reducers import Reducer, TopK, TotalsReducer, group_starts
+from ddflow.trace.batch import Description, TraceBatch, comparable, key_index, ranges_to_indices
 from ddflow.trace.spine import Spine, key_sums, sums_fit
 
 if TYPE_CHECKING:
@@ -155,7 +155,8 @@ class Reduce(Operator):
         reducer = self.reducer
         total = reducer.vectorized and self._total_path()
         vectorized = reducer.vectorized and not total
-        few = vectorized and self._few(batches)
+        prefix = vectorized and self._prefix_path(batches)
+        few = vectorized and not prefix and self._few(batches)
         if few:
             self._pending_as_dict()
             vectorized = False
@@ -190,6 +191,8 @@ class Reduce(Operator):
             reducer.check_input(in_dt, self.name)
             if total:
                 out = self._total_vectorized(batches, lower, in_dt)
+            elif prefix:
+                out = self._total_top_k(batches, lower, in_dt)
             elif vectorized:
                 out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
             else:
@@ -342,6 +345,100 @@ class Reduce(Operator):
                 )
             )
         return consolidate(concat_updates(parts))
+
+    # -- totally ordered times, the k least values: a prefix of each key's values -------------
+    #: rows of each key's run read from each batch at first (times the ``k`` kept), the
+    #: prefix growing fourfold for the keys it leaves undecided
+    PREFIX_ROWS = 2
+    #: ... and at least this many
+    PREFIX_MIN = 8
+
+    def _prefix_path(self, batches: list[TraceBatch]) -> bool:
+        """Whether this run of ``top_k`` reads each changed key's least values only: totally
+        ordered times with no work pending, every new update at one time, keyed input and
+        int64 diffs."""
+        if type(self.reducer) is not TopK or not self.kind.total or not batches:
+            return False
+        if len(self.pend_times) or self.pending or not self.arrangement.key_width:
+            # (pending work, in either path's form, is left to the paths that hold it)
+            return False
+        t0 = batches[0].times[:1]
+        for b in batches:
+            if b.diff_type is not INT_DIFF or b.diffs.dtype != np.int64:
+                return False
+            if len(b) and not (b.times == t0).all():
+                return False
+        return len(t0) == 1
+
+    def _total_top_k(self, batches: list[TraceBatch], lower: Antichain, in_dt: DiffType) -> Any:
+        """``top_k`` at the one time ``t`` of the new updates, for the keys they touch,
+        reading each key's least values only. Each batch holds a key's rows sorted by value,
+        so the first ``j`` rows of its run hold its least values; a value below the first
+        row left unread in every batch that had more is complete (all its rows read), and
+        once the complete values of a key add up to ``k`` or more, its ``k`` least values
+        are known. Keys left undecided (values that cancel, counts of one) read four times
+        as many rows, until decided. The output is corrected by what is desired minus what
+        the output trace holds."""
+        reducer = self.reducer
+        assert isinstance(reducer, TopK)
+        arrangement = self.arrangement
+        kw = arrangement.key_width
+        if self.out_val_layout is None:
+            self.out_val_layout = reducer.output_values(in_dt, arrangement.val_layout)
+        if self.out_val_layout is None:
+            self.out_val_layout = arrangement.val_layout
+        self.out_dt = INT_DIFF
+        if len(batches) == 1:
+            b = batches[0]
+            probe = b.keys
+            probe_cols = tuple(c[b.bounds[:-1]] for c in b.data[:kw])
+        else:
+            kcols = tuple(concat_columns([b.data[i] for b in batches]) for i in range(kw))
+            order = lex_order(kcols)
+            kcols = tuple(c[order] for c in kcols)
+            starts = run_starts(kcols, len(order))
+            probe_cols = tuple(c[starts] for c in kcols)
+            probe = key_index(probe_cols)
+        nq = len(probe)
+        if not nq:
+            return None
+        t = batches[0].times[:1]
+        readable = [*arrangement.spine.batches_through(lower), *batches]
+        k = reducer.k
+        j = max(self.PREFIX_ROWS * k, self.PREFIX_MIN)
+        open_q = np.arange(nq)
+        parts: list[tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]] = []
+        while len(open_q):
+            sub = probe[open_q]
+            q, vals, sums, cut = _least_rows(readable, sub, kw, j)
+            q = open_q[q]
+            decided = np.ones(len(open_q), dtype=bool)
+            if len(cut):
+                # a key cut short in some batch is decided once its complete values add up
+                # to k places
+                if (sums < 0).any():
+                    raise DataError("top_k needs non-negative accumulated counts")
+                held = np.zeros(nq, dtype=np.float64)
+                np.add.at(held, q, sums.astype(np.float64))
+                decided[cut] = held[open_q[cut]] >= k
+            keep = decided[np.searchsorted(open_q, q)]
+            parts.append((q[keep], tuple(c[keep] for c in vals), sums[keep]))
+            open_q = open_q[~decided]
+            j *= 4
+        iq = np.concatenate([p[0] for p in parts])
+        nv = len(parts[0][1])
+        iv = tuple(concat_columns([p[1][i] for p in parts]) for i in range(nv))
+        isum = np.concatenate([p[2] for p in parts])
+        if len(parts) > 1:
+            order = lex_order((iq, *iv))
+            iq, iv, isum = iq[order], tuple(c[order] for c in iv), isum[order]
+        want = reducer.desired(self, nq, iq, iv, isum, in_dt)
+        have = _accumulated(self.out_spine, probe, kw)
+        cq, cv, cd = reducer.corrections(nq, want, have, INT_DIFF)
+        if not len(cq):
+            return None
+        times = np.repeat(np.asarray(t, dtype=np.int64), len(cq), axis=0)
+        return Updates(tuple(c[cq] for c in probe_cols) + tuple(cv), times, cd, INT_DIFF)
 
     # -- any lattice, vectorized reducers: over columns ------------------------------------------
     def _lattice(
@@ -619,3 +716,91 @@ class Reduce(Operator):
         times_arr = np.array([e[2] for e in emitted], dtype=np.int64)
         diffs = odt.from_values([e[3] for e in emitted])
         return consolidate(Updates(kcols_out + vcols, times_arr, diffs, odt)), pending
+
+
+def _least_rows(
+    batches: list[TraceBatch], probe: np.ndarray, kw: int, j: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+    """The complete least values of the probe keys (sorted, distinct) read from the first
+    ``j`` rows of each key's run in each batch: ``(probe index, value columns, summed
+    count)`` sorted by key then value, zero sums left out, and the probe indices of the keys
+    whose run was cut short in some batch. A value is complete when it lies below the first
+    unread row of every batch that cut its key short."""
+    qs: list[np.ndarray] = []
+    vs: list[tuple[np.ndarray, ...]] = []
+    ds: list[np.ndarray] = []
+    marks: list[np.ndarray] = []  # 0: the first unread value of a cut run; 1: a row read
+    cut_q: list[np.ndarray] = []
+    for b in batches:
+        hit, lo, hi = b.key_spans(probe)
+        if not len(hit):
+            continue
+        long_ = (hi - lo > j).nonzero()[0]
+        end = hi
+        if len(long_):
+            end = np.minimum(hi, lo + j)
+        rows, run = ranges_to_indices(lo, end)
+        u = b.take_rows(rows)
+        qs.append(hit[run])
+        vs.append(tuple(u.data[kw:]))
+        ds.append(np.asarray(u.diffs, dtype=np.int64))
+        marks.append(np.ones(len(rows), dtype=np.int8))
+        if len(long_):
+            at = end[long_]  # each cut run's first unread row
+            qs.append(hit[long_])
+            vs.append(tuple(c[at] for c in b.data[kw:]))
+            ds.append(np.zeros(len(at), dtype=np.int64))
+            marks.append(np.zeros(len(at), dtype=np.int8))
+            cut_q.append(hit[long_])
+    if not qs:
+        e = np.empty(0, dtype=np.int64)
+        nv = len(batches[0].data) - kw if batches else 0
+        return e, tuple(np.empty(0, dtype=np.int64) for _ in range(nv)), e, e
+    q = np.concatenate(qs)
+    nv = len(vs[0])
+    vals = tuple(concat_columns([v[i] for v in vs]) for i in range(nv))
+    d = np.concatenate(ds)
+    mark = np.concatenate(marks)
+    # by key, value, then a cut's mark before the rows of its value: a key's rows before
+    # its first mark are its complete values
+    order = lex_order((q, *vals, mark))
+    q, vals, d, mark = q[order], tuple(c[order] for c in vals), d[order], mark[order]
+    cut = mark == 0
+    if cut.any():
+        key_first = np.empty(len(q), dtype=bool)
+        key_first[0] = True
+        np.not_equal(q[1:], q[:-1], out=key_first[1:])
+        seen = np.cumsum(cut)
+        ks = key_first.nonzero()[0]
+        before = seen[ks] - cut[ks]  # marks before each key's first row
+        complete = (seen - np.repeat(before, np.diff(np.append(ks, len(q))))) == 0
+        q, vals, d = q[complete], tuple(c[complete] for c in vals), d[complete]
+    if not len(q):
+        return q, vals, d, np.unique(np.concatenate(cut_q)) if cut_q else q
+    gs = group_starts(q, vals).nonzero()[0]
+    sums = np.add.reduceat(d, gs)
+    nz = sums != 0
+    at = gs[nz]
+    cq = np.unique(np.concatenate(cut_q)) if cut_q else np.empty(0, dtype=np.int64)
+    return q[at], tuple(c[at] for c in vals), sums[nz], cq
+
+
+def _accumulated(
+    spine: Spine, probe: np.ndarray, kw: int
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """The output trace's rows of the probe keys accumulated over its times (totally
+    ordered, all before the time being corrected): ``(probe index, values, count)``, sorted
+    by key then value, zero counts left out."""
+    u, owner = spine.gather(probe, spine.batches())
+    if u is None or not len(owner):
+        e = np.empty(0, dtype=np.int64)
+        return e, (), e
+    vals = tuple(u.data[kw:])
+    order = lex_order((owner, *vals))
+    q, vals = owner[order], tuple(c[order] for c in vals)
+    d = np.asarray(u.diffs, dtype=np.int64)[order]
+    gs = group_starts(q, vals).nonzero()[0]
+    sums = np.add.reduceat(d, gs)
+    nz = sums != 0
+    at = gs[nz]
+    return q[at], tuple(c[at] for c in vals), sums[nz]

@@ -684,6 +684,28 @@ class TraceBatch:
                 runs.append((j, int(bounds[i]), int(bounds[i + 1])))
         return _expand_runs(runs)
 
+    def key_spans(self, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Where the (sorted, distinct) probe keys' runs lie: ``(probe positions found,
+        first row, end row)``, without listing the rows (a key's least values are read
+        from the start of its run)."""
+        nk = self.keys.shape[0]
+        if nk and probe.shape[0] and probe.dtype == self.keys.dtype and probe.dtype != object:
+            pos = self.keys.searchsorted(probe)
+            found = pos < nk
+            found[found] = self.keys[pos[found]] == probe[found]
+            hit = found.nonzero()[0]
+            kp = pos[hit]
+            return hit, self.bounds[kp].astype(np.int64), self.bounds[kp + 1].astype(np.int64)
+        rows, owner = self.rows_for(probe)
+        if not len(rows):
+            return rows, rows, rows
+        first = np.empty(len(owner), dtype=bool)
+        first[0] = True
+        np.not_equal(owner[1:], owner[:-1], out=first[1:])
+        at = first.nonzero()[0]
+        last = np.append(at[1:], len(rows)) - 1
+        return owner[at], rows[at], rows[last] + 1
+
     def key_runs_small(self, keys: list[Any]) -> list[tuple[int, int, int]]:
         """For a few probe keys given as Python values: ``(probe position, first row, end
         row)`` of each key present, matched like ``_rows_small`` (a dict of the batch's keys,
