@@ -324,10 +324,10 @@ def test_prefilter_reads_arrow_buffers_exactly() -> None:
         db.commit()
 
 
-def test_top_k_of_groups_bucketed_by_group_keys() -> None:
-    """A top-k over an aggregate's groups is ranked per bucket of the group keys (a
-    group's old and new row share a bucket), with more buckets for a small k: groups whose
-    sums move past each other, ties broken by the key, groups that vanish, an OFFSET."""
+def test_top_k_of_groups_as_their_sums_move() -> None:
+    """A top-k over an aggregate's groups (it reads only the least rows of its index at
+    each commit): groups whose sums move past each other, ties broken by the key, groups
+    that vanish, an OFFSET."""
     rng = random.Random(3)
     ddl = ["CREATE TABLE s (g INT NOT NULL, h STRING, v INT NOT NULL)"]
     views = [
