@@ -28,8 +28,8 @@ from ddflow.testing import oracle as O
 def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     """Counts the runs of the prefix path and the reads that cut a run short."""
     seen: Counter[str] = Counter()
-    path = reduce_mod.Reduce._total_top_k
-    least = reduce_mod._least_rows
+    path = reduce_mod.Reduce.top_k_prefix
+    least = reduce_mod.least_rows
 
     def counted_path(self: Any, *a: Any) -> Any:
         seen["prefix"] += 1
@@ -41,8 +41,8 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
         seen["reads"] += 1
         return got
 
-    monkeypatch.setattr(reduce_mod.Reduce, "_total_top_k", counted_path)
-    monkeypatch.setattr(reduce_mod, "_least_rows", counted_least)
+    monkeypatch.setattr(reduce_mod.Reduce, "top_k_prefix", counted_path)
+    monkeypatch.setattr(reduce_mod, "least_rows", counted_least)
     return seen
 
 

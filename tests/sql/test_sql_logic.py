@@ -59,6 +59,17 @@ CONDITIONALS = [
     ),
     case("SELECT id, CASE WHEN bo THEN 1 ELSE 0 END FROM w", id="case-when-bool-column"),
     case(
+        "SELECT id, CASE WHEN i > 0 THEN 2 END, CASE WHEN bo THEN 1.50 ELSE -2.25 END, "
+        "CASE WHEN s = 'apple' THEN 9223372036854775807 END, "
+        "CASE WHEN i < 5 THEN 1 ELSE 0 END FROM w",
+        id="case-one-when-between-numbers",
+    ),
+    case(
+        "SELECT count(CASE WHEN i > 0 THEN 1 END), sum(CASE WHEN bo THEN 3 ELSE -1 END), "
+        "count(CASE WHEN de > 10 THEN 1 ELSE NULL END) FROM w",
+        id="filtered-counts-and-sums",
+    ),
+    case(
         "SELECT id, CASE WHEN de > 10 THEN de ELSE i END FROM w", id="case-mixed-numeric-branches"
     ),
     case(

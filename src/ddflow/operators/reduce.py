@@ -192,7 +192,7 @@ class Reduce(Operator):
             if total:
                 out = self._total_vectorized(batches, lower, in_dt)
             elif prefix:
-                out = self._total_top_k(batches, lower, in_dt)
+                out = self.top_k_prefix(batches, lower, in_dt)
             elif vectorized:
                 out, new_pend_arrays = self._lattice(batches, due_rows, lower, upper, in_dt)
             else:
@@ -370,7 +370,7 @@ class Reduce(Operator):
                 return False
         return len(t0) == 1
 
-    def _total_top_k(self, batches: list[TraceBatch], lower: Antichain, in_dt: DiffType) -> Any:
+    def top_k_prefix(self, batches: list[TraceBatch], lower: Antichain, in_dt: DiffType) -> Any:
         """``top_k`` at the one time ``t`` of the new updates, for the keys they touch,
         reading each key's least values only. Each batch holds a key's rows sorted by value,
         so the first ``j`` rows of its run hold its least values; a value below the first
@@ -410,7 +410,7 @@ class Reduce(Operator):
         parts: list[tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]] = []
         while len(open_q):
             sub = probe[open_q]
-            q, vals, sums, cut = _least_rows(readable, sub, kw, j)
+            q, vals, sums, cut = least_rows(readable, sub, kw, j)
             q = open_q[q]
             decided = np.ones(len(open_q), dtype=bool)
             if len(cut):
@@ -718,7 +718,7 @@ class Reduce(Operator):
         return consolidate(Updates(kcols_out + vcols, times_arr, diffs, odt)), pending
 
 
-def _least_rows(
+def least_rows(
     batches: list[TraceBatch], probe: np.ndarray, kw: int, j: int
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
     """The complete least values of the probe keys (sorted, distinct) read from the first
