@@ -17,8 +17,9 @@ How each node runs:
   the group present, so it never disappears. Each extra part joins the linear part on the
   group key, and is padded with NULL where a group has no value.
 - ``Distinct`` uses the total-order distinct, ``TopK`` the vectorized ``top_k`` over all
-  rows under one key (with totally ordered times it reads only the least values of each
-  trace batch), ``Recursive`` the ``iterate`` loop.
+  rows under one key on one worker (with totally ordered times it reads only the least
+  values of each trace batch), first per hash bucket across several workers;
+  ``Recursive`` the ``iterate`` loop.
 
 Inside a loop (``WITH RECURSIVE``) times are partially ordered, so the lattice forms
 (``count``, ``distinct``, ``min``, ``max``) replace the total-order ones.
@@ -821,6 +822,14 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     ctx = lw.ctx
     keys = plan.keys
     total = None if plan.limit is None else plan.limit + plan.offset
+    # On one worker every row is ranked under one key: with totally ordered times the
+    # top-k reads only the least rows of each batch of that key's trace, however many rows
+    # there are. Across workers the rows are first ranked in buckets spread over them (so
+    # no worker holds them all), then the buckets' survivors under one key. A row of an
+    # aggregate's groups is bucketed by its group keys alone: a group's old and new row
+    # (its aggregates changed) fall in one bucket.
+    buckets = 16 * lw.worker.peers if lw.worker.peers > 1 else 0
+    stable = _group_key_fields(plan.input)
 
     # a field ordered by its own values (not strings, ordered by their text) is carried
     # once, in its sort column: the rows the top-k sorts and keeps are narrower
@@ -835,11 +844,14 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
     carried = [i for i in range(win + mask_words(fields)) if i not in from_sort]
 
     def ranked(view: tuple[np.ndarray, ...]) -> Any:
-        # every row under one key: with totally ordered times the top-k reads only the
-        # least values of that key's trace (a prefix of each batch), however many rows
         fr = Frame(view, win)
         sc = sort_columns(fr, fields, keys, ctx)
-        return np.zeros(fr.n, np.int64), (tuple(sc), tuple(view[i] for i in carried))
+        if buckets:
+            by = tuple(view[i] for i in stable) if stable else view
+            bucket = _row_bucket(by, buckets)
+        else:
+            bucket = np.zeros(fr.n, np.int64)
+        return bucket, (tuple(sc), tuple(view[i] for i in carried))
 
     def unrank(br: Any) -> tuple[np.ndarray, ...]:
         sc, rest = br[1]
@@ -857,7 +869,13 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
         return tuple(out)
 
     def top(c: Any, k: int) -> Any:
-        return c.top_k(k, name="top_k")
+        if not buckets:
+            return c.top_k(k, name="top_k")
+        first = c.top_k(k, name="top_k_bucket")
+        again = first.map(
+            lambda br: (np.zeros(len(br[0]), np.int64), br[1]), vectorized=True, name="top_k_all"
+        )
+        return again.top_k(k, name="top_k")
 
     # (one arrangement for the kept rows and, with an OFFSET, the skipped ones)
     keyed = coll.map(ranked, vectorized=True, name="order_keys").arrange_by_key()
@@ -872,6 +890,34 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
         skipped = rows_of(top(keyed, plan.offset))
         return kept.concat(skipped.negate(), name="offset")
     return kept
+
+
+def _group_key_fields(p: Plan) -> list[int]:
+    """The fields of ``p`` that are group keys of an aggregate right under it (through a
+    projection of columns), or [] when there are none."""
+    from ddflow.sql.plan import Aggregate, Project
+
+    if isinstance(p, Aggregate):
+        return list(range(len(p.keys)))
+    if isinstance(p, Project) and isinstance(p.input, Aggregate):
+        nk = len(p.input.keys)
+        return [i for i, e in enumerate(p.exprs) if isinstance(e, Col) and e.index < nk]
+    return []
+
+
+def _row_bucket(view: tuple[np.ndarray, ...], buckets: int) -> np.ndarray:
+    """A bucket for each row from a hash of its columns (equal rows, equal buckets)."""
+    n = len(view[0]) if view else 0
+    h = np.zeros(n, dtype=np.uint64)
+    for c in view:
+        if c.dtype == object:
+            hv = np.array([hash(x) & 0xFFFFFFFF for x in c.tolist()], dtype=np.uint64)
+        else:
+            hv = c.astype(np.int64).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ hv
+            h ^= h >> np.uint64(29)
+    return (h % np.uint64(buckets)).astype(np.int64)
 
 
 @_lower.register
