@@ -355,20 +355,17 @@ class Reduce(Operator):
 
     def _prefix_path(self, batches: list[TraceBatch]) -> bool:
         """Whether this run of ``top_k`` reads each changed key's least values only: totally
-        ordered times with no work pending, every new update at one time, keyed input and
-        int64 diffs."""
-        if type(self.reducer) is not TopK or not self.kind.total or not batches:
-            return False
+        ordered times with no work pending, one new batch whose updates share one time,
+        keyed input and int64 diffs."""
+        if type(self.reducer) is not TopK or not self.kind.total or len(batches) != 1:
+            return False  # (several new batches in one run: the column path)
         if len(self.pend_times) or self.pending or not self.arrangement.key_width:
             # (pending work, in either path's form, is left to the paths that hold it)
             return False
-        t0 = batches[0].times[:1]
-        for b in batches:
-            if b.diff_type is not INT_DIFF or b.diffs.dtype != np.int64:
-                return False
-            if len(b) and not (b.times == t0).all():
-                return False
-        return len(t0) == 1
+        b = batches[0]
+        if b.diff_type is not INT_DIFF or b.diffs.dtype != np.int64 or not len(b):
+            return False
+        return bool((b.times == b.times[:1]).all())
 
     def top_k_prefix(self, batches: list[TraceBatch], lower: Antichain, in_dt: DiffType) -> Any:
         """``top_k`` at the one time ``t`` of the new updates, for the keys they touch,
@@ -388,22 +385,12 @@ class Reduce(Operator):
         if self.out_val_layout is None:
             self.out_val_layout = arrangement.val_layout
         self.out_dt = INT_DIFF
-        if len(batches) == 1:
-            b = batches[0]
-            probe = b.keys
-            probe_cols = tuple(c[b.bounds[:-1]] for c in b.data[:kw])
-        else:
-            kcols = tuple(concat_columns([b.data[i] for b in batches]) for i in range(kw))
-            order = lex_order(kcols)
-            kcols = tuple(c[order] for c in kcols)
-            starts = run_starts(kcols, len(order))
-            probe_cols = tuple(c[starts] for c in kcols)
-            probe = key_index(probe_cols)
+        b = batches[0]
+        probe = b.keys
+        probe_cols = tuple(c[b.bounds[:-1]] for c in b.data[:kw])
         nq = len(probe)
-        if not nq:
-            return None
-        t = batches[0].times[:1]
-        readable = [*arrangement.spine.batches_through(lower), *batches]
+        t = b.times[:1]
+        readable = [*arrangement.spine.batches_through(lower), b]
         k = reducer.k
         j = max(self.PREFIX_ROWS * k, self.PREFIX_MIN)
         open_q = np.arange(nq)
