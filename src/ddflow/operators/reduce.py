@@ -380,11 +380,7 @@ class Reduce(Operator):
         assert isinstance(reducer, TopK)
         arrangement = self.arrangement
         kw = arrangement.key_width
-        if self.out_val_layout is None:
-            self.out_val_layout = reducer.output_values(in_dt, arrangement.val_layout)
-        if self.out_val_layout is None:
-            self.out_val_layout = arrangement.val_layout
-        self.out_dt = INT_DIFF
+        self._learn_output(in_dt)
         b = batches[0]
         probe = b.keys
         probe_cols = tuple(c[b.bounds[:-1]] for c in b.data[:kw])
@@ -405,8 +401,7 @@ class Reduce(Operator):
                 # to k places
                 if (sums < 0).any():
                     raise DataError("top_k needs non-negative accumulated counts")
-                held = np.zeros(nq, dtype=np.float64)
-                np.add.at(held, q, sums.astype(np.float64))
+                held = np.bincount(q, weights=sums, minlength=nq)  # (compared with k only)
                 decided[cut] = held[open_q[cut]] >= k
             keep = decided[np.searchsorted(open_q, q)]
             parts.append((q[keep], tuple(c[keep] for c in vals), sums[keep]))
@@ -427,6 +422,17 @@ class Reduce(Operator):
         times = np.repeat(np.asarray(t, dtype=np.int64), len(cq), axis=0)
         return Updates(tuple(c[cq] for c in probe_cols) + tuple(cv), times, cd, INT_DIFF)
 
+    def _learn_output(self, in_dt: DiffType) -> DiffType:
+        """The output's value layout (the reducer's, else the input's) and diff type, noted
+        once the input's diff type is known; returns the diff type."""
+        arrangement = self.arrangement
+        if self.out_val_layout is None:
+            self.out_val_layout = self.reducer.output_values(in_dt, arrangement.val_layout)
+        if self.out_val_layout is None:
+            self.out_val_layout = arrangement.val_layout
+        self.out_dt = self.reducer.output_diffs(in_dt) or INT_DIFF
+        return self.out_dt
+
     # -- any lattice, vectorized reducers: over columns ------------------------------------------
     def _lattice(
         self,
@@ -442,12 +448,7 @@ class Reduce(Operator):
         kw = kl.width
         dim = self.kind.dim
         reducer = self.reducer
-        if self.out_val_layout is None:
-            self.out_val_layout = reducer.output_values(in_dt, arrangement.val_layout)
-        if self.out_val_layout is None:
-            self.out_val_layout = arrangement.val_layout
-        out_dt = reducer.output_diffs(in_dt) or INT_DIFF
-        self.out_dt = out_dt
+        out_dt = self._learn_output(in_dt)
         key_parts: list[tuple[np.ndarray, ...]] = []
         time_parts: list[np.ndarray] = []
         for b in batches:
@@ -708,11 +709,11 @@ class Reduce(Operator):
 def least_rows(
     batches: list[TraceBatch], probe: np.ndarray, kw: int, j: int
 ) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
-    """The complete least values of the probe keys (sorted, distinct) read from the first
-    ``j`` rows of each key's run in each batch: ``(probe index, value columns, summed
-    count)`` sorted by key then value, zero sums left out, and the probe indices of the keys
-    whose run was cut short in some batch. A value is complete when it lies below the first
-    unread row of every batch that cut its key short."""
+    """The complete least values of the probe keys (sorted, distinct, each in some batch)
+    read from the first ``j`` rows of each key's run in each batch: ``(probe index, value
+    columns, summed count)`` sorted by key then value, zero sums left out, and the probe
+    indices of the keys whose run was cut short in some batch. A value is complete when it
+    lies below the first unread row of every batch that cut its key short."""
     qs: list[np.ndarray] = []
     vs: list[tuple[np.ndarray, ...]] = []
     ds: list[np.ndarray] = []
@@ -723,9 +724,7 @@ def least_rows(
         if not len(hit):
             continue
         long_ = (hi - lo > j).nonzero()[0]
-        end = hi
-        if len(long_):
-            end = np.minimum(hi, lo + j)
+        end = np.minimum(hi, lo + j) if len(long_) else hi
         rows, run = ranges_to_indices(lo, end)
         u = b.take_rows(rows)
         qs.append(hit[run])
@@ -739,13 +738,9 @@ def least_rows(
             ds.append(np.zeros(len(at), dtype=np.int64))
             marks.append(np.zeros(len(at), dtype=np.int8))
             cut_q.append(hit[long_])
-    if not qs:
-        e = np.empty(0, dtype=np.int64)
-        nv = len(batches[0].data) - kw if batches else 0
-        return e, tuple(np.empty(0, dtype=np.int64) for _ in range(nv)), e, e
+    cq = np.unique(np.concatenate(cut_q)) if cut_q else np.empty(0, dtype=np.int64)
     q = np.concatenate(qs)
-    nv = len(vs[0])
-    vals = tuple(concat_columns([v[i] for v in vs]) for i in range(nv))
+    vals = tuple(concat_columns([v[i] for v in vs]) for i in range(len(vs[0])))
     d = np.concatenate(ds)
     mark = np.concatenate(marks)
     # by key, value, then a cut's mark before the rows of its value: a key's rows before
@@ -754,22 +749,12 @@ def least_rows(
     q, vals, d, mark = q[order], tuple(c[order] for c in vals), d[order], mark[order]
     cut = mark == 0
     if cut.any():
-        key_first = np.empty(len(q), dtype=bool)
-        key_first[0] = True
-        np.not_equal(q[1:], q[:-1], out=key_first[1:])
         seen = np.cumsum(cut)
-        ks = key_first.nonzero()[0]
+        ks = run_starts((q,), len(q))
         before = seen[ks] - cut[ks]  # marks before each key's first row
         complete = (seen - np.repeat(before, np.diff(np.append(ks, len(q))))) == 0
         q, vals, d = q[complete], tuple(c[complete] for c in vals), d[complete]
-    if not len(q):
-        return q, vals, d, np.unique(np.concatenate(cut_q)) if cut_q else q
-    gs = group_starts(q, vals).nonzero()[0]
-    sums = np.add.reduceat(d, gs)
-    nz = sums != 0
-    at = gs[nz]
-    cq = np.unique(np.concatenate(cut_q)) if cut_q else np.empty(0, dtype=np.int64)
-    return q[at], tuple(c[at] for c in vals), sums[nz], cq
+    return (*_summed(q, vals, d), cq)
 
 
 def _accumulated(
@@ -784,8 +769,17 @@ def _accumulated(
         return e, (), e
     vals = tuple(u.data[kw:])
     order = lex_order((owner, *vals))
-    q, vals = owner[order], tuple(c[order] for c in vals)
     d = np.asarray(u.diffs, dtype=np.int64)[order]
+    return _summed(owner[order], tuple(c[order] for c in vals), d)
+
+
+def _summed(
+    q: np.ndarray, vals: tuple[np.ndarray, ...], d: np.ndarray
+) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """Rows sorted by ``(q, vals)`` with their counts ``d`` summed per distinct row, zero
+    sums left out."""
+    if not len(q):
+        return q, vals, d
     gs = group_starts(q, vals).nonzero()[0]
     sums = np.add.reduceat(d, gs)
     nz = sums != 0

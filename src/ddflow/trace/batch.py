@@ -696,13 +696,10 @@ class TraceBatch:
             hit = found.nonzero()[0]
             kp = pos[hit]
             return hit, self.bounds[kp].astype(np.int64), self.bounds[kp + 1].astype(np.int64)
-        rows, owner = self.rows_for(probe)
+        rows, owner = self.rows_for(probe)  # (each key's rows one ascending range)
         if not len(rows):
             return rows, rows, rows
-        first = np.empty(len(owner), dtype=bool)
-        first[0] = True
-        np.not_equal(owner[1:], owner[:-1], out=first[1:])
-        at = first.nonzero()[0]
+        at = run_starts((owner,), len(owner))
         last = np.append(at[1:], len(rows)) - 1
         return owner[at], rows[at], rows[last] + 1
 
