@@ -11,7 +11,9 @@
 - inserted rows counted by a shared, read-only array of ones (``ones`` / ``is_ones``),
   which a later delete must not change for other rows;
 - flag columns (one-byte strings) made codes by translating their bytes when every byte
-  has a small code already (``StringDict.byte_codes``).
+  has a small code already (``StringDict.byte_codes``);
+- a string column of the rows a prefilter keeps made codes on those rows alone
+  (``LazyStrings.kept_codes``), when the prefilter leaves out a quarter of the rows or more.
 """
 
 from __future__ import annotations
@@ -338,3 +340,70 @@ def test_one_byte_flags_made_codes_by_translation(crowded: bool) -> None:
         assert Counter(dict(((f,), c) for f, c in every.rows())) == Counter((r[1],) for r in live)
         want = Counter((r[1], r[2]) for r in live if r[0] >= 3)
         assert Counter({(f, g): c for f, g, c in most.rows()}) == want
+
+
+@pytest.mark.parametrize("keep_pct", [10, 50, 90])
+def test_kept_rows_of_a_string_column_made_codes_alone(
+    keep_pct: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Distinct texts (and NULLs) in the rows a prefilter keeps are encoded alone when it
+    leaves out a quarter or more (50%), the whole column otherwise (90%), the taken rows
+    when it keeps few (10%). A second view reads the same column of the same batches under
+    another prefilter, and rows are deleted and put back: every view counts its rows
+    exactly after every commit."""
+    from ddflow.sql.strings import StringDict
+
+    sizes: list[int] = []
+    encode = StringDict.encode_arrow
+
+    def counted(self: StringDict, arr: Any) -> np.ndarray:
+        sizes.append(len(arr))
+        return encode(self, arr)
+
+    monkeypatch.setattr(StringDict, "encode_arrow", counted)
+    db = dsql.Database()
+    db.execute("CREATE TABLE t (k BIGINT NOT NULL, x BIGINT NOT NULL, s STRING)")
+    a = db.view(f"SELECT s, count(*) AS c FROM t WHERE x < {keep_pct} GROUP BY s")
+    b = db.view("SELECT s, count(*) AS c FROM t WHERE x >= 65 GROUP BY s")
+    rng = random.Random(keep_pct)
+    live: list[tuple[int, int, str | None]] = []
+    n = 400
+    for step in range(4):
+        rows = []
+        for i in range(n):
+            k = step * n + i
+            s = None if rng.random() < 0.1 else rng.choice([f"t{k}", f"t{k % 7}", "é"])
+            rows.append((k, rng.randrange(100), s))
+        tbl = pa.table(
+            {
+                "k": pa.array([r[0] for r in rows], pa.int64()),
+                "x": pa.array([r[1] for r in rows], pa.int64()),
+                "s": pa.array([r[2] for r in rows], pa.string()),
+            }
+        )
+        db.insert("t", tbl)
+        if live:
+            gone = live[: len(live) // 5]
+            db.delete(
+                "t",
+                pa.table(
+                    {
+                        "k": pa.array([r[0] for r in gone], pa.int64()),
+                        "x": pa.array([r[1] for r in gone], pa.int64()),
+                        "s": pa.array([r[2] for r in gone], pa.string()),
+                    }
+                ),
+            )
+            live = live[len(gone) :]
+        db.commit()
+        live += rows
+        want_a = Counter(r[2] for r in live if r[1] < keep_pct)
+        want_b = Counter(r[2] for r in live if r[1] >= 65)
+        assert Counter({s: c for s, c in a.rows()}) == want_a
+        assert Counter({s: c for s, c in b.rows()}) == want_b
+    # how the first view's rows were encoded: its kept rows alone (50%: about 200 of a
+    # batch's 400), the whole batch (90%), the few rows taken (10%)
+    near = [m for m in sizes if abs(m - n * keep_pct // 100) <= n // 10]
+    assert near, sizes
+    if keep_pct == 90:
+        assert all(m == n or m <= n // 2 for m in sizes)

@@ -319,6 +319,25 @@ class LazyStrings:
                 self.codes = out
         return self.codes
 
+    def kept_codes(self, rows: np.ndarray, strings: StringDict) -> np.ndarray:
+        """The codes of the rows the boolean mask ``rows`` marks (NULL entries 0). When the
+        column's codes are not known yet and the mask leaves out a quarter of the rows or
+        more, only the kept rows are encoded (a column of distinct texts, such as phone
+        numbers, costs a dictionary lookup and often a new entry per row encoded)."""
+        raw = self.raw
+        if self.codes is not None or isinstance(raw, list):
+            return self.values(strings)[rows]
+        idx = np.flatnonzero(rows)
+        if 4 * len(idx) > 3 * len(raw):
+            return self.values(strings)[rows]
+        if not len(idx):
+            return np.zeros(0, np.int64)
+        out = strings.encode_arrow(_arrow_take(raw, idx))
+        nl = self.nulls()
+        if nl is not None:
+            out[nl[idx]] = 0
+        return out
+
     def nulls(self) -> np.ndarray | None:
         if self._nl is False:
             raw = self.raw
@@ -431,6 +450,8 @@ class RowBatch:
                 v = raw[rows]
                 if v.dtype != np.int64:
                     v = v.astype(np.int64)
+            elif isinstance(c, LazyStrings):
+                v = c.kept_codes(rows, strings)
             else:
                 v = c.values(strings)[rows]
             vals.append(v)
