@@ -3722,6 +3722,9 @@ class Planner:
                     imp = _implied(e, lambda u, src=src: owner[u] == src)
                     if imp is not None:
                         bound.append((None, imp, {src}))
+        # equalities of columns closed under transitivity: ``p_partkey = l_partkey`` and
+        # ``l_partkey = ps_partkey`` also join partsupp to part directly
+        classes = _implied_equalities(bound, all_fields, owner)
         # conditions on one source filter it before joining
         plans = [p for _, p, _, _ in items]
         rank = [2] * len(items)
@@ -3865,14 +3868,23 @@ class Planner:
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
             used = []
+            matched: dict[Expr, int] = {}  # a column of pick -> the class it was matched in
             for c, e, srcs in bound:
                 if pick in srcs and (srcs - {pick}) <= set(order):
                     parts = _equi_parts(e, offsets, owner, pick, set(order))
                     if parts:
                         lk, rk = parts
+                        used.append((c, e, srcs))
+                        # a column matched again with a column equal to the one it was
+                        # matched with (every equality among the joined sources of a class
+                        # of equal columns has been applied) adds no key column
+                        cls = classes.get(lk.index) if isinstance(lk, Col) else None
+                        if cls is not None and matched.get(rk) == cls:
+                            continue
+                        if cls is not None:
+                            matched[rk] = cls
                         lkeys.append(_remap_cols(lk, offsets, owner, pos))
                         rkeys.append(_shift(rk, -offsets[pick]))
-                        used.append((c, e, srcs))
             for u in used:
                 bound.remove(u)
             right = plans[pick]
@@ -7740,6 +7752,77 @@ def _pins(e: Expr) -> bool:
         if isinstance(c, Call) and c.op == "or" and all(_pins(d) for d in _flatten(c, "or")):
             return True
     return False
+
+
+def _implied_equalities(
+    bound: list[tuple[Any, Expr, set[int]]], fields: tuple[Field, ...], owner: list[int]
+) -> dict[int, int]:
+    """Adds to ``bound`` the equalities its equalities of columns of one type imply by
+    transitivity, one per pair of sources of a class of equal columns that no equality
+    joins yet (and one per further column of a source, which then filters it). Returns
+    each such column's class (the least column index in it), for the joins to leave out
+    key columns that repeat an equality already applied. An equality of two columns is
+    NULL when either is NULL, so the implied ones keep exactly the rows the written ones
+    keep."""
+    parent: dict[int, int] = {}
+
+    def find(i: int) -> int:
+        while parent.get(i, i) != i:
+            i = parent[i]
+        return i
+
+    written: list[tuple[int, int]] = []  # the columns of each written equality
+    for _, e, srcs in bound:
+        if not (isinstance(e, Call) and e.op == "eq" and e.extra is None and len(srcs) == 2):
+            continue
+        a, b = e.args
+        if not (isinstance(a, Col) and isinstance(b, Col) and a.type == b.type):
+            continue
+        ra, rb = find(a.index), find(b.index)
+        parent.setdefault(a.index, a.index)
+        parent.setdefault(b.index, b.index)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+        written.append((a.index, b.index))
+    # the pairs of sources a written equality of each class joins
+    direct: set[tuple[int, int, int]] = set()
+    for i, j in written:
+        si, sj = sorted((owner[i], owner[j]))
+        direct.add((find(i), si, sj))
+    members: dict[int, list[int]] = {}
+    for i in sorted(parent):
+        members.setdefault(find(i), []).append(i)
+    classes: dict[int, int] = {}
+    for root, cols in members.items():
+        if len(cols) < 3:
+            continue
+        for i in cols:
+            classes[i] = root
+        first: dict[int, int] = {}  # source -> its first column in the class
+        for i in cols:
+            src = owner[i]
+            if src in first:
+                # a second column of one source: equal to its first (a filter on it)
+                j = first[src]
+                bound.append((None, _col_eq(j, i, fields), {src}))
+                continue
+            first[src] = i
+        held = sorted(first)
+        for x, sa in enumerate(held):
+            for sb in held[x + 1 :]:
+                if (root, sa, sb) not in direct:
+                    bound.append((None, _col_eq(first[sa], first[sb], fields), {sa, sb}))
+    return classes
+
+
+def _col_eq(i: int, j: int, fields: tuple[Field, ...]) -> Expr:
+    fi, fj = fields[i], fields[j]
+    return Call(
+        "eq",
+        (Col(i, fi.type, fi.nullable, fi.name), Col(j, fj.type, fj.nullable, fj.name)),
+        BOOLEAN,
+        fi.nullable or fj.nullable,
+    )
 
 
 def _equi_parts(
