@@ -234,19 +234,19 @@ class Lowering:
         nullable = null_safe and any(k.nullable for k in keys)
         dropped = set(drop)
 
-        def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
+        def f(view: tuple[np.ndarray, ...]) -> tuple[np.ndarray | None, Any]:
             if stages:
                 taken, cols, n = run_stages(view, stages, ctx)
                 view = tuple(cols)
                 fr = Frame(view, win, n)
                 if taken is not None:
                     rows, out = keyed_rows(fr, view)
-                    return taken[rows], out
+                    return (taken if rows is None else taken[rows]), out
             else:
                 fr = Frame(view, win)
             return keyed_rows(fr, view)
 
-        def keyed_rows(fr: Frame, view: tuple[np.ndarray, ...]) -> tuple[np.ndarray, Any]:
+        def keyed_rows(fr: Frame, view: tuple[np.ndarray, ...]) -> tuple[np.ndarray | None, Any]:
             kv = []
             gone = None
             kn = []
@@ -264,7 +264,7 @@ class Lowering:
             else:
                 rest = view
             if gone is None:
-                return np.arange(fr.n), (kcols, tuple(rest))
+                return None, (kcols, tuple(rest))  # (every row: no times or diffs taken)
             rows = np.flatnonzero(~gone)
             return rows, (tuple(c[rows] for c in kcols), tuple(c[rows] for c in rest))
 
@@ -623,7 +623,7 @@ def _lower_chain(plan: Plan, lw: Lowering, env: Env) -> Any:
         cols = tuple(cols)
         if not has_filter:
             return cols
-        return (np.arange(len(view[0])) if rows is None else rows), cols
+        return rows, cols  # (None: every row, no times or diffs taken)
 
     if has_filter:
         return base.flat_map(run, vectorized=True, name="select")
