@@ -521,11 +521,13 @@ def _over_join(plan: Aggregate, lw: Any, env: Any) -> Any:
                     cache[id(arg)] = got
                 v, nl_ = got
                 diffs.append(sum_component(kind, arg, v, nl_, n))
-            base = np.arange(len(view[0])) if rows is None else rows
             if gone is not None:
                 keep = np.flatnonzero(~gone)
-                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs), base[keep])
-            return tuple(kcols), tuple(diffs), base
+                base = keep if rows is None else rows[keep]
+                return (tuple(c[keep] for c in kcols), tuple(d[keep] for d in diffs), base)
+            if rows is None:
+                return tuple(kcols), tuple(diffs)  # (every row: no times or diffs taken)
+            return tuple(kcols), tuple(diffs), rows
 
         return src.explode(
             explode, vectorized=True, diff=sample, name="left_sums" if which == 0 else "right_sums"
