@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ddflow.core.errors import DataError
+from ddflow.engine.exchange import hash_columns
 from ddflow.sql.expr import Call, Col, Ctx, Expr, Lit, evaluate, predicate_mask
 from ddflow.sql.plan import (
     Agg,
@@ -848,7 +849,7 @@ def _(plan: TopK, lw: Lowering, env: Env) -> Any:
         sc = sort_columns(fr, fields, keys, ctx)
         if buckets:
             by = tuple(view[i] for i in stable) if stable else view
-            bucket = _row_bucket(by, buckets)
+            bucket = (hash_columns(by, fr.n) % np.uint64(buckets)).astype(np.int64)
         else:
             bucket = np.zeros(fr.n, np.int64)
         return bucket, (tuple(sc), tuple(view[i] for i in carried))
@@ -903,21 +904,6 @@ def _group_key_fields(p: Plan) -> list[int]:
         nk = len(p.input.keys)
         return [i for i, e in enumerate(p.exprs) if isinstance(e, Col) and e.index < nk]
     return []
-
-
-def _row_bucket(view: tuple[np.ndarray, ...], buckets: int) -> np.ndarray:
-    """A bucket for each row from a hash of its columns (equal rows, equal buckets)."""
-    n = len(view[0]) if view else 0
-    h = np.zeros(n, dtype=np.uint64)
-    for c in view:
-        if c.dtype == object:
-            hv = np.array([hash(x) & 0xFFFFFFFF for x in c.tolist()], dtype=np.uint64)
-        else:
-            hv = c.astype(np.int64).view(np.uint64)
-        with np.errstate(over="ignore"):
-            h = (h * np.uint64(0x9E3779B97F4A7C15)) ^ hv
-            h ^= h >> np.uint64(29)
-    return (h % np.uint64(buckets)).astype(np.int64)
 
 
 @_lower.register
