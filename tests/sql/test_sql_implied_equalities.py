@@ -14,7 +14,7 @@ import random
 from typing import Any
 
 import pytest
-from oracle import Oracle, random_changes
+from oracle import Del, Ins, Oracle, random_changes
 
 import ddflow.sql as dsql
 
@@ -75,14 +75,8 @@ def test_implied_equalities_keep_duckdbs_answers(seed: int) -> None:
             old = rows.pop(0)
             new = (old[0], *reversed(old[1:]))
             rows.append(new)
-            last += [o_ for o_ in _update(t, old, new)]
+            last += [Del(t, [old]), Ins(t, [new])]
     o.commit(last)
-
-
-def _update(t: str, old: tuple[Any, ...], new: tuple[Any, ...]) -> list[Any]:
-    from oracle import Del, Ins
-
-    return [Del(t, [old]), Ins(t, [new])]
 
 
 def _joins(plan: str) -> list[list[str]]:
@@ -125,8 +119,6 @@ def test_a_filtered_source_meets_its_neighbour_through_a_shared_column() -> None
             "CREATE TABLE ps (pspk INT, pssk INT, cost INT)",
         ]
     )
-    from oracle import Del, Ins
-
     o.view(sql)
     o.commit([Ins("p", parts), Ins("s", supps), Ins("l", lines), Ins("ps", offers)])
     o.commit([Del("ps", offers[:3]), Del("p", parts[:2]), Ins("p", [(0, "green again")])])
