@@ -103,6 +103,33 @@ class Call(Expr):
         return self.args
 
 
+def _hash_kept(cls: type) -> None:
+    """Gives a frozen expression class a hash computed once per node: the generated one
+    walks the whole tree, and memo tables keyed by expressions look nodes up on every
+    batch. The kept value is left out of a pickle (string hashes differ between
+    processes, so a plan sent to another process computes its own)."""
+    made: Any = cls.__hash__
+
+    def __hash__(self: Any) -> int:
+        d = self.__dict__
+        h = d.get("_hash")
+        if h is None:
+            h = d["_hash"] = made(self)
+        return int(h)
+
+    def __getstate__(self: Any) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.pop("_hash", None)
+        return d
+
+    setattr(cls, "__hash__", __hash__)  # noqa: B010 (a method replaced after the class)
+    setattr(cls, "__getstate__", __getstate__)  # noqa: B010
+
+
+for _cls in (Col, Lit, Call):
+    _hash_kept(_cls)
+
+
 def show(e: Expr, names: list[str] | None = None) -> str:
     """A readable form of ``e`` (for ``explain``)."""
     if isinstance(e, Col):
