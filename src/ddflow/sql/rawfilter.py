@@ -1338,13 +1338,17 @@ def _contains_in_order(col: Any, parts: list[bytes]) -> Any:
     else:
         ra, pa_ = found(parts[0])
         rb, pb = found(parts[1])
-        # the first start of the first text and the last start of the second, per row
-        ua, ia = np.unique(ra, return_index=True)
-        ub, ib = np.unique(rb[::-1], return_index=True)
-        last_b = pb[::-1][ib]
-        both, xa, xb = np.intersect1d(ua, ub, assume_unique=True, return_indices=True)
-        hit = pa_[ia][xa] + len(parts[0]) <= last_b[xb]
-        out[both[hit]] = True
+        if len(ra) and len(rb):
+            # per row, the last start of the second text (found ascending: the last of
+            # each run of equal rows), as a column over the rows (-1: none)
+            tail = np.empty(len(rb), dtype=bool)
+            np.not_equal(rb[1:], rb[:-1], out=tail[:-1])
+            tail[-1] = True
+            last_b = np.full(n, -1, dtype=np.int64)
+            last_b[rb[tail]] = pb[tail]
+            # a row matches where a start of the first text ends before the second starts
+            hit = pa_ + len(parts[0]) <= last_b[ra]
+            out[ra[hit]] = True
     return pa.array(out, type=pa.bool_(), mask=arrow_nulls(col))
 
 
