@@ -1264,10 +1264,30 @@ _DOUBLE_SPECIAL = {
 }
 
 
+#: the characters SQLite skips around a number written as text
+_SQLITE_SPACE = " \t\n\v\f\r"
+
+
+def sqlite_number(s: str) -> int | float | None:
+    """The number SQLite's NUMERIC affinity reads text ``s`` as: an INTEGER where it is a
+    whole number in 64 bits, a REAL where it is another number (spaces around it allowed),
+    None where it is no number (the text then stays text)."""
+    txt = s.strip(_SQLITE_SPACE)
+    if _INT_RE.fullmatch(txt):
+        v = int(txt)
+        if I64_MIN <= v <= I64_MAX:
+            return v
+        return float(v)
+    if _NUM_TEXT.fullmatch(txt):
+        return float(txt)
+    return None
+
+
 def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
     """The value of text ``s`` cast to ``dst``, or None where it is not one. Spark's rules
     (``strict``: ANSI mode's, as ``try_cast`` reads: an integer must be written as one);
-    SQLite reads the longest numeric prefix, 0 without one."""
+    SQLite reads the longest numeric prefix, 0 without one, and an integer beyond 64 bits
+    as the end of the range it passes."""
     txt = s.strip()
     d = dst.kind
     try:
@@ -1275,7 +1295,8 @@ def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
             # (the longest prefix that is a number of the kind)
             m = (_INT_RE if d == "int" else _NUM_TEXT).match(txt)
             if d == "int":
-                return int(m.group(0)) if m else 0
+                # (a whole number beyond 64 bits is the nearest end of the range)
+                return min(max(int(m.group(0)), I64_MIN), I64_MAX) if m else 0
             num = m.group(0) if m else "0"
             return (
                 float(num) if d == "double" else decimal_unscaled(_decimal.Decimal(num), dst.scale)
@@ -1730,6 +1751,9 @@ def _string_kernel(op: str, consts: list[Any], e: Call, ctx: Ctx, raw: bool = Fa
     if op == "rlike":
         rx = java_regex(consts[0])
         return lambda s: np.array([rx.search(x) is not None for x in s], dtype=bool)
+    if op == "numeric_text":
+        kind = int if consts[0] == "int" else float
+        return lambda s: np.array([isinstance(sqlite_number(x), kind) for x in s], dtype=bool)
     if op == "regexp_replace":
         rx = java_regex(consts[0])
         rep = java_replacement(consts[1], rx)
@@ -3341,6 +3365,7 @@ _OPS: dict[str, Any] = {
     "repeat": _string_fn,
     "initcap": _string_fn,
     "rlike": _string_fn,
+    "numeric_text": _string_fn,
     "regexp_replace": _string_fn,
     "regexp_extract": _string_fn,
     "regexp_count": _string_fn,

@@ -57,6 +57,7 @@ from ddflow.sql.expr import (
     java_format_specs,
     java_regex,
     java_replacement,
+    sqlite_number,
 )
 from ddflow.sql.plan import (
     SPREAD_FUNCS,
@@ -5875,6 +5876,9 @@ class Planner:
 
     def _compare(self, op: str, a: Expr, b: Expr, what: str) -> Expr:
         if self.dialect == "sqlite":
+            mixed = self._number_with_text(op, a, b, what)
+            if mixed is not None:
+                return mixed
             a, b = _text_affinity(a, b), _text_affinity(b, a)
         ta, tb = a.type, b.type
         if self.dialect == "spark" and {ta.kind, tb.kind} == {"string", "decimal"}:
@@ -5887,6 +5891,48 @@ class Planner:
         t = common_type(a.type, b.type, what)
         a, b = self._cast(a, t), self._cast(b, t)
         return Call(op, (a, b), BOOLEAN, a.nullable or b.nullable)
+
+    def _number_with_text(self, op: str, a: Expr, b: Expr, what: str) -> Expr | None:
+        """SQLite's comparison of a number with text, decided by affinity: a column (or a
+        CAST) has its type's, any other expression none. Against a number with numeric
+        affinity, text that reads as a number is that number and other text stays text;
+        against text with affinity, a number without affinity is compared as its text;
+        otherwise the two are compared as they are, and a number
+        sorts below every text. None where neither side is a number and the other text."""
+        ka, kb = a.type.kind, b.type.kind
+        if ka in _NUMBER_KINDS and kb == "string":
+            n, s, rel = a, b, op
+        elif kb in _NUMBER_KINDS and ka == "string":
+            n, s, rel = b, a, _MIRRORED[op]
+        else:
+            return None
+        # (from here on the comparison reads ``n rel s``)
+        if not _has_affinity(n):
+            if _has_affinity(s):
+                if isinstance(n, Lit):
+                    if n.value is None:
+                        return None
+                    text: Expr = Lit(format_value(n.value, n.type, "sqlite"), STRING)
+                else:
+                    text = self._cast(n, STRING)
+                return self._compare(rel, text, s, what)
+            return _number_below_text(rel, n, s)
+        if isinstance(s, Lit):
+            if s.value is None:
+                return None
+            num = sqlite_number(s.value)
+            if num is None:
+                return _number_below_text(rel, n, s)
+            lit = Lit(num, BIGINT if isinstance(num, int) else DOUBLE)
+            return self._compare(rel, n, lit, what)
+        whole = Call("numeric_text", (s, Lit("int", STRING)), BOOLEAN, s.nullable)
+        real = Call("numeric_text", (s, Lit("real", STRING)), BOOLEAN, s.nullable)
+        by_int = self._compare(rel, n, self._cast(s, BIGINT), what)
+        by_real = self._compare(rel, self._cast(n, DOUBLE), self._cast(s, DOUBLE), what)
+        args: tuple[Expr, ...] = (whole, by_int, real, by_real, _number_below_text(rel, n, s))
+        if n.nullable or s.nullable:
+            args = (_either_null(n, s), Lit(None, BOOLEAN), *args)
+        return Call("case", args, BOOLEAN, True)
 
     def _b_EQ(self, node: Node, scope: Scope) -> Expr:
         if isinstance(node.expression, (exp.All, exp.Any)):
@@ -5987,7 +6033,13 @@ class Planner:
         items = [self.bind(v, scope) for v in node.expressions]
         if not items:
             return Lit(False, BOOLEAN)  # x IN () is FALSE, whatever x is
-        if all(isinstance(i, Lit) for i in items) and x.type.kind != "null":
+        # (SQLite: a number against text is compared by affinity, one item at a time)
+        mixed = self.dialect == "sqlite" and any(
+            {x.type.kind, i.type.kind} & {"string"}
+            and {x.type.kind, i.type.kind} & set(_NUMBER_KINDS)
+            for i in items
+        )
+        if all(isinstance(i, Lit) for i in items) and x.type.kind != "null" and not mixed:
             t = x.type
             for i in items:
                 if i.type.kind != "null":
@@ -7855,6 +7907,35 @@ def _remap_cols(e: Expr, offsets: list[int], owner: list[int], pos: dict[int, in
 def _unit(scale: int) -> decimal.Decimal:
     """One unit in the last place of a decimal of ``scale`` (``10**-scale``)."""
     return decimal.Decimal(1).scaleb(-scale, EXACT)
+
+
+_NUMBER_KINDS = ("int", "double", "decimal")
+
+#: ``a op b`` is ``b _MIRRORED[op] a``
+_MIRRORED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _has_affinity(e: Expr) -> bool:
+    """SQLite: whether an operand has a type affinity (a column, or a CAST to a type)."""
+    return isinstance(e, Col) or (isinstance(e, Call) and e.op == "cast")
+
+
+def _either_null(a: Expr, b: Expr) -> Expr:
+    return Call(
+        "or",
+        (Call("is_null", (a,), BOOLEAN, False), Call("is_null", (b,), BOOLEAN, False)),
+        BOOLEAN,
+        False,
+    )
+
+
+def _number_below_text(rel: str, n: Expr, s: Expr) -> Expr:
+    """``n rel s`` where the number ``n`` is compared with the text ``s`` as they are (SQLite
+    sorts every number below every text): constant, NULL where either is."""
+    holds = Lit(rel in ("lt", "le", "ne"), BOOLEAN)
+    if not (n.nullable or s.nullable):
+        return holds
+    return Call("case", (_either_null(n, s), Lit(None, BOOLEAN), holds), BOOLEAN, True)
 
 
 def _text_affinity(x: Expr, other: Expr) -> Expr:
