@@ -3,7 +3,8 @@ affinity, any other expression none. A number with numeric affinity reads text t
 number as that number (spaces around it allowed; a whole number beyond 64 bits as a REAL)
 and leaves other text as text; a TEXT column makes a number without affinity its text;
 with no affinity on either side the two are compared as they are, and every number sorts
-below every text. An IN list is one such comparison per item. Checked against sqlite3 on the same rows after every commit."""
+below every text. An IN list is one such comparison per item. Checked against sqlite3 on
+the same rows after every commit."""
 
 from __future__ import annotations
 
