@@ -3,7 +3,8 @@ affinity, any other expression none. A number with numeric affinity reads text t
 number as that number (spaces around it allowed; a whole number beyond 64 bits as a REAL)
 and leaves other text as text; a TEXT column makes a number without affinity its text;
 with no affinity on either side the two are compared as they are, and every number sorts
-below every text. An IN list is one such comparison per item. Checked against sqlite3 on
+below every text. An IN list is one such comparison per item, and IN (subquery) holds
+where the comparison with one of its rows does. Checked against sqlite3 on
 the same rows after every commit."""
 
 from __future__ import annotations
@@ -116,3 +117,22 @@ HAND = [
 def test_numbers_against_text_as_sqlite(seed: int) -> None:
     queries = HAND if seed == 0 else _queries(seed)
     check_sqlite_commits(DDL, "t", queries, _commits(seed), _same)
+
+
+SUBQUERIES = [
+    "SELECT a, c, a IN (SELECT c FROM t), c IN (SELECT a FROM t) FROM t",
+    "SELECT a, c, c IN (SELECT r FROM t), r IN (SELECT d FROM t) FROM t",
+    "SELECT a, c, a NOT IN (SELECT c FROM t), c NOT IN (SELECT a FROM t) FROM t",
+    "SELECT a, c FROM t WHERE c IN (SELECT a FROM t)",
+    "SELECT a, c FROM t WHERE a IN (SELECT d FROM t WHERE d IS NOT NULL)",
+    "SELECT a, c FROM t WHERE c NOT IN (SELECT a FROM t WHERE a IS NOT NULL) AND c IS NOT NULL",
+    "SELECT 'x' IN (SELECT a FROM t), '2' IN (SELECT a FROM t), 2 IN (SELECT c FROM t)",
+    "SELECT a, c, a + 0 IN (SELECT c FROM t), c || '' IN (SELECT a FROM t) FROM t",
+    "SELECT a, c, a IN (SELECT c || '' FROM t), c IN (SELECT a + 0 FROM t) FROM t",
+    "SELECT a, (SELECT count(*) FROM t u WHERE u.c IN (SELECT v.a FROM t v WHERE v.d = t.d)) FROM t",
+]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_in_subqueries_mixing_numbers_and_text_as_sqlite(seed: int) -> None:
+    check_sqlite_commits(DDL, "t", SUBQUERIES, _commits(100 + seed), _same)

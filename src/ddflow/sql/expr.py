@@ -44,6 +44,7 @@ from ddflow.sql.types import (
     I64_MIN,
     SqlType,
     decimal_unscaled,
+    decode_nonnull,
     encode_values,
     float_from_keys,
     float_keys,
@@ -52,6 +53,9 @@ from ddflow.sql.types import (
     parse_date_text,
     parse_timestamp_text,
     timestamp_micros,
+)
+from ddflow.sql.types import (
+    STRING as STRING_T,
 )
 
 __all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "conjuncts", "evaluate", "show"]
@@ -1281,6 +1285,50 @@ def sqlite_number(s: str) -> int | float | None:
     if _NUM_TEXT.fullmatch(txt):
         return float(txt)
     return None
+
+
+def _number_key(v: Any) -> str:
+    """A number's key for SQLite equality (``sqlite_key``): an INTEGER and a REAL of the
+    same value have the same key."""
+    if isinstance(v, float):
+        if v.is_integer() and -(2.0**63) <= v < 2.0**63:
+            return "n" + str(int(v))
+        return "n" + repr(v)
+    if isinstance(v, _decimal.Decimal):
+        return "n" + str(int(v)) if v == v.to_integral_value() else _number_key(float(v))
+    return "n" + str(int(v))
+
+
+def _text_key(s: str, numeric: bool) -> str:
+    """A text's key for SQLite equality: the key of the number it reads as when numeric
+    affinity applies to it (``numeric``) and it is one, else the text itself."""
+    if numeric:
+        num = sqlite_number(s)
+        if num is not None:
+            return _number_key(num)
+    return "t" + s
+
+
+def _sqlite_key(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """SQLite's equality of a number with text as equality of keys (text): a number's
+    key is its value's (or, where ``extra`` is "text", the key of its text: TEXT affinity
+    applied to it); a text's is its own (or, where ``extra`` is "num", that of the number
+    it reads as, when it reads as one)."""
+    a, an = evaluate(e.args[0], f, ctx)
+    t = e.args[0].type
+    mode = e.extra
+    if t.kind == "string":
+        m = ctx.memo_for(("sqlite_key", mode))
+        numeric = mode == "num"
+        return ctx.strings.map_codes(
+            a, lambda xs: _typed([_text_key(x, numeric) for x in xs], STRING_T, ctx), m
+        ), an
+    vals = decode_nonnull(a, t, None)
+    if mode == "text":
+        keys = ["t" + (_sqlite_real_text(v) if isinstance(v, float) else str(v)) for v in vals]
+    else:
+        keys = [_number_key(v) for v in vals]
+    return _typed(keys, STRING_T, ctx), an
 
 
 def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:
@@ -3366,6 +3414,7 @@ _OPS: dict[str, Any] = {
     "initcap": _string_fn,
     "rlike": _string_fn,
     "numeric_text": _string_fn,
+    "sqlite_key": _sqlite_key,
     "regexp_replace": _string_fn,
     "regexp_extract": _string_fn,
     "regexp_count": _string_fn,

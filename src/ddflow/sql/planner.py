@@ -4318,11 +4318,33 @@ class Planner:
         assert y is not None
         if anti and y.nullable:
             return False
-        t = common_type(x.type, y.type, "IN")
-        pairs = pairs + [(self._cast(y, t), self._to_outer(self._cast(x, t)))]
+        x, y, _ = self._in_sides(x, y)
+        pairs = pairs + [(y, self._to_outer(x))]
         rel, outer_keys, k, null_safe = self._decorrelated(sub, pairs, residual, scope)
         self._semi(scope, rel, outer_keys, k, null_safe, anti=anti)
         return True
+
+    def _in_sides(self, x: Expr, y: Expr) -> tuple[Expr, Expr, SqlType]:
+        """``x IN (q)``'s two sides (``y``: ``q``'s column) made one type, equal where SQL
+        holds them equal. SQLite compares a number with text as ``x = y`` does
+        (``_number_with_text``): each side then becomes a text key (``sqlite_key``) that
+        is the same exactly where the two are equal under those rules."""
+        kx, ky = x.type.kind, y.type.kind
+        if self.dialect == "sqlite" and {kx, ky} & {"string"} and {kx, ky} & set(_NUMBER_KINDS):
+            n, s = (x, y) if kx != "string" else (y, x)
+            if _has_affinity(n):
+                modes = {id(n): "keep", id(s): "num"}
+            elif _has_affinity(s):
+                modes = {id(n): "text", id(s): "keep"}
+            else:
+                modes = {id(n): "keep", id(s): "keep"}
+
+            def key(e: Expr) -> Expr:
+                return Call("sqlite_key", (e,), STRING, e.nullable, modes[id(e)])
+
+            return key(x), key(y), STRING
+        t = common_type(x.type, y.type, "IN")
+        return self._cast(x, t), self._cast(y, t), t
 
     def _to_outer(self, e: Expr) -> Expr:
         """An expression of the enclosing scope written as outer references."""
@@ -4377,8 +4399,7 @@ class Planner:
         x = self.bind(node.this, scope)
         sub, pairs, residual, y = self._subquery_rows(node.args["query"], scope, "IN", True)
         assert y is not None
-        t = common_type(x.type, y.type, "IN")
-        x, y = self._cast(x, t), self._cast(y, t)
+        x, y, t = self._in_sides(x, y)
         # per correlation group: how many rows, how many non-NULL values
         assert sub.plan is not None
         nin_pre = len(sub.plan.fields)
