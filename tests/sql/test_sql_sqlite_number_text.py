@@ -129,7 +129,8 @@ SUBQUERIES = [
     "SELECT 'x' IN (SELECT a FROM t), '2' IN (SELECT a FROM t), 2 IN (SELECT c FROM t)",
     "SELECT a, c, a + 0 IN (SELECT c FROM t), c || '' IN (SELECT a FROM t) FROM t",
     "SELECT a, c, a IN (SELECT c || '' FROM t), c IN (SELECT a + 0 FROM t) FROM t",
-    "SELECT a, (SELECT count(*) FROM t u WHERE u.c IN (SELECT v.a FROM t v WHERE v.d = t.d)) FROM t",
+    "SELECT a, (SELECT count(*) FROM t u WHERE u.c IN"
+    " (SELECT v.a FROM t v WHERE v.d = t.d)) FROM t",
 ]
 
 
