@@ -814,6 +814,50 @@ def _compare(e: Call, f: Frame, ctx: Ctx) -> Result:
     return r, nulls
 
 
+#: a comparison read off the sign of ``a - b``
+_BY_SIGN = {
+    "eq": lambda d: d == 0,
+    "ne": lambda d: d != 0,
+    "lt": lambda d: d < 0,
+    "le": lambda d: d <= 0,
+    "gt": lambda d: d > 0,
+    "ge": lambda d: d >= 0,
+}
+
+
+def _exact_number_compare(e: Call, f: Frame, ctx: Ctx) -> Result:
+    """An INTEGER compared with a REAL by their exact values (SQLite), not as two doubles
+    (where 2**53 + 1 equals 2.0**53): the doubles decide unless they are equal, and where
+    they are, the REAL is a whole number and is compared with the INTEGER as one.
+    ``extra`` is the comparison (``eq``, ``lt``, ...)."""
+    (a, an), (b, bn) = _args(e, f, ctx)
+    ints_first = e.args[0].type.kind == "int"
+    i, keys = (a, b) if ints_first else (b, a)
+    op = e.extra if ints_first else _FLIP[e.extra]
+    x = float_from_keys(keys)
+    if i.dtype == object:  # (Python compares an int with a float exactly)
+        d = np.array(
+            [(v > w) - (v < w) for v, w in zip(i.tolist(), x.tolist(), strict=True)],
+            dtype=np.int64,
+        )
+    else:
+        fi = i.astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            d = np.sign(np.nan_to_num(fi - x, nan=1.0)).astype(np.int64)
+        tie = fi == x
+        if tie.any():
+            xt = x[tie]
+            top = xt >= 2.0**63  # (the double nearest the greatest INTEGER is 2**63)
+            dd = np.sign(i[tie] - np.where(top, 0.0, xt).astype(np.int64))
+            dd[top] = -1
+            d[tie] = dd
+    out = _BY_SIGN[op](d)
+    nan = np.isnan(x)
+    if nan.any():
+        out[nan] = op == "ne"
+    return out, _or(an, bn)
+
+
 def _strings_of(codes: np.ndarray, ctx: Ctx) -> np.ndarray:
     return ctx.strings.decode(codes)
 
@@ -3414,6 +3458,7 @@ _OPS: dict[str, Any] = {
     "initcap": _string_fn,
     "rlike": _string_fn,
     "numeric_text": _string_fn,
+    "exact_compare": _exact_number_compare,
     "sqlite_key": _sqlite_key,
     "regexp_replace": _string_fn,
     "regexp_extract": _string_fn,

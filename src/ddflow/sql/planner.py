@@ -3710,10 +3710,12 @@ class Planner:
             if e is None:
                 continue
             e = self._cast_bool(e, "WHERE")
-            srcs = {owner[i] for i in _uses(e)}
             if _has_outer(e):
                 continue  # correlated conditions stay in WHERE (handled by the caller)
-            bound.append((c, e, srcs))
+            # (a condition that binds to an AND, as SQLite's exact equality of an INTEGER
+            # with a REAL does, is its parts: an equality among them can join)
+            for part in conjuncts(e):
+                bound.append((c, part, {owner[i] for i in _uses(part)}))
             conds.remove(c)
         # an OR over several sources implies, for a source every branch restricts, the OR
         # of those restrictions: a filter on that source before the join
@@ -3937,11 +3939,13 @@ class Planner:
             lkeys: list[Expr] = []
             rkeys: list[Expr] = []
             residual: list[Expr] = []
+            parts: list[Expr] = []
             for c in _conjuncts(on):
-                e = self._bind_local(c, probe)
-                if e is None:
+                got = self._bind_local(c, probe)
+                if got is None:
                     raise UnsupportedSQL("subqueries in JOIN ... ON conditions")
-                e = self._cast_bool(e, "ON")
+                parts.extend(conjuncts(self._cast_bool(got, "ON")))
+            for e in parts:
                 uses = _uses(e)
                 if uses and all(i >= nl for i in uses) and how in ("left", "inner"):
                     right = Filter(right, _shift(e, -nl))
@@ -5910,6 +5914,16 @@ class Planner:
         elif tb.kind == "string" and ta.kind not in ("string", "null"):
             b = self._cast(b, ta)
         t = common_type(a.type, b.type, what)
+        if self.dialect == "sqlite" and {a.type.kind, b.type.kind} == {"int", "double"}:
+            # SQLite compares an INTEGER with a REAL by their exact values: 2**53 + 1 is
+            # greater than 2.0**53, which equal as doubles. An equality keeps its form
+            # over doubles too (the key a join matches on; the exact test is a filter)
+            exact = Call("exact_compare", (a, b), BOOLEAN, a.nullable or b.nullable, op)
+            if op != "eq":
+                return exact
+            ca, cb = self._cast(a, t), self._cast(b, t)
+            both = Call("eq", (ca, cb), BOOLEAN, ca.nullable or cb.nullable)
+            return Call("and", (both, exact), BOOLEAN, both.nullable)
         a, b = self._cast(a, t), self._cast(b, t)
         return Call(op, (a, b), BOOLEAN, a.nullable or b.nullable)
 
@@ -6054,10 +6068,14 @@ class Planner:
         items = [self.bind(v, scope) for v in node.expressions]
         if not items:
             return Lit(False, BOOLEAN)  # x IN () is FALSE, whatever x is
-        # (SQLite: a number against text is compared by affinity, one item at a time)
+        # (SQLite: a number against text is compared by affinity, and an INTEGER with a
+        # REAL exactly, one item at a time)
         mixed = self.dialect == "sqlite" and any(
-            {x.type.kind, i.type.kind} & {"string"}
-            and {x.type.kind, i.type.kind} & set(_NUMBER_KINDS)
+            (
+                {x.type.kind, i.type.kind} & {"string"}
+                and {x.type.kind, i.type.kind} & set(_NUMBER_KINDS)
+            )
+            or {x.type.kind, i.type.kind} == {"int", "double"}
             for i in items
         )
         if all(isinstance(i, Lit) for i in items) and x.type.kind != "null" and not mixed:
