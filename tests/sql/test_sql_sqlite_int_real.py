@@ -46,6 +46,7 @@ QUERIES = [
     "SELECT t1.a, t2.r FROM t t1, t t2 WHERE t1.a = t2.r AND t1.b IS NOT NULL",
     "SELECT t1.a, t2.r FROM t t1 LEFT JOIN t t2 ON t1.a = t2.r",
     "SELECT a, r, a BETWEEN r AND r + 1 FROM t",
+    "SELECT a, r, NULLIF(a, r), NULLIF(r, a) FROM t",
 ]
 
 

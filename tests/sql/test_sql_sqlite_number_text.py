@@ -110,6 +110,7 @@ HAND = [
     "SELECT a, c, a BETWEEN c AND d FROM t",
     "SELECT a, c, a IN ('x', '10', 2), c IN (2, 10), a IN (c, 'q'), a NOT IN ('x', 3) FROM t",
     "SELECT a, c, a IN ('x'), a IN ('x', NULL), c IN (2.5, 1e1) FROM t",
+    "SELECT a, c, NULLIF(a, c), NULLIF(c, a), NULLIF(a, '2'), NULLIF(c, 10), NULLIF(r, a) FROM t",
 ]
 
 

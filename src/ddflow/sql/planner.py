@@ -6303,6 +6303,12 @@ class Planner:
             if ca.type != a.type:  # (the value stays the first argument as it is)
                 return Call("nullif", (a, ca, cb), a.type, True)
             return Call("nullif", (a, cb), a.type, True)
+        kinds = {a.type.kind, b.type.kind}
+        if self.dialect == "sqlite" and "string" in kinds and kinds & set(_NUMBER_KINDS):
+            return a  # (a function's arguments have no affinity: a number is never text)
+        if self.dialect == "sqlite" and kinds == {"int", "double"}:
+            eq = self._compare("eq", a, b, "NULLIF")  # (exactly: SQLite's comparison)
+            return Call("case", (eq, Lit(None, a.type), a), a.type, True)
         t = common_type(a.type, b.type, "NULLIF")
         # the value is the first argument as it is (its type, as in Spark and SQLite); only
         # the comparison is made in the common type
