@@ -42,6 +42,7 @@ from ddflow.sql.types import (
     EXACT,
     I64_MAX,
     I64_MIN,
+    STRING,
     SqlType,
     decimal_unscaled,
     decode_nonnull,
@@ -53,9 +54,6 @@ from ddflow.sql.types import (
     parse_date_text,
     parse_timestamp_text,
     timestamp_micros,
-)
-from ddflow.sql.types import (
-    STRING as STRING_T,
 )
 
 __all__ = ["Call", "Col", "Ctx", "Expr", "Lit", "conjuncts", "evaluate", "show"]
@@ -814,17 +812,6 @@ def _compare(e: Call, f: Frame, ctx: Ctx) -> Result:
     return r, nulls
 
 
-#: a comparison read off the sign of ``a - b``
-_BY_SIGN = {
-    "eq": lambda d: d == 0,
-    "ne": lambda d: d != 0,
-    "lt": lambda d: d < 0,
-    "le": lambda d: d <= 0,
-    "gt": lambda d: d > 0,
-    "ge": lambda d: d >= 0,
-}
-
-
 def _exact_number_compare(e: Call, f: Frame, ctx: Ctx) -> Result:
     """An INTEGER compared with a REAL by their exact values (SQLite), not as two doubles
     (where 2**53 + 1 equals 2.0**53): the doubles decide unless they are equal, and where
@@ -851,7 +838,7 @@ def _exact_number_compare(e: Call, f: Frame, ctx: Ctx) -> Result:
             dd = np.sign(i[tie] - np.where(top, 0.0, xt).astype(np.int64))
             dd[top] = -1
             d[tie] = dd
-    out = _BY_SIGN[op](d)
+    out = _CMP[op](d, 0)  # (the comparison read off the sign of ``i - x``)
     nan = np.isnan(x)
     if nan.any():
         out[nan] = op == "ne"
@@ -1365,14 +1352,14 @@ def _sqlite_key(e: Call, f: Frame, ctx: Ctx) -> Result:
         m = ctx.memo_for(("sqlite_key", mode))
         numeric = mode == "num"
         return ctx.strings.map_codes(
-            a, lambda xs: _typed([_text_key(x, numeric) for x in xs], STRING_T, ctx), m
+            a, lambda xs: _typed([_text_key(x, numeric) for x in xs], STRING, ctx), m
         ), an
     vals = decode_nonnull(a, t, None)
     if mode == "text":
         keys = ["t" + (_sqlite_real_text(v) if isinstance(v, float) else str(v)) for v in vals]
     else:
         keys = [_number_key(v) for v in vals]
-    return _typed(keys, STRING_T, ctx), an
+    return _typed(keys, STRING, ctx), an
 
 
 def _parse_one(s: str, dst: SqlType, dialect: str, strict: bool = False) -> Any:

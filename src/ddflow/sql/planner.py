@@ -46,6 +46,7 @@ from sqlglot.transforms import eliminate_qualify
 
 from ddflow.sql.errors import SQLError, UnsupportedSQL
 from ddflow.sql.expr import (
+    _FLIP,
     _MICROS,
     Call,
     Col,
@@ -4333,9 +4334,8 @@ class Planner:
         holds them equal. SQLite compares a number with text as ``x = y`` does
         (``_number_with_text``): each side then becomes a text key (``sqlite_key``) that
         is the same exactly where the two are equal under those rules."""
-        kx, ky = x.type.kind, y.type.kind
-        if self.dialect == "sqlite" and {kx, ky} & {"string"} and {kx, ky} & set(_NUMBER_KINDS):
-            n, s = (x, y) if kx != "string" else (y, x)
+        if self.dialect == "sqlite" and _number_and_text(x.type, y.type):
+            n, s = (x, y) if x.type.kind != "string" else (y, x)
             if _has_affinity(n):
                 modes = {id(n): "keep", id(s): "num"}
             elif _has_affinity(s):
@@ -5904,7 +5904,6 @@ class Planner:
             mixed = self._number_with_text(op, a, b, what)
             if mixed is not None:
                 return mixed
-            a, b = _text_affinity(a, b), _text_affinity(b, a)
         ta, tb = a.type, b.type
         if self.dialect == "spark" and {ta.kind, tb.kind} == {"string", "decimal"}:
             # Spark compares text with a DECIMAL as DOUBLEs ('1.51' is not 1.5)
@@ -5938,7 +5937,7 @@ class Planner:
         if ka in _NUMBER_KINDS and kb == "string":
             n, s, rel = a, b, op
         elif kb in _NUMBER_KINDS and ka == "string":
-            n, s, rel = b, a, _MIRRORED[op]
+            n, s, rel = b, a, _FLIP[op]
         else:
             return None
         # (from here on the comparison reads ``n rel s``)
@@ -6071,11 +6070,7 @@ class Planner:
         # (SQLite: a number against text is compared by affinity, and an INTEGER with a
         # REAL exactly, one item at a time)
         mixed = self.dialect == "sqlite" and any(
-            (
-                {x.type.kind, i.type.kind} & {"string"}
-                and {x.type.kind, i.type.kind} & set(_NUMBER_KINDS)
-            )
-            or {x.type.kind, i.type.kind} == {"int", "double"}
+            _number_and_text(x.type, i.type) or {x.type.kind, i.type.kind} == {"int", "double"}
             for i in items
         )
         if all(isinstance(i, Lit) for i in items) and x.type.kind != "null" and not mixed:
@@ -6303,10 +6298,9 @@ class Planner:
             if ca.type != a.type:  # (the value stays the first argument as it is)
                 return Call("nullif", (a, ca, cb), a.type, True)
             return Call("nullif", (a, cb), a.type, True)
-        kinds = {a.type.kind, b.type.kind}
-        if self.dialect == "sqlite" and "string" in kinds and kinds & set(_NUMBER_KINDS):
+        if self.dialect == "sqlite" and _number_and_text(a.type, b.type):
             return a  # (a function's arguments have no affinity: a number is never text)
-        if self.dialect == "sqlite" and kinds == {"int", "double"}:
+        if self.dialect == "sqlite" and {a.type.kind, b.type.kind} == {"int", "double"}:
             eq = self._compare("eq", a, b, "NULLIF")  # (exactly: SQLite's comparison)
             return Call("case", (eq, Lit(None, a.type), a), a.type, True)
         t = common_type(a.type, b.type, "NULLIF")
@@ -7956,8 +7950,12 @@ def _unit(scale: int) -> decimal.Decimal:
 
 _NUMBER_KINDS = ("int", "double", "decimal")
 
-#: ``a op b`` is ``b _MIRRORED[op] a``
-_MIRRORED = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+def _number_and_text(a: SqlType, b: SqlType) -> bool:
+    """Whether one of two types is a number and the other text (SQLite compares such a
+    pair by affinity)."""
+    kinds = {a.kind, b.kind}
+    return "string" in kinds and bool(kinds & set(_NUMBER_KINDS))
 
 
 def _has_affinity(e: Expr) -> bool:
@@ -7981,17 +7979,3 @@ def _number_below_text(rel: str, n: Expr, s: Expr) -> Expr:
     if not (n.nullable or s.nullable):
         return holds
     return Call("case", (_either_null(n, s), Lit(None, BOOLEAN), holds), BOOLEAN, True)
-
-
-def _text_affinity(x: Expr, other: Expr) -> Expr:
-    """SQLite: a number literal compared with a TEXT column is compared as its text (the
-    column's affinity goes to an operand without one): ``s > 5`` compares ``s`` with '5'."""
-    if (
-        isinstance(x, Lit)
-        and x.value is not None
-        and x.type.kind in ("int", "double")
-        and isinstance(other, Col)
-        and other.type.kind == "string"
-    ):
-        return Lit(format_value(x.value, x.type, "sqlite"), STRING)
-    return x

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ddflow.core.columns import run_starts
 from ddflow.sql.batch import ArrowCol, LazyStrings, RowBatch, arrow_nulls, arrow_true
 from ddflow.sql.expr import Call, Col, Expr, Lit, conjoin, conjuncts, leading_slice
 from ddflow.sql.optimize import _shift, remap, subst, uses
@@ -1341,9 +1342,7 @@ def _contains_in_order(col: Any, parts: list[bytes]) -> Any:
         if len(ra) and len(rb):
             # per row, the last start of the second text (found ascending: the last of
             # each run of equal rows), as a column over the rows (-1: none)
-            tail = np.empty(len(rb), dtype=bool)
-            np.not_equal(rb[1:], rb[:-1], out=tail[:-1])
-            tail[-1] = True
+            tail = np.append(run_starts((rb,), len(rb))[1:], len(rb)) - 1
             last_b = np.full(n, -1, dtype=np.int64)
             last_b[rb[tail]] = pb[tail]
             # a row matches where a start of the first text ends before the second starts
